@@ -1,0 +1,108 @@
+#include "hw/card/memory_system.h"
+
+namespace hpusim::hw {
+
+hbm::SubsystemConfig hbm_config_from(const preset::Card& card) {
+  const auto& h = card.hbm();
+  const auto& t = h.timing();
+  hbm::SubsystemConfig c;
+  c.organization.stacks = h.stacks();
+  c.organization.channels_per_stack = h.channels_per_stack();
+  c.organization.pseudo_channels = h.pseudo_channels();
+  c.organization.bank_groups = h.bank_groups();
+  c.organization.banks_per_group = h.banks_per_group();
+  c.organization.rows = h.rows();
+  c.organization.columns = h.columns();
+  c.organization.pc_width_bits = h.pc_width_bits();
+  c.timing.name = t.name();
+  c.timing.tck_ps = t.tck_ps();
+  c.timing.burst_bytes = t.burst_bytes();
+  c.timing.nBL = t.n_bl();
+  c.timing.nCL = t.n_cl();
+  c.timing.nCWL = t.n_cwl();
+  c.timing.nRCDRD = t.n_rcdrd();
+  c.timing.nRCDWR = t.n_rcdwr();
+  c.timing.nRP = t.n_rp();
+  c.timing.nRAS = t.n_ras();
+  c.timing.nRC = t.n_rc();
+  c.timing.nWR = t.n_wr();
+  c.timing.nRTP = t.n_rtp();
+  c.timing.nCCDS = t.n_ccds();
+  c.timing.nCCDL = t.n_ccdl();
+  c.timing.nRRDS = t.n_rrds();
+  c.timing.nRRDL = t.n_rrdl();
+  c.timing.nFAW = t.n_faw();
+  c.timing.nWTRS = t.n_wtrs();
+  c.timing.nWTRL = t.n_wtrl();
+  c.timing.nRTW = t.n_rtw();
+  c.timing.nRFC = t.n_rfc();
+  c.timing.nREFI = t.n_refi();
+  c.controller.queue_depth = h.queue_depth();
+  c.controller.write_high_watermark = h.write_high_watermark();
+  c.controller.write_low_watermark = h.write_low_watermark();
+  c.controller.interleave_bytes = h.interleave_bytes();
+  c.controller.address_mapping = h.address_mapping();
+  c.controller.refresh_enabled = h.refresh_enabled();
+  c.base = card.memory_map().dram_base();
+  return c;
+}
+
+SramConfig sram_config_from(const preset::Card& card) {
+  const auto& s = card.sram();
+  SramConfig c;
+  c.base = card.memory_map().sram_base();
+  c.size_bytes = s.size_bytes();
+  c.banks = s.banks();
+  c.bank_width_bytes = s.bank_width_bytes();
+  c.interleave_bytes = s.interleave_bytes();
+  c.period_ps = period_ps_from_mhz(s.clock_mhz());
+  c.latency_cycles = s.latency_cycles();
+  return c;
+}
+
+PcieConfig pcie_config_from(const preset::Card& card) {
+  const auto& p = card.pcie();
+  PcieConfig c;
+  c.generation = p.generation();
+  c.lanes = p.lanes();
+  c.max_payload_bytes = p.max_payload_bytes();
+  c.max_read_request_bytes = p.max_read_request_bytes();
+  c.tlp_overhead_bytes = p.tlp_overhead_bytes();
+  c.dllp_overhead_pct = p.dllp_overhead_pct();
+  c.link_latency_ps = Picoseconds{p.link_latency_ns()} * 1000;
+  c.host_memory_latency_ps = Picoseconds{p.host_memory_latency_ns()} * 1000;
+  c.host_window_base = card.memory_map().host_phys_base();
+  c.host_window_size = card.memory_map().host_phys_size();
+  return c;
+}
+
+FabricConfig fabric_config_from(const preset::Card& card) {
+  FabricConfig c;
+  c.period_ps = period_ps_from_mhz(card.fabric().clock_mhz());
+  c.latency_cycles = card.fabric().latency_cycles();
+  return c;
+}
+
+MemorySystem::MemorySystem(sc_core::sc_module_name name, const preset::Card& card)
+    : sc_module(name),
+      card_(card),
+      host_memory_(std::make_unique<mem::BackingStore>("host_memory", 0, card.memory_map().host_phys_size())),
+      fabric_("fabric", fabric_config_from(card)),
+      hbm_("hbm", hbm_config_from(card)),
+      sram_("sram", sram_config_from(card)),
+      cfg_("cfg", card.memory_map().cfg_base(), card.memory_map().cfg_size(),
+           period_ps_from_mhz(card.fabric().clock_mhz()) * 4),
+      pcie_("pcie", pcie_config_from(card), *host_memory_) {
+  require_picosecond_resolution();
+  const auto& map = card.memory_map();
+  const auto& f = card.fabric();
+  fabric_.bind_target(hbm_.socket, "hbm", double(f.hbm_port_bytes_per_cycle()) * card.hbm().stacks(),
+                      map.dram_base(), hbm_.mapper().capacity_bytes());
+  fabric_.bind_target(sram_.socket, "sram", f.sram_port_bytes_per_cycle(), map.sram_base(), card.sram().size_bytes());
+  fabric_.bind_target(cfg_.socket, "cfg", f.cfg_port_bytes_per_cycle(), map.cfg_base(), map.cfg_size());
+  fabric_.bind_target(pcie_.device_side, "pcie", f.pcie_port_bytes_per_cycle(), map.host_phys_base(),
+                      map.host_phys_size());
+  fabric_.bind_master(pcie_.to_fabric, "pcie_inbound", f.pcie_port_bytes_per_cycle());
+}
+
+}  // namespace hpusim::hw

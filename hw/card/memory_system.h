@@ -1,0 +1,61 @@
+// The card's memory system as the HL-205 device map lays it out: the fabric with HBM at
+// dram_base, SRAM at sram_base, the CFG register space at cfg_base and the PCIe host window at
+// host_phys_base, plus the host memory the device reaches through PCIe. Engines bind their
+// initiator sockets as fabric masters.
+#pragma once
+
+#include <systemc>
+
+#include <memory>
+#include <string>
+
+#include "card_preset.pb.h"
+#include "hw/backing_store/backing_store.h"
+#include "hw/cfg/cfg_space.h"
+#include "hw/fabric/fabric.h"
+#include "hw/hbm/hbm_subsystem.h"
+#include "hw/pcie/pcie_link.h"
+#include "hw/sram/sram.h"
+
+namespace hpusim::hw {
+
+// Conversions from the preset to the models' parameter structs.
+hbm::SubsystemConfig hbm_config_from(const preset::Card& card);
+SramConfig sram_config_from(const preset::Card& card);
+PcieConfig pcie_config_from(const preset::Card& card);
+FabricConfig fabric_config_from(const preset::Card& card);
+
+class MemorySystem : public sc_core::sc_module {
+ public:
+  MemorySystem(sc_core::sc_module_name name, const preset::Card& card);
+
+  // Binds an engine's (or a bench generator's) initiator socket as a fabric master.
+  template <typename Socket>
+  unsigned bind_master(Socket& socket, const std::string& name) {
+    return fabric_.bind_master(socket, name, card_.fabric().master_port_bytes_per_cycle());
+  }
+
+  const preset::Card& card() const { return card_; }
+  Fabric& fabric() { return fabric_; }
+  hbm::HbmSubsystem& hbm() { return hbm_; }
+  Sram& sram() { return sram_; }
+  CfgSpace& cfg() { return cfg_; }
+  PcieLink& pcie() { return pcie_; }
+  mem::BackingStore& host_memory() { return *host_memory_; }
+
+  uint64_t dram_base() const { return card_.memory_map().dram_base(); }
+  uint64_t dram_size() const { return hbm_.mapper().capacity_bytes(); }
+  uint64_t sram_base() const { return card_.memory_map().sram_base(); }
+  uint64_t host_window_base() const { return card_.memory_map().host_phys_base(); }
+
+ private:
+  preset::Card card_;
+  std::unique_ptr<mem::BackingStore> host_memory_;
+  Fabric fabric_;
+  hbm::HbmSubsystem hbm_;
+  Sram sram_;
+  CfgSpace cfg_;
+  PcieLink pcie_;
+};
+
+}  // namespace hpusim::hw

@@ -1,0 +1,172 @@
+#include "hw/fabric/fabric.h"
+
+#include <algorithm>
+#include <sstream>
+#include <stdexcept>
+
+namespace hpusim::hw {
+namespace {
+
+// Remembers which master port a transaction entered by, so its response can find the way back.
+struct FabricRoute : tlm::tlm_extension<FabricRoute> {
+  int master = -1;
+  int target = -1;
+  tlm_extension_base* clone() const override { return new FabricRoute(*this); }
+  void copy_from(const tlm_extension_base& other) override {
+    *this = static_cast<const FabricRoute&>(other);
+  }
+};
+
+FabricRoute& route_of(tlm::tlm_generic_payload& trans) {
+  FabricRoute* route = nullptr;
+  trans.get_extension(route);
+  if (route == nullptr) {
+    route = new FabricRoute;
+    trans.set_extension(route);
+  }
+  return *route;
+}
+
+std::string hex(uint64_t v) {
+  std::ostringstream out;
+  out << "0x" << std::hex << v;
+  return out.str();
+}
+
+}  // namespace
+
+Fabric::Fabric(sc_core::sc_module_name name, const FabricConfig& config)
+    : sc_module(name), masters_socket("masters_socket"), targets_socket("targets_socket"), config_(config) {
+  masters_socket.register_nb_transport_fw(this, &Fabric::forward);
+  masters_socket.register_transport_dbg(this, &Fabric::debug_transport);
+  targets_socket.register_nb_transport_bw(this, &Fabric::backward);
+}
+
+unsigned Fabric::add_port(std::vector<Port>& ports, const std::string& name, double bytes_per_cycle) {
+  if (bytes_per_cycle <= 0) throw std::invalid_argument("fabric port " + name + " needs a positive bandwidth");
+  Port port;
+  port.name = name;
+  port.towards_target = BandwidthServer(bytes_per_cycle, config_.period_ps);
+  port.towards_master = BandwidthServer(bytes_per_cycle, config_.period_ps);
+  ports.push_back(std::move(port));
+  return static_cast<unsigned>(ports.size() - 1);
+}
+
+void Fabric::map_range(unsigned target, uint64_t base, uint64_t size) {
+  if (target >= targets_.size()) throw std::out_of_range("fabric: no target port " + std::to_string(target));
+  Range range{base, base + size, target};
+  for (const Range& other : ranges_) {
+    if (range.base < other.end && other.base < range.end) {
+      throw std::invalid_argument("fabric: range " + hex(base) + "+" + hex(size) + " of " + targets_[target].name +
+                                  " overlaps " + targets_[other.target].name);
+    }
+  }
+  ranges_.push_back(range);
+  std::sort(ranges_.begin(), ranges_.end(), [](const Range& a, const Range& b) { return a.base < b.base; });
+}
+
+int Fabric::decode(uint64_t address) const {
+  auto it = std::upper_bound(ranges_.begin(), ranges_.end(), address,
+                             [](uint64_t a, const Range& r) { return a < r.base; });
+  if (it == ranges_.begin()) return -1;
+  --it;
+  return address < it->end ? static_cast<int>(it->target) : -1;
+}
+
+bool Fabric::fits_in_range(uint64_t address, uint64_t length) const {
+  auto it = std::upper_bound(ranges_.begin(), ranges_.end(), address,
+                             [](uint64_t a, const Range& r) { return a < r.base; });
+  if (it == ranges_.begin()) return false;
+  --it;
+  return length <= it->end - address;
+}
+
+tlm::tlm_sync_enum Fabric::forward(int master, tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase,
+                                   sc_core::sc_time& delay) {
+  if (phase != tlm::BEGIN_REQ) throw std::logic_error("fabric: unexpected phase on the forward path");
+  const Picoseconds arrival = now_ps() + delay.value();
+  const uint64_t length = trans.get_data_length();
+  const int target = decode(trans.get_address());
+  FabricRoute& route = route_of(trans);
+  route.master = master;
+  route.target = target;
+  Port& in = masters_[master];
+  ++in.transactions;
+
+  if (target < 0 || !fits_in_range(trans.get_address(), length)) {
+    // Unmapped, or crossing the end of a target's range: answer with an address error after one traversal there and back.
+    ++unmapped_accesses_;
+    trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+    tlm::tlm_phase response = tlm::BEGIN_RESP;
+    sc_core::sc_time back = delay_until(arrival + 2 * latency_ps());
+    masters_socket[master]->nb_transport_bw(trans, response, back);
+    return tlm::TLM_ACCEPTED;
+  }
+
+  Port& out = targets_[target];
+  ++out.transactions;
+  const uint64_t data = trans.is_write() ? length : 0;
+  Picoseconds left_master = in.towards_target.reserve(arrival, data);
+  Picoseconds left_port = out.towards_target.reserve(arrival, data);
+  Picoseconds at_target = std::max(left_master, left_port) + latency_ps();
+  tlm::tlm_phase request = tlm::BEGIN_REQ;
+  sc_core::sc_time forward_delay = delay_until(at_target);
+  targets_socket[target]->nb_transport_fw(trans, request, forward_delay);
+  return tlm::TLM_ACCEPTED;
+}
+
+tlm::tlm_sync_enum Fabric::backward(int target, tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase,
+                                    sc_core::sc_time& delay) {
+  if (phase != tlm::BEGIN_RESP) throw std::logic_error("fabric: unexpected phase on the backward path");
+  FabricRoute& route = route_of(trans);
+  if (route.target != target || route.master < 0) {
+    throw std::logic_error("fabric: response from " + targets_[target].name + " for a transaction it never received");
+  }
+  const Picoseconds ready = now_ps() + delay.value();
+  const uint64_t data = trans.is_read() ? trans.get_data_length() : 0;
+  Port& out = targets_[target];
+  Port& in = masters_[route.master];
+  Picoseconds left_port = out.towards_master.reserve(ready, data);
+  Picoseconds left_master = in.towards_master.reserve(ready, data);
+  Picoseconds at_master = std::max(left_port, left_master) + latency_ps();
+  tlm::tlm_phase response = tlm::BEGIN_RESP;
+  sc_core::sc_time back = delay_until(at_master);
+  int master = route.master;
+  route.master = -1;
+  masters_socket[master]->nb_transport_bw(trans, response, back);
+  return tlm::TLM_COMPLETED;
+}
+
+unsigned Fabric::debug_transport(int, tlm::tlm_generic_payload& trans) {
+  int target = decode(trans.get_address());
+  if (target < 0) {
+    trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+    return 0;
+  }
+  return targets_socket[target]->transport_dbg(trans);
+}
+
+FabricPortStats Fabric::stats_of(const Port& port) {
+  FabricPortStats s;
+  s.name = port.name;
+  s.transactions = port.transactions;
+  s.request_bytes = port.towards_target.bytes();
+  s.response_bytes = port.towards_master.bytes();
+  s.busy_ps = port.towards_target.busy_ps() + port.towards_master.busy_ps();
+  s.waited_ps = port.towards_target.waited_ps() + port.towards_master.waited_ps();
+  return s;
+}
+
+std::vector<FabricPortStats> Fabric::master_stats() const {
+  std::vector<FabricPortStats> out;
+  for (const Port& p : masters_) out.push_back(stats_of(p));
+  return out;
+}
+
+std::vector<FabricPortStats> Fabric::target_stats() const {
+  std::vector<FabricPortStats> out;
+  for (const Port& p : targets_) out.push_back(stats_of(p));
+  return out;
+}
+
+}  // namespace hpusim::hw

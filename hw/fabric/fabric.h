@@ -1,0 +1,98 @@
+// The on-chip fabric: routes memory-protocol transactions from master ports (engines, DMA, the
+// PCIe endpoint, bench traffic) to target ports (HBM, SRAM, CFG space, the PCIe host window) by
+// address. Each port direction is a bandwidth server, so traffic through a shared port contends;
+// each traversal adds a fixed latency.
+#pragma once
+
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/multi_passthrough_initiator_socket.h>
+#include <tlm_utils/multi_passthrough_target_socket.h>
+
+#include <string>
+#include <vector>
+
+#include "hw/common/bandwidth_server.h"
+#include "hw/common/mem_protocol.h"
+
+namespace hpusim::hw {
+
+struct FabricConfig {
+  Picoseconds period_ps = 909;
+  uint32_t latency_cycles = 24;
+};
+
+struct FabricPortStats {
+  std::string name;
+  uint64_t transactions = 0;
+  uint64_t request_bytes = 0;     // write data carried towards targets
+  uint64_t response_bytes = 0;    // read data carried back to masters
+  uint64_t busy_ps = 0;           // both directions
+  uint64_t waited_ps = 0;         // time transfers queued behind others
+};
+
+class Fabric : public sc_core::sc_module {
+ public:
+  Fabric(sc_core::sc_module_name name, const FabricConfig& config);
+
+  // Binds a master's initiator socket; masters must be bound before simulation starts.
+  template <typename Socket>
+  unsigned bind_master(Socket& socket, const std::string& name, double bytes_per_cycle) {
+    socket.bind(masters_socket);
+    return add_port(masters_, name, bytes_per_cycle);
+  }
+
+  // Binds a target's socket and maps the address range [base, base + size) to it. More ranges can
+  // be added with map_range.
+  template <typename Socket>
+  unsigned bind_target(Socket& socket, const std::string& name, double bytes_per_cycle, uint64_t base,
+                       uint64_t size) {
+    targets_socket.bind(socket);
+    unsigned index = add_port(targets_, name, bytes_per_cycle);
+    map_range(index, base, size);
+    return index;
+  }
+
+  void map_range(unsigned target, uint64_t base, uint64_t size);
+
+  // Which target port serves `address`; -1 if none.
+  int decode(uint64_t address) const;
+
+  std::vector<FabricPortStats> master_stats() const;
+  std::vector<FabricPortStats> target_stats() const;
+  uint64_t unmapped_accesses() const { return unmapped_accesses_; }
+  Picoseconds latency_ps() const { return config_.period_ps * config_.latency_cycles; }
+
+  tlm_utils::multi_passthrough_target_socket<Fabric> masters_socket;
+  tlm_utils::multi_passthrough_initiator_socket<Fabric> targets_socket;
+
+ private:
+  struct Port {
+    std::string name;
+    BandwidthServer towards_target;   // request direction
+    BandwidthServer towards_master;   // response direction
+    uint64_t transactions = 0;
+  };
+  struct Range {
+    uint64_t base;
+    uint64_t end;
+    unsigned target;
+  };
+
+  unsigned add_port(std::vector<Port>& ports, const std::string& name, double bytes_per_cycle);
+  tlm::tlm_sync_enum forward(int master, tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase,
+                             sc_core::sc_time& delay);
+  tlm::tlm_sync_enum backward(int target, tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase,
+                              sc_core::sc_time& delay);
+  unsigned debug_transport(int master, tlm::tlm_generic_payload& trans);
+  bool fits_in_range(uint64_t address, uint64_t length) const;
+  static FabricPortStats stats_of(const Port& port);
+
+  FabricConfig config_;
+  std::vector<Port> masters_;
+  std::vector<Port> targets_;
+  std::vector<Range> ranges_;   // sorted by base
+  uint64_t unmapped_accesses_ = 0;
+};
+
+}  // namespace hpusim::hw

@@ -1,0 +1,383 @@
+#include "hw/hbm/channel_controller.h"
+
+#include <stdexcept>
+#include <string>
+
+namespace hpusim::hbm {
+
+ChannelController::ChannelController(const Organization& org, const Timing& timing, const ControllerConfig& cfg,
+                                     uint32_t global_channel)
+    : org_(org),
+      timing_(timing),
+      cfg_(cfg),
+      global_channel_(global_channel),
+      stack_(0),
+      channel_(0),
+      engine_(org, timing),
+      queue_depth_(cfg.queue_depth) {
+  if (org.channels_per_stack == 0 || org.stacks == 0) {
+    throw std::invalid_argument("HBM controller: stacks and channels_per_stack must be > 0");
+  }
+  if (global_channel >= org.stacks * org.channels_per_stack) {
+    throw std::invalid_argument("HBM controller: global channel " + std::to_string(global_channel) +
+                                " does not exist (" + std::to_string(org.stacks * org.channels_per_stack) +
+                                " channels)");
+  }
+  if (cfg.queue_depth == 0) throw std::invalid_argument("HBM controller: queue_depth must be > 0");
+  if (cfg.write_low_watermark > cfg.write_high_watermark) {
+    throw std::invalid_argument("HBM controller: write_low_watermark (" + std::to_string(cfg.write_low_watermark) +
+                                ") is above write_high_watermark (" + std::to_string(cfg.write_high_watermark) + ")");
+  }
+  if (cfg.refresh_enabled && timing.nREFI == 0) {
+    throw std::invalid_argument("HBM controller: refresh is enabled but nREFI is 0");
+  }
+  if (org.columns == 0) throw std::invalid_argument("HBM controller: columns must be > 0");
+  stack_ = global_channel / org.channels_per_stack;
+  channel_ = global_channel % org.channels_per_stack;
+
+  wr_to_pre_ = uint64_t{timing.nCWL} + timing.nBL + timing.nWR;
+  rd_latency_ = uint64_t{timing.nCL} + timing.nBL;
+  wr_latency_ = uint64_t{timing.nCWL} + timing.nBL;
+
+  slots_.resize(queue_depth_);
+  free_.reserve(queue_depth_);
+  for (uint32_t i = queue_depth_; i > 0; --i) free_.push_back(i - 1);
+  banks_.resize(engine_.num_banks());
+  for (auto& b : banks_) b.q.reserve(queue_depth_);
+  active_.reserve(engine_.num_banks());
+  unarrived_.reserve(queue_depth_);
+
+  refresh_due_.resize(org.pseudo_channels);
+  for (uint32_t p = 0; p < org.pseudo_channels; ++p) {
+    refresh_due_[p] = cfg.refresh_enabled
+                          ? uint64_t{timing.nREFI} + uint64_t{p} * (timing.nREFI / org.pseudo_channels)
+                          : kNever;
+  }
+}
+
+void ChannelController::enqueue(const Request& r) {
+  if (!can_accept()) {
+    throw std::logic_error("HBM controller " + std::to_string(global_channel_) + ": queue full (" +
+                           std::to_string(queue_depth_) + " requests)");
+  }
+  const DramAddress& a = r.addr;
+  if (a.stack != stack_ || a.channel != channel_) {
+    throw std::invalid_argument("HBM controller " + std::to_string(global_channel_) + ": request " +
+                                std::to_string(r.id) + " addresses stack " + std::to_string(a.stack) +
+                                " channel " + std::to_string(a.channel));
+  }
+  if (a.pseudo_channel >= org_.pseudo_channels || a.bank_group >= org_.bank_groups ||
+      a.bank >= org_.banks_per_group || a.row >= org_.rows || a.column >= org_.columns) {
+    throw std::invalid_argument("HBM controller: request " + std::to_string(r.id) +
+                                " has an address outside the organization: " + to_string(a));
+  }
+  if (r.bursts == 0 || uint64_t{a.column} + r.bursts > org_.columns) {
+    throw std::invalid_argument("HBM controller: request " + std::to_string(r.id) + " has " +
+                                std::to_string(r.bursts) + " bursts from column " + std::to_string(a.column) +
+                                "; they must stay within the row (" + std::to_string(org_.columns) + " columns)");
+  }
+
+  const uint32_t s = free_.back();
+  free_.pop_back();
+  ++queued_;
+  Slot& slot = slots_[s];
+  slot.id = r.id;
+  slot.arrival = r.arrival_cycle;
+  slot.seq = seq_++;
+  slot.bank = engine_.flat_bank(a.pseudo_channel, a.bank_group, a.bank);
+  slot.row = a.row;
+  slot.next_col = a.column;
+  slot.remaining = r.bursts;
+  slot.bursts = r.bursts;
+  slot.is_write = r.is_write;
+  slot.klass = 0;
+
+  Bank& bank = banks_[slot.bank];
+  // Keep the bank queue oldest first; arrivals are almost always in order, so this is an append.
+  size_t pos = bank.q.size();
+  while (pos > 0 && older(s, bank.q[pos - 1])) --pos;
+  bank.q.insert(bank.q.begin() + static_cast<std::ptrdiff_t>(pos), s);
+  if (bank.active_pos == kNotActive) {
+    bank.active_pos = static_cast<uint32_t>(active_.size());
+    active_.push_back(slot.bank);
+  }
+
+  if (r.arrival_cycle <= now_) {
+    slot.arrived = true;
+    if (slot.is_write) ++arrived_writes_; else ++arrived_reads_;
+    bank.dirty = true;
+    update_mode();
+  } else {
+    slot.arrived = false;
+    unarrived_.push_back(s);
+    if (r.arrival_cycle < next_arrival_) next_arrival_ = r.arrival_cycle;
+  }
+  idle_at_now_ = false;
+  next_dirty_ = true;
+}
+
+void ChannelController::process_arrivals(uint64_t cycle) {
+  if (cycle < next_arrival_) return;
+  uint64_t next = kNever;
+  for (size_t i = 0; i < unarrived_.size();) {
+    const uint32_t s = unarrived_[i];
+    Slot& slot = slots_[s];
+    if (slot.arrival <= cycle) {
+      slot.arrived = true;
+      if (slot.is_write) ++arrived_writes_; else ++arrived_reads_;
+      banks_[slot.bank].dirty = true;
+      unarrived_[i] = unarrived_.back();
+      unarrived_.pop_back();
+    } else {
+      if (slot.arrival < next) next = slot.arrival;
+      ++i;
+    }
+  }
+  next_arrival_ = next;
+}
+
+void ChannelController::mark_all_dirty() {
+  for (uint32_t b : active_) banks_[b].dirty = true;
+}
+
+void ChannelController::update_mode() {
+  bool to_write = write_mode_;
+  if (!write_mode_) {
+    if (arrived_writes_ > 0 && (arrived_writes_ >= cfg_.write_high_watermark || arrived_reads_ == 0)) to_write = true;
+  } else {
+    if (arrived_writes_ == 0 || (arrived_writes_ <= cfg_.write_low_watermark && arrived_reads_ > 0)) to_write = false;
+  }
+  if (to_write != write_mode_) {
+    write_mode_ = to_write;
+    ++stats_.mode_switches;
+    mark_all_dirty();
+  }
+}
+
+// Recompute which request of bank b is its column candidate and which needs a row command, for
+// the current read/write mode. Only arrived requests of the current mode count: a request of the
+// other mode neither issues nor keeps a row open.
+void ChannelController::summarise(uint32_t b) const {
+  Bank& bank = banks_[b];
+  bank.dirty = false;
+  bank.col = kNone;
+  bank.row = kNone;
+  const uint32_t open = engine_.open_row_flat(b);
+  for (uint32_t s : bank.q) {
+    const Slot& slot = slots_[s];
+    if (!slot.arrived || slot.is_write != write_mode_) continue;
+    if (slot.row == open) {
+      bank.col = static_cast<int32_t>(s);
+      bank.row = kNone;  // a pending hit keeps the row open (open-page FR-FCFS)
+      return;
+    }
+    if (bank.row == kNone) bank.row = static_cast<int32_t>(s);
+  }
+  bank.row_cmd = (open == TimingEngine::kClosed) ? Command::ACT : Command::PRE;
+}
+
+void ChannelController::retire(uint32_t s, uint64_t cycle, std::vector<Completion>& out) {
+  Slot& slot = slots_[s];
+  out.push_back(Completion{slot.id, cycle + (slot.is_write ? wr_latency_ : rd_latency_)});
+  if (slot.is_write) {
+    ++stats_.writes;
+    --arrived_writes_;
+  } else {
+    ++stats_.reads;
+    --arrived_reads_;
+  }
+  Bank& bank = banks_[slot.bank];
+  // The retiring request is normally the oldest of its bank.
+  for (size_t i = 0; i < bank.q.size(); ++i) {
+    if (bank.q[i] == s) {
+      bank.q.erase(bank.q.begin() + static_cast<std::ptrdiff_t>(i));
+      break;
+    }
+  }
+  bank.dirty = true;
+  if (bank.q.empty()) {
+    const uint32_t pos = bank.active_pos;
+    const uint32_t moved = active_.back();
+    active_[pos] = moved;
+    banks_[moved].active_pos = pos;
+    active_.pop_back();
+    bank.active_pos = kNotActive;
+  }
+  free_.push_back(s);
+  --queued_;
+}
+
+void ChannelController::advance(uint64_t cycle, std::vector<Completion>& out) {
+  if (advanced_ && cycle < now_) {
+    throw std::logic_error("HBM controller " + std::to_string(global_channel_) + ": advance(" +
+                           std::to_string(cycle) + ") after advance(" + std::to_string(now_) + ")");
+  }
+  advanced_ = true;
+  now_ = cycle;
+  next_dirty_ = true;
+  process_arrivals(cycle);
+  update_mode();
+
+  // ---- choose: the oldest ready row-hit column command and the oldest ready row command ----
+  int32_t col_slot = kNone;
+  int32_t row_slot = kNone;
+  Command row_cmd = Command::ACT;
+  for (uint32_t b : active_) {
+    Bank& bank = banks_[b];
+    if (bank.dirty) summarise(b);
+    const bool refresh_pending = cycle >= refresh_due_[engine_.pc_of(b)];
+    if (bank.col != kNone && (col_slot == kNone || older(static_cast<uint32_t>(bank.col), static_cast<uint32_t>(col_slot)))) {
+      const Slot& slot = slots_[bank.col];
+      const Command cmd = slot.is_write ? Command::WR : Command::RD;
+      if (engine_.earliest_flat(cmd, b) <= cycle &&
+          (!refresh_pending || cycle + column_hold(slot.is_write) <= engine_.bank_constraint(Command::PRE, b))) {
+        col_slot = bank.col;
+      }
+    }
+    if (bank.row != kNone && !refresh_pending &&
+        (row_slot == kNone || older(static_cast<uint32_t>(bank.row), static_cast<uint32_t>(row_slot)))) {
+      if (engine_.earliest_flat(bank.row_cmd, b) <= cycle) {
+        row_slot = bank.row;
+        row_cmd = bank.row_cmd;
+      }
+    }
+  }
+
+  // Refresh has priority on the row bus: precharge the due pseudo-channel, then REF it.
+  int32_t refresh_pc = kNone;
+  int32_t refresh_pre_bank = kNone;
+  if (cfg_.refresh_enabled) {
+    for (uint32_t p = 0; p < org_.pseudo_channels && refresh_pc == kNone; ++p) {
+      if (cycle < refresh_due_[p]) continue;
+      if (engine_.open_banks(p) == 0) {
+        if (engine_.earliest_refresh(p) <= cycle) refresh_pc = static_cast<int32_t>(p);
+        continue;
+      }
+      const uint32_t first = p * engine_.banks_per_pc();
+      for (uint32_t b = first; b < first + engine_.banks_per_pc(); ++b) {
+        if (engine_.open_row_flat(b) != TimingEngine::kClosed && engine_.earliest_flat(Command::PRE, b) <= cycle) {
+          refresh_pc = static_cast<int32_t>(p);
+          refresh_pre_bank = static_cast<int32_t>(b);
+          break;
+        }
+      }
+    }
+  }
+
+  bool issued = false;
+  // ---- column command ----
+  if (col_slot != kNone) {
+    Slot& slot = slots_[col_slot];
+    engine_.issue_flat(slot.is_write ? Command::WR : Command::RD, slot.bank, slot.row, cycle);
+    issued = true;
+    if (slot.remaining == slot.bursts) {
+      if (slot.klass == 0) ++stats_.row_hits;
+      else if (slot.klass == 1) ++stats_.row_misses;
+      else ++stats_.row_conflicts;
+    }
+    if (slot.is_write) ++stats_.write_bursts; else ++stats_.read_bursts;
+    stats_.busy_data_cycles += timing_.nBL;
+    ++slot.next_col;
+    if (--slot.remaining == 0) retire(static_cast<uint32_t>(col_slot), cycle, out);
+  }
+
+  // ---- row command ----
+  // The column command above cannot make the chosen row command illegal (a bank with a column
+  // candidate has no row candidate, and a refresh-time RD/WR never delays its bank's PRE), but the
+  // choice is re-checked: it is cheap and keeps the engine's unchecked issue path safe.
+  if (refresh_pc != kNone) {
+    if (refresh_pre_bank != kNone) {
+      const uint32_t b = static_cast<uint32_t>(refresh_pre_bank);
+      if (engine_.earliest_flat(Command::PRE, b) <= cycle) {
+        engine_.issue_flat(Command::PRE, b, 0, cycle);
+        ++stats_.precharges;
+        banks_[b].dirty = true;
+        issued = true;
+      }
+    } else {
+      const uint32_t p = static_cast<uint32_t>(refresh_pc);
+      if (engine_.earliest_refresh(p) <= cycle) {
+        engine_.issue_refresh(p, cycle);
+        ++stats_.refreshes;
+        refresh_due_[p] += timing_.nREFI;
+        issued = true;
+      }
+    }
+  } else if (row_slot != kNone && engine_.earliest_flat(row_cmd, slots_[row_slot].bank) <= cycle) {
+    Slot& slot = slots_[row_slot];
+    const uint32_t b = slot.bank;
+    engine_.issue_flat(row_cmd, b, slot.row, cycle);
+    if (row_cmd == Command::ACT) {
+      ++stats_.activates;
+      if (slot.klass == 0) slot.klass = 1;
+    } else {
+      ++stats_.precharges;
+      slot.klass = 2;
+    }
+    banks_[b].dirty = true;
+    issued = true;
+  }
+
+  update_mode();
+  idle_at_now_ = !issued;
+}
+
+uint64_t ChannelController::compute_next_event() const {
+  uint64_t t = next_arrival_;
+  const uint64_t now = now_;
+  if (cfg_.refresh_enabled) {
+    for (uint32_t p = 0; p < org_.pseudo_channels; ++p) {
+      if (now < refresh_due_[p]) {
+        if (refresh_due_[p] < t) t = refresh_due_[p];
+      } else if (engine_.open_banks(p) == 0) {
+        const uint64_t e = engine_.earliest_refresh(p);
+        if (e < t) t = e;
+      } else {
+        const uint32_t first = p * engine_.banks_per_pc();
+        for (uint32_t b = first; b < first + engine_.banks_per_pc(); ++b) {
+          if (engine_.open_row_flat(b) == TimingEngine::kClosed) continue;
+          const uint64_t e = engine_.earliest_flat(Command::PRE, b);
+          if (e < t) t = e;
+        }
+      }
+    }
+  }
+  for (uint32_t b : active_) {
+    Bank& bank = banks_[b];
+    if (bank.dirty) summarise(b);
+    // A refresh that becomes due later is itself an event no later than anything it would block.
+    const bool refresh_pending = now >= refresh_due_[engine_.pc_of(b)];
+    if (bank.col != kNone) {
+      const Slot& slot = slots_[bank.col];
+      uint64_t e = engine_.earliest_flat(slot.is_write ? Command::WR : Command::RD, b);
+      if (e < now) e = now;
+      if (e < t && (!refresh_pending || e + column_hold(slot.is_write) <= engine_.bank_constraint(Command::PRE, b))) {
+        t = e;
+      }
+    }
+    if (bank.row != kNone && !refresh_pending) {
+      const uint64_t e = engine_.earliest_flat(bank.row_cmd, b);
+      if (e < t) t = e;
+    }
+  }
+  if (t == kNever) return t;
+  if (t < now) t = now;
+  if (idle_at_now_ && t <= now) t = now + 1;
+  return t;
+}
+
+uint64_t ChannelController::next_event_cycle() const {
+  if (next_dirty_) {
+    next_cache_ = compute_next_event();
+    next_dirty_ = false;
+  }
+  return next_cache_;
+}
+
+double ChannelController::data_bus_utilisation(uint64_t elapsed_cycles) const {
+  if (elapsed_cycles == 0) return 0.0;
+  return static_cast<double>(stats_.busy_data_cycles) /
+         (static_cast<double>(elapsed_cycles) * static_cast<double>(org_.pseudo_channels));
+}
+
+}  // namespace hpusim::hbm

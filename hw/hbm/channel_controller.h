@@ -1,0 +1,162 @@
+// Event-driven controller of ONE HBM channel (both of its pseudo-channels): a request queue,
+// FR-FCFS scheduling with an open-page policy, read/write drain modes, all-bank refresh per
+// pseudo-channel, and the TimingEngine that checks every command.
+//
+// The controller never ticks per cycle. The owner asks next_event_cycle() and calls advance() at
+// that cycle; advance() issues what can issue at exactly that cycle (at most one row command and
+// one column command, the command-bus rule) and reports requests whose last burst issued.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "hw/hbm/address_mapper.h"
+#include "hw/hbm/hbm_config.h"
+#include "hw/hbm/timing_engine.h"
+
+namespace hpusim::hbm {
+
+struct Request {
+  uint64_t id = 0;
+  bool is_write = false;
+  DramAddress addr;             // first burst; must belong to this controller's channel
+  uint32_t bursts = 1;          // consecutive columns from addr.column, all in the same row
+  uint64_t arrival_cycle = 0;   // invisible to scheduling before this cycle
+};
+
+struct Completion {
+  uint64_t id = 0;
+  uint64_t done_cycle = 0;      // last data beat: RD + nCL + nBL, or WR + nCWL + nBL
+};
+
+struct ControllerStats {
+  uint64_t reads = 0, writes = 0;               // completed requests
+  uint64_t read_bursts = 0, write_bursts = 0;   // RD / WR commands
+  uint64_t activates = 0, precharges = 0, refreshes = 0;
+  uint64_t row_hits = 0;        // request found its row already open
+  uint64_t row_misses = 0;      // request needed an ACT on a closed bank
+  uint64_t row_conflicts = 0;   // request needed a PRE of another row first
+  uint64_t busy_data_cycles = 0;  // sum of nBL per burst, over all pseudo-channels of the channel
+  uint64_t mode_switches = 0;   // read->write and write->read drain-mode changes
+};
+
+class ChannelController {
+ public:
+  static constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
+
+  // Throws std::invalid_argument for an inconsistent configuration.
+  ChannelController(const Organization& org, const Timing& timing, const ControllerConfig& cfg,
+                    uint32_t global_channel);
+
+  bool can_accept() const { return queued_ < queue_depth_; }
+  uint32_t queued() const { return queued_; }
+  bool idle() const { return queued_ == 0; }
+
+  // Throws std::logic_error if the queue is full, std::invalid_argument if the request does not
+  // belong to this channel or is malformed. No state changes on a throw.
+  void enqueue(const Request& r);
+
+  // The earliest cycle at which advance() can do anything (issue a command or see an arrival),
+  // never earlier than the last advance() cycle. kNever when idle with refresh disabled.
+  uint64_t next_event_cycle() const;
+
+  // Issue everything that can issue at exactly `cycle` (non-decreasing across calls, else
+  // std::logic_error). Completions of requests whose last burst issued now are appended to `out`.
+  void advance(uint64_t cycle, std::vector<Completion>& out);
+
+  // ---- statistics ----
+  const ControllerStats& stats() const { return stats_; }
+  uint64_t reads() const { return stats_.reads; }
+  uint64_t writes() const { return stats_.writes; }
+  uint64_t read_bursts() const { return stats_.read_bursts; }
+  uint64_t write_bursts() const { return stats_.write_bursts; }
+  uint64_t activates() const { return stats_.activates; }
+  uint64_t precharges() const { return stats_.precharges; }
+  uint64_t refreshes() const { return stats_.refreshes; }
+  uint64_t row_hits() const { return stats_.row_hits; }
+  uint64_t row_misses() const { return stats_.row_misses; }
+  uint64_t row_conflicts() const { return stats_.row_conflicts; }
+  uint64_t busy_data_cycles() const { return stats_.busy_data_cycles; }
+  uint64_t mode_switches() const { return stats_.mode_switches; }
+  // busy_data_cycles / (elapsed_cycles * pseudo_channels): 1.0 = every data bus busy every cycle.
+  double data_bus_utilisation(uint64_t elapsed_cycles) const;
+
+  bool write_mode() const { return write_mode_; }
+  uint64_t last_cycle() const { return now_; }
+  uint32_t global_channel() const { return global_channel_; }
+  const TimingEngine& engine() const { return engine_; }
+
+ private:
+  static constexpr int32_t kNone = -1;
+  static constexpr uint32_t kNotActive = 0xFFFFFFFFu;
+
+  struct Slot {
+    uint64_t id = 0;
+    uint64_t arrival = 0;
+    uint64_t seq = 0;          // enqueue order, breaks arrival ties
+    uint32_t bank = 0;         // flat bank index in the engine
+    uint32_t row = 0;
+    uint32_t next_col = 0;
+    uint32_t remaining = 0;    // bursts still to issue
+    uint32_t bursts = 0;
+    bool is_write = false;
+    bool arrived = false;
+    uint8_t klass = 0;         // 0 unclassified, 1 needed ACT (miss), 2 needed PRE (conflict)
+  };
+  struct Bank {
+    std::vector<uint32_t> q;   // slot indices, oldest first
+    int32_t col = kNone;       // oldest arrived request of the current mode hitting the open row
+    int32_t row = kNone;       // request whose row command (row_cmd) this bank needs
+    Command row_cmd = Command::ACT;
+    bool dirty = true;
+    uint32_t active_pos = kNotActive;
+  };
+
+  bool older(uint32_t a, uint32_t b) const {
+    const Slot& x = slots_[a];
+    const Slot& y = slots_[b];
+    return x.arrival < y.arrival || (x.arrival == y.arrival && x.seq < y.seq);
+  }
+  void summarise(uint32_t b) const;
+  void process_arrivals(uint64_t cycle);
+  void update_mode();
+  void mark_all_dirty();
+  void retire(uint32_t slot, uint64_t cycle, std::vector<Completion>& out);
+  uint64_t compute_next_event() const;
+  uint64_t column_hold(bool is_write) const { return is_write ? wr_to_pre_ : timing_.nRTP; }
+
+  Organization org_;
+  Timing timing_;
+  ControllerConfig cfg_;
+  uint32_t global_channel_;
+  uint32_t stack_, channel_;
+  TimingEngine engine_;
+
+  uint32_t queue_depth_;
+  uint32_t queued_ = 0;
+  uint64_t seq_ = 0;
+  std::vector<Slot> slots_;
+  std::vector<uint32_t> free_;
+  mutable std::vector<Bank> banks_;  // summaries are refreshed lazily, also from const next_event_cycle()
+  std::vector<uint32_t> active_;     // banks with a non-empty queue
+  std::vector<uint32_t> unarrived_;  // slots whose arrival is still in the future
+  uint64_t next_arrival_ = kNever;
+  uint32_t arrived_reads_ = 0, arrived_writes_ = 0;
+  bool write_mode_ = false;
+
+  // Refresh: next due cycle per pseudo-channel.
+  std::vector<uint64_t> refresh_due_;
+
+  uint64_t now_ = 0;            // cycle of the last advance()
+  bool advanced_ = false;
+  bool idle_at_now_ = false;    // the last advance() at now_ issued nothing, so nothing can happen at now_
+  mutable bool next_dirty_ = true;
+  mutable uint64_t next_cache_ = 0;
+
+  uint64_t wr_to_pre_;
+  uint64_t rd_latency_, wr_latency_;
+  ControllerStats stats_;
+};
+
+}  // namespace hpusim::hbm

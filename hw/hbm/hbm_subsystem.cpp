@@ -1,0 +1,202 @@
+#include "hw/hbm/hbm_subsystem.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace hpusim::hbm {
+namespace {
+constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
+}
+
+HbmSubsystem::HbmSubsystem(sc_core::sc_module_name name, const SubsystemConfig& config)
+    : sc_module(name),
+      socket("socket"),
+      config_(config),
+      mapper_(config.organization, config.timing, config.controller),
+      store_(std::string(basename()), config.base, mapper_.capacity_bytes()) {
+  socket.register_nb_transport_fw(this, &HbmSubsystem::forward);
+  socket.register_transport_dbg(this, &HbmSubsystem::debug_transport);
+  const uint32_t channels = mapper_.total_channels();
+  for (uint32_t ch = 0; ch < channels; ++ch) {
+    controllers_.push_back(
+        std::make_unique<ChannelController>(config.organization, config.timing, config.controller, ch));
+  }
+  overflow_.resize(channels);
+  scheduled_.assign(channels, kNever);
+  SC_HAS_PROCESS(HbmSubsystem);
+  SC_METHOD(run_scheduler);
+  sensitive << wake_;
+  dont_initialize();
+  for (uint32_t ch = 0; ch < channels; ++ch) reschedule(ch, 0);
+}
+
+double HbmSubsystem::channel_peak_bytes_per_second() const {
+  const Timing& t = config_.timing;
+  return double(config_.organization.pseudo_channels) * t.burst_bytes * 1e12 / (double(t.nBL) * t.tck_ps);
+}
+
+double HbmSubsystem::peak_bytes_per_second() const { return channel_peak_bytes_per_second() * controllers_.size(); }
+
+hw::Picoseconds HbmSubsystem::unloaded_read_latency_ps() const {
+  const Timing& t = config_.timing;
+  return hw::Picoseconds{t.nRCDRD + t.nCL + t.nBL} * t.tck_ps;
+}
+
+hw::Picoseconds HbmSubsystem::row_hit_latency_ps() const {
+  const Timing& t = config_.timing;
+  return hw::Picoseconds{t.nCL + t.nBL} * t.tck_ps;
+}
+
+hw::Picoseconds HbmSubsystem::row_conflict_latency_ps() const {
+  const Timing& t = config_.timing;
+  return hw::Picoseconds{t.nRP + t.nRCDRD + t.nCL + t.nBL} * t.tck_ps;
+}
+
+bool HbmSubsystem::move_data(tlm::tlm_generic_payload& trans) {
+  const uint64_t address = trans.get_address();
+  const uint64_t length = trans.get_data_length();
+  const uint64_t capacity = mapper_.capacity_bytes();
+  if (length == 0 || address < config_.base || length > capacity || address - config_.base > capacity - length) {
+    trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+    ++stats_.errors;
+    return false;
+  }
+  if (trans.is_write()) {
+    store_.write(address, trans.get_data_ptr(), length);
+  } else if (trans.is_read()) {
+    store_.read(address, trans.get_data_ptr(), length);
+  }
+  trans.set_response_status(tlm::TLM_OK_RESPONSE);
+  return true;
+}
+
+void HbmSubsystem::respond_error(tlm::tlm_generic_payload& trans, hw::Picoseconds at) {
+  tlm::tlm_phase phase = tlm::BEGIN_RESP;
+  sc_core::sc_time delay = hw::delay_until(at);
+  socket->nb_transport_bw(trans, phase, delay);
+}
+
+uint32_t HbmSubsystem::allocate_parent() {
+  if (!free_parents_.empty()) {
+    uint32_t index = free_parents_.back();
+    free_parents_.pop_back();
+    return index;
+  }
+  parents_.emplace_back();
+  return static_cast<uint32_t>(parents_.size() - 1);
+}
+
+tlm::tlm_sync_enum HbmSubsystem::forward(tlm::tlm_generic_payload& trans, tlm::tlm_phase&, sc_core::sc_time& delay) {
+  const hw::Picoseconds arrival = hw::now_ps() + delay.value();
+  if (!move_data(trans)) {
+    respond_error(trans, arrival + config_.timing.tck_ps);
+    return tlm::TLM_ACCEPTED;
+  }
+  const bool is_write = trans.is_write();
+  const uint64_t length = trans.get_data_length();
+  ++stats_.requests;
+  if (is_write) {
+    ++stats_.writes;
+    stats_.write_bytes += length;
+  } else {
+    ++stats_.reads;
+    stats_.read_bytes += length;
+  }
+
+  const uint32_t parent_index = allocate_parent();
+  Parent& parent = parents_[parent_index];
+  parent.trans = &trans;
+  parent.remaining = 0;
+  parent.done_cycle = 0;
+
+  const uint64_t arrival_cycle = std::max(cycle_ceil(arrival), current_cycle_);
+  const uint64_t interleave = mapper_.interleave_bytes();
+  const uint64_t burst = mapper_.burst_bytes();
+  uint64_t offset = trans.get_address() - config_.base;
+  uint64_t end = offset + length;
+  while (offset < end) {
+    // One channel request per interleave chunk: its bursts are consecutive columns of one row.
+    uint64_t chunk_end = std::min(end, (offset / interleave + 1) * interleave);
+    uint64_t first_burst = offset / burst;
+    uint64_t last_burst = (chunk_end - 1) / burst;
+    Request request;
+    request.id = parent_index;
+    request.is_write = is_write;
+    request.addr = mapper_.map(first_burst * burst);
+    request.bursts = static_cast<uint32_t>(last_burst - first_burst + 1);
+    request.arrival_cycle = arrival_cycle;
+    ++parent.remaining;
+    ++stats_.channel_requests;
+    submit(request.addr.global_channel(), request);
+    offset = chunk_end;
+  }
+  return tlm::TLM_ACCEPTED;
+}
+
+void HbmSubsystem::submit(uint32_t channel, const Request& request) {
+  ChannelController& controller = *controllers_[channel];
+  if (overflow_[channel].empty() && controller.can_accept()) {
+    controller.enqueue(request);
+  } else {
+    ++stats_.backpressured;
+    overflow_[channel].push_back(request);
+  }
+  reschedule(channel, request.arrival_cycle);
+}
+
+void HbmSubsystem::reschedule(uint32_t channel, uint64_t not_before) {
+  uint64_t next = controllers_[channel]->next_event_cycle();
+  if (next == kNever) return;
+  next = std::max(next, not_before);
+  if (next >= scheduled_[channel]) return;
+  scheduled_[channel] = next;
+  calendar_.push({next, channel});
+  if (!in_scheduler_) wake_.notify(hw::delay_until(calendar_.top().cycle * config_.timing.tck_ps));
+}
+
+void HbmSubsystem::run_scheduler() {
+  ++stats_.wakeups;
+  in_scheduler_ = true;
+  const uint64_t now_cycle = hw::now_ps() / config_.timing.tck_ps;
+  current_cycle_ = now_cycle;
+  while (!calendar_.empty() && calendar_.top().cycle <= now_cycle) {
+    const Wake wake = calendar_.top();
+    calendar_.pop();
+    if (scheduled_[wake.channel] != wake.cycle) continue;  // superseded by an earlier entry
+    scheduled_[wake.channel] = kNever;
+    ChannelController& controller = *controllers_[wake.channel];
+    completions_.clear();
+    controller.advance(now_cycle, completions_);
+    std::deque<Request>& waiting = overflow_[wake.channel];
+    while (!waiting.empty() && controller.can_accept()) {
+      Request request = waiting.front();
+      waiting.pop_front();
+      request.arrival_cycle = std::max(request.arrival_cycle, now_cycle);
+      controller.enqueue(request);
+    }
+    // Responses may make initiators issue new requests right here (re-entrantly).
+    for (const Completion& completion : completions_) complete(completion);
+    reschedule(wake.channel, now_cycle + 1);
+  }
+  in_scheduler_ = false;
+  if (!calendar_.empty()) wake_.notify(hw::delay_until(calendar_.top().cycle * config_.timing.tck_ps));
+}
+
+void HbmSubsystem::complete(const Completion& completion) {
+  Parent& parent = parents_[completion.id];
+  parent.done_cycle = std::max(parent.done_cycle, completion.done_cycle);
+  if (--parent.remaining > 0) return;
+  tlm::tlm_generic_payload* trans = parent.trans;
+  const uint64_t done_cycle = parent.done_cycle;
+  parent.trans = nullptr;
+  free_parents_.push_back(static_cast<uint32_t>(completion.id));
+  tlm::tlm_phase phase = tlm::BEGIN_RESP;
+  sc_core::sc_time delay = hw::delay_until(done_cycle * config_.timing.tck_ps);
+  socket->nb_transport_bw(*trans, phase, delay);
+}
+
+unsigned HbmSubsystem::debug_transport(tlm::tlm_generic_payload& trans) {
+  return move_data(trans) ? trans.get_data_length() : 0;
+}
+
+}  // namespace hpusim::hbm

@@ -1,0 +1,82 @@
+#include "hw/sram/sram.h"
+
+#include <algorithm>
+
+namespace hpusim::hw {
+
+Sram::Sram(sc_core::sc_module_name name, const SramConfig& config)
+    : sc_module(name), socket("socket"), config_(config), store_(std::string(basename()), config.base, config.size_bytes) {
+  socket.register_nb_transport_fw(this, &Sram::forward);
+  socket.register_transport_dbg(this, &Sram::debug_transport);
+  banks_.assign(config_.banks, BandwidthServer(config_.bank_width_bytes, config_.period_ps));
+}
+
+double Sram::peak_bytes_per_second() const {
+  return double(config_.banks) * config_.bank_width_bytes * 1e12 / double(config_.period_ps);
+}
+
+Picoseconds Sram::unloaded_latency_ps(uint64_t bytes) const {
+  // Chunks spread over the banks in parallel; the busiest bank decides.
+  uint64_t chunks = (bytes + config_.interleave_bytes - 1) / config_.interleave_bytes;
+  uint64_t per_bank_chunks = (chunks + config_.banks - 1) / config_.banks;
+  uint64_t per_chunk_bytes = std::min<uint64_t>(bytes, config_.interleave_bytes);
+  uint64_t cycles_per_chunk = (per_chunk_bytes + config_.bank_width_bytes - 1) / config_.bank_width_bytes;
+  return (per_bank_chunks * cycles_per_chunk + config_.latency_cycles) * config_.period_ps;
+}
+
+bool Sram::move_data(tlm::tlm_generic_payload& trans) {
+  const uint64_t address = trans.get_address();
+  const uint64_t length = trans.get_data_length();
+  if (address < config_.base || length > config_.size_bytes || address - config_.base > config_.size_bytes - length) {
+    trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+    ++stats_.errors;
+    return false;
+  }
+  if (trans.is_write()) {
+    store_.write(address, trans.get_data_ptr(), length);
+  } else if (trans.is_read()) {
+    store_.read(address, trans.get_data_ptr(), length);
+  }
+  trans.set_response_status(tlm::TLM_OK_RESPONSE);
+  return true;
+}
+
+tlm::tlm_sync_enum Sram::forward(tlm::tlm_generic_payload& trans, tlm::tlm_phase&, sc_core::sc_time& delay) {
+  const Picoseconds arrival = now_ps() + delay.value();
+  Picoseconds done = arrival + config_.period_ps;
+  if (move_data(trans)) {
+    const uint64_t length = trans.get_data_length();
+    if (trans.is_write()) {
+      ++stats_.writes;
+      stats_.write_bytes += length;
+    } else {
+      ++stats_.reads;
+      stats_.read_bytes += length;
+    }
+    uint64_t offset = trans.get_address() - config_.base;
+    uint64_t remaining = length;
+    done = arrival;
+    while (remaining > 0) {
+      uint64_t in_chunk = std::min<uint64_t>(remaining, config_.interleave_bytes - offset % config_.interleave_bytes);
+      BandwidthServer& bank = banks_[(offset / config_.interleave_bytes) % config_.banks];
+      uint64_t waited_before = bank.waited_ps();
+      done = std::max(done, bank.reserve(arrival, in_chunk));
+      stats_.bank_wait_ps += bank.waited_ps() - waited_before;
+      offset += in_chunk;
+      remaining -= in_chunk;
+    }
+    // A partial line still occupies the bank for a whole cycle.
+    done = std::max(done, arrival + config_.period_ps);
+    done += Picoseconds{config_.latency_cycles} * config_.period_ps;
+  }
+  tlm::tlm_phase response = tlm::BEGIN_RESP;
+  sc_core::sc_time back = delay_until(done);
+  socket->nb_transport_bw(trans, response, back);
+  return tlm::TLM_ACCEPTED;
+}
+
+unsigned Sram::debug_transport(tlm::tlm_generic_payload& trans) {
+  return move_data(trans) ? trans.get_data_length() : 0;
+}
+
+}  // namespace hpusim::hw

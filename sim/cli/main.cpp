@@ -1,0 +1,163 @@
+// The hpusim program.
+//
+//   hpusim info  [--preset NAME|FILE] [--set path=value ...]
+//   hpusim bench memory [--preset ...] [--set ...] [--json FILE] [--stats FILE] [--trace FILE]
+//                       [--chrome-trace FILE] [--memory hbm,sram,pcie] [--scale X]
+#include <boost/program_options.hpp>
+#include <systemc>
+
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "sim/bench/memory_bench.h"
+#include "sim/preset/preset.h"
+
+namespace po = boost::program_options;
+
+// libsystemc.so refers to sc_main; hpusim has its own main and drives SystemC directly.
+int sc_main(int, char**) { return 0; }
+
+namespace {
+
+constexpr int kUsageError = 2;
+
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+void print_usage(std::ostream& out) {
+  out << "usage: hpusim <command> [options]\n\n"
+         "commands:\n"
+         "  info                 print the resolved card preset\n"
+         "  bench memory         HBM, SRAM and PCIe bandwidth/latency benchmark\n"
+         "  presets              list the built-in presets\n\n"
+         "common options:\n"
+         "  --preset NAME|FILE   card preset (default hl205); built-in: ";
+  auto names = hpusim::preset::builtin_preset_names();
+  for (size_t i = 0; i < names.size(); ++i) out << (i ? ", " : "") << names[i];
+  out << "\n  --set PATH=VALUE     override a preset field, e.g. --set hbm.stacks=2 (repeatable)\n"
+         "Run 'hpusim <command> --help' for the options of a command.\n";
+}
+
+po::options_description preset_options() {
+  po::options_description options("preset");
+  options.add_options()
+      ("preset", po::value<std::string>()->default_value(hpusim::preset::kDefaultPreset), "built-in preset name or file")
+      ("set", po::value<std::vector<std::string>>()->composing(), "override PATH=VALUE (repeatable)");
+  return options;
+}
+
+po::variables_map parse(const std::vector<std::string>& args, const po::options_description& options) {
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(options).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(e.what());
+  }
+  return vm;
+}
+
+hpusim::preset::Card load_card(const po::variables_map& vm) {
+  std::vector<std::string> overrides;
+  if (vm.count("set")) overrides = vm["set"].as<std::vector<std::string>>();
+  return hpusim::preset::load_preset(vm["preset"].as<std::string>(), overrides);
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (!item.empty()) items.push_back(item);
+  }
+  return items;
+}
+
+int command_info(const std::vector<std::string>& args) {
+  po::options_description options = preset_options();
+  options.add_options()("help,h", "this help");
+  po::variables_map vm = parse(args, options);
+  if (vm.count("help")) {
+    std::cout << "usage: hpusim info [options]\n" << options;
+    return 0;
+  }
+  std::cout << hpusim::preset::to_text(load_card(vm));
+  return 0;
+}
+
+int command_presets() {
+  for (const std::string& name : hpusim::preset::builtin_preset_names()) {
+    auto card = hpusim::preset::load_preset(name);
+    std::cout << name << "  " << card.description() << "\n";
+  }
+  return 0;
+}
+
+int command_bench_memory(const std::vector<std::string>& args) {
+  po::options_description options = preset_options();
+  options.add_options()
+      ("help,h", "this help")
+      ("json", po::value<std::string>(), "write results as a JSON array of objects")
+      ("stats", po::value<std::string>(), "write statistics as text (and FILE.json)")
+      ("trace", po::value<std::string>(), "write a Perfetto trace")
+      ("chrome-trace", po::value<std::string>(), "write a Chrome JSON trace")
+      ("memory", po::value<std::string>()->default_value("hbm,sram,pcie"), "memories to measure")
+      ("scale", po::value<double>()->default_value(1.0), "multiply every case's request count");
+  po::variables_map vm = parse(args, options);
+  if (vm.count("help")) {
+    std::cout << "usage: hpusim bench memory [options]\n" << options;
+    return 0;
+  }
+  hpusim::bench::MemoryBenchOptions bench;
+  bench.card = load_card(vm);
+  bench.memories = split_list(vm["memory"].as<std::string>());
+  bench.scale = vm["scale"].as<double>();
+  if (vm.count("json")) bench.json_path = vm["json"].as<std::string>();
+  if (vm.count("stats")) bench.stats_path = vm["stats"].as<std::string>();
+  if (vm.count("trace")) bench.trace_path = vm["trace"].as<std::string>();
+  if (vm.count("chrome-trace")) bench.chrome_trace_path = vm["chrome-trace"].as<std::string>();
+  hpusim::bench::run_memory_bench(bench, std::cout);
+  return 0;
+}
+
+int dispatch(const std::vector<std::string>& argv) {
+  if (argv.empty() || argv[0] == "--help" || argv[0] == "-h" || argv[0] == "help") {
+    print_usage(argv.empty() ? std::cerr : std::cout);
+    return argv.empty() ? kUsageError : 0;
+  }
+  const std::string& command = argv[0];
+  std::vector<std::string> rest(argv.begin() + 1, argv.end());
+  if (command == "info") return command_info(rest);
+  if (command == "presets") return command_presets();
+  if (command == "bench") {
+    if (rest.empty()) throw UsageError("bench needs a benchmark name: memory");
+    std::string which = rest[0];
+    std::vector<std::string> bench_args(rest.begin() + 1, rest.end());
+    if (which == "memory") return command_bench_memory(bench_args);
+    throw UsageError("unknown benchmark '" + which + "' (available: memory)");
+  }
+  throw UsageError("unknown command '" + command + "'");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
+  std::vector<std::string> args(argv + 1, argv + argc);
+  try {
+    return dispatch(args);
+  } catch (const UsageError& e) {
+    std::cerr << "hpusim: error: " << e.what() << "\n";
+    print_usage(std::cerr);
+    return kUsageError;
+  } catch (const hpusim::preset::PresetError& e) {
+    std::cerr << "hpusim: error: " << e.what() << "\n";
+    return kUsageError;
+  } catch (const std::exception& e) {
+    std::cerr << "hpusim: error: " << e.what() << "\n";
+    return 1;
+  }
+}

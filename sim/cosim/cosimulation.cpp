@@ -1,0 +1,129 @@
+#include "sim/cosim/cosimulation.h"
+
+#include <sstream>
+#include <stdexcept>
+
+namespace hpusim::cosim {
+namespace {
+
+std::string hex(uint64_t v) {
+  std::ostringstream out;
+  out << "0x" << std::hex << v;
+  return out.str();
+}
+
+// Host-side RAII: measured host time counts only the host's own work between simulator calls.
+class HostCall {
+ public:
+  explicit HostCall(HostClock& clock) : clock_(clock) { clock_.enter(); }
+  ~HostCall() { clock_.leave(); }
+
+ private:
+  HostClock& clock_;
+};
+
+}  // namespace
+
+CoSimulation::CoSimulation(HostTimeSource source, const HostCostsNs& costs) : clock_(source), costs_(costs) {}
+
+CoSimulation::~CoSimulation() = default;
+
+void CoSimulation::attach(HostPort& port) {
+  port_ = &port;
+  // Sockets finish binding at the end of elaboration; complete it before the first access.
+  sim_.call([] {
+    if (sc_core::sc_get_status() == sc_core::SC_ELABORATION) sc_core::sc_start(sc_core::SC_ZERO_TIME);
+  });
+}
+
+uint64_t CoSimulation::device_now_ps() {
+  return sim_.call([] { return hw::now_ps(); });
+}
+
+void CoSimulation::charge_ns(uint64_t ns) { clock_.charge_ns(ns); }
+
+void CoSimulation::advance_device_to(uint64_t ps) {
+  const uint64_t now = hw::now_ps();
+  if (ps > now) sc_core::sc_start(sc_core::sc_time::from_value(ps - now));
+}
+
+void CoSimulation::run_until(uint64_t ps) {
+  port_->set_pause_on_news(true);
+  advance_device_to(ps);
+  port_->set_pause_on_news(false);
+}
+
+void CoSimulation::sync_device() {
+  HostCall call(clock_);
+  const uint64_t at = clock_.now_ps();
+  sim_.call([&] { advance_device_to(at); });
+}
+
+void CoSimulation::mmio_write32(uint64_t device_address, uint32_t value) {
+  HostCall call(clock_);
+  if (port_ == nullptr) throw std::logic_error("co-simulation: no host port attached");
+  const uint64_t at = clock_.now_ps();
+  sim_.call([&] {
+    advance_device_to(at);
+    uint64_t ticket = port_->issue(true, device_address, value, at);
+    // Posted: the host does not wait, but a synchronous error is reported right away.
+    const auto& done = port_->completion(ticket);
+    bool failed = done.done && done.status != tlm::TLM_OK_RESPONSE;
+    if (done.done) port_->forget(ticket);
+    if (failed) throw std::runtime_error("MMIO write to " + hex(device_address) + " failed");
+  });
+  clock_.charge_ns(costs_.mmio_write_ns);
+}
+
+uint32_t CoSimulation::mmio_read32(uint64_t device_address) {
+  HostCall call(clock_);
+  if (port_ == nullptr) throw std::logic_error("co-simulation: no host port attached");
+  const uint64_t at = clock_.now_ps();
+  HostPort::Completion result = sim_.call([&] {
+    advance_device_to(at);
+    uint64_t ticket = port_->issue(false, device_address, 0, at);
+    // Run until the response is known, then until it arrives.
+    uint64_t horizon = hw::now_ps();
+    while (!port_->completion(ticket).done) {
+      horizon += 1000000;  // look 1 us ahead at a time
+      run_until(horizon);
+    }
+    HostPort::Completion done = port_->completion(ticket);
+    port_->forget(ticket);
+    advance_device_to(done.at_ps);
+    return done;
+  });
+  clock_.wait_until(result.at_ps);
+  clock_.charge_ns(costs_.mmio_read_ns);
+  if (result.status != tlm::TLM_OK_RESPONSE) {
+    throw std::runtime_error("MMIO read from " + hex(device_address) + " failed");
+  }
+  return result.value;
+}
+
+std::optional<uint32_t> CoSimulation::wait_for_interrupt(uint64_t timeout_ps) {
+  HostCall call(clock_);
+  if (port_ == nullptr) throw std::logic_error("co-simulation: no host port attached");
+  const uint64_t deadline = clock_.now_ps() + timeout_ps;
+  const uint64_t start = clock_.now_ps();
+  std::optional<HostPort::Interrupt> got = sim_.call([&]() -> std::optional<HostPort::Interrupt> {
+    advance_device_to(start);
+    while (true) {
+      const HostPort::Interrupt* first = port_->earliest_interrupt();
+      if (first != nullptr && first->at_ps <= hw::now_ps()) return port_->take_earliest_interrupt();
+      if (hw::now_ps() >= deadline) return std::nullopt;
+      // Run towards the earliest known interrupt (or the deadline); new ones pause the run.
+      uint64_t target = first != nullptr ? std::min(first->at_ps, deadline) : deadline;
+      run_until(target);
+    }
+  });
+  if (!got) {
+    clock_.wait_until(deadline);
+    return std::nullopt;
+  }
+  clock_.wait_until(got->at_ps);
+  clock_.charge_ns(costs_.irq_latency_ns);
+  return got->vector;
+}
+
+}  // namespace hpusim::cosim

@@ -1,0 +1,64 @@
+// The host's root port: where host MMIO enters the PCIe link and where MSIs from the device are
+// received. A SystemC module, used only on the simulation thread by CoSimulation.
+#pragma once
+
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/simple_initiator_socket.h>
+
+#include <deque>
+#include <map>
+#include <memory>
+
+#include "hw/common/mem_protocol.h"
+
+namespace hpusim::cosim {
+
+class HostPort : public sc_core::sc_module {
+ public:
+  explicit HostPort(sc_core::sc_module_name name);
+
+  tlm_utils::simple_initiator_socket<HostPort> socket;
+
+  struct Completion {
+    bool done = false;
+    hw::Picoseconds at_ps = 0;
+    tlm::tlm_response_status status = tlm::TLM_INCOMPLETE_RESPONSE;
+    uint32_t value = 0;
+  };
+  struct Interrupt {
+    uint32_t vector;
+    hw::Picoseconds at_ps;
+  };
+
+  // Issues a 32-bit access that reaches the link at `at_ps`; returns a ticket for completion().
+  uint64_t issue(bool write, uint64_t address, uint32_t value, hw::Picoseconds at_ps);
+  const Completion& completion(uint64_t ticket) const;
+  void forget(uint64_t ticket);
+
+  // Called by the PCIe link when an MSI write reaches the host.
+  void deliver_msi(uint32_t vector, hw::Picoseconds at_ps);
+  // The earliest received interrupt, if any, without removing it.
+  const Interrupt* earliest_interrupt() const;
+  Interrupt take_earliest_interrupt();
+
+  // While true, any completion or interrupt pauses the running simulation so the host can look.
+  void set_pause_on_news(bool pause) { pause_on_news_ = pause; }
+
+ private:
+  struct Outstanding {
+    tlm::tlm_generic_payload payload;
+    uint32_t data = 0;
+    Completion completion;
+  };
+  tlm::tlm_sync_enum backward(tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase, sc_core::sc_time& delay);
+  void news();
+
+  std::map<uint64_t, std::unique_ptr<Outstanding>> outstanding_;
+  std::multimap<hw::Picoseconds, uint32_t> interrupts_;   // ordered by arrival time, then order received
+  mutable Interrupt earliest_{};
+  uint64_t next_ticket_ = 1;
+  bool pause_on_news_ = false;
+};
+
+}  // namespace hpusim::cosim

@@ -1,0 +1,11 @@
+# Writes a C++ source that holds every built-in preset file as a string, keyed by file stem.
+set(body "// Generated from sim/presets/*.textproto; do not edit.\n#include \"sim/preset/builtin_presets.h\"\n\nnamespace hpusim::preset {\n\nconst std::vector<BuiltinFile>& builtin_files() {\n  static const std::vector<BuiltinFile> files = {\n")
+string(REPLACE "|" ";" INPUTS "${INPUTS}")
+foreach(input IN LISTS INPUTS)
+  get_filename_component(stem ${input} NAME_WE)
+  file(READ ${input} text)
+  set(body "${body}    {\"${stem}\", R\"hpusim_preset(${text})hpusim_preset\"},\n")
+endforeach()
+set(body "${body}  };\n  return files;\n}\n\n}  // namespace hpusim::preset\n")
+file(WRITE ${OUTPUT}.tmp "${body}")
+execute_process(COMMAND ${CMAKE_COMMAND} -E copy_if_different ${OUTPUT}.tmp ${OUTPUT})

@@ -1,0 +1,49 @@
+// Loading, overriding and validating card presets.
+//
+//   Card card = load_preset("hl205", {"hbm.stacks=2", "clocks.tpc_mhz=1500"});
+//
+// A preset is a built-in name (sim/presets/NAME.textproto) or the path of a text-format file.
+// Overrides are applied in order, then the HBM timing set is resolved and the whole card is
+// validated. Every problem is a PresetError whose message names the file, field or value.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "card_preset.pb.h"
+
+namespace hpusim::preset {
+
+using Card = hpusim::preset::Card;
+
+class PresetError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+inline constexpr const char* kDefaultPreset = "hl205";
+
+// Names of the card presets compiled into the program (timing-set libraries excluded).
+std::vector<std::string> builtin_preset_names();
+
+// Parses a preset by name or path, applies the overrides, resolves and validates it.
+Card load_preset(const std::string& name_or_file, const std::vector<std::string>& overrides = {});
+
+// Parses text-format preset contents; `origin` names the source in error messages.
+Card parse_preset_text(const std::string& text, const std::string& origin);
+
+// Applies one "path.to.field=value" assignment. Repeated fields take a comma-separated list.
+void apply_override(Card& card, const std::string& assignment);
+
+// Fills hbm.timing from the named timing set (explicit hbm.timing fields win), then checks that
+// every field the models need is present and sensible.
+void resolve_and_validate(Card& card);
+
+// The HBM timing sets known to the program.
+HbmTimingLibrary builtin_timing_sets();
+
+// Text-format rendering of a card, as `hpusim info` prints it.
+std::string to_text(const Card& card);
+
+}  // namespace hpusim::preset

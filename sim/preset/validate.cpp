@@ -1,0 +1,172 @@
+// Timing-set resolution and the checks that every field the models need is present and sane.
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/message.h>
+
+#include <algorithm>
+
+#include "sim/preset/preset.h"
+
+namespace hpusim::preset {
+namespace {
+
+using google::protobuf::FieldDescriptor;
+using google::protobuf::Message;
+
+// Every singular field of every sub-message must be set: a preset states all of its parameters.
+void require_all_fields(const Message& message, const std::string& prefix) {
+  const auto* descriptor = message.GetDescriptor();
+  const auto* reflection = message.GetReflection();
+  for (int i = 0; i < descriptor->field_count(); ++i) {
+    const FieldDescriptor* field = descriptor->field(i);
+    const std::string path = prefix.empty() ? field->name() : prefix + "." + field->name();
+    if (field->is_repeated()) continue;
+    if (!reflection->HasField(message, field)) {
+      throw PresetError("preset '" + (prefix.empty() ? std::string("card") : prefix) + "' is missing field " + path);
+    }
+    if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+      require_all_fields(reflection->GetMessage(message, field), path);
+    }
+  }
+}
+
+void require(bool condition, const std::string& message) {
+  if (!condition) throw PresetError("invalid preset: " + message);
+}
+
+bool power_of_two(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
+void require_positive(uint64_t v, const std::string& path) {
+  require(v > 0, path + " must be greater than 0");
+}
+
+void require_power_of_two(uint64_t v, const std::string& path) {
+  require(power_of_two(v), path + " = " + std::to_string(v) + " must be a power of two");
+}
+
+uint64_t hbm_capacity(const HbmConfig& h) {
+  return uint64_t{h.stacks()} * h.channels_per_stack() * h.pseudo_channels() * h.bank_groups() *
+         h.banks_per_group() * h.rows() * h.columns() * h.timing().burst_bytes();
+}
+
+struct Region {
+  const char* name;
+  uint64_t base;
+  uint64_t size;
+};
+
+}  // namespace
+
+void resolve_and_validate(Card& card) {
+  HbmConfig& hbm = *card.mutable_hbm();
+  if (hbm.has_timing_set()) {
+    const HbmTimingLibrary library = builtin_timing_sets();
+    const HbmTimingSet* named = nullptr;
+    std::string known;
+    for (const HbmTimingSet& set : library.timing_set()) {
+      known += (known.empty() ? "" : ", ") + set.name();
+      if (set.name() == hbm.timing_set()) named = &set;
+    }
+    if (named == nullptr) {
+      throw PresetError("unknown hbm.timing_set '" + hbm.timing_set() + "' (known: " + known + ")");
+    }
+    HbmTimingSet resolved = *named;
+    resolved.MergeFrom(hbm.timing());  // explicit fields override the named set
+    if (!hbm.timing().has_name()) resolved.set_name(named->name());
+    *hbm.mutable_timing() = resolved;
+  } else if (!hbm.has_timing()) {
+    throw PresetError("preset 'hbm' needs timing_set or a complete hbm.timing");
+  } else {
+    hbm.set_timing_set(hbm.timing().name());
+  }
+  require_all_fields(card, "");
+
+  const auto& clocks = card.clocks();
+  require_positive(clocks.tpc_mhz(), "clocks.tpc_mhz");
+  require_positive(clocks.mme_mhz(), "clocks.mme_mhz");
+  require_positive(clocks.fabric_mhz(), "clocks.fabric_mhz");
+  require_positive(clocks.dma_mhz(), "clocks.dma_mhz");
+  require_positive(clocks.cpu_mhz(), "clocks.cpu_mhz");
+  require_positive(clocks.nic_mhz(), "clocks.nic_mhz");
+  require(card.generation() >= 1 && card.generation() <= 3, "generation must be 1, 2 or 3");
+
+  require_positive(card.tpc().count(), "tpc.count");
+  require(card.tpc().vector_bits() >= 256 && card.tpc().vector_bits() % 256 == 0,
+          "tpc.vector_bits must be a multiple of 256");
+  require_positive(card.mme().cores(), "mme.cores");
+  require(card.mme().masters() > 0 && card.mme().masters() <= card.mme().cores(),
+          "mme.masters must be between 1 and mme.cores");
+  require_positive(card.mme().array_rows(), "mme.array_rows");
+  require_positive(card.mme().array_cols(), "mme.array_cols");
+
+  const auto& sram = card.sram();
+  require_positive(sram.size_bytes(), "sram.size_bytes");
+  require_power_of_two(sram.banks(), "sram.banks");
+  require_power_of_two(sram.bank_width_bytes(), "sram.bank_width_bytes");
+  require_power_of_two(sram.interleave_bytes(), "sram.interleave_bytes");
+  require(sram.interleave_bytes() >= sram.bank_width_bytes(), "sram.interleave_bytes must be >= sram.bank_width_bytes");
+  require_positive(sram.clock_mhz(), "sram.clock_mhz");
+
+  require_power_of_two(hbm.stacks(), "hbm.stacks");
+  require_power_of_two(hbm.channels_per_stack(), "hbm.channels_per_stack");
+  require_power_of_two(hbm.pseudo_channels(), "hbm.pseudo_channels");
+  require_power_of_two(hbm.bank_groups(), "hbm.bank_groups");
+  require_power_of_two(hbm.banks_per_group(), "hbm.banks_per_group");
+  require_power_of_two(hbm.rows(), "hbm.rows");
+  require_power_of_two(hbm.columns(), "hbm.columns");
+  const auto& t = hbm.timing();
+  require_power_of_two(t.burst_bytes(), "hbm.timing.burst_bytes");
+  require_power_of_two(hbm.interleave_bytes(), "hbm.interleave_bytes");
+  require(hbm.interleave_bytes() >= t.burst_bytes() &&
+              hbm.interleave_bytes() <= uint64_t{t.burst_bytes()} * hbm.columns(),
+          "hbm.interleave_bytes must be between one burst and one row");
+  require_positive(t.tck_ps(), "hbm.timing.tck_ps");
+  require_positive(t.n_bl(), "hbm.timing.n_bl");
+  require(t.n_ccds() >= t.n_bl(), "hbm.timing.n_ccds must be >= n_bl (one burst at a time on the data bus)");
+  require(t.n_ccdl() >= t.n_ccds(), "hbm.timing.n_ccdl must be >= n_ccds");
+  require(t.n_rrdl() >= t.n_rrds(), "hbm.timing.n_rrdl must be >= n_rrds");
+  require(t.n_rc() >= t.n_ras(), "hbm.timing.n_rc must be >= n_ras");
+  require(t.n_refi() > t.n_rfc(), "hbm.timing.n_refi must be > n_rfc");
+  require_positive(hbm.queue_depth(), "hbm.queue_depth");
+  require(hbm.write_low_watermark() < hbm.write_high_watermark() && hbm.write_high_watermark() <= hbm.queue_depth(),
+          "hbm watermarks need write_low_watermark < write_high_watermark <= queue_depth");
+
+  const auto& pcie = card.pcie();
+  require(pcie.generation() >= 3 && pcie.generation() <= 6, "pcie.generation must be 3, 4, 5 or 6");
+  require(pcie.lanes() == 1 || pcie.lanes() == 2 || pcie.lanes() == 4 || pcie.lanes() == 8 || pcie.lanes() == 16,
+          "pcie.lanes must be 1, 2, 4, 8 or 16");
+  require(power_of_two(pcie.max_payload_bytes()) && pcie.max_payload_bytes() >= 128 && pcie.max_payload_bytes() <= 4096,
+          "pcie.max_payload_bytes must be a power of two in [128, 4096]");
+  require(power_of_two(pcie.max_read_request_bytes()) && pcie.max_read_request_bytes() >= 128 &&
+              pcie.max_read_request_bytes() <= 4096,
+          "pcie.max_read_request_bytes must be a power of two in [128, 4096]");
+  require(pcie.dllp_overhead_pct() >= 0 && pcie.dllp_overhead_pct() < 50, "pcie.dllp_overhead_pct must be in [0, 50)");
+
+  const auto& fabric = card.fabric();
+  require_positive(fabric.clock_mhz(), "fabric.clock_mhz");
+  require_positive(fabric.master_port_bytes_per_cycle(), "fabric.master_port_bytes_per_cycle");
+  require_positive(fabric.hbm_port_bytes_per_cycle(), "fabric.hbm_port_bytes_per_cycle");
+  require_positive(fabric.sram_port_bytes_per_cycle(), "fabric.sram_port_bytes_per_cycle");
+  require_positive(fabric.pcie_port_bytes_per_cycle(), "fabric.pcie_port_bytes_per_cycle");
+  require_positive(fabric.cfg_port_bytes_per_cycle(), "fabric.cfg_port_bytes_per_cycle");
+
+  const auto& map = card.memory_map();
+  std::vector<Region> regions = {
+      {"DRAM", map.dram_base(), hbm_capacity(hbm)},
+      {"SRAM", map.sram_base(), sram.size_bytes()},
+      {"CFG", map.cfg_base(), map.cfg_size()},
+      {"host window", map.host_phys_base(), map.host_phys_size()},
+  };
+  for (const Region& r : regions) {
+    require(r.size > 0 && r.base + r.size > r.base, std::string(r.name) + " region is empty or wraps around");
+  }
+  std::sort(regions.begin(), regions.end(), [](const Region& a, const Region& b) { return a.base < b.base; });
+  for (size_t i = 1; i < regions.size(); ++i) {
+    require(regions[i - 1].base + regions[i - 1].size <= regions[i].base,
+            std::string("memory_map: ") + regions[i - 1].name + " overlaps " + regions[i].name);
+  }
+  require(map.dram_user_base() >= map.dram_base() && map.dram_user_base() < map.dram_base() + hbm_capacity(hbm),
+          "memory_map.dram_user_base must lie inside DRAM");
+  require(map.sram_reserved_bytes() < sram.size_bytes(), "memory_map.sram_reserved_bytes must be < sram.size_bytes");
+}
+
+}  // namespace hpusim::preset
