@@ -131,6 +131,33 @@ void append_json_string(std::string& out, std::string_view s) {
   out += '"';
 }
 
+bool is_valid_utf8(std::string_view s) {
+  for (std::size_t i = 0; i < s.size();) {
+    const std::size_t len = utf8_sequence_length(s, i);
+    if (len == 0) return false;
+    i += len;
+  }
+  return true;
+}
+
+// Perfetto's schema declares these fields as `string`, which must hold UTF-8: invalid bytes are
+// replaced by U+FFFD, as in the JSON export.
+const std::string& utf8(const std::string& s, std::string& scratch) {
+  if (is_valid_utf8(s)) return s;
+  scratch.clear();
+  for (std::size_t i = 0; i < s.size();) {
+    const std::size_t len = utf8_sequence_length(s, i);
+    if (len == 0) {
+      scratch += "\xef\xbf\xbd";
+      ++i;
+    } else {
+      scratch.append(s, i, len);
+      i += len;
+    }
+  }
+  return scratch;
+}
+
 void append_arg_value(std::string& out, const ArgValue& value) {
   std::visit(
       [&out](const auto& v) {
@@ -176,11 +203,12 @@ void write_varint(std::ostream& out, std::uint64_t v) {
 }
 
 void fill_annotations(pb::TrackEvent& ev, const std::vector<Arg>& args) {
+  std::string scratch;
   for (const Arg& a : args) {
     pb::DebugAnnotation* d = ev.add_debug_annotations();
-    d->set_name(a.name);
+    d->set_name(utf8(a.name, scratch));
     std::visit(
-        [d](const auto& v) {
+        [d, &scratch](const auto& v) {
           using T = std::decay_t<decltype(v)>;
           if constexpr (std::is_same_v<T, std::int64_t>) {
             d->set_int_value(v);
@@ -191,14 +219,14 @@ void fill_annotations(pb::TrackEvent& ev, const std::vector<Arg>& args) {
           } else if constexpr (std::is_same_v<T, bool>) {
             d->set_bool_value(v);
           } else {
-            d->set_string_value(v);
+            d->set_string_value(utf8(v, scratch));
           }
         },
         a.value);
   }
 }
 
-// Writes `events` produced by `fill` through `out`, then checks the stream; on failure removes the
+// Opens `path`, lets `fill` write to it, then checks the stream; on failure removes the
 // partial file and throws.
 template <typename Fill>
 void write_file(const std::string& path, const char* what, Fill fill) {
@@ -601,6 +629,7 @@ std::vector<TraceWriter::OrderedEvent> TraceWriter::ordered_events() const {
 void TraceWriter::emit_perfetto(std::ostream& out, const std::vector<OrderedEvent>& events) const {
   pb::TracePacket packet;
   std::string bytes;
+  std::string scratch;
   bool first = true;
   const auto put = [&]() {
     if (first) {
@@ -623,24 +652,24 @@ void TraceWriter::emit_perfetto(std::ostream& out, const std::vector<OrderedEven
     switch (t.kind) {
       case TrackKind::kProcess:
         d->mutable_process()->set_pid(t.pid);
-        d->mutable_process()->set_process_name(t.name);
+        d->mutable_process()->set_process_name(utf8(t.name, scratch));
         break;
       case TrackKind::kThread:
         d->mutable_thread()->set_pid(t.pid);
         d->mutable_thread()->set_tid(t.tid);
-        d->mutable_thread()->set_thread_name(t.name);
+        d->mutable_thread()->set_thread_name(utf8(t.name, scratch));
         break;
       case TrackKind::kNamed:
-        d->set_name(t.name);
+        d->set_name(utf8(t.name, scratch));
         d->set_sibling_merge_behavior(pb::TrackDescriptor::SIBLING_MERGE_BEHAVIOR_NONE);
         break;
       case TrackKind::kCounter:
-        d->set_name(t.name);
+        d->set_name(utf8(t.name, scratch));
         d->set_sibling_merge_behavior(pb::TrackDescriptor::SIBLING_MERGE_BEHAVIOR_NONE);
         if (t.unit_name.empty()) {
           d->mutable_counter();
         } else {
-          d->mutable_counter()->set_unit_name(t.unit_name);
+          d->mutable_counter()->set_unit_name(utf8(t.unit_name, scratch));
         }
         break;
     }
@@ -655,7 +684,7 @@ void TraceWriter::emit_perfetto(std::ostream& out, const std::vector<OrderedEven
       case OrderedEvent::kBegin: {
         const SliceRec& s = slices_[e.index];
         ev->set_type(pb::TrackEvent::TYPE_SLICE_BEGIN);
-        ev->set_name(s.name);
+        ev->set_name(utf8(s.name, scratch));
         fill_annotations(*ev, s.args);
         for (FlowId id : s.flows) ev->add_flow_ids(id);
         for (FlowId id : s.terminating_flows) ev->add_terminating_flow_ids(id);
@@ -667,7 +696,7 @@ void TraceWriter::emit_perfetto(std::ostream& out, const std::vector<OrderedEven
       case OrderedEvent::kInstant: {
         const InstantRec& r = instants_[e.index];
         ev->set_type(pb::TrackEvent::TYPE_INSTANT);
-        ev->set_name(r.name);
+        ev->set_name(utf8(r.name, scratch));
         fill_annotations(*ev, r.args);
         break;
       }

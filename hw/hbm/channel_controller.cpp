@@ -48,6 +48,8 @@ ChannelController::ChannelController(const Organization& org, const Timing& timi
   unarrived_.reserve(queue_depth_);
 
   refresh_due_.resize(org.pseudo_channels);
+  refresh_end_.assign(org.pseudo_channels, 0);
+  pc_arrived_.assign(org.pseudo_channels, 0);
   for (uint32_t p = 0; p < org.pseudo_channels; ++p) {
     refresh_due_[p] = cfg.refresh_enabled
                           ? uint64_t{timing.nREFI} + uint64_t{p} * (timing.nREFI / org.pseudo_channels)
@@ -105,6 +107,7 @@ void ChannelController::enqueue(const Request& r) {
   if (r.arrival_cycle <= now_) {
     slot.arrived = true;
     if (slot.is_write) ++arrived_writes_; else ++arrived_reads_;
+    ++pc_arrived_[engine_.pc_of(slot.bank)];
     bank.dirty = true;
     update_mode();
   } else {
@@ -125,6 +128,7 @@ void ChannelController::process_arrivals(uint64_t cycle) {
     if (slot.arrival <= cycle) {
       slot.arrived = true;
       if (slot.is_write) ++arrived_writes_; else ++arrived_reads_;
+      ++pc_arrived_[engine_.pc_of(slot.bank)];
       banks_[slot.bank].dirty = true;
       unarrived_[i] = unarrived_.back();
       unarrived_.pop_back();
@@ -186,6 +190,7 @@ void ChannelController::retire(uint32_t s, uint64_t cycle, std::vector<Completio
     ++stats_.reads;
     --arrived_reads_;
   }
+  --pc_arrived_[engine_.pc_of(slot.bank)];
   Bank& bank = banks_[slot.bank];
   // The retiring request is normally the oldest of its bank.
   for (size_t i = 0; i < bank.q.size(); ++i) {
@@ -246,19 +251,25 @@ void ChannelController::advance(uint64_t cycle, std::vector<Completion>& out) {
   // Refresh has priority on the row bus: precharge the due pseudo-channel, then REF it.
   int32_t refresh_pc = kNone;
   int32_t refresh_pre_bank = kNone;
+  bool pull_in = false;
   if (cfg_.refresh_enabled) {
     for (uint32_t p = 0; p < org_.pseudo_channels && refresh_pc == kNone; ++p) {
       if (cycle < refresh_due_[p]) continue;
-      if (engine_.open_banks(p) == 0) {
-        if (engine_.earliest_refresh(p) <= cycle) refresh_pc = static_cast<int32_t>(p);
-        continue;
+      int32_t pre_bank = kNone;
+      if (refresh_step(p, &pre_bank) <= cycle) {
+        refresh_pc = static_cast<int32_t>(p);
+        refresh_pre_bank = pre_bank;
       }
-      const uint32_t first = p * engine_.banks_per_pc();
-      for (uint32_t b = first; b < first + engine_.banks_per_pc(); ++b) {
-        if (engine_.open_row_flat(b) != TimingEngine::kClosed && engine_.earliest_flat(Command::PRE, b) <= cycle) {
+    }
+    // Opportunistic pull-in, only when the row bus has nothing better to do.
+    if (refresh_pc == kNone && row_slot == kNone) {
+      for (uint32_t p = 0; p < org_.pseudo_channels && refresh_pc == kNone; ++p) {
+        if (cycle >= pull_in_window(p, cycle)) continue;
+        int32_t pre_bank = kNone;
+        if (refresh_step(p, &pre_bank) <= cycle) {
           refresh_pc = static_cast<int32_t>(p);
-          refresh_pre_bank = static_cast<int32_t>(b);
-          break;
+          refresh_pre_bank = pre_bank;
+          pull_in = true;
         }
       }
     }
@@ -296,10 +307,12 @@ void ChannelController::advance(uint64_t cycle, std::vector<Completion>& out) {
       }
     } else {
       const uint32_t p = static_cast<uint32_t>(refresh_pc);
-      if (engine_.earliest_refresh(p) <= cycle) {
+      if (engine_.open_banks(p) == 0 && engine_.earliest_refresh(p) <= cycle) {
         engine_.issue_refresh(p, cycle);
         ++stats_.refreshes;
+        if (pull_in) ++stats_.refresh_pull_ins;
         refresh_due_[p] += timing_.nREFI;
+        refresh_end_[p] = cycle + timing_.nRFC;
         issued = true;
       }
     }
@@ -322,23 +335,61 @@ void ChannelController::advance(uint64_t cycle, std::vector<Completion>& out) {
   idle_at_now_ = !issued;
 }
 
+// Earliest cycle of pseudo-channel p's next refresh step: the PRE of one of its open banks, or
+// the REF itself once every bank is closed. *pre_bank tells which (kNone for the REF).
+uint64_t ChannelController::refresh_step(uint32_t p, int32_t* pre_bank) const {
+  *pre_bank = kNone;
+  if (engine_.open_banks(p) == 0) return engine_.earliest_refresh(p);
+  uint64_t best = kNever;
+  const uint32_t first = p * engine_.banks_per_pc();
+  for (uint32_t b = first; b < first + engine_.banks_per_pc(); ++b) {
+    if (engine_.open_row_flat(b) == TimingEngine::kClosed) continue;
+    const uint64_t e = engine_.earliest_flat(Command::PRE, b);
+    if (e < best) {
+      best = e;
+      *pre_bank = static_cast<int32_t>(b);
+    }
+  }
+  return best;
+}
+
+// Refresh pull-in (JEDEC lets a controller issue REFs ahead of schedule): pseudo-channel p may
+// refresh early when it has no arrived request while the queue holds work for the others and
+// another pseudo-channel of the channel is refreshing (due or within its nRFC). That is the
+// moment a shared queue starves p anyway (the queue fills with requests for the refreshing
+// pseudo-channel), so p's refresh then costs little. At most one REF ahead of schedule.
+// Returns the cycle until which the pull-in stays allowed (exclusive; <= cycle means not now).
+uint64_t ChannelController::pull_in_window(uint32_t p, uint64_t cycle) const {
+  if (!cfg_.refresh_enabled || cycle >= refresh_due_[p] || refresh_due_[p] - cycle > timing_.nREFI ||
+      pc_arrived_[p] != 0 || queued_ == 0) {
+    return 0;
+  }
+  uint64_t until = 0;
+  for (uint32_t q = 0; q < org_.pseudo_channels; ++q) {
+    if (q == p) continue;
+    if (cycle >= refresh_due_[q]) return kNever;  // stays refreshing at least until its REF, an event
+    if (cycle < refresh_end_[q] && refresh_end_[q] > until) until = refresh_end_[q];
+  }
+  return until;
+}
+
 uint64_t ChannelController::compute_next_event() const {
   uint64_t t = next_arrival_;
   const uint64_t now = now_;
   if (cfg_.refresh_enabled) {
     for (uint32_t p = 0; p < org_.pseudo_channels; ++p) {
+      int32_t pre_bank = kNone;
       if (now < refresh_due_[p]) {
         if (refresh_due_[p] < t) t = refresh_due_[p];
-      } else if (engine_.open_banks(p) == 0) {
-        const uint64_t e = engine_.earliest_refresh(p);
-        if (e < t) t = e;
-      } else {
-        const uint32_t first = p * engine_.banks_per_pc();
-        for (uint32_t b = first; b < first + engine_.banks_per_pc(); ++b) {
-          if (engine_.open_row_flat(b) == TimingEngine::kClosed) continue;
-          const uint64_t e = engine_.earliest_flat(Command::PRE, b);
-          if (e < t) t = e;
+        // A pull-in step counts only while its window lasts.
+        const uint64_t window = pull_in_window(p, now);
+        if (window > now) {
+          const uint64_t e = refresh_step(p, &pre_bank);
+          if (e < t && e < window) t = e;
         }
+      } else {
+        const uint64_t e = refresh_step(p, &pre_bank);
+        if (e < t) t = e;
       }
     }
   }

@@ -34,6 +34,7 @@ struct ControllerStats {
   uint64_t reads = 0, writes = 0;               // completed requests
   uint64_t read_bursts = 0, write_bursts = 0;   // RD / WR commands
   uint64_t activates = 0, precharges = 0, refreshes = 0;
+  uint64_t refresh_pull_ins = 0;  // refreshes issued ahead of schedule (see README)
   uint64_t row_hits = 0;        // request found its row already open
   uint64_t row_misses = 0;      // request needed an ACT on a closed bank
   uint64_t row_conflicts = 0;   // request needed a PRE of another row first
@@ -124,6 +125,8 @@ class ChannelController {
   void mark_all_dirty();
   void retire(uint32_t slot, uint64_t cycle, std::vector<Completion>& out);
   uint64_t compute_next_event() const;
+  uint64_t refresh_step(uint32_t p, int32_t* pre_bank) const;
+  uint64_t pull_in_window(uint32_t p, uint64_t cycle) const;
   uint64_t column_hold(bool is_write) const { return is_write ? wr_to_pre_ : timing_.nRTP; }
 
   Organization org_;
@@ -147,6 +150,8 @@ class ChannelController {
 
   // Refresh: next due cycle per pseudo-channel.
   std::vector<uint64_t> refresh_due_;
+  std::vector<uint64_t> refresh_end_;   // last REF + nRFC, per pseudo-channel
+  std::vector<uint32_t> pc_arrived_;    // arrived queued requests per pseudo-channel
 
   uint64_t now_ = 0;            // cycle of the last advance()
   bool advanced_ = false;

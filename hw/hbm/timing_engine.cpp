@@ -41,6 +41,12 @@ TimingEngine::TimingEngine(const Organization& org, const Timing& timing)
   bank_next_.assign(size_t{num_banks_} * kNumCommands, 0);
   bg_next_.assign(size_t{pseudo_channels_} * bank_groups_ * kNumCommands, 0);
   pc_next_.assign(size_t{pseudo_channels_} * kNumCommands, 0);
+  bank_bg_.resize(num_banks_);
+  bank_pc_.resize(num_banks_);
+  for (uint32_t b = 0; b < num_banks_; ++b) {
+    bank_bg_[b] = b / banks_per_group_;
+    bank_pc_[b] = b / banks_per_pc_;
+  }
   open_row_.assign(num_banks_, kClosed);
   open_count_.assign(pseudo_channels_, 0);
   faw_.assign(pseudo_channels_, {0, 0, 0, 0});
@@ -132,8 +138,8 @@ void TimingEngine::issue(Command cmd, const BankAddress& a, uint64_t cycle) {
 
 void TimingEngine::issue_flat(Command cmd, uint32_t flat, uint32_t row, uint64_t c) {
   uint64_t* bn = &bank_next_[flat * kNumCommands];
-  const uint32_t g = flat / banks_per_group_;
-  const uint32_t p = flat / banks_per_pc_;
+  const uint32_t g = bank_bg_[flat];
+  const uint32_t p = bank_pc_[flat];
   uint64_t* gn = &bg_next_[g * kNumCommands];
   uint64_t* pn = &pc_next_[p * kNumCommands];
   last_cycle_ = c;

@@ -58,7 +58,7 @@ class TimingEngine {
   }
   uint32_t num_banks() const { return num_banks_; }
   uint32_t banks_per_pc() const { return banks_per_pc_; }
-  uint32_t pc_of(uint32_t flat) const { return flat / banks_per_pc_; }
+  uint32_t pc_of(uint32_t flat) const { return bank_pc_[flat]; }
 
   static constexpr uint32_t kClosed = 0xFFFFFFFFu;
   uint32_t open_row_flat(uint32_t flat) const { return open_row_[flat]; }
@@ -66,8 +66,8 @@ class TimingEngine {
   // earliest() for a bank-addressed command (ACT, PRE, RD, WR) on a flat bank index.
   uint64_t earliest_flat(Command cmd, uint32_t flat) const {
     const uint64_t* bn = &bank_next_[flat * kNumCommands];
-    const uint32_t g = flat / banks_per_group_;
-    const uint32_t p = flat / banks_per_pc_;
+    const uint32_t g = bank_bg_[flat];
+    const uint32_t p = bank_pc_[flat];
     const uint32_t c = static_cast<uint32_t>(cmd);
     uint64_t t = bn[c];
     if (cmd != Command::PRE) {
@@ -110,6 +110,8 @@ class TimingEngine {
   std::vector<uint64_t> bank_next_;  // num_banks * kNumCommands
   std::vector<uint64_t> bg_next_;    // pcs * bank_groups * kNumCommands
   std::vector<uint64_t> pc_next_;    // pcs * kNumCommands
+  std::vector<uint32_t> bank_bg_;    // per flat bank: flat bank-group index (pc * bank_groups + bg)
+  std::vector<uint32_t> bank_pc_;    // per flat bank: pseudo-channel (lookups instead of divisions)
   std::vector<uint32_t> open_row_;   // per flat bank, kClosed when closed
   std::vector<uint32_t> open_count_; // open banks per pseudo-channel
   std::vector<std::array<uint64_t, 4>> faw_;  // last four ACT cycles per pseudo-channel (ring)

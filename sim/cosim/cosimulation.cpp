@@ -40,7 +40,12 @@ uint64_t CoSimulation::device_now_ps() {
   return sim_.call([] { return hw::now_ps(); });
 }
 
-void CoSimulation::charge_ns(uint64_t ns) { clock_.charge_ns(ns); }
+
+
+void CoSimulation::charge_ns(uint64_t ns) {
+  std::lock_guard<std::recursive_mutex> lock(host_mutex_);
+  clock_.charge_ns(ns);
+}
 
 void CoSimulation::advance_device_to(uint64_t ps) {
   const uint64_t now = hw::now_ps();
@@ -54,12 +59,14 @@ void CoSimulation::run_until(uint64_t ps) {
 }
 
 void CoSimulation::sync_device() {
+  std::lock_guard<std::recursive_mutex> lock(host_mutex_);
   HostCall call(clock_);
   const uint64_t at = clock_.now_ps();
   sim_.call([&] { advance_device_to(at); });
 }
 
 void CoSimulation::mmio_write32(uint64_t device_address, uint32_t value) {
+  std::lock_guard<std::recursive_mutex> lock(host_mutex_);
   HostCall call(clock_);
   if (port_ == nullptr) throw std::logic_error("co-simulation: no host port attached");
   const uint64_t at = clock_.now_ps();
@@ -76,6 +83,7 @@ void CoSimulation::mmio_write32(uint64_t device_address, uint32_t value) {
 }
 
 uint32_t CoSimulation::mmio_read32(uint64_t device_address) {
+  std::lock_guard<std::recursive_mutex> lock(host_mutex_);
   HostCall call(clock_);
   if (port_ == nullptr) throw std::logic_error("co-simulation: no host port attached");
   const uint64_t at = clock_.now_ps();
@@ -102,6 +110,7 @@ uint32_t CoSimulation::mmio_read32(uint64_t device_address) {
 }
 
 std::optional<uint32_t> CoSimulation::wait_for_interrupt(uint64_t timeout_ps) {
+  std::lock_guard<std::recursive_mutex> lock(host_mutex_);
   HostCall call(clock_);
   if (port_ == nullptr) throw std::logic_error("co-simulation: no host port attached");
   const uint64_t deadline = clock_.now_ps() + timeout_ps;

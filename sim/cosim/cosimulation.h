@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <optional>
 
 #include "sim/cosim/host_clock.h"
@@ -63,6 +64,7 @@ class CoSimulation {
   HostClock clock_;
   HostCostsNs costs_;
   HostPort* port_ = nullptr;
+  std::recursive_mutex host_mutex_;   // host calls from several threads take turns
 };
 
 }  // namespace hpusim::cosim

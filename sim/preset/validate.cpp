@@ -106,7 +106,7 @@ void resolve_and_validate(Card& card) {
   require(sram.interleave_bytes() >= sram.bank_width_bytes(), "sram.interleave_bytes must be >= sram.bank_width_bytes");
   require_positive(sram.clock_mhz(), "sram.clock_mhz");
 
-  require_power_of_two(hbm.stacks(), "hbm.stacks");
+  require_positive(hbm.stacks(), "hbm.stacks");  // any count: the address mapper interleaves by modulo
   require_power_of_two(hbm.channels_per_stack(), "hbm.channels_per_stack");
   require_power_of_two(hbm.pseudo_channels(), "hbm.pseudo_channels");
   require_power_of_two(hbm.bank_groups(), "hbm.bank_groups");

@@ -2,7 +2,8 @@
 // over a library, so test binaries never silently run SystemC's main instead of GoogleTest's.
 #include <gtest/gtest.h>
 
-int sc_main(int, char**) { return 0; }
+// SystemC declares sc_main with C linkage.
+extern "C" int sc_main(int, char**) { return 0; }
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);

@@ -469,6 +469,23 @@ TEST(TraceWriterTest, UnwritablePathThrowsNamingThePath) {
   }
 }
 
+TEST(TraceWriterTest, InvalidUtf8IsReplacedInThePerfettoOutput) {
+  TraceWriter w;
+  const TrackId p = w.process_track(1, "proc\xff");
+  const TrackId t = w.named_track(p, "ok \xc2\xb5s");
+  w.complete_slice(t, 0, 1, std::string("bad\xc0\x80"), {{"s", std::string("x\xed\xa0\x80")}});
+  const std::string path = temp_path(".pftrace");
+  w.write_perfetto(path);
+  const TraceModel m = read_perfetto(path);
+  ASSERT_NE(m.track(p), nullptr);
+  EXPECT_EQ(m.track(p)->name, "proc\xef\xbf\xbd");
+  EXPECT_EQ(m.track(t)->name, "ok \xc2\xb5s");  // valid UTF-8 is kept as is
+  ASSERT_EQ(m.slices.size(), 1u);
+  EXPECT_EQ(m.slices[0].name, "bad\xef\xbf\xbd\xef\xbf\xbd");
+  EXPECT_EQ(m.slices[0].args[0], Arg("s", "x\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"));
+  std::remove(path.c_str());
+}
+
 TEST(TraceWriterTest, SameTimestampAcrossTracksKeepsRecordingOrder) {
   TraceWriter w;
   const TrackId p = w.process_track(1, "p");

@@ -1,0 +1,170 @@
+// SRAM, PCIe and fabric against the formulas of their models, through the card's fabric.
+#include <gtest/gtest.h>
+
+#include "tests/memory/memory_fixture.h"
+
+namespace hpusim::testing {
+namespace {
+
+using bench::Pattern;
+using bench::TrafficSpec;
+
+TEST(Sram, UnloadedLatencyEqualsTheModelFormula) {
+  MemoryBench b;
+  const uint64_t address = b.card.memory_map().sram_base() + 0x1000;
+  const hw::Picoseconds expected = b.system.sram().unloaded_latency_ps(64) + 2 * b.fabric_latency() +
+                                   b.master_port_time(64);
+  EXPECT_EQ(b.probe.access_and_wait(false, address, 64), expected);
+  // A bank moves 128 bytes a cycle: 1024 bytes over 16 banks is still one cycle per bank.
+  const hw::Picoseconds expected_1k = b.system.sram().unloaded_latency_ps(1024) + 2 * b.fabric_latency() +
+                                      b.master_port_time(1024);
+  EXPECT_EQ(b.probe.access_and_wait(false, address, 1024), expected_1k);
+  EXPECT_EQ(b.system.sram().unloaded_latency_ps(64), (1 + b.card.sram().latency_cycles()) * 909u);
+}
+
+TEST(Sram, StreamingReadsReachPeak) {
+  MemoryBench b;
+  TrafficSpec spec;
+  spec.pattern = Pattern::kSequential;
+  spec.request_bytes = 256;
+  spec.requests = 50000;
+  spec.ports = 16;
+  spec.window = 64;
+  spec.region_base = b.card.memory_map().sram_base() + 4096;
+  spec.region_bytes = 8 << 20;
+  auto r = b.generator.run(spec);
+  const double peak = b.system.sram().peak_bytes_per_second() / 1e9;
+  EXPECT_GE(gbps(r), 0.95 * peak);
+  EXPECT_LE(gbps(r), 1.0001 * peak);
+}
+
+TEST(Sram, OneBankSerialisesAccesses) {
+  MemoryBench b;
+  TrafficSpec spec;
+  spec.request_bytes = 128;
+  spec.requests = 20000;
+  spec.ports = 8;
+  spec.window = 16;
+  spec.region_base = b.card.memory_map().sram_base() + 4096;
+  spec.region_bytes = 128;  // every access hits the same bank
+  auto r = b.generator.run(spec);
+  const double one_bank = 128.0 / 909.0 * 1000.0 / 1000.0;  // bytes per ps -> GB/s: 128 B / 909 ps
+  EXPECT_NEAR(gbps(r), one_bank * 1000.0, one_bank * 1000.0 * 0.02);
+  EXPECT_GT(b.system.sram().stats().bank_wait_ps, 0u);
+}
+
+TEST(Pcie, UnloadedReadAndWriteLatencyEqualTheModelFormula) {
+  MemoryBench b;
+  const auto& f = b.card.fabric();
+  const uint64_t address = b.card.memory_map().host_phys_base() + 0x10000;
+  const hw::Picoseconds read = b.system.pcie().unloaded_read_latency_ps(64) + 2 * b.fabric_latency() +
+                               b.port_time(f.pcie_port_bytes_per_cycle(), 64);
+  EXPECT_EQ(b.probe.access_and_wait(false, address, 64), read);
+  // The formula itself: request TLP up, two link crossings, host memory, completion down.
+  const double wire_ps_per_byte = 1e12 / (16 * 16e9 * 128.0 / 130.0 / 8.0 * 0.98);
+  const double by_hand = 26 * wire_ps_per_byte + 2 * 250000 + 100000 + (64 + 26) * wire_ps_per_byte;
+  EXPECT_NEAR(double(b.system.pcie().unloaded_read_latency_ps(64)), by_hand, 2.0);
+
+  const hw::Picoseconds write = b.system.pcie().unloaded_write_latency_ps(64) + 2 * b.fabric_latency() +
+                                b.port_time(f.pcie_port_bytes_per_cycle(), 64);
+  EXPECT_EQ(b.probe.access_and_wait(true, address, 64), write);
+}
+
+TEST(Pcie, StreamingMatchesTheProtocolEfficiency) {
+  MemoryBench b;
+  for (bool write : {false, true}) {
+    for (uint32_t bytes : {256u, 4096u}) {
+      TrafficSpec spec;
+      spec.request_bytes = bytes;
+      spec.write_fraction = write ? 1.0 : 0.0;
+      spec.requests = 20000;
+      spec.ports = 2;
+      spec.window = 64;
+      spec.region_base = b.card.memory_map().host_phys_base() + (1ull << 32);
+      spec.region_bytes = 64 << 20;
+      auto r = b.generator.run(spec);
+      const double expected = b.system.pcie().payload_bytes_per_second(bytes, !write) / 1e9;
+      EXPECT_NEAR(gbps(r), expected, expected * 0.01) << (write ? "write " : "read ") << bytes;
+      // Gen4 x16 is 31.5 GB/s per direction before protocol overhead.
+      EXPECT_NEAR(b.system.pcie().raw_bytes_per_second() / 1e9, 31.5077, 0.001);
+    }
+  }
+}
+
+TEST(Pcie, HostMemoryIsWhatTheDeviceWrites) {
+  MemoryBench b;
+  const uint64_t host_address = 0x123456780ull;
+  ProbeMaster::Access* write = nullptr;
+  b.probe.access_and_wait(true, b.card.memory_map().host_phys_base() + host_address, 8, &write);
+  (void)write;
+  uint64_t seen = 0xffff;
+  b.system.host_memory().read(host_address, &seen, 8);
+  EXPECT_EQ(seen, 0u);  // the probe writes zeros; now write a pattern
+  ProbeMaster::Access& a = b.probe.issue(true, b.card.memory_map().host_phys_base() + host_address, 8, hw::now_ps(), 0xAB);
+  sc_core::sc_start(sc_core::sc_time(10, sc_core::SC_US));
+  ASSERT_TRUE(a.done);
+  b.system.host_memory().read(host_address, &seen, 8);
+  EXPECT_EQ(seen, 0xABABABABABABABABull);
+}
+
+TEST(Fabric, MasterPortBandwidthLimitsOneMaster) {
+  MemoryBench b;
+  TrafficSpec spec;
+  spec.request_bytes = 1024;
+  spec.requests = 20000;
+  spec.window = 64;
+  spec.region_base = b.card.memory_map().sram_base() + 4096;
+  spec.region_bytes = 8 << 20;
+  spec.ports = 1;
+  auto one = b.generator.run(spec);
+  spec.ports = 2;
+  auto two = b.generator.run(spec);
+  const double port = 256.0 / 909.0;  // bytes per ps = GB/s / 1000
+  EXPECT_NEAR(gbps(one), port * 1000.0, port * 1000.0 * 0.02);
+  EXPECT_NEAR(gbps(two), 2 * port * 1000.0, 2 * port * 1000.0 * 0.02);
+}
+
+TEST(Fabric, UnmappedAndOverrunningAccessesGetAddressErrors) {
+  MemoryBench b;
+  ProbeMaster::Access* a = nullptr;
+  // Between the end of DRAM and SRAM nothing is mapped.
+  b.probe.access_and_wait(false, 0x4000000000ull, 64, &a);
+  EXPECT_EQ(a->payload.get_response_status(), tlm::TLM_ADDRESS_ERROR_RESPONSE);
+  // Running off the end of SRAM.
+  const uint64_t sram_end = b.card.memory_map().sram_base() + b.card.sram().size_bytes();
+  b.probe.access_and_wait(false, sram_end - 32, 64, &a);
+  EXPECT_EQ(a->payload.get_response_status(), tlm::TLM_ADDRESS_ERROR_RESPONSE);
+  // CFG space with no register block attached.
+  b.probe.access_and_wait(false, b.card.memory_map().cfg_base() + 0x100, 4, &a);
+  EXPECT_EQ(a->payload.get_response_status(), tlm::TLM_ADDRESS_ERROR_RESPONSE);
+  EXPECT_EQ(b.system.fabric().unmapped_accesses(), 2u);
+}
+
+TEST(Fabric, DeviceMapRoutesEachRegionToItsMemory) {
+  MemoryBench b;
+  const auto& map = b.card.memory_map();
+  struct Region {
+    uint64_t device_address;
+    mem::BackingStore* store;
+    uint64_t store_address;
+  };
+  std::vector<Region> regions = {
+      {map.dram_user_base() + 0x1000, &b.system.hbm().store(), map.dram_user_base() + 0x1000},
+      {map.sram_base() + 0x2000, &b.system.sram().store(), map.sram_base() + 0x2000},
+      {map.host_phys_base() + 0x3000, &b.system.host_memory(), 0x3000},
+  };
+  unsigned char value = 0x11;
+  for (const Region& r : regions) {
+    ProbeMaster::Access& a = b.probe.issue(true, r.device_address, 16, hw::now_ps(), value);
+    sc_core::sc_start(sc_core::sc_time(5, sc_core::SC_US));
+    ASSERT_TRUE(a.done);
+    EXPECT_EQ(a.payload.get_response_status(), tlm::TLM_OK_RESPONSE);
+    unsigned char seen[16] = {};
+    r.store->read(r.store_address, seen, 16);
+    for (unsigned char c : seen) EXPECT_EQ(c, value);
+    value += 0x11;
+  }
+}
+
+}  // namespace
+}  // namespace hpusim::testing
