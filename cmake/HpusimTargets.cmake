@@ -16,6 +16,9 @@ function(hpusim_add_gtest name)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR})
   target_compile_options(${name} PRIVATE -Wall -Wextra)
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock hpusim_systemc)
+  # Tests find the built program and the source tree through these definitions.
+  target_compile_definitions(${name} PRIVATE HPUSIM_BINARY_DIR="${PROJECT_BINARY_DIR}"
+                                             HPUSIM_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60
-    PROPERTIES ENVIRONMENT "SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1;HPUSIM_BINARY_DIR=${PROJECT_BINARY_DIR};HPUSIM_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+    PROPERTIES ENVIRONMENT "SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1")
 endfunction()

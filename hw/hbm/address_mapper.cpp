@@ -32,12 +32,15 @@ std::string to_string(const DramAddress& a) {
 
 AddressMapper::AddressMapper(const Organization& org, const Timing& timing, const ControllerConfig& cfg)
     : org_(org), burst_bytes_(timing.burst_bytes), interleave_bytes_(cfg.interleave_bytes) {
-  require_pow2(org.stacks, "stacks");
-  require_pow2(org.channels_per_stack, "channels_per_stack");
-  require_pow2(org.pseudo_channels, "pseudo_channels");
-  require_pow2(org.bank_groups, "bank_groups");
-  require_pow2(org.banks_per_group, "banks_per_group");
-  require_pow2(org.rows, "rows");
+  auto require_count = [](uint64_t v, const char* what) {
+    if (v == 0) throw std::invalid_argument(std::string("HBM address mapper: ") + what + " must be > 0");
+  };
+  require_count(org.stacks, "stacks");
+  require_count(org.channels_per_stack, "channels_per_stack");
+  require_count(org.pseudo_channels, "pseudo_channels");
+  require_count(org.bank_groups, "bank_groups");
+  require_count(org.banks_per_group, "banks_per_group");
+  require_count(org.rows, "rows");
   require_pow2(org.columns, "columns");
   require_pow2(timing.burst_bytes, "burst_bytes");
   require_pow2(cfg.interleave_bytes, "interleave_bytes");
@@ -53,13 +56,14 @@ AddressMapper::AddressMapper(const Organization& org, const Timing& timing, cons
 
   burst_shift_ = log2_exact(timing.burst_bytes);
   low_col_bits_ = log2_exact(cfg.interleave_bytes / timing.burst_bytes);
-  bits_[kStack] = log2_exact(org.stacks);
-  bits_[kChannel] = log2_exact(org.channels_per_stack);
-  bits_[kPseudoChannel] = log2_exact(org.pseudo_channels);
-  bits_[kBankGroup] = log2_exact(org.bank_groups);
-  bits_[kBank] = log2_exact(org.banks_per_group);
-  bits_[kRow] = log2_exact(org.rows);
-  bits_[kColumnHigh] = log2_exact(org.columns) - low_col_bits_;
+  interleave_shift_ = log2_exact(cfg.interleave_bytes);
+  count_[kStack] = org.stacks;
+  count_[kChannel] = org.channels_per_stack;
+  count_[kPseudoChannel] = org.pseudo_channels;
+  count_[kBankGroup] = org.bank_groups;
+  count_[kBank] = org.banks_per_group;
+  count_[kRow] = org.rows;
+  count_[kColumnHigh] = org.columns >> low_col_bits_;
 
   // Parse "ro-ba-co-bg-pc-ch-st": most significant first.
   const std::string& s = cfg.address_mapping;
@@ -96,16 +100,30 @@ AddressMapper::AddressMapper(const Organization& org, const Timing& timing, cons
     }
   }
 
-  uint32_t shift = burst_shift_ + low_col_bits_;
+  // Strides, least significant field (last in the string) first.
+  constexpr uint64_t kLimit = uint64_t{1} << 62;
+  uint64_t chunks = 1;  // interleave chunks below the current field
   for (int i = static_cast<int>(kNumFields) - 1; i >= 0; --i) {
-    shift_[order[i]] = shift;
-    shift += bits_[order[i]];
+    const Field f = order[i];
+    chunk_stride_[f] = chunks;
+    stride_[f] = chunks << interleave_shift_;
+    if (count_[f] > kLimit / chunks) {
+      throw std::invalid_argument("HBM address mapper: the organization's capacity does not fit in 62 bits");
+    }
+    chunks *= count_[f];
+    pow2_ = pow2_ && is_pow2(count_[f]);
   }
-  if (shift > 63) {
-    throw std::invalid_argument("HBM address mapper: capacity needs " + std::to_string(shift) +
-                                " address bits, more than 63");
+  if (chunks > (kLimit >> interleave_shift_)) {
+    throw std::invalid_argument("HBM address mapper: the organization's capacity does not fit in 62 bits");
   }
-  capacity_ = uint64_t{1} << shift;
+  capacity_ = chunks << interleave_shift_;
+  if (pow2_) {
+    for (uint32_t f = 0; f < kNumFields; ++f) {
+      chunk_shift_[f] = log2_exact(chunk_stride_[f]);
+      shift_[f] = chunk_shift_[f] + interleave_shift_;
+      bits_[f] = log2_exact(count_[f]);
+    }
+  }
 }
 
 DramAddress AddressMapper::map(uint64_t offset) const {
@@ -113,18 +131,16 @@ DramAddress AddressMapper::map(uint64_t offset) const {
     throw std::out_of_range("HBM address " + std::to_string(offset) + " is outside the capacity " +
                             std::to_string(capacity_));
   }
-  auto field = [&](Field f) -> uint32_t {
-    return static_cast<uint32_t>((offset >> shift_[f]) & ((uint64_t{1} << bits_[f]) - 1));
-  };
+  const uint64_t chunk = offset >> interleave_shift_;
   DramAddress a;
-  a.stack = field(kStack);
-  a.channel = field(kChannel);
-  a.pseudo_channel = field(kPseudoChannel);
-  a.bank_group = field(kBankGroup);
-  a.bank = field(kBank);
-  a.row = field(kRow);
+  a.stack = digit(chunk, kStack);
+  a.channel = digit(chunk, kChannel);
+  a.pseudo_channel = digit(chunk, kPseudoChannel);
+  a.bank_group = digit(chunk, kBankGroup);
+  a.bank = digit(chunk, kBank);
+  a.row = digit(chunk, kRow);
   const uint32_t low = static_cast<uint32_t>((offset >> burst_shift_) & ((uint64_t{1} << low_col_bits_) - 1));
-  a.column = (field(kColumnHigh) << low_col_bits_) | low;
+  a.column = (digit(chunk, kColumnHigh) << low_col_bits_) | low;
   a.channels_per_stack = org_.channels_per_stack;
   return a;
 }
@@ -144,14 +160,14 @@ uint64_t AddressMapper::offset_of(const DramAddress& a) const {
   check(a.row, org_.rows, "row");
   check(a.column, org_.columns, "column");
   uint64_t off = 0;
-  off |= uint64_t{a.stack} << shift_[kStack];
-  off |= uint64_t{a.channel} << shift_[kChannel];
-  off |= uint64_t{a.pseudo_channel} << shift_[kPseudoChannel];
-  off |= uint64_t{a.bank_group} << shift_[kBankGroup];
-  off |= uint64_t{a.bank} << shift_[kBank];
-  off |= uint64_t{a.row} << shift_[kRow];
-  off |= uint64_t{a.column >> low_col_bits_} << shift_[kColumnHigh];
-  off |= uint64_t{a.column & ((1u << low_col_bits_) - 1)} << burst_shift_;
+  off += uint64_t{a.stack} * stride_[kStack];
+  off += uint64_t{a.channel} * stride_[kChannel];
+  off += uint64_t{a.pseudo_channel} * stride_[kPseudoChannel];
+  off += uint64_t{a.bank_group} * stride_[kBankGroup];
+  off += uint64_t{a.bank} * stride_[kBank];
+  off += uint64_t{a.row} * stride_[kRow];
+  off += uint64_t{a.column >> low_col_bits_} * stride_[kColumnHigh];
+  off += uint64_t{a.column & ((1u << low_col_bits_) - 1)} << burst_shift_;
   return off;
 }
 

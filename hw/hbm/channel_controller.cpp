@@ -1,5 +1,6 @@
 #include "hw/hbm/channel_controller.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -43,8 +44,14 @@ ChannelController::ChannelController(const Organization& org, const Timing& timi
   free_.reserve(queue_depth_);
   for (uint32_t i = queue_depth_; i > 0; --i) free_.push_back(i - 1);
   banks_.resize(engine_.num_banks());
-  for (auto& b : banks_) b.q.reserve(queue_depth_);
-  active_.reserve(engine_.num_banks());
+  for (uint32_t b = 0; b < engine_.num_banks(); ++b) {
+    banks_[b].q.reserve(queue_depth_);
+    banks_[b].pc = engine_.pc_of(b);
+  }
+  pc_epoch_.assign(org.pseudo_channels, 0);
+  active_.resize(org.pseudo_channels);
+  for (auto& a : active_) a.reserve(engine_.banks_per_pc());
+  pc_cache_.resize(org.pseudo_channels);
   unarrived_.reserve(queue_depth_);
 
   refresh_due_.resize(org.pseudo_channels);
@@ -93,6 +100,7 @@ void ChannelController::enqueue(const Request& r) {
   slot.bursts = r.bursts;
   slot.is_write = r.is_write;
   slot.klass = 0;
+  slot.in_use = true;
 
   Bank& bank = banks_[slot.bank];
   // Keep the bank queue oldest first; arrivals are almost always in order, so this is an append.
@@ -100,15 +108,19 @@ void ChannelController::enqueue(const Request& r) {
   while (pos > 0 && older(s, bank.q[pos - 1])) --pos;
   bank.q.insert(bank.q.begin() + static_cast<std::ptrdiff_t>(pos), s);
   if (bank.active_pos == kNotActive) {
-    bank.active_pos = static_cast<uint32_t>(active_.size());
-    active_.push_back(slot.bank);
+    auto& list = active_[bank.pc];
+    bank.active_pos = static_cast<uint32_t>(list.size());
+    list.push_back(slot.bank);
+    // Its summary is from an earlier life (or none): the pseudo-channel's aggregate must not be
+    // trusted until it is recomputed.
+    mark_dirty(slot.bank);
   }
 
   if (r.arrival_cycle <= now_) {
     slot.arrived = true;
     if (slot.is_write) ++arrived_writes_; else ++arrived_reads_;
     ++pc_arrived_[engine_.pc_of(slot.bank)];
-    bank.dirty = true;
+    mark_dirty(slot.bank);
     update_mode();
   } else {
     slot.arrived = false;
@@ -129,7 +141,7 @@ void ChannelController::process_arrivals(uint64_t cycle) {
       slot.arrived = true;
       if (slot.is_write) ++arrived_writes_; else ++arrived_reads_;
       ++pc_arrived_[engine_.pc_of(slot.bank)];
-      banks_[slot.bank].dirty = true;
+      mark_dirty(slot.bank);
       unarrived_[i] = unarrived_.back();
       unarrived_.pop_back();
     } else {
@@ -141,7 +153,9 @@ void ChannelController::process_arrivals(uint64_t cycle) {
 }
 
 void ChannelController::mark_all_dirty() {
-  for (uint32_t b : active_) banks_[b].dirty = true;
+  for (const auto& list : active_) {
+    for (uint32_t b : list) mark_dirty(b);
+  }
 }
 
 void ChannelController::update_mode() {
@@ -180,6 +194,48 @@ void ChannelController::summarise(uint32_t b) const {
   bank.row_cmd = (open == TimingEngine::kClosed) ? Command::ACT : Command::PRE;
 }
 
+void ChannelController::recompute_bank(uint32_t b) const {
+  Bank& bank = banks_[b];
+  if (bank.dirty) summarise(b);
+  bank.epoch = pc_epoch_[bank.pc];
+  if (bank.col != kNone) {
+    bank.col_raw = engine_.earliest_raw(slots_[bank.col].is_write ? Command::WR : Command::RD, b);
+  }
+  if (bank.row != kNone) bank.row_raw = engine_.earliest_raw(bank.row_cmd, b);
+}
+
+const ChannelController::PcCache& ChannelController::recompute_pc(uint32_t p) const {
+  PcCache& c = pc_cache_[p];
+  c.min_col_raw = kNever;
+  c.min_row_raw = kNever;
+  for (uint32_t b : active_[p]) {
+    refresh_bank(b);
+    const Bank& bank = banks_[b];
+    if (bank.col != kNone && bank.col_raw < c.min_col_raw) c.min_col_raw = bank.col_raw;
+    if (bank.row != kNone && bank.row_raw < c.min_row_raw) c.min_row_raw = bank.row_raw;
+  }
+  c.epoch = pc_epoch_[p];
+  c.dirty = false;
+  return c;
+}
+
+// Cheap guard on the scheduler's bookkeeping, once per issued command: the chosen request must be
+// queued, arrived, of the current mode, and the command legal for the engine right now.
+void ChannelController::check_choice(int32_t s, Command cmd, uint64_t cycle) const {
+  const Slot& slot = slots_[s];
+  const uint32_t open = engine_.open_row_flat(slot.bank);
+  bool ok = slot.in_use && slot.arrived && slot.is_write == write_mode_ && slot.remaining > 0 &&
+            engine_.earliest_flat(cmd, slot.bank) <= cycle;
+  if (cmd == Command::ACT) ok = ok && open == TimingEngine::kClosed;
+  if (cmd == Command::PRE) ok = ok && open != TimingEngine::kClosed && open != slot.row;
+  if (is_column_command(cmd)) ok = ok && open == slot.row;
+  if (!ok) {
+    throw std::logic_error("HBM controller " + std::to_string(global_channel_) + ": internal scheduling error: " +
+                           to_string(cmd) + " for request " + std::to_string(slot.id) + " at cycle " +
+                           std::to_string(cycle));
+  }
+}
+
 void ChannelController::retire(uint32_t s, uint64_t cycle, std::vector<Completion>& out) {
   Slot& slot = slots_[s];
   out.push_back(Completion{slot.id, cycle + (slot.is_write ? wr_latency_ : rd_latency_)});
@@ -199,15 +255,17 @@ void ChannelController::retire(uint32_t s, uint64_t cycle, std::vector<Completio
       break;
     }
   }
-  bank.dirty = true;
+  mark_dirty(slot.bank);
   if (bank.q.empty()) {
+    auto& list = active_[bank.pc];
     const uint32_t pos = bank.active_pos;
-    const uint32_t moved = active_.back();
-    active_[pos] = moved;
+    const uint32_t moved = list.back();
+    list[pos] = moved;
     banks_[moved].active_pos = pos;
-    active_.pop_back();
+    list.pop_back();
     bank.active_pos = kNotActive;
   }
+  slot.in_use = false;
   free_.push_back(s);
   --queued_;
 }
@@ -227,21 +285,25 @@ void ChannelController::advance(uint64_t cycle, std::vector<Completion>& out) {
   int32_t col_slot = kNone;
   int32_t row_slot = kNone;
   Command row_cmd = Command::ACT;
-  for (uint32_t b : active_) {
-    Bank& bank = banks_[b];
-    if (bank.dirty) summarise(b);
-    const bool refresh_pending = cycle >= refresh_due_[engine_.pc_of(b)];
-    if (bank.col != kNone && (col_slot == kNone || older(static_cast<uint32_t>(bank.col), static_cast<uint32_t>(col_slot)))) {
-      const Slot& slot = slots_[bank.col];
-      const Command cmd = slot.is_write ? Command::WR : Command::RD;
-      if (engine_.earliest_flat(cmd, b) <= cycle &&
-          (!refresh_pending || cycle + column_hold(slot.is_write) <= engine_.bank_constraint(Command::PRE, b))) {
-        col_slot = bank.col;
+  const bool col_bus_ok = engine_.col_bus_free() <= cycle && engine_.last_issue_cycle() <= cycle;
+  const bool row_bus_ok = engine_.row_bus_free() <= cycle && engine_.last_issue_cycle() <= cycle;
+  for (uint32_t p = 0; p < org_.pseudo_channels; ++p) {
+    const PcCache& pcc = refresh_pc(p);
+    const bool refresh_pending = cycle >= refresh_due_[p];
+    const bool want_col = col_bus_ok && pcc.min_col_raw <= cycle;
+    const bool want_row = row_bus_ok && !refresh_pending && pcc.min_row_raw <= cycle;
+    if (!want_col && !want_row) continue;
+    for (uint32_t b : active_[p]) {
+      const Bank& bank = banks_[b];
+      if (want_col && bank.col != kNone && bank.col_raw <= cycle &&
+          (col_slot == kNone || older(static_cast<uint32_t>(bank.col), static_cast<uint32_t>(col_slot)))) {
+        if (!refresh_pending ||
+            cycle + column_hold(slots_[bank.col].is_write) <= engine_.bank_constraint(Command::PRE, b)) {
+          col_slot = bank.col;
+        }
       }
-    }
-    if (bank.row != kNone && !refresh_pending &&
-        (row_slot == kNone || older(static_cast<uint32_t>(bank.row), static_cast<uint32_t>(row_slot)))) {
-      if (engine_.earliest_flat(bank.row_cmd, b) <= cycle) {
+      if (want_row && bank.row != kNone && bank.row_raw <= cycle &&
+          (row_slot == kNone || older(static_cast<uint32_t>(bank.row), static_cast<uint32_t>(row_slot)))) {
         row_slot = bank.row;
         row_cmd = bank.row_cmd;
       }
@@ -279,7 +341,9 @@ void ChannelController::advance(uint64_t cycle, std::vector<Completion>& out) {
   // ---- column command ----
   if (col_slot != kNone) {
     Slot& slot = slots_[col_slot];
+    check_choice(col_slot, slot.is_write ? Command::WR : Command::RD, cycle);
     engine_.issue_flat(slot.is_write ? Command::WR : Command::RD, slot.bank, slot.row, cycle);
+    ++pc_epoch_[banks_[slot.bank].pc];
     issued = true;
     if (slot.remaining == slot.bursts) {
       if (slot.klass == 0) ++stats_.row_hits;
@@ -301,14 +365,16 @@ void ChannelController::advance(uint64_t cycle, std::vector<Completion>& out) {
       const uint32_t b = static_cast<uint32_t>(refresh_pre_bank);
       if (engine_.earliest_flat(Command::PRE, b) <= cycle) {
         engine_.issue_flat(Command::PRE, b, 0, cycle);
+        ++pc_epoch_[banks_[b].pc];
         ++stats_.precharges;
-        banks_[b].dirty = true;
+        mark_dirty(b);
         issued = true;
       }
     } else {
       const uint32_t p = static_cast<uint32_t>(refresh_pc);
       if (engine_.open_banks(p) == 0 && engine_.earliest_refresh(p) <= cycle) {
         engine_.issue_refresh(p, cycle);
+        ++pc_epoch_[p];
         ++stats_.refreshes;
         if (pull_in) ++stats_.refresh_pull_ins;
         refresh_due_[p] += timing_.nREFI;
@@ -319,7 +385,9 @@ void ChannelController::advance(uint64_t cycle, std::vector<Completion>& out) {
   } else if (row_slot != kNone && engine_.earliest_flat(row_cmd, slots_[row_slot].bank) <= cycle) {
     Slot& slot = slots_[row_slot];
     const uint32_t b = slot.bank;
+    check_choice(row_slot, row_cmd, cycle);
     engine_.issue_flat(row_cmd, b, slot.row, cycle);
+    ++pc_epoch_[banks_[b].pc];
     if (row_cmd == Command::ACT) {
       ++stats_.activates;
       if (slot.klass == 0) slot.klass = 1;
@@ -327,7 +395,7 @@ void ChannelController::advance(uint64_t cycle, std::vector<Completion>& out) {
       ++stats_.precharges;
       slot.klass = 2;
     }
-    banks_[b].dirty = true;
+    mark_dirty(b);
     issued = true;
   }
 
@@ -393,22 +461,23 @@ uint64_t ChannelController::compute_next_event() const {
       }
     }
   }
-  for (uint32_t b : active_) {
-    Bank& bank = banks_[b];
-    if (bank.dirty) summarise(b);
+  const uint64_t col_floor = std::max(std::max(engine_.col_bus_free(), engine_.last_issue_cycle()), now);
+  const uint64_t row_floor = std::max(std::max(engine_.row_bus_free(), engine_.last_issue_cycle()), now);
+  for (uint32_t p = 0; p < org_.pseudo_channels; ++p) {
+    const PcCache& pcc = refresh_pc(p);
     // A refresh that becomes due later is itself an event no later than anything it would block.
-    const bool refresh_pending = now >= refresh_due_[engine_.pc_of(b)];
-    if (bank.col != kNone) {
-      const Slot& slot = slots_[bank.col];
-      uint64_t e = engine_.earliest_flat(slot.is_write ? Command::WR : Command::RD, b);
-      if (e < now) e = now;
-      if (e < t && (!refresh_pending || e + column_hold(slot.is_write) <= engine_.bank_constraint(Command::PRE, b))) {
-        t = e;
-      }
+    if (now < refresh_due_[p]) {
+      if (pcc.min_col_raw != kNever) t = std::min(t, std::max(pcc.min_col_raw, col_floor));
+      if (pcc.min_row_raw != kNever) t = std::min(t, std::max(pcc.min_row_raw, row_floor));
+      continue;
     }
-    if (bank.row != kNone && !refresh_pending) {
-      const uint64_t e = engine_.earliest_flat(bank.row_cmd, b);
-      if (e < t) t = e;
+    // Refresh pending: no row commands for requests, and column commands only while they do not
+    // delay their bank's precharge.
+    for (uint32_t b : active_[p]) {
+      const Bank& bank = banks_[b];
+      if (bank.col == kNone) continue;
+      const uint64_t e = std::max(bank.col_raw, col_floor);
+      if (e < t && e + column_hold(slots_[bank.col].is_write) <= engine_.bank_constraint(Command::PRE, b)) t = e;
     }
   }
   if (t == kNever) return t;
@@ -423,6 +492,13 @@ uint64_t ChannelController::next_event_cycle() const {
     next_dirty_ = false;
   }
   return next_cache_;
+}
+
+uint64_t ChannelController::next_event_cycle_uncached() const {
+  // On a copy, so the check cannot repair (and hide) stale state of this controller.
+  const ChannelController copy(*this);
+  for (uint32_t b = 0; b < copy.banks_.size(); ++b) copy.mark_dirty(b);
+  return copy.compute_next_event();
 }
 
 double ChannelController::data_bus_utilisation(uint64_t elapsed_cycles) const {

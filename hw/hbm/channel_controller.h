@@ -58,8 +58,10 @@ class ChannelController {
   // belong to this channel or is malformed. No state changes on a throw.
   void enqueue(const Request& r);
 
-  // The earliest cycle at which advance() can do anything (issue a command or see an arrival),
-  // never earlier than the last advance() cycle. kNever when idle with refresh disabled.
+  // The earliest cycle at which advance() can do anything (issue a command, see an arrival, or
+  // start a refresh), never earlier than the last advance() cycle, and strictly later than it if
+  // that advance() issued nothing. kNever when idle with refresh disabled. O(1) when nothing
+  // changed since the last call; otherwise about O(banks of the pseudo-channels touched).
   uint64_t next_event_cycle() const;
 
   // Issue everything that can issue at exactly `cycle` (non-decreasing across calls, else
@@ -83,6 +85,10 @@ class ChannelController {
   // busy_data_cycles / (elapsed_cycles * pseudo_channels): 1.0 = every data bus busy every cycle.
   double data_bus_utilisation(uint64_t elapsed_cycles) const;
 
+  // Test aid (slow: works on a copy): next_event_cycle() recomputed with every cached summary and
+  // time thrown away. It must always equal next_event_cycle(); tests use it to check the caches.
+  uint64_t next_event_cycle_uncached() const;
+
   bool write_mode() const { return write_mode_; }
   uint64_t last_cycle() const { return now_; }
   uint32_t global_channel() const { return global_channel_; }
@@ -103,6 +109,7 @@ class ChannelController {
     uint32_t bursts = 0;
     bool is_write = false;
     bool arrived = false;
+    bool in_use = false;
     uint8_t klass = 0;         // 0 unclassified, 1 needed ACT (miss), 2 needed PRE (conflict)
   };
   struct Bank {
@@ -110,8 +117,13 @@ class ChannelController {
     int32_t col = kNone;       // oldest arrived request of the current mode hitting the open row
     int32_t row = kNone;       // request whose row command (row_cmd) this bank needs
     Command row_cmd = Command::ACT;
-    bool dirty = true;
+    bool dirty = true;         // col/row must be recomputed (queue, open row or mode changed)
     uint32_t active_pos = kNotActive;
+    uint32_t pc = 0;           // pseudo-channel of this bank
+    // Cached TimingEngine::earliest_raw() of the col and row candidates; valid while `epoch`
+    // equals pc_epoch_[pc] (bumped whenever a command issues in that pseudo-channel).
+    uint64_t col_raw = 0, row_raw = 0;
+    uint64_t epoch = ~uint64_t{0};
   };
 
   bool older(uint32_t a, uint32_t b) const {
@@ -119,11 +131,38 @@ class ChannelController {
     const Slot& y = slots_[b];
     return x.arrival < y.arrival || (x.arrival == y.arrival && x.seq < y.seq);
   }
+  // Per pseudo-channel aggregate of its banks' cached candidate times, so that the scheduler only
+  // visits the banks of a pseudo-channel that has something ready.
+  struct PcCache {
+    bool dirty = true;                 // a bank of this pseudo-channel changed
+    uint64_t epoch = ~uint64_t{0};     // pc_epoch_ the mins were computed at
+    uint64_t min_col_raw = 0, min_row_raw = 0;
+  };
+
   void summarise(uint32_t b) const;
+  void mark_dirty(uint32_t b) const {
+    banks_[b].dirty = true;
+    pc_cache_[banks_[b].pc].dirty = true;
+  }
+  // Make bank b's candidates and their cached raw times current.
+  void refresh_bank(uint32_t b) const {
+    const Bank& bank = banks_[b];
+    if (!bank.dirty && bank.epoch == pc_epoch_[bank.pc]) return;
+    recompute_bank(b);
+  }
+  void recompute_bank(uint32_t b) const;
+  // Make every bank of pseudo-channel p and the aggregate current.
+  const PcCache& refresh_pc(uint32_t p) const {
+    const PcCache& c = pc_cache_[p];
+    if (!c.dirty && c.epoch == pc_epoch_[p]) return c;
+    return recompute_pc(p);
+  }
+  const PcCache& recompute_pc(uint32_t p) const;
   void process_arrivals(uint64_t cycle);
   void update_mode();
   void mark_all_dirty();
   void retire(uint32_t slot, uint64_t cycle, std::vector<Completion>& out);
+  void check_choice(int32_t slot, Command cmd, uint64_t cycle) const;
   uint64_t compute_next_event() const;
   uint64_t refresh_step(uint32_t p, int32_t* pre_bank) const;
   uint64_t pull_in_window(uint32_t p, uint64_t cycle) const;
@@ -142,13 +181,15 @@ class ChannelController {
   std::vector<Slot> slots_;
   std::vector<uint32_t> free_;
   mutable std::vector<Bank> banks_;  // summaries are refreshed lazily, also from const next_event_cycle()
-  std::vector<uint32_t> active_;     // banks with a non-empty queue
+  std::vector<std::vector<uint32_t>> active_;  // per pseudo-channel: banks with a non-empty queue
+  mutable std::vector<PcCache> pc_cache_;
   std::vector<uint32_t> unarrived_;  // slots whose arrival is still in the future
   uint64_t next_arrival_ = kNever;
   uint32_t arrived_reads_ = 0, arrived_writes_ = 0;
   bool write_mode_ = false;
 
   // Refresh: next due cycle per pseudo-channel.
+  std::vector<uint64_t> pc_epoch_;      // per pseudo-channel: commands issued there so far
   std::vector<uint64_t> refresh_due_;
   std::vector<uint64_t> refresh_end_;   // last REF + nRFC, per pseudo-channel
   std::vector<uint32_t> pc_arrived_;    // arrived queued requests per pseudo-channel

@@ -77,6 +77,20 @@ class TimingEngine {
     t = max(t, is_column_command(cmd) ? col_bus_free_ : row_bus_free_);
     return max(t, last_cycle_);
   }
+  // earliest_flat() without the command-bus and time-order terms. It only changes when a command
+  // is issued to the same pseudo-channel, so a caller may cache it per pseudo-channel issue.
+  uint64_t earliest_raw(Command cmd, uint32_t flat) const {
+    const uint32_t c = static_cast<uint32_t>(cmd);
+    uint64_t t = bank_next_[flat * kNumCommands + c];
+    if (cmd != Command::PRE) {
+      t = max(t, bg_next_[bank_bg_[flat] * kNumCommands + c]);
+      t = max(t, pc_next_[bank_pc_[flat] * kNumCommands + c]);
+    }
+    return t;
+  }
+  // First cycle the row / column command bus is free (the bus terms of earliest()).
+  uint64_t row_bus_free() const { return row_bus_free_; }
+  uint64_t col_bus_free() const { return col_bus_free_; }
   // Bank-level constraint alone (no bus/order terms): e.g. when the bank may next be precharged.
   uint64_t bank_constraint(Command cmd, uint32_t flat) const {
     return bank_next_[flat * kNumCommands + static_cast<uint32_t>(cmd)];

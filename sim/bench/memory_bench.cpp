@@ -85,12 +85,6 @@ double percentile_ns(std::vector<uint64_t>& samples, double p) {
   return double(samples[rank]) / 1000.0;
 }
 
-std::string fixed(double v, int decimals) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.*f", decimals, v);
-  return buffer;
-}
-
 void print_header(std::ostream& out, const preset::Card& card) {
   out << "hpusim bench memory — preset " << card.name() << " (HBM " << card.hbm().timing().name() << ", PCIe Gen"
       << card.pcie().generation() << " x" << card.pcie().lanes() << ")\n";

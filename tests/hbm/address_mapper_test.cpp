@@ -103,6 +103,33 @@ TEST_P(HbmAddressMapperMapping, IsABijectionExhaustivelyOnATinyOrganization) {
   EXPECT_EQ(seen.size(), m.capacity_bytes() / t.burst_bytes);
 }
 
+TEST_P(HbmAddressMapperMapping, IsABijectionExhaustivelyOnAMixedRadixOrganization) {
+  Organization org;
+  org.stacks = 3;
+  org.channels_per_stack = 2;
+  org.pseudo_channels = 2;
+  org.bank_groups = 3;
+  org.banks_per_group = 2;
+  org.rows = 5;
+  org.columns = 8;
+  ControllerConfig cfg;
+  cfg.address_mapping = GetParam();
+  cfg.interleave_bytes = 64;
+  const Timing t = testing::hbm2_1760();
+  AddressMapper m(org, t, cfg);
+  ASSERT_EQ(m.capacity_bytes(), 3ull * 2 * 2 * 3 * 2 * 5 * 8 * 32);
+  std::set<decltype(key(DramAddress{}))> seen;
+  for (uint64_t off = 0; off < m.capacity_bytes(); off += t.burst_bytes) {
+    const DramAddress a = m.map(off);
+    ASSERT_LT(a.stack, org.stacks);
+    ASSERT_LT(a.bank_group, org.bank_groups);
+    ASSERT_LT(a.row, org.rows);
+    ASSERT_TRUE(seen.insert(key(a)).second) << to_string(a);
+    ASSERT_EQ(m.offset_of(a), off);
+  }
+  EXPECT_EQ(seen.size(), m.capacity_bytes() / t.burst_bytes);
+}
+
 // Sequential bytes fill interleave_bytes of one bank row, then the least significant field of the
 // mapping string (its last entry) advances; each field then advances in string order, right to left.
 TEST_P(HbmAddressMapperMapping, SequentialAddressesFillTheInterleaveThenTheNextField) {
@@ -194,19 +221,20 @@ TEST(HbmAddressMapper, BadMappingStringsNameTheField) {
   EXPECT_NE(msg.find("unknown field 'RO'"), std::string::npos) << msg;
 }
 
-TEST(HbmAddressMapper, SizesMustBePowersOfTwo) {
+TEST(HbmAddressMapper, BurstInterleaveAndColumnsMustBePowersOfTwo) {
   const Timing t = testing::hbm2_1760();
   {
     Organization org;
-    org.rows = 12000;
+    org.columns = 24;
     std::string msg = message_of([&] { AddressMapper m(org, t, ControllerConfig{}); });
-    EXPECT_NE(msg.find("rows"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("columns"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("power of two"), std::string::npos) << msg;
   }
   {
     Organization org;
-    org.bank_groups = 3;
+    org.bank_groups = 0;
     std::string msg = message_of([&] { AddressMapper m(org, t, ControllerConfig{}); });
-    EXPECT_NE(msg.find("bank_groups"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("bank_groups must be > 0"), std::string::npos) << msg;
   }
   {
     ControllerConfig cfg;
@@ -232,6 +260,59 @@ TEST(HbmAddressMapper, SizesMustBePowersOfTwo) {
     std::string msg = message_of([&] { AddressMapper m(Organization{}, bad, ControllerConfig{}); });
     EXPECT_NE(msg.find("burst_bytes"), std::string::npos) << msg;
   }
+}
+
+// With power-of-two counts the layout is plain bit fields.
+TEST(HbmAddressMapper, PowerOfTwoCountsAreBitFields) {
+  AddressMapper m(Organization{}, testing::hbm2_1760(), ControllerConfig{});
+  ASSERT_TRUE(m.all_power_of_two());
+  // Default "ro-ba-co-bg-pc-ch-st": 5 burst bits, 3 low column bits, then st(2) ch(3) pc(1) bg(2)
+  // co(2) ba(2) ro(14).
+  EXPECT_EQ(m.field_shift(AddressMapper::kStack), 8u);
+  EXPECT_EQ(m.field_bits(AddressMapper::kStack), 2u);
+  EXPECT_EQ(m.field_shift(AddressMapper::kChannel), 10u);
+  EXPECT_EQ(m.field_shift(AddressMapper::kPseudoChannel), 13u);
+  EXPECT_EQ(m.field_shift(AddressMapper::kBankGroup), 14u);
+  EXPECT_EQ(m.field_shift(AddressMapper::kColumnHigh), 16u);
+  EXPECT_EQ(m.field_shift(AddressMapper::kBank), 18u);
+  EXPECT_EQ(m.field_shift(AddressMapper::kRow), 20u);
+  EXPECT_EQ(m.field_bits(AddressMapper::kRow), 14u);
+  for (uint32_t f = 0; f < AddressMapper::kNumFields; ++f) {
+    const auto field = static_cast<AddressMapper::Field>(f);
+    EXPECT_EQ(m.field_stride(field), uint64_t{1} << m.field_shift(field));
+  }
+}
+
+// A Gaudi 2 class card has 6 stacks: counts that are not powers of two become mixed-radix digits.
+TEST(HbmAddressMapper, NonPowerOfTwoCountsAreMixedRadix) {
+  Organization org;
+  org.stacks = 6;
+  org.rows = 65536;
+  const Timing t = testing::hbm2e_3200();
+  ControllerConfig cfg;
+  cfg.interleave_bytes = 128;
+  AddressMapper m(org, t, cfg);
+  EXPECT_FALSE(m.all_power_of_two());
+  EXPECT_EQ(m.capacity_bytes(), 96ull << 30);
+  EXPECT_EQ(m.total_channels(), 48u);
+  // Sequential 128-byte chunks walk the 6 stacks, then the channels.
+  for (uint64_t chunk = 0; chunk < 12; ++chunk) {
+    const DramAddress a = m.map(chunk * 128);
+    EXPECT_EQ(a.stack, chunk % 6);
+    EXPECT_EQ(a.channel, chunk / 6);
+    EXPECT_EQ(a.global_channel(), (chunk % 6) * 8 + chunk / 6);
+  }
+  std::mt19937_64 rng(5);
+  for (int i = 0; i < 20000; ++i) {
+    const uint64_t off = (rng() % m.capacity_bytes()) & ~uint64_t{t.burst_bytes - 1};
+    const DramAddress a = m.map(off);
+    ASSERT_LT(a.stack, 6u);
+    ASSERT_EQ(m.offset_of(a), off) << to_string(a);
+  }
+  EXPECT_THROW(m.map(m.capacity_bytes()), std::out_of_range);
+  const DramAddress last = m.map(m.capacity_bytes() - 1);
+  EXPECT_EQ(last.stack, 5u);
+  EXPECT_EQ(last.row, org.rows - 1);
 }
 
 TEST(HbmAddressMapper, InverseRejectsFieldsOutsideTheOrganization) {

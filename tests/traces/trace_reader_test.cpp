@@ -189,12 +189,7 @@ TEST(TraceReaderTest, UnbalancedEndAndBadEventsAreRejected) {
 }
 
 TEST(TraceReaderTest, DecodesWithProtocAgainstTheSchema) {
-  // The source tree: HPUSIM_SOURCE_DIR (set by ctest), else the directory compiled in.
-  const char* src = std::getenv("HPUSIM_SOURCE_DIR");
-#ifdef HPUSIM_TRACES_SOURCE_DIR
-  if (src == nullptr) src = HPUSIM_TRACES_SOURCE_DIR;
-#endif
-  if (src == nullptr) GTEST_SKIP() << "HPUSIM_SOURCE_DIR is not set (run through ctest)";
+  const char* src = HPUSIM_SOURCE_DIR;  // compiled in by hpusim_add_gtest
   if (!testing::file_exists(std::string(src) + "/traces/perfetto_trace.proto")) {
     GTEST_SKIP() << "no traces/perfetto_trace.proto under " << src;
   }

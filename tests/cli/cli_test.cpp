@@ -1,0 +1,146 @@
+// The hpusim program as a user runs it: info, bench memory, its JSON, statistics and trace files,
+// errors for bad presets, and run-to-run determinism.
+#include <gtest/gtest.h>
+
+#include <boost/property_tree/json_parser.hpp>
+#include <boost/property_tree/ptree.hpp>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <set>
+#include <string>
+
+#include "traces/trace_reader.h"
+
+namespace {
+
+struct ProgramRun {
+  int exit_code;
+  std::string output;   // stdout and stderr
+};
+
+std::string binary() { return std::string(HPUSIM_BINARY_DIR) + "/hpusim"; }
+
+ProgramRun run(const std::string& args) {
+  std::string command = binary() + " " + args + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return {-1, "popen failed"};
+  std::string output;
+  std::array<char, 4096> buffer;
+  size_t n;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) output.append(buffer.data(), n);
+  int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+std::string temp_path(const std::string& name) { return ::testing::TempDir() + "hpusim_cli_" + name; }
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+TEST(Cli, InfoPrintsTheResolvedPreset) {
+  ProgramRun r = run("info --preset hl225 --set hbm.queue_depth=48");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("name: \"hl225\""), std::string::npos);
+  EXPECT_NE(r.output.find("queue_depth: 48"), std::string::npos);
+  EXPECT_NE(r.output.find("name: \"HBM2E-3200\""), std::string::npos);  // the resolved timing set
+}
+
+TEST(Cli, BadSetValueIsAClearErrorWithNonZeroExit) {
+  ProgramRun r = run("info --set hbm.stacks=many");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("bad value 'many' for hbm.stacks"), std::string::npos) << r.output;
+  r = run("info --set hbm.nonsense=1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("unknown preset field 'hbm.nonsense'"), std::string::npos) << r.output;
+  r = run("bench memory --set clocks.fabric_mhz=0");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("clocks.fabric_mhz"), std::string::npos) << r.output;
+}
+
+TEST(Cli, BadPresetFileIsAClearErrorWithNonZeroExit) {
+  std::string path = temp_path("bad.textproto");
+  std::ofstream(path) << "name: \"x\"\nhbm { stacks: 4 \n";
+  ProgramRun r = run("info --preset " + path);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find(path), std::string::npos) << r.output;
+  r = run("info --preset no_such_preset");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("unknown preset 'no_such_preset'"), std::string::npos) << r.output;
+}
+
+TEST(Cli, UnknownCommandsAndOptionsAreUsageErrors) {
+  EXPECT_EQ(run("frobnicate").exit_code, 2);
+  EXPECT_EQ(run("bench warp").exit_code, 2);
+  EXPECT_EQ(run("bench memory --no-such-option").exit_code, 2);
+  ProgramRun r = run("bench memory --memory dram");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("unknown memory 'dram'"), std::string::npos) << r.output;
+}
+
+TEST(Cli, BenchMemoryPrintsTheTableAndHbmStreamsWithin10PercentOfPeak) {
+  std::string json = temp_path("bench.json");
+  ProgramRun r = run("bench memory --preset hl205 --scale 0.25 --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("GB/s"), std::string::npos);
+  EXPECT_NE(r.output.find("p99 ns"), std::string::npos);
+
+  boost::property_tree::ptree results;
+  boost::property_tree::read_json(json, results);
+  int cases = 0;
+  bool saw_hbm_stream = false;
+  std::set<std::string> memories;
+  for (const auto& [key, row] : results) {
+    ++cases;
+    for (const char* field : {"memory", "pattern", "request_bytes", "gbps", "pct_peak", "mean_latency_ns",
+                              "p99_latency_ns", "sim_requests_per_s"}) {
+      EXPECT_TRUE(row.get_child_optional(field)) << "missing " << field;
+    }
+    memories.insert(row.get<std::string>("memory"));
+    if (row.get<std::string>("memory") == "hbm" && row.get<std::string>("pattern") == "seq_read" &&
+        row.get<int>("request_bytes") >= 256) {
+      saw_hbm_stream = true;
+      EXPECT_GE(row.get<double>("pct_peak"), 90.0) << "request_bytes " << row.get<int>("request_bytes");
+      EXPECT_LE(row.get<double>("pct_peak"), 100.0);
+    }
+  }
+  EXPECT_GE(cases, 20);
+  EXPECT_TRUE(saw_hbm_stream);
+  EXPECT_EQ(memories, (std::set<std::string>{"hbm", "pcie", "sram"}));
+}
+
+TEST(Cli, TwoRunsGiveIdenticalStatisticsAndCycleCounts) {
+  std::string a = temp_path("a.stats"), b = temp_path("b.stats");
+  ASSERT_EQ(run("bench memory --scale 0.05 --stats " + a).exit_code, 0);
+  ASSERT_EQ(run("bench memory --scale 0.05 --stats " + b).exit_code, 0);
+  std::string first = slurp(a);
+  EXPECT_GT(first.size(), 1000u);
+  EXPECT_EQ(first, slurp(b));
+  EXPECT_EQ(slurp(a + ".json"), slurp(b + ".json"));
+  EXPECT_NE(first.find("hbm.ch0.activates"), std::string::npos);
+  EXPECT_NE(first.find("bench.hbm.seq_read_64.sim_time_ps"), std::string::npos);
+}
+
+TEST(Cli, TheBenchTraceDecodesWithTracksSlicesCountersAndFlows) {
+  std::string trace = temp_path("bench.pftrace"), chrome = temp_path("bench.json.trace");
+  ProgramRun r = run("bench memory --memory hbm,sram --scale 0.02 --trace " + trace + " --chrome-trace " + chrome);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  hpusim::traces::TraceModel model = hpusim::traces::read_perfetto(trace);
+  EXPECT_GE(model.tracks.size(), 5u);
+  EXPECT_FALSE(model.slices.empty());
+  EXPECT_FALSE(model.counters.empty());
+  EXPECT_FALSE(model.flows.empty());
+  boost::property_tree::ptree json;
+  boost::property_tree::read_json(chrome, json);
+  EXPECT_GT(json.get_child("traceEvents").size(), 10u);
+}
+
+}  // namespace
