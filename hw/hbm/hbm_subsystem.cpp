@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "hw/common/store_access.h"
+
 namespace hpusim::hbm {
 namespace {
 constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
@@ -53,21 +55,9 @@ hw::Picoseconds HbmSubsystem::row_conflict_latency_ps() const {
 }
 
 bool HbmSubsystem::move_data(tlm::tlm_generic_payload& trans) {
-  const uint64_t address = trans.get_address();
-  const uint64_t length = trans.get_data_length();
-  const uint64_t capacity = mapper_.capacity_bytes();
-  if (length == 0 || address < config_.base || length > capacity || address - config_.base > capacity - length) {
-    trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
-    ++stats_.errors;
-    return false;
-  }
-  if (trans.is_write()) {
-    store_.write(address, trans.get_data_ptr(), length);
-  } else if (trans.is_read()) {
-    store_.read(address, trans.get_data_ptr(), length);
-  }
-  trans.set_response_status(tlm::TLM_OK_RESPONSE);
-  return true;
+  if (hw::apply_to_store(store_, trans, trans.get_address())) return true;
+  ++stats_.errors;
+  return false;
 }
 
 void HbmSubsystem::respond_error(tlm::tlm_generic_payload& trans, hw::Picoseconds at) {

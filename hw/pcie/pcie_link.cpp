@@ -3,6 +3,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "hw/common/store_access.h"
+
 namespace hpusim::hw {
 namespace {
 
@@ -63,28 +65,15 @@ Picoseconds PcieLink::unloaded_write_latency_ps(uint64_t bytes) const {
 }
 
 bool PcieLink::move_host_data(tlm::tlm_generic_payload& trans) {
+  // The host window is the whole host bus address space, shifted by host_window_base.
   const uint64_t address = trans.get_address();
-  const uint64_t length = trans.get_data_length();
-  if (address < config_.host_window_base || length > config_.host_window_size ||
-      address - config_.host_window_base > config_.host_window_size - length) {
-    trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
-    ++stats_.errors;
-    return false;
+  if (address >= config_.host_window_base &&
+      apply_to_store(host_memory_, trans, address - config_.host_window_base)) {
+    return true;
   }
-  const uint64_t host_address = address - config_.host_window_base;
-  try {
-    if (trans.is_write()) {
-      host_memory_.write(host_address, trans.get_data_ptr(), length);
-    } else if (trans.is_read()) {
-      host_memory_.read(host_address, trans.get_data_ptr(), length);
-    }
-  } catch (const mem::AccessError&) {
-    trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
-    ++stats_.errors;
-    return false;
-  }
-  trans.set_response_status(tlm::TLM_OK_RESPONSE);
-  return true;
+  trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+  ++stats_.errors;
+  return false;
 }
 
 tlm::tlm_sync_enum PcieLink::device_forward(tlm::tlm_generic_payload& trans, tlm::tlm_phase&,

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "hw/common/store_access.h"
+
 namespace hpusim::hw {
 
 Sram::Sram(sc_core::sc_module_name name, const SramConfig& config)
@@ -25,20 +27,9 @@ Picoseconds Sram::unloaded_latency_ps(uint64_t bytes) const {
 }
 
 bool Sram::move_data(tlm::tlm_generic_payload& trans) {
-  const uint64_t address = trans.get_address();
-  const uint64_t length = trans.get_data_length();
-  if (address < config_.base || length > config_.size_bytes || address - config_.base > config_.size_bytes - length) {
-    trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
-    ++stats_.errors;
-    return false;
-  }
-  if (trans.is_write()) {
-    store_.write(address, trans.get_data_ptr(), length);
-  } else if (trans.is_read()) {
-    store_.read(address, trans.get_data_ptr(), length);
-  }
-  trans.set_response_status(tlm::TLM_OK_RESPONSE);
-  return true;
+  if (apply_to_store(store_, trans, trans.get_address())) return true;
+  ++stats_.errors;
+  return false;
 }
 
 tlm::tlm_sync_enum Sram::forward(tlm::tlm_generic_payload& trans, tlm::tlm_phase&, sc_core::sc_time& delay) {

@@ -1,5 +1,7 @@
 #include "sim/stats/stats.h"
 
+#include "sim/report/json_records.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cerrno>
@@ -29,28 +31,7 @@ int64_t bucket_key(double v) {
   return -static_cast<int64_t>(double_bits(-v) >> kKeyShift) - 1;
 }
 
-std::string quote(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  out += '"';
-  return out;
-}
+std::string quote(const std::string& s) { return "\"" + report::json_escape(s) + "\""; }
 
 std::string json_number(double v) { return std::isfinite(v) ? format_double(v) : "null"; }
 
