@@ -37,12 +37,15 @@ hbm::SubsystemConfig hbm_config_from(const preset::Card& card) {
   c.timing.nRTW = t.n_rtw();
   c.timing.nRFC = t.n_rfc();
   c.timing.nREFI = t.n_refi();
+  c.timing.nRFCSB = t.n_rfcsb();
+  c.timing.nRREFD = t.n_rrefd();
   c.controller.queue_depth = h.queue_depth();
   c.controller.write_high_watermark = h.write_high_watermark();
   c.controller.write_low_watermark = h.write_low_watermark();
   c.controller.interleave_bytes = h.interleave_bytes();
   c.controller.address_mapping = h.address_mapping();
   c.controller.refresh_enabled = h.refresh_enabled();
+  c.controller.refresh_mode = h.refresh_mode() == "all_bank" ? hbm::RefreshMode::kAllBank : hbm::RefreshMode::kPerBank;
   c.base = card.memory_map().dram_base();
   return c;
 }

@@ -57,11 +57,32 @@ ChannelController::ChannelController(const Organization& org, const Timing& timi
   refresh_due_.resize(org.pseudo_channels);
   refresh_end_.assign(org.pseudo_channels, 0);
   pc_arrived_.assign(org.pseudo_channels, 0);
+  per_bank_ = cfg.refresh_enabled && cfg.refresh_mode == RefreshMode::kPerBank;
+  pb_interval_ = timing.nREFI / engine_.banks_per_pc();
+  pb_count_.assign(org.pseudo_channels, 0);
+  pb_bank_.resize(org.pseudo_channels);
+  pb_force_.assign(org.pseudo_channels, kNever);
+  bank_refresh_count_.assign(engine_.num_banks(), 0);
+  bank_last_refresh_.assign(engine_.num_banks(), 0);
   for (uint32_t p = 0; p < org.pseudo_channels; ++p) {
-    refresh_due_[p] = cfg.refresh_enabled
-                          ? uint64_t{timing.nREFI} + uint64_t{p} * (timing.nREFI / org.pseudo_channels)
-                          : kNever;
+    pb_bank_[p] = p * engine_.banks_per_pc();
+    if (!cfg.refresh_enabled) {
+      refresh_due_[p] = kNever;
+    } else if (per_bank_) {
+      refresh_due_[p] = per_bank_due(p, 0);
+      pb_force_[p] = refresh_due_[p] + pb_interval_;
+    } else {
+      refresh_due_[p] = uint64_t{timing.nREFI} + uint64_t{p} * (timing.nREFI / org.pseudo_channels);
+    }
   }
+}
+
+// Due cycle of pseudo-channel p's k-th REFSB (k from 0): (k+1) * nREFI / banks, without rounding
+// drift, so bank j of the pseudo-channel (refreshes j, j + banks, ...) is due exactly every nREFI.
+// The pseudo-channels are staggered by a fraction of the per-bank interval.
+uint64_t ChannelController::per_bank_due(uint32_t p, uint64_t k) const {
+  const uint64_t stagger = uint64_t{p} * pb_interval_ / org_.pseudo_channels;
+  return stagger + (k + 1) * uint64_t{timing_.nREFI} / engine_.banks_per_pc();
 }
 
 void ChannelController::enqueue(const Request& r) {
@@ -290,19 +311,26 @@ void ChannelController::advance(uint64_t cycle, std::vector<Completion>& out) {
   for (uint32_t p = 0; p < org_.pseudo_channels; ++p) {
     const PcCache& pcc = refresh_pc(p);
     const bool refresh_pending = cycle >= refresh_due_[p];
+    // All-bank: a pending REF stops the pseudo-channel's row commands and restricts its column
+    // commands. Per-bank: only the target bank is affected (no ACT; once the refresh is overdue,
+    // column commands only if they do not delay its PRE).
+    const bool pc_held = refresh_pending && !per_bank_;
+    const uint32_t target = (refresh_pending && per_bank_) ? pb_bank_[p] : kNotActive;
+    const bool forced = target != kNotActive && cycle >= pb_force_[p];
     const bool want_col = col_bus_ok && pcc.min_col_raw <= cycle;
-    const bool want_row = row_bus_ok && !refresh_pending && pcc.min_row_raw <= cycle;
+    const bool want_row = row_bus_ok && !pc_held && pcc.min_row_raw <= cycle;
     if (!want_col && !want_row) continue;
     for (uint32_t b : active_[p]) {
       const Bank& bank = banks_[b];
       if (want_col && bank.col != kNone && bank.col_raw <= cycle &&
           (col_slot == kNone || older(static_cast<uint32_t>(bank.col), static_cast<uint32_t>(col_slot)))) {
-        if (!refresh_pending ||
+        const bool restricted = pc_held || (b == target && forced);
+        if (!restricted ||
             cycle + column_hold(slots_[bank.col].is_write) <= engine_.bank_constraint(Command::PRE, b)) {
           col_slot = bank.col;
         }
       }
-      if (want_row && bank.row != kNone && bank.row_raw <= cycle &&
+      if (want_row && b != target && bank.row != kNone && bank.row_raw <= cycle &&
           (row_slot == kNone || older(static_cast<uint32_t>(bank.row), static_cast<uint32_t>(row_slot)))) {
         row_slot = bank.row;
         row_cmd = bank.row_cmd;
@@ -310,11 +338,18 @@ void ChannelController::advance(uint64_t cycle, std::vector<Completion>& out) {
     }
   }
 
-  // Refresh has priority on the row bus: precharge the due pseudo-channel, then REF it.
+  // Refresh has priority on the row bus: precharge the due pseudo-channel, then REF it (all-bank),
+  // or precharge the due bank, then REFSB it (per-bank).
   int32_t refresh_pc = kNone;
   int32_t refresh_pre_bank = kNone;
+  Command refresh_cmd = Command::REF;
   bool pull_in = false;
-  if (cfg_.refresh_enabled) {
+  if (per_bank_) {
+    for (uint32_t p = 0; p < org_.pseudo_channels && refresh_pc == kNone; ++p) {
+      if (cycle < refresh_due_[p]) continue;
+      if (bank_refresh_step(p, cycle, &refresh_cmd) <= cycle) refresh_pc = static_cast<int32_t>(p);
+    }
+  } else if (cfg_.refresh_enabled) {
     for (uint32_t p = 0; p < org_.pseudo_channels && refresh_pc == kNone; ++p) {
       if (cycle < refresh_due_[p]) continue;
       int32_t pre_bank = kNone;
@@ -360,7 +395,34 @@ void ChannelController::advance(uint64_t cycle, std::vector<Completion>& out) {
   // The column command above cannot make the chosen row command illegal (a bank with a column
   // candidate has no row candidate, and a refresh-time RD/WR never delays its bank's PRE), but the
   // choice is re-checked: it is cheap and keeps the engine's unchecked issue path safe.
-  if (refresh_pc != kNone) {
+  if (refresh_pc != kNone && per_bank_) {
+    const uint32_t p = static_cast<uint32_t>(refresh_pc);
+    const uint32_t b = pb_bank_[p];
+    if (refresh_cmd == Command::PRE) {
+      if (engine_.open_row_flat(b) == TimingEngine::kClosed || engine_.earliest_flat(Command::PRE, b) > cycle) {
+        throw std::logic_error("HBM controller " + std::to_string(global_channel_) +
+                               ": internal scheduling error: refresh PRE at cycle " + std::to_string(cycle));
+      }
+      engine_.issue_flat(Command::PRE, b, 0, cycle);
+      ++stats_.precharges;
+      mark_dirty(b);
+    } else {
+      if (engine_.open_row_flat(b) != TimingEngine::kClosed || engine_.earliest_flat(Command::REFSB, b) > cycle) {
+        throw std::logic_error("HBM controller " + std::to_string(global_channel_) +
+                               ": internal scheduling error: REFSB at cycle " + std::to_string(cycle));
+      }
+      engine_.issue_flat(Command::REFSB, b, 0, cycle);
+      ++stats_.refreshes;
+      ++stats_.per_bank_refreshes;
+      note_bank_refreshed(b, cycle);
+      const uint64_t k = ++pb_count_[p];
+      pb_bank_[p] = p * engine_.banks_per_pc() + static_cast<uint32_t>(k % engine_.banks_per_pc());
+      refresh_due_[p] = per_bank_due(p, k);
+      pb_force_[p] = refresh_due_[p] + pb_interval_;
+    }
+    ++pc_epoch_[p];
+    issued = true;
+  } else if (refresh_pc != kNone) {
     if (refresh_pre_bank != kNone) {
       const uint32_t b = static_cast<uint32_t>(refresh_pre_bank);
       if (engine_.earliest_flat(Command::PRE, b) <= cycle) {
@@ -376,6 +438,8 @@ void ChannelController::advance(uint64_t cycle, std::vector<Completion>& out) {
         engine_.issue_refresh(p, cycle);
         ++pc_epoch_[p];
         ++stats_.refreshes;
+        const uint32_t first = p * engine_.banks_per_pc();
+        for (uint32_t b = first; b < first + engine_.banks_per_pc(); ++b) note_bank_refreshed(b, cycle);
         if (pull_in) ++stats_.refresh_pull_ins;
         refresh_due_[p] += timing_.nREFI;
         refresh_end_[p] = cycle + timing_.nRFC;
@@ -421,6 +485,21 @@ uint64_t ChannelController::refresh_step(uint32_t p, int32_t* pre_bank) const {
   return best;
 }
 
+// Per-bank mode. The target bank is precharged once no arrived request of the current mode hits
+// its open row, or as soon as possible once the refresh is pb_interval_ overdue (pb_force_), so a
+// stream of row hits cannot postpone it for long. Then REFSB.
+uint64_t ChannelController::bank_refresh_step(uint32_t p, uint64_t now, Command* cmd) const {
+  const uint32_t b = pb_bank_[p];
+  if (engine_.open_row_flat(b) != TimingEngine::kClosed) {
+    *cmd = Command::PRE;
+    const uint64_t e = engine_.earliest_flat(Command::PRE, b);
+    if (now < pb_force_[p] && bank_has_hit(b)) return std::max(e, pb_force_[p]);
+    return e;
+  }
+  *cmd = Command::REFSB;
+  return engine_.earliest_flat(Command::REFSB, b);
+}
+
 // Refresh pull-in (JEDEC lets a controller issue REFs ahead of schedule): pseudo-channel p may
 // refresh early when it has no arrived request while the queue holds work for the others and
 // another pseudo-channel of the channel is refreshing (due or within its nRFC). That is the
@@ -428,7 +507,7 @@ uint64_t ChannelController::refresh_step(uint32_t p, int32_t* pre_bank) const {
 // pseudo-channel), so p's refresh then costs little. At most one REF ahead of schedule.
 // Returns the cycle until which the pull-in stays allowed (exclusive; <= cycle means not now).
 uint64_t ChannelController::pull_in_window(uint32_t p, uint64_t cycle) const {
-  if (!cfg_.refresh_enabled || cycle >= refresh_due_[p] || refresh_due_[p] - cycle > timing_.nREFI ||
+  if (!cfg_.refresh_enabled || per_bank_ || cycle >= refresh_due_[p] || refresh_due_[p] - cycle > timing_.nREFI ||
       pc_arrived_[p] != 0 || queued_ == 0) {
     return 0;
   }
@@ -444,7 +523,16 @@ uint64_t ChannelController::pull_in_window(uint32_t p, uint64_t cycle) const {
 uint64_t ChannelController::compute_next_event() const {
   uint64_t t = next_arrival_;
   const uint64_t now = now_;
-  if (cfg_.refresh_enabled) {
+  if (per_bank_) {
+    for (uint32_t p = 0; p < org_.pseudo_channels; ++p) {
+      if (now < refresh_due_[p]) {
+        t = std::min(t, refresh_due_[p]);
+      } else {
+        Command cmd = Command::REFSB;
+        t = std::min(t, bank_refresh_step(p, now, &cmd));
+      }
+    }
+  } else if (cfg_.refresh_enabled) {
     for (uint32_t p = 0; p < org_.pseudo_channels; ++p) {
       int32_t pre_bank = kNone;
       if (now < refresh_due_[p]) {
@@ -466,9 +554,39 @@ uint64_t ChannelController::compute_next_event() const {
   for (uint32_t p = 0; p < org_.pseudo_channels; ++p) {
     const PcCache& pcc = refresh_pc(p);
     // A refresh that becomes due later is itself an event no later than anything it would block.
-    if (now < refresh_due_[p]) {
+    if (now < refresh_due_[p] || (per_bank_ && banks_[pb_bank_[p]].active_pos == kNotActive)) {
       if (pcc.min_col_raw != kNever) t = std::min(t, std::max(pcc.min_col_raw, col_floor));
       if (pcc.min_row_raw != kNever) t = std::min(t, std::max(pcc.min_row_raw, row_floor));
+      continue;
+    }
+    if (per_bank_) {
+      // Per-bank refresh pending on a bank with queued requests: its ACT waits for the REFSB (the
+      // refresh step above covers its PRE); its column commands are restricted from pb_force_ on.
+      const uint32_t target = pb_bank_[p];
+      const Bank& tb = banks_[target];  // current: refresh_pc() refreshed every active bank
+      bool target_col_ok = true;
+      if (tb.col != kNone) {
+        const uint64_t e = std::max(tb.col_raw, col_floor);
+        target_col_ok = e < pb_force_[p] ||
+                        e + column_hold(slots_[tb.col].is_write) <= engine_.bank_constraint(Command::PRE, target);
+      }
+      // Fast path: the aggregate is exact when the target's excluded candidates are not its minima.
+      if ((target_col_ok || tb.col_raw > pcc.min_col_raw) && (tb.row == kNone || tb.row_raw > pcc.min_row_raw)) {
+        if (pcc.min_col_raw != kNever) t = std::min(t, std::max(pcc.min_col_raw, col_floor));
+        if (pcc.min_row_raw != kNever) t = std::min(t, std::max(pcc.min_row_raw, row_floor));
+        continue;
+      }
+      for (uint32_t b : active_[p]) {
+        const Bank& bank = banks_[b];
+        if (bank.col != kNone) {
+          const uint64_t e = std::max(bank.col_raw, col_floor);
+          if (e < t && (b != target || e < pb_force_[p] ||
+                        e + column_hold(slots_[bank.col].is_write) <= engine_.bank_constraint(Command::PRE, b))) {
+            t = e;
+          }
+        }
+        if (bank.row != kNone && b != target) t = std::min(t, std::max(bank.row_raw, row_floor));
+      }
       continue;
     }
     // Refresh pending: no row commands for requests, and column commands only while they do not

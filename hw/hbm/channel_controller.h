@@ -1,6 +1,7 @@
 // Event-driven controller of ONE HBM channel (both of its pseudo-channels): a request queue,
 // FR-FCFS scheduling with an open-page policy, read/write drain modes, all-bank refresh per
-// pseudo-channel, and the TimingEngine that checks every command.
+// pseudo-channel or per-bank refresh (REFSB, round-robin over the banks), and the TimingEngine that
+// checks every command.
 //
 // The controller never ticks per cycle. The owner asks next_event_cycle() and calls advance() at
 // that cycle; advance() issues what can issue at exactly that cycle (at most one row command and
@@ -33,8 +34,10 @@ struct Completion {
 struct ControllerStats {
   uint64_t reads = 0, writes = 0;               // completed requests
   uint64_t read_bursts = 0, write_bursts = 0;   // RD / WR commands
-  uint64_t activates = 0, precharges = 0, refreshes = 0;
-  uint64_t refresh_pull_ins = 0;  // refreshes issued ahead of schedule (see README)
+  uint64_t activates = 0, precharges = 0;
+  uint64_t refreshes = 0;           // refresh commands: all-bank REF + per-bank REFSB
+  uint64_t per_bank_refreshes = 0;  // of which REFSB
+  uint64_t refresh_pull_ins = 0;    // all-bank REFs issued ahead of schedule (see README)
   uint64_t row_hits = 0;        // request found its row already open
   uint64_t row_misses = 0;      // request needed an ACT on a closed bank
   uint64_t row_conflicts = 0;   // request needed a PRE of another row first
@@ -77,6 +80,7 @@ class ChannelController {
   uint64_t activates() const { return stats_.activates; }
   uint64_t precharges() const { return stats_.precharges; }
   uint64_t refreshes() const { return stats_.refreshes; }
+  uint64_t per_bank_refreshes() const { return stats_.per_bank_refreshes; }
   uint64_t row_hits() const { return stats_.row_hits; }
   uint64_t row_misses() const { return stats_.row_misses; }
   uint64_t row_conflicts() const { return stats_.row_conflicts; }
@@ -88,6 +92,18 @@ class ChannelController {
   // Test aid (slow: works on a copy): next_event_cycle() recomputed with every cached summary and
   // time thrown away. It must always equal next_event_cycle(); tests use it to check the caches.
   uint64_t next_event_cycle_uncached() const;
+
+  // ---- refresh state (for owners and tests) ----
+  RefreshMode refresh_mode() const { return cfg_.refresh_mode; }
+  // Cycle at which pseudo-channel p's next refresh (REF, or REFSB in per-bank mode) is due; kNever
+  // with refresh disabled. A refresh stays pending from then until it issues.
+  uint64_t refresh_due(uint32_t p) const { return refresh_due_.at(p); }
+  // Per-bank mode: flat engine bank index of pseudo-channel p's next REFSB (round-robin).
+  uint32_t next_refresh_bank(uint32_t p) const { return pb_bank_.at(p); }
+  // Refreshes that covered flat bank b (each REF counts for every bank of its pseudo-channel), and
+  // the cycle of the last one (0 before the first).
+  uint64_t bank_refreshes(uint32_t b) const { return bank_refresh_count_.at(b); }
+  uint64_t last_bank_refresh(uint32_t b) const { return bank_last_refresh_.at(b); }
 
   bool write_mode() const { return write_mode_; }
   uint64_t last_cycle() const { return now_; }
@@ -165,6 +181,20 @@ class ChannelController {
   void check_choice(int32_t slot, Command cmd, uint64_t cycle) const;
   uint64_t compute_next_event() const;
   uint64_t refresh_step(uint32_t p, int32_t* pre_bank) const;
+  // Per-bank mode: earliest cycle of pseudo-channel p's pending refresh step, the PRE of its target
+  // bank or the REFSB (*cmd tells which), as seen at `now` (the overdue threshold depends on it).
+  uint64_t bank_refresh_step(uint32_t p, uint64_t now, Command* cmd) const;
+  // Bank b has an arrived request of the current mode that hits its open row.
+  bool bank_has_hit(uint32_t b) const {
+    if (banks_[b].active_pos == kNotActive) return false;
+    refresh_bank(b);
+    return banks_[b].col != kNone;
+  }
+  uint64_t per_bank_due(uint32_t p, uint64_t k) const;
+  void note_bank_refreshed(uint32_t b, uint64_t cycle) {
+    ++bank_refresh_count_[b];
+    bank_last_refresh_[b] = cycle;
+  }
   uint64_t pull_in_window(uint32_t p, uint64_t cycle) const;
   uint64_t column_hold(bool is_write) const { return is_write ? wr_to_pre_ : timing_.nRTP; }
 
@@ -190,9 +220,18 @@ class ChannelController {
 
   // Refresh: next due cycle per pseudo-channel.
   std::vector<uint64_t> pc_epoch_;      // per pseudo-channel: commands issued there so far
-  std::vector<uint64_t> refresh_due_;
+  std::vector<uint64_t> refresh_due_;   // next REF (all-bank) or REFSB (per-bank)
   std::vector<uint64_t> refresh_end_;   // last REF + nRFC, per pseudo-channel
   std::vector<uint32_t> pc_arrived_;    // arrived queued requests per pseudo-channel
+  // Per-bank refresh (per_bank_): REFSBs issued so far, the bank of the next one, and the cycle from
+  // which the pending one no longer waits for row hits (due + pb_interval_), per pseudo-channel.
+  bool per_bank_ = false;
+  uint64_t pb_interval_ = 0;            // nREFI / banks per pseudo-channel
+  std::vector<uint64_t> pb_count_;
+  std::vector<uint32_t> pb_bank_;
+  std::vector<uint64_t> pb_force_;
+  std::vector<uint64_t> bank_refresh_count_;  // per flat bank
+  std::vector<uint64_t> bank_last_refresh_;   // per flat bank
 
   uint64_t now_ = 0;            // cycle of the last advance()
   bool advanced_ = false;

@@ -34,7 +34,13 @@ struct Timing {
   uint32_t nWTRS = 6, nWTRL = 8;
   uint32_t nRTW = 18;
   uint32_t nRFC = 260, nREFI = 3900;
+  uint32_t nRFCSB = 141;             // single-bank (HBM2 REFSB) / per-bank (HBM3 REFpb) refresh cycle time
+  uint32_t nRREFD = 8;               // per-bank refresh to per-bank refresh, different banks of one pseudo-channel
 };
+
+// How the controller refreshes: one all-bank REF per pseudo-channel every nREFI, or one
+// single-bank REFSB every nREFI / banks-per-pseudo-channel, round-robin over the banks.
+enum class RefreshMode { kAllBank, kPerBank };
 
 // Controller policy.
 struct ControllerConfig {
@@ -44,6 +50,7 @@ struct ControllerConfig {
   uint32_t interleave_bytes = 256;         // contiguous bytes kept on one bank row
   std::string address_mapping = "ro-ba-co-bg-pc-ch-st";  // fields, most significant first
   bool refresh_enabled = true;
+  RefreshMode refresh_mode = RefreshMode::kPerBank;
 };
 
 }  // namespace hpusim::hbm

@@ -11,6 +11,7 @@ const char* to_string(Command c) {
     case Command::RD: return "RD";
     case Command::WR: return "WR";
     case Command::REF: return "REF";
+    case Command::REFSB: return "REFSB";
   }
   return "?";
 }
@@ -21,6 +22,7 @@ constexpr uint32_t kPre = static_cast<uint32_t>(Command::PRE);
 constexpr uint32_t kRd = static_cast<uint32_t>(Command::RD);
 constexpr uint32_t kWr = static_cast<uint32_t>(Command::WR);
 constexpr uint32_t kRef = static_cast<uint32_t>(Command::REF);
+constexpr uint32_t kRefsb = static_cast<uint32_t>(Command::REFSB);
 }  // namespace
 
 TimingEngine::TimingEngine(const Organization& org, const Timing& timing)
@@ -88,6 +90,9 @@ std::string TimingEngine::state_problem(Command cmd, const BankAddress& a) const
     case Command::ACT:
       if (open != kClosed) return "bank is already open (row " + std::to_string(open) + ")";
       break;
+    case Command::REFSB:
+      if (open != kClosed) return "bank is open (row " + std::to_string(open) + "); REFSB needs it closed";
+      break;
     case Command::PRE:
       if (open == kClosed) return "bank is closed";
       break;
@@ -149,8 +154,10 @@ void TimingEngine::issue_flat(Command cmd, uint32_t flat, uint32_t row, uint64_t
       bump(bn[kWr], c + t_.nRCDWR);
       bump(bn[kPre], c + t_.nRAS);
       bump(bn[kAct], c + t_.nRC);
+      bump(bn[kRefsb], c + t_.nRC);     // the bank must finish its row cycle before a REFSB
       bump(gn[kAct], c + t_.nRRDL);
       bump(pn[kAct], c + t_.nRRDS);
+      bump(pn[kRefsb], c + t_.nRRDS);   // REFSB is a row activation for nRRD (not for nFAW)
       // Four-activate window: after this ACT the ring holds the last four; the next ACT must be
       // at least nFAW after the oldest of them.
       auto& ring = faw_[p];
@@ -165,6 +172,7 @@ void TimingEngine::issue_flat(Command cmd, uint32_t flat, uint32_t row, uint64_t
     }
     case Command::PRE:
       bump(bn[kAct], c + t_.nRP);
+      bump(bn[kRefsb], c + t_.nRP);
       bump(pn[kRef], c + t_.nRP);
       open_row_[flat] = kClosed;
       --open_count_[p];
@@ -188,6 +196,17 @@ void TimingEngine::issue_flat(Command cmd, uint32_t flat, uint32_t row, uint64_t
     case Command::REF:
       issue_refresh(p, c);
       break;
+    case Command::REFSB:
+      // Same bank: busy for nRFCSB. Other banks of the pseudo-channel: nRREFD to their REFSB and
+      // nRRDS to their ACT (an ACT-like row command, outside the four-activate window). The
+      // all-bank REF waits for this bank's refresh to finish.
+      bump(bn[kAct], c + t_.nRFCSB);
+      bump(bn[kRefsb], c + t_.nRFCSB);
+      bump(pn[kRefsb], c + t_.nRREFD);
+      bump(pn[kAct], c + t_.nRRDS);
+      bump(pn[kRef], c + t_.nRFCSB);
+      row_bus_free_ = c + 1;
+      break;
   }
 }
 
@@ -196,6 +215,7 @@ void TimingEngine::issue_refresh(uint32_t p, uint64_t c) {
   last_cycle_ = c;
   bump(pn[kAct], c + t_.nRFC);
   bump(pn[kRef], c + t_.nRFC);
+  bump(pn[kRefsb], c + t_.nRFC);
   row_bus_free_ = c + 1;
 }
 

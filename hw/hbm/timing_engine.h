@@ -19,8 +19,10 @@
 
 namespace hpusim::hbm {
 
-enum class Command : uint8_t { ACT = 0, PRE = 1, RD = 2, WR = 3, REF = 4 };
-constexpr uint32_t kNumCommands = 5;
+// REF refreshes every bank of one pseudo-channel (all-bank refresh); REFSB refreshes one closed
+// bank (HBM2 single-bank refresh REFSB, HBM3 per-bank refresh REFpb).
+enum class Command : uint8_t { ACT = 0, PRE = 1, RD = 2, WR = 3, REF = 4, REFSB = 5 };
+constexpr uint32_t kNumCommands = 6;
 const char* to_string(Command c);
 inline bool is_column_command(Command c) { return c == Command::RD || c == Command::WR; }
 
@@ -63,7 +65,7 @@ class TimingEngine {
   static constexpr uint32_t kClosed = 0xFFFFFFFFu;
   uint32_t open_row_flat(uint32_t flat) const { return open_row_[flat]; }
 
-  // earliest() for a bank-addressed command (ACT, PRE, RD, WR) on a flat bank index.
+  // earliest() for a bank-addressed command (ACT, PRE, RD, WR, REFSB) on a flat bank index.
   uint64_t earliest_flat(Command cmd, uint32_t flat) const {
     const uint64_t* bn = &bank_next_[flat * kNumCommands];
     const uint32_t g = bank_bg_[flat];
@@ -99,7 +101,7 @@ class TimingEngine {
     return max(max(pc_next_[pc * kNumCommands + static_cast<uint32_t>(Command::REF)], row_bus_free_), last_cycle_);
   }
   // Unchecked issue: the caller guarantees legality (the controller checks with earliest_flat and
-  // its own bank-state bookkeeping). `row` is only read for ACT.
+  // its own bank-state bookkeeping). `row` is only read for ACT. REFSB goes through issue_flat.
   void issue_flat(Command cmd, uint32_t flat, uint32_t row, uint64_t cycle);
   void issue_refresh(uint32_t pc, uint64_t cycle);
 

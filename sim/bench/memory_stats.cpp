@@ -33,7 +33,8 @@ void register_memory_system_stats(stats::Registry& registry, hw::MemorySystem& s
     s.formula("write_bursts", "count", "WR commands", [&c] { return double(c.write_bursts()); });
     s.formula("activates", "count", "ACT commands", [&c] { return double(c.activates()); });
     s.formula("precharges", "count", "PRE commands", [&c] { return double(c.precharges()); });
-    s.formula("refreshes", "count", "REF commands", [&c] { return double(c.refreshes()); });
+    s.formula("refreshes", "count", "refresh commands (REF and REFSB)", [&c] { return double(c.refreshes()); });
+    s.formula("per_bank_refreshes", "count", "single-bank REFSB commands", [&c] { return double(c.per_bank_refreshes()); });
     s.formula("row_hits", "count", "requests that found their row open", [&c] { return double(c.row_hits()); });
     s.formula("row_misses", "count", "requests that activated a closed bank", [&c] { return double(c.row_misses()); });
     s.formula("row_conflicts", "count", "requests that closed another row first",

@@ -126,6 +126,9 @@ void resolve_and_validate(Card& card) {
   require(t.n_rrdl() >= t.n_rrds(), "hbm.timing.n_rrdl must be >= n_rrds");
   require(t.n_rc() >= t.n_ras(), "hbm.timing.n_rc must be >= n_ras");
   require(t.n_refi() > t.n_rfc(), "hbm.timing.n_refi must be > n_rfc");
+  require(t.n_refi() > t.n_rfcsb(), "hbm.timing.n_refi must be > n_rfcsb");
+  require(hbm.refresh_mode() == "per_bank" || hbm.refresh_mode() == "all_bank",
+          "hbm.refresh_mode = '" + hbm.refresh_mode() + "' must be per_bank or all_bank");
   require_positive(hbm.queue_depth(), "hbm.queue_depth");
   require(hbm.write_low_watermark() < hbm.write_high_watermark() && hbm.write_high_watermark() <= hbm.queue_depth(),
           "hbm watermarks need write_low_watermark < write_high_watermark <= queue_depth");

@@ -33,6 +33,8 @@ inline Timing hbm2_1760() {
   t.nRTW = 18;
   t.nRFC = 260;
   t.nREFI = 3432;  // 3.9 us
+  t.nRFCSB = 141;  // 160 ns
+  t.nRREFD = 8;
   return t;
 }
 
@@ -61,6 +63,8 @@ inline Timing hbm2e_3200() {
   t.nRTW = 28;
   t.nRFC = 560;
   t.nREFI = 6240;  // 3.9 us
+  t.nRFCSB = 320;  // 200 ns
+  t.nRREFD = 13;
   return t;
 }
 
@@ -89,6 +93,8 @@ inline Timing hbm3_6400() {
   t.nRTW = 20;
   t.nRFC = 560;
   t.nREFI = 6240;  // 3.9 us
+  t.nRFCSB = 320;  // 200 ns
+  t.nRREFD = 13;
   return t;
 }
 
@@ -119,6 +125,8 @@ inline Timing distinct_timing() {
   t.nRTW = 21;
   t.nRFC = 101;
   t.nREFI = 4001;
+  t.nRFCSB = 53;
+  t.nRREFD = 10;
   return t;
 }
 

@@ -177,6 +177,86 @@ std::vector<GateCase> gate_cases() {
   v.push_back({"REF_to_REF_nRFC", [=](TimingEngine& e, const Timing&) { e.issue(Command::REF, at(0, 0, 0), kC0); },
                Command::REF, at(0, 0, 0), [](const Timing& t) { return uint64_t{t.nRFC}; }});
 
+  // ---- per-bank refresh (REFSB) ----
+  // Same bank.
+  v.push_back({"PRE_to_REFSB_same_bank_nRP",
+               [=](TimingEngine& e, const Timing&) {
+                 open_bank(e, A, kC0 - 500);
+                 e.issue(Command::PRE, A, kC0);
+               },
+               Command::REFSB, A, [](const Timing& t) { return uint64_t{t.nRP}; }});
+  // The bank must complete its row cycle: with the distinct set (and HBM3) nRC > nRAS + nRP binds.
+  v.push_back({"ACT_to_REFSB_same_bank_nRC",
+               [=](TimingEngine& e, const Timing& t) {
+                 open_bank(e, A, kC0);
+                 e.issue(Command::PRE, A, kC0 + t.nRAS);
+               },
+               Command::REFSB, A, [](const Timing& t) { return std::max<uint64_t>(t.nRC, uint64_t{t.nRAS} + t.nRP); }});
+  v.push_back({"REFSB_to_ACT_same_bank_nRFCSB", [=](TimingEngine& e, const Timing&) { e.issue(Command::REFSB, A, kC0); },
+               Command::ACT, A, [](const Timing& t) { return uint64_t{t.nRFCSB}; }});
+  v.push_back({"REFSB_to_REFSB_same_bank_nRFCSB",
+               [=](TimingEngine& e, const Timing&) { e.issue(Command::REFSB, A, kC0); }, Command::REFSB, A,
+               [](const Timing& t) { return uint64_t{t.nRFCSB}; }});
+  // Other banks of the pseudo-channel, same and other bank group: nRREFD between REFSBs, nRRDS
+  // between a REFSB and an ACT either way (nRRDS even in the same bank group: no nRRDL).
+  v.push_back({"REFSB_to_REFSB_same_bg_nRREFD", [=](TimingEngine& e, const Timing&) { e.issue(Command::REFSB, A, kC0); },
+               Command::REFSB, B, [](const Timing& t) { return uint64_t{t.nRREFD}; }});
+  v.push_back({"REFSB_to_REFSB_other_bg_nRREFD",
+               [=](TimingEngine& e, const Timing&) { e.issue(Command::REFSB, A, kC0); }, Command::REFSB, C,
+               [](const Timing& t) { return uint64_t{t.nRREFD}; }});
+  v.push_back({"REFSB_to_ACT_same_bg_nRRDS", [=](TimingEngine& e, const Timing&) { e.issue(Command::REFSB, A, kC0); },
+               Command::ACT, B, [](const Timing& t) { return uint64_t{t.nRRDS}; }});
+  v.push_back({"REFSB_to_ACT_other_bg_nRRDS", [=](TimingEngine& e, const Timing&) { e.issue(Command::REFSB, A, kC0); },
+               Command::ACT, C, [](const Timing& t) { return uint64_t{t.nRRDS}; }});
+  v.push_back({"ACT_to_REFSB_same_bg_nRRDS", [=](TimingEngine& e, const Timing&) { open_bank(e, A, kC0); },
+               Command::REFSB, B, [](const Timing& t) { return uint64_t{t.nRRDS}; }});
+  v.push_back({"ACT_to_REFSB_other_bg_nRRDS", [=](TimingEngine& e, const Timing&) { open_bank(e, A, kC0); },
+               Command::REFSB, C, [](const Timing& t) { return uint64_t{t.nRRDS}; }});
+  // A PRE gates only its own bank's REFSB (nRP is not a pseudo-channel constraint for REFSB).
+  v.push_back({"PRE_other_bank_to_REFSB_row_bus_only",
+               [=](TimingEngine& e, const Timing&) {
+                 open_bank(e, B, kC0 - 500);
+                 e.issue(Command::PRE, B, kC0);
+               },
+               Command::REFSB, A, [](const Timing&) { return uint64_t{1}; }});
+  // All-bank and per-bank refresh of one pseudo-channel.
+  v.push_back({"REF_to_REFSB_nRFC", [=](TimingEngine& e, const Timing&) { e.issue(Command::REF, at(0, 0, 0), kC0); },
+               Command::REFSB, C, [](const Timing& t) { return uint64_t{t.nRFC}; }});
+  v.push_back({"REFSB_to_REF_nRFCSB", [=](TimingEngine& e, const Timing&) { e.issue(Command::REFSB, A, kC0); },
+               Command::REF, at(0, 0, 0), [](const Timing& t) { return uint64_t{t.nRFCSB}; }});
+  // REFSB is not an activate for the four-activate window: after four ACTs it only waits nRRDS...
+  v.push_back({"REFSB_not_gated_by_nFAW",
+               [=](TimingEngine& e, const Timing& t) {
+                 for (uint32_t g = 0; g < 4; ++g) open_bank(e, at(0, g, 0, 100 + g), kC0 - (3 - g) * uint64_t{t.nRRDS});
+               },
+               Command::REFSB, at(0, 0, 2), [](const Timing& t) { return uint64_t{t.nRRDS}; }});
+  // ...and does not fill the window: ACT, ACT, ACT, REFSB, ACT, then the next ACT is nFAW after
+  // the first ACT (had the REFSB counted, nFAW after the second).
+  v.push_back({"REFSB_not_counted_in_nFAW",
+               [=](TimingEngine& e, const Timing& t) {
+                 for (uint32_t g = 0; g < 3; ++g) open_bank(e, at(0, g, 0, 100 + g), kC0 + g * uint64_t{t.nRRDS});
+                 e.issue(Command::REFSB, at(0, 3, 0), kC0 + 3 * uint64_t{t.nRRDS});
+                 open_bank(e, at(0, 3, 1, 7), kC0 + 4 * uint64_t{t.nRRDS});
+               },
+               Command::ACT, at(0, 0, 2, 5), [](const Timing& t) { return uint64_t{t.nFAW}; }});
+  // The row bus is shared with the other pseudo-channel; nothing else is.
+  v.push_back({"row_bus_REFSB_then_ACT_other_pc", [=](TimingEngine& e, const Timing&) { e.issue(Command::REFSB, A, kC0); },
+               Command::ACT, D, [](const Timing&) { return uint64_t{1}; }});
+  v.push_back({"row_bus_ACT_then_REFSB_other_pc", [=](TimingEngine& e, const Timing&) { open_bank(e, A, kC0); },
+               Command::REFSB, D, [](const Timing&) { return uint64_t{1}; }});
+  v.push_back({"row_bus_REFSB_then_REFSB_other_pc",
+               [=](TimingEngine& e, const Timing&) { e.issue(Command::REFSB, A, kC0); }, Command::REFSB, D,
+               [](const Timing&) { return uint64_t{1}; }});
+  v.push_back({"row_bus_REF_then_REFSB_other_pc",
+               [=](TimingEngine& e, const Timing&) { e.issue(Command::REF, at(0, 0, 0), kC0); }, Command::REFSB, D,
+               [](const Timing&) { return uint64_t{1}; }});
+  v.push_back({"REFSB_same_cycle_as_column_command",
+               [=](TimingEngine& e, const Timing&) {
+                 open_bank(e, A, kC0 - 500);
+                 e.issue(Command::RD, A, kC0);
+               },
+               Command::REFSB, D, [](const Timing&) { return uint64_t{0}; }});
+
   // ---- command bus: one row and one column command per channel per cycle ----
   v.push_back({"row_bus_ACT_then_ACT_other_pc", [=](TimingEngine& e, const Timing&) { open_bank(e, A, kC0); },
                Command::ACT, D, [](const Timing&) { return uint64_t{1}; }});
@@ -216,6 +296,11 @@ struct TimingSetCase {
   Timing timing;
 };
 
+// Short parameter descriptions: the default printer dumps raw bytes (including pointers), which
+// ctest then shows in every test name.
+void PrintTo(const GateCase& g, std::ostream* os) { *os << g.name; }
+void PrintTo(const TimingSetCase& t, std::ostream* os) { *os << t.name; }
+
 std::vector<TimingSetCase> timing_cases() {
   return {{"Distinct", distinct_timing()}, {"HBM2_1760", hbm2_1760()}, {"HBM2E_3200", hbm2e_3200()},
           {"HBM3_6400", hbm3_6400()}};
@@ -250,7 +335,7 @@ TEST(HbmTimingSets, DistinctSetHasNoCoincidences) {
   const Timing t = distinct_timing();
   std::vector<uint64_t> v = {t.nBL,   t.nCL,   t.nCWL,  t.nRCDRD, t.nRCDWR, t.nRP,   t.nRAS,
                              t.nRC,   t.nWR,   t.nRTP,  t.nCCDS,  t.nCCDL,  t.nRRDS, t.nRRDL,
-                             t.nFAW,  t.nWTRS, t.nWTRL, t.nRTW,   t.nRFC,   t.nREFI,
+                             t.nFAW,  t.nWTRS, t.nWTRL, t.nRTW,   t.nRFC,   t.nREFI,  t.nRFCSB, t.nRREFD,
                              uint64_t{t.nCWL} + t.nBL + t.nWR, uint64_t{t.nCWL} + t.nBL + t.nWTRS,
                              uint64_t{t.nCWL} + t.nBL + t.nWTRL};
   std::sort(v.begin(), v.end());
@@ -270,6 +355,11 @@ TEST(HbmTimingSets, StandardSetsAreConsistent) {
     EXPECT_GT(t.nWTRL, t.nWTRS);
     EXPECT_GT(t.nFAW, 4 * t.nRRDS);
     EXPECT_LT(t.nRFC, t.nREFI);
+    // Per-bank refresh: shorter than an all-bank one, longer than a row cycle, and REFSBs to
+    // different banks are at least an ACT-to-ACT distance apart.
+    EXPECT_LT(t.nRFCSB, t.nRFC);
+    EXPECT_GT(t.nRFCSB, t.nRC);
+    EXPECT_GE(t.nRREFD, t.nRRDS);
     // tREFI = 3.9 us.
     EXPECT_NEAR(static_cast<double>(t.nREFI) * t.tck_ps, 3.9e6, 0.01e6);
   }
@@ -332,6 +422,33 @@ TEST_F(HbmTimingState, RefreshNeedsEveryBankOfThePseudoChannelClosed) {
   // While refreshing no bank is open, so column commands stay illegal.
   e.issue(Command::REF, at(0, 0, 0), 5000 + t.nRP);
   EXPECT_FALSE(e.legal(Command::RD, at(0, 2, 1, 5), 1000000));
+}
+
+TEST_F(HbmTimingState, PerBankRefreshNeedsItsBankClosed) {
+  TimingEngine e(org, t);
+  const auto a = at(0, 2, 1, 5);
+  e.issue(Command::ACT, a, 10);
+  for (uint64_t c : {uint64_t{11}, uint64_t{1000}, uint64_t{1000000}}) EXPECT_FALSE(e.legal(Command::REFSB, a, c));
+  EXPECT_THROW(e.issue(Command::REFSB, a, 5000), std::logic_error);
+  EXPECT_NE(e.why_illegal(Command::REFSB, a, 5000).find("open"), std::string::npos);
+  // Only its own bank matters: other banks of the pseudo-channel may be refreshed meanwhile.
+  EXPECT_TRUE(e.legal(Command::REFSB, at(0, 2, 2), 5000));
+  EXPECT_TRUE(e.legal(Command::REFSB, at(0, 0, 1), 5000));
+  e.issue(Command::REFSB, at(0, 2, 2), 5000);
+  EXPECT_EQ(e.open_banks(0), 1u);
+  e.issue(Command::PRE, a, 6000);
+  EXPECT_FALSE(e.legal(Command::REFSB, a, 6000 + t.nRP - 1));
+  EXPECT_TRUE(e.legal(Command::REFSB, a, 6000 + t.nRP));
+  e.issue(Command::REFSB, a, 6000 + t.nRP);
+  // A refreshed bank stays closed: no column command, no PRE, and no second REFSB before nRFCSB.
+  EXPECT_FALSE(e.open_row(0, 2, 1).has_value());
+  EXPECT_EQ(e.open_banks(0), 0u);
+  EXPECT_FALSE(e.legal(Command::RD, a, 1000000));
+  EXPECT_FALSE(e.legal(Command::PRE, a, 1000000));
+  EXPECT_TRUE(e.legal(Command::ACT, a, 6000 + t.nRP + t.nRFCSB));
+  EXPECT_STREQ(to_string(Command::REFSB), "REFSB");
+  EXPECT_THROW(e.earliest(Command::REFSB, at(0, 0, org.banks_per_group)), std::out_of_range);
+  EXPECT_THROW(e.earliest(Command::REFSB, at(0, org.bank_groups, 0)), std::out_of_range);
 }
 
 TEST_F(HbmTimingState, CommandsCannotGoBackInTime) {

@@ -130,6 +130,8 @@ TEST(Preset, SemanticErrorsAreNamed) {
             std::string::npos);
   EXPECT_NE(error_of([] { load_preset("hl205", {"hbm.write_low_watermark=50"}); }).find("watermark"),
             std::string::npos);
+  EXPECT_NE(error_of([] { load_preset("hl205", {"hbm.refresh_mode=sometimes"}); }).find("hbm.refresh_mode"),
+            std::string::npos);
 }
 
 TEST(Preset, UnknownPresetListsTheBuiltins) {
