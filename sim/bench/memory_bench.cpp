@@ -137,6 +137,14 @@ std::vector<MemoryCaseResult> run_memory_bench(const MemoryBenchOptions& options
   }
   if (!(options.scale > 0)) throw std::invalid_argument("--scale must be greater than 0");
 
+  // Fail on an unwritable output before spending the run, not after.
+  for (const std::string* path : {&options.json_path, &options.stats_path, &options.trace_path,
+                                  &options.chrome_trace_path}) {
+    if (!path->empty() && !std::ofstream(*path, std::ios::app)) {
+      throw std::runtime_error("cannot write output file '" + *path + "'");
+    }
+  }
+
   const preset::Card& card = options.card;
   hw::MemorySystem system("card", card);
   TrafficGenerator generator("bench", kGeneratorPorts);

@@ -81,7 +81,11 @@ TEST(Cli, UnknownCommandsAndOptionsAreUsageErrors) {
   EXPECT_EQ(run("frobnicate").exit_code, 2);
   EXPECT_EQ(run("bench warp").exit_code, 2);
   EXPECT_EQ(run("bench memory --no-such-option").exit_code, 2);
-  ProgramRun r = run("bench memory --memory dram");
+  ProgramRun r = run("bench memory --json /nonexistent-dir/out.json");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("cannot write output file '/nonexistent-dir/out.json'"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("hbm "), std::string::npos) << "the run should not start";
+  r = run("bench memory --memory dram");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("unknown memory 'dram'"), std::string::npos) << r.output;
 }

@@ -91,6 +91,23 @@ TEST(Pcie, StreamingMatchesTheProtocolEfficiency) {
   }
 }
 
+TEST(Pcie, Gen5DoublesTheLinkRate) {
+  MemoryBench b({}, "hl325");
+  EXPECT_EQ(b.card.pcie().generation(), 5u);
+  EXPECT_NEAR(b.system.pcie().raw_bytes_per_second() / 1e9, 63.0154, 0.001);
+  TrafficSpec spec;
+  spec.request_bytes = 4096;
+  spec.requests = 20000;
+  spec.ports = 4;
+  spec.window = 64;
+  spec.region_base = b.card.memory_map().host_phys_base() + (1ull << 32);
+  spec.region_bytes = 64 << 20;
+  auto r = b.generator.run(spec);
+  const double expected = b.system.pcie().payload_bytes_per_second(4096, true) / 1e9;
+  EXPECT_NEAR(gbps(r), expected, expected * 0.01);
+  EXPECT_GT(gbps(r), 55.0);
+}
+
 TEST(Pcie, HostMemoryIsWhatTheDeviceWrites) {
   MemoryBench b;
   const uint64_t host_address = 0x123456780ull;
