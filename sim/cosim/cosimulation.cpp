@@ -22,6 +22,9 @@ class HostCall {
   HostClock& clock_;
 };
 
+// PCIe completion timeout of the root port (the specification's default range is 50 us to 50 ms).
+constexpr uint64_t kCompletionTimeoutPs = 50ull * 1000 * 1000 * 1000;
+
 }  // namespace
 
 CoSimulation::CoSimulation(HostTimeSource source, const HostCostsNs& costs) : clock_(source), costs_(costs) {}
@@ -90,9 +93,15 @@ uint32_t CoSimulation::mmio_read32(uint64_t device_address) {
   HostPort::Completion result = sim_.call([&] {
     advance_device_to(at);
     uint64_t ticket = port_->issue(false, device_address, 0, at);
-    // Run until the response is known, then until it arrives.
+    // Run until the response is known, then until it arrives. A device that never answers ends
+    // the read with a completion timeout, as a PCIe root port does.
+    const uint64_t give_up = hw::now_ps() + kCompletionTimeoutPs;
     uint64_t horizon = hw::now_ps();
     while (!port_->completion(ticket).done) {
+      if (horizon >= give_up) {
+        port_->forget(ticket);
+        throw std::runtime_error("MMIO read from " + hex(device_address) + ": completion timeout");
+      }
       horizon += 1000000;  // look 1 us ahead at a time
       run_until(horizon);
     }

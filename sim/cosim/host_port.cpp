@@ -33,11 +33,25 @@ const HostPort::Completion& HostPort::completion(uint64_t ticket) const {
   return it->second->completion;
 }
 
-void HostPort::forget(uint64_t ticket) { outstanding_.erase(ticket); }
+void HostPort::forget(uint64_t ticket) {
+  auto it = outstanding_.find(ticket);
+  if (it == outstanding_.end()) return;
+  // A transaction still in flight keeps its payload alive until the response arrives.
+  if (it->second->completion.done) {
+    outstanding_.erase(it);
+  } else {
+    it->second->abandoned = true;
+  }
+}
 
 tlm::tlm_sync_enum HostPort::backward(tlm::tlm_generic_payload& trans, tlm::tlm_phase&, sc_core::sc_time& delay) {
   for (auto& [ticket, o] : outstanding_) {
     if (&o->payload != &trans) continue;
+    if (o->abandoned) {
+      const uint64_t finished = ticket;
+      outstanding_.erase(finished);
+      return tlm::TLM_COMPLETED;
+    }
     o->completion.done = true;
     o->completion.at_ps = hw::now_ps() + delay.value();
     o->completion.status = trans.get_response_status();

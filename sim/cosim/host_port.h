@@ -34,6 +34,7 @@ class HostPort : public sc_core::sc_module {
   // Issues a 32-bit access that reaches the link at `at_ps`; returns a ticket for completion().
   uint64_t issue(bool write, uint64_t address, uint32_t value, hw::Picoseconds at_ps);
   const Completion& completion(uint64_t ticket) const;
+  // Releases a ticket; one still in flight is dropped when its response arrives.
   void forget(uint64_t ticket);
 
   // Called by the PCIe link when an MSI write reaches the host.
@@ -50,6 +51,7 @@ class HostPort : public sc_core::sc_module {
     tlm::tlm_generic_payload payload;
     uint32_t data = 0;
     Completion completion;
+    bool abandoned = false;   // the host gave up waiting; drop the response when it comes
   };
   tlm::tlm_sync_enum backward(tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase, sc_core::sc_time& delay);
   void news();
