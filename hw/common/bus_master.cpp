@@ -1,0 +1,117 @@
+#include "hw/common/bus_master.h"
+
+#include <cstring>
+#include <stdexcept>
+
+namespace hpusim::hw {
+
+BusMaster::BusMaster(sc_core::sc_module_name name) : sc_module(name), socket("socket") {
+  socket.register_nb_transport_bw(this, &BusMaster::backward);
+  SC_HAS_PROCESS(BusMaster);
+  SC_METHOD(retire_posted);
+  sensitive << posted_timer_;
+  dont_initialize();
+}
+
+BusMaster::Request& BusMaster::acquire(bool write, uint64_t address, uint32_t length) {
+  Request* request;
+  if (free_.empty()) {
+    pool_.push_back(std::make_unique<Request>());
+    request = pool_.back().get();
+  } else {
+    request = free_.back();
+    free_.pop_back();
+  }
+  request->buffer.resize(length);
+  request->posted = false;
+  request->done = false;
+  request->set_command(write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
+  request->set_address(address);
+  request->set_data_ptr(request->buffer.data());
+  request->set_data_length(length);
+  request->set_streaming_width(length);
+  request->set_byte_enable_ptr(nullptr);
+  request->set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+  write ? ++writes_ : ++reads_;
+  return *request;
+}
+
+tlm::tlm_response_status BusMaster::wait_for(Request& request) {
+  tlm::tlm_phase phase = tlm::BEGIN_REQ;
+  sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+  socket->nb_transport_fw(request, phase, delay);
+  // Several threads may share this port: a wake-up may be for another request, and a response
+  // known early (even inside nb_transport_fw) still arrives only at its annotated time.
+  while (!request.done) sc_core::wait(response_event_);
+  if (request.done_ps > now_ps()) sc_core::wait(delay_until(request.done_ps));
+  const tlm::tlm_response_status status = request.get_response_status();
+  if (status != tlm::TLM_OK_RESPONSE) ++errors_;
+  return status;
+}
+
+tlm::tlm_response_status BusMaster::read(uint64_t address, void* data, uint32_t length) {
+  Request& request = acquire(false, address, length);
+  const tlm::tlm_response_status status = wait_for(request);
+  std::memcpy(data, request.buffer.data(), length);
+  free_.push_back(&request);
+  return status;
+}
+
+tlm::tlm_response_status BusMaster::write(uint64_t address, const void* data, uint32_t length) {
+  Request& request = acquire(true, address, length);
+  std::memcpy(request.buffer.data(), data, length);
+  const tlm::tlm_response_status status = wait_for(request);
+  free_.push_back(&request);
+  return status;
+}
+
+void BusMaster::post_write(uint64_t address, const void* data, uint32_t length) {
+  Request& request = acquire(true, address, length);
+  std::memcpy(request.buffer.data(), data, length);
+  request.posted = true;
+  ++in_flight_;
+  tlm::tlm_phase phase = tlm::BEGIN_REQ;
+  sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+  socket->nb_transport_fw(request, phase, delay);
+}
+
+uint32_t BusMaster::wait_posted() {
+  while (in_flight_ > 0) sc_core::wait(posted_drained_);
+  const uint32_t failures = posted_failures_;
+  posted_failures_ = 0;
+  return failures;
+}
+
+void BusMaster::complete_posted(Request& request) {
+  if (request.get_response_status() != tlm::TLM_OK_RESPONSE) {
+    ++errors_;
+    ++posted_failures_;
+  }
+  free_.push_back(&request);
+  if (--in_flight_ == 0) posted_drained_.notify(sc_core::SC_ZERO_TIME);
+}
+
+tlm::tlm_sync_enum BusMaster::backward(tlm::tlm_generic_payload& trans, tlm::tlm_phase&, sc_core::sc_time& delay) {
+  Request& request = static_cast<Request&>(trans);
+  if (request.posted) {
+    // Counted when the response time is reached, so a barrier waits for the real completion.
+    pending_posted_.emplace(now_ps() + delay.value(), &request);
+    posted_timer_.notify(delay_until(pending_posted_.begin()->first));
+    return tlm::TLM_COMPLETED;
+  }
+  request.done = true;
+  request.done_ps = now_ps() + delay.value();
+  response_event_.notify(delay);
+  return tlm::TLM_COMPLETED;
+}
+
+void BusMaster::retire_posted() {
+  while (!pending_posted_.empty() && pending_posted_.begin()->first <= now_ps()) {
+    Request* request = pending_posted_.begin()->second;
+    pending_posted_.erase(pending_posted_.begin());
+    complete_posted(*request);
+  }
+  if (!pending_posted_.empty()) posted_timer_.notify(delay_until(pending_posted_.begin()->first));
+}
+
+}  // namespace hpusim::hw

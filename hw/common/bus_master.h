@@ -1,0 +1,66 @@
+// A bus master port for engine models whose control flow is an SC_THREAD (command processors,
+// DMA engines, the firmware CPU): blocking reads and writes that return when the response has
+// arrived, and posted writes whose completion can be awaited later (message barriers).
+#pragma once
+
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/simple_initiator_socket.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hw/common/mem_protocol.h"
+
+namespace hpusim::hw {
+
+class BusMaster : public sc_core::sc_module {
+ public:
+  explicit BusMaster(sc_core::sc_module_name name);
+
+  tlm_utils::simple_initiator_socket<BusMaster> socket;
+
+  // Blocking accesses, from an SC_THREAD only: they return at the time the response arrives.
+  tlm::tlm_response_status read(uint64_t address, void* data, uint32_t length);
+  tlm::tlm_response_status write(uint64_t address, const void* data, uint32_t length);
+  tlm::tlm_response_status write32(uint64_t address, uint32_t value) { return write(address, &value, 4); }
+
+  // A posted write: returns at once; the response is counted when it arrives.
+  void post_write(uint64_t address, const void* data, uint32_t length);
+  void post_write32(uint64_t address, uint32_t value) { post_write(address, &value, 4); }
+  // Blocks (SC_THREAD only) until every posted write has completed. Returns how many of them
+  // failed since the last call.
+  uint32_t wait_posted();
+  uint32_t posted_in_flight() const { return in_flight_; }
+
+  uint64_t reads() const { return reads_; }
+  uint64_t writes() const { return writes_; }
+  uint64_t errors() const { return errors_; }
+
+ private:
+  struct Request : tlm::tlm_generic_payload {
+    std::vector<unsigned char> buffer;
+    bool posted = false;
+    bool done = false;
+    Picoseconds done_ps = 0;
+  };
+  Request& acquire(bool write, uint64_t address, uint32_t length);
+  tlm::tlm_response_status wait_for(Request& request);
+  tlm::tlm_sync_enum backward(tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase, sc_core::sc_time& delay);
+  void complete_posted(Request& request);
+  void retire_posted();
+
+  std::vector<std::unique_ptr<Request>> pool_;
+  std::vector<Request*> free_;
+  sc_core::sc_event response_event_;
+  sc_core::sc_event posted_drained_;
+  sc_core::sc_event posted_timer_;
+  std::multimap<Picoseconds, Request*> pending_posted_;   // responses not yet due
+  uint32_t in_flight_ = 0;
+  uint32_t posted_failures_ = 0;
+  uint64_t reads_ = 0, writes_ = 0, errors_ = 0;
+};
+
+}  // namespace hpusim::hw

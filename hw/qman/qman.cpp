@@ -1,0 +1,397 @@
+#include "hw/qman/qman.h"
+
+#include <cstring>
+#include <sstream>
+#include <type_traits>
+
+namespace hpusim::hw {
+namespace {
+
+using regs::QmReg;
+
+uint64_t le64(const uint8_t* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+uint32_t le32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+std::string hex(uint64_t v) {
+  std::ostringstream out;
+  out << "0x" << std::hex << v;
+  return out.str();
+}
+
+constexpr uint32_t kBdBytes = 16;   // struct hl_bd { u64 ptr; u32 len; u32 ctl; }
+
+}  // namespace
+
+Qman::Qman(sc_core::sc_module_name name, const QmanConfig& config)
+    : sc_module(name), config_(config), name_(regs::qman_name(config.id)), bus_("bus") {
+  plain_registers_.assign(kBlockBytes / 4, 0);
+  SC_HAS_PROCESS(Qman);
+  for (unsigned s = 0; s < regs::kQmanStreams; ++s) {
+    sc_core::sc_spawn_options options;
+    sc_core::sc_spawn([this, s] { run_upper_cp(s); }, sc_core::sc_gen_unique_name("upper_cp"), &options);
+  }
+  SC_THREAD(run_lower_cp);
+}
+
+std::string Qman::describe(unsigned cp) const { return name_ + " CP" + std::to_string(cp); }
+
+void Qman::reset() {
+  for (Cp& cp : cps_) {
+    cp.fence.fill(0);
+    cp.msg_base.fill(0);
+    cp.ldma_tsize_offset = cp.ldma_src_offset = cp.ldma_dst_offset = 0;
+    cp.predicates = 1;
+    cp.error_causes = 0;
+    cp.stopped = false;
+    cp.lower_fifo.clear();
+    cp.wake.notify(sc_core::SC_ZERO_TIME);
+  }
+  for (Stream& s : streams_) s = Stream{};
+  std::fill(plain_registers_.begin(), plain_registers_.end(), 0);
+  glbl_cfg0_ = glbl_cfg1_ = glbl_err_cfg_ = glbl_err_wdata_ = 0;
+  glbl_err_addr_ = 0;
+  cq_ptr_lo_ = cq_ptr_hi_ = 0;
+}
+
+// --- registers --------------------------------------------------------------------------------
+
+bool Qman::read_register(uint64_t offset, uint32_t& value, Picoseconds) {
+  auto ref = regs::decode_qm_reg(static_cast<uint32_t>(offset));
+  if (!ref) return false;
+  const unsigned i = ref->index;
+  switch (ref->reg) {
+    case QmReg::GlblCfg0: value = glbl_cfg0_; return true;
+    case QmReg::GlblCfg1: value = glbl_cfg1_; return true;
+    case QmReg::GlblErrCfg: value = glbl_err_cfg_; return true;
+    case QmReg::GlblErrAddrLo: value = static_cast<uint32_t>(glbl_err_addr_); return true;
+    case QmReg::GlblErrAddrHi: value = static_cast<uint32_t>(glbl_err_addr_ >> 32); return true;
+    case QmReg::GlblErrWdata: value = glbl_err_wdata_; return true;
+    case QmReg::GlblSts1: value = cps_[i].error_causes; return true;
+    case QmReg::GlblSts0: {
+      uint32_t sts = 0;
+      for (unsigned s = 0; s < regs::kQmanStreams; ++s) {
+        if (streams_[s].pi == streams_[s].ci) sts |= 1u << (regs::qm::kGlblSts0PqfIdleShift + s);
+      }
+      for (unsigned c = 0; c < regs::kQmanCps; ++c) {
+        if (!cps_[c].busy) sts |= 1u << (regs::qm::kGlblSts0CqfIdleShift + c);
+        if (!cps_[c].busy) sts |= 1u << (regs::qm::kGlblSts0CpIdleShift + c);
+        if (cps_[c].stopped) sts |= 1u << (regs::qm::kGlblSts0CpIsStopShift + c);
+      }
+      value = sts;
+      return true;
+    }
+    case QmReg::PqBaseLo: value = static_cast<uint32_t>(streams_[i].pq_base); return true;
+    case QmReg::PqBaseHi: value = static_cast<uint32_t>(streams_[i].pq_base >> 32); return true;
+    case QmReg::PqSize: value = streams_[i].pq_size_log2; return true;
+    case QmReg::PqPi: value = streams_[i].pi; return true;
+    case QmReg::PqCi: value = streams_[i].ci; return true;
+    case QmReg::CpFence0Cnt: case QmReg::CpFence1Cnt: case QmReg::CpFence2Cnt: case QmReg::CpFence3Cnt:
+      value = cps_[i].fence[static_cast<unsigned>(ref->reg) - static_cast<unsigned>(QmReg::CpFence0Cnt)];
+      return true;
+    case QmReg::CpFence0Rdata: case QmReg::CpFence1Rdata: case QmReg::CpFence2Rdata: case QmReg::CpFence3Rdata:
+      value = 0;
+      return true;
+    case QmReg::CpSts:
+      value = cps_[i].stopped ? regs::qm::kCpStsSwStop : 0;
+      return true;
+    default:
+      value = plain_registers_[offset / 4];
+      return true;
+  }
+}
+
+bool Qman::write_register(uint64_t offset, uint32_t value, Picoseconds at_ps) {
+  auto ref = regs::decode_qm_reg(static_cast<uint32_t>(offset));
+  if (!ref) return false;
+  const unsigned i = ref->index;
+  const sc_core::sc_time effective = delay_until(at_ps);
+  switch (ref->reg) {
+    case QmReg::GlblCfg0:
+      glbl_cfg0_ = value;
+      for (Cp& cp : cps_) cp.wake.notify(effective);
+      return true;
+    case QmReg::GlblCfg1:
+      glbl_cfg1_ = value;
+      for (Cp& cp : cps_) cp.wake.notify(effective);
+      return true;
+    case QmReg::GlblErrCfg: glbl_err_cfg_ = value; return true;
+    case QmReg::GlblErrAddrLo: glbl_err_addr_ = (glbl_err_addr_ & ~0xFFFFFFFFull) | value; return true;
+    case QmReg::GlblErrAddrHi: glbl_err_addr_ = (glbl_err_addr_ & 0xFFFFFFFFull) | (uint64_t{value} << 32); return true;
+    case QmReg::GlblErrWdata: glbl_err_wdata_ = value; return true;
+    case QmReg::GlblSts1: cps_[i].error_causes &= ~value; return true;   // write 1 to clear
+    case QmReg::PqBaseLo: streams_[i].pq_base = (streams_[i].pq_base & ~0xFFFFFFFFull) | value; return true;
+    case QmReg::PqBaseHi: streams_[i].pq_base = (streams_[i].pq_base & 0xFFFFFFFFull) | (uint64_t{value} << 32); return true;
+    case QmReg::PqSize:
+      if (value > 16) return false;
+      streams_[i].pq_size_log2 = value;
+      return true;
+    case QmReg::PqPi:
+      // The doorbell. The index runs over twice the queue length so full and empty differ.
+      streams_[i].pi = value & (2 * queue_entries(streams_[i]) - 1);
+      cps_[i].wake.notify(effective);
+      return true;
+    case QmReg::PqCi:
+      streams_[i].ci = value & (2 * queue_entries(streams_[i]) - 1);
+      return true;
+    case QmReg::CpFence0Rdata: case QmReg::CpFence1Rdata: case QmReg::CpFence2Rdata: case QmReg::CpFence3Rdata: {
+      // A write adds value[3:0] to the fence counter; a waiting FENCE re-checks when it lands.
+      uint32_t& counter = cps_[i].fence[static_cast<unsigned>(ref->reg) - static_cast<unsigned>(QmReg::CpFence0Rdata)];
+      counter = (counter + (value & regs::qm::kCpFenceRdataIncValMask)) & regs::qm::kCpFenceCntMask;
+      cps_[i].wake.notify(effective);
+      return true;
+    }
+    case QmReg::CpMsgBase0AddrLo: case QmReg::CpMsgBase1AddrLo: case QmReg::CpMsgBase2AddrLo:
+    case QmReg::CpMsgBase3AddrLo: {
+      uint64_t& base = cps_[i].msg_base[(static_cast<unsigned>(ref->reg) - static_cast<unsigned>(QmReg::CpMsgBase0AddrLo)) / 2];
+      base = (base & ~0xFFFFFFFFull) | value;
+      return true;
+    }
+    case QmReg::CpMsgBase0AddrHi: case QmReg::CpMsgBase1AddrHi: case QmReg::CpMsgBase2AddrHi:
+    case QmReg::CpMsgBase3AddrHi: {
+      uint64_t& base = cps_[i].msg_base[(static_cast<unsigned>(ref->reg) - static_cast<unsigned>(QmReg::CpMsgBase0AddrHi)) / 2];
+      base = (base & 0xFFFFFFFFull) | (uint64_t{value} << 32);
+      return true;
+    }
+    case QmReg::CpLdmaTsizeOffset: cps_[i].ldma_tsize_offset = value; return true;
+    case QmReg::CpLdmaSrcBaseLoOffset: cps_[i].ldma_src_offset = value; return true;
+    case QmReg::CpLdmaDstBaseLoOffset: cps_[i].ldma_dst_offset = value; return true;
+    case QmReg::CqPtrLo:
+      if (i == regs::kLowerCp) cq_ptr_lo_ = value;
+      plain_registers_[offset / 4] = value;
+      return true;
+    case QmReg::CqPtrHi:
+      if (i == regs::kLowerCp) cq_ptr_hi_ = value;
+      plain_registers_[offset / 4] = value;
+      return true;
+    case QmReg::CqTsize:
+      plain_registers_[offset / 4] = value;
+      if (i == regs::kLowerCp) {
+        // Writing the size commits a command buffer to the lower CP (what CP_DMA does through
+        // the CP_LDMA offsets of an internal QMAN's upper CPs).
+        Cp& lower = cps_[regs::kLowerCp];
+        if (lower.lower_fifo.size() >= config_.lower_cp_fifo) return false;
+        lower.lower_fifo.push_back({(uint64_t{cq_ptr_hi_} << 32) | cq_ptr_lo_, value});
+        lower.wake.notify(effective);
+      }
+      return true;
+    default:
+      plain_registers_[offset / 4] = value;
+      return true;
+  }
+}
+
+// --- command processors -----------------------------------------------------------------------
+
+void Qman::cp_wait(unsigned cp) { sc_core::wait(cps_[cp].wake); }
+
+void Qman::run_upper_cp(unsigned s) {
+  Cp& cp = cps_[s];
+  Stream& stream = streams_[s];
+  while (true) {
+    const bool enabled = ((glbl_cfg0_ >> (regs::qm::kGlblCfg0PqfEnShift + s)) & 1u) &&
+                         ((glbl_cfg0_ >> (regs::qm::kGlblCfg0CpEnShift + s)) & 1u) &&
+                         !((glbl_cfg1_ >> (regs::qm::kGlblCfg1CpStopShift + s)) & 1u);
+    if (!enabled || cp.stopped || stream.pi == stream.ci) {
+      cp_wait(s);
+      continue;
+    }
+    cp.busy = true;
+    const uint32_t entries = queue_entries(stream);
+    const uint64_t bd_address = stream.pq_base + uint64_t{stream.ci & (entries - 1)} * kBdBytes;
+    uint8_t bd[kBdBytes];
+    if (bus_.read(bd_address, bd, kBdBytes) != tlm::TLM_OK_RESPONSE) {
+      raise_error(s, QmanError::kPqFetch, "cannot fetch the PQ entry at " + hex(bd_address));
+      cp.busy = false;
+      continue;
+    }
+    const CommandBuffer cb{le64(bd), le32(bd + 8)};
+    const bool ok = execute(s, cb);
+    cp.busy = false;
+    if (!ok) continue;   // stopped: the entry stays unconsumed
+    stream.ci = (stream.ci + 1) & (2 * entries - 1);
+    ++stats_.command_buffers;
+    if (observer_) observer_->command_buffer_done(name_, s, stream.ci, now_ps());
+  }
+}
+
+void Qman::run_lower_cp() {
+  Cp& cp = cps_[regs::kLowerCp];
+  while (true) {
+    const bool enabled = ((glbl_cfg0_ >> (regs::qm::kGlblCfg0CpEnShift + regs::kLowerCp)) & 1u) &&
+                         !((glbl_cfg1_ >> (regs::qm::kGlblCfg1CpStopShift + regs::kLowerCp)) & 1u);
+    if (!enabled || cp.stopped || cp.lower_fifo.empty()) {
+      cp_wait(regs::kLowerCp);
+      continue;
+    }
+    cp.busy = true;
+    const CommandBuffer cb = cp.lower_fifo.front();
+    cp.lower_fifo.pop_front();
+    if (execute(regs::kLowerCp, cb)) ++stats_.command_buffers;
+    cp.busy = false;
+  }
+}
+
+bool Qman::execute(unsigned cp, const CommandBuffer& cb) {
+  // Fetch the whole buffer in fetch-granule reads, then run its packets in order.
+  std::vector<uint8_t> bytes(cb.size);
+  for (uint32_t offset = 0; offset < cb.size; offset += config_.fetch_bytes) {
+    const uint32_t chunk = std::min(config_.fetch_bytes, cb.size - offset);
+    if (bus_.read(cb.address + offset, bytes.data() + offset, chunk) != tlm::TLM_OK_RESPONSE) {
+      raise_error(cp, QmanError::kFetch, "cannot fetch the command buffer at " + hex(cb.address + offset));
+      return false;
+    }
+  }
+  size_t offset = 0;
+  while (offset < bytes.size()) {
+    const qman::DecodeResult decoded = qman::decode(bytes.data() + offset, bytes.size() - offset);
+    if (!decoded.ok()) {
+      raise_error(cp, QmanError::kUndefinedOpcode,
+                  decoded.message + " at " + hex(cb.address + offset) + " (command buffer offset " + hex(offset) + ")");
+      return false;
+    }
+    const Picoseconds start = now_ps();
+    sc_core::wait(ps_to_time(Picoseconds{config_.packet_cycles} * config_.cycle_ps));
+    if (!execute_packet(cp, decoded.packet)) return false;
+    ++stats_.packets;
+    if (observer_) observer_->packet_executed(name_, cp, decoded.packet, start, now_ps());
+    offset += decoded.size;
+  }
+  return true;
+}
+
+bool Qman::send_message(unsigned cp, uint64_t address, uint32_t value, bool barrier) {
+  if (barrier && bus_.wait_posted() != 0) {
+    raise_error(cp, QmanError::kMessage, "an earlier message write failed");
+    return false;
+  }
+  bus_.post_write32(address, value);
+  ++stats_.messages;
+  return true;
+}
+
+bool Qman::write_engine_register(unsigned cp, uint64_t address, uint32_t value) {
+  ++stats_.register_writes;
+  if (bus_.write32(address, value) != tlm::TLM_OK_RESPONSE) {
+    raise_error(cp, QmanError::kRegisterWrite, "register write to " + hex(address) + " failed");
+    return false;
+  }
+  return true;
+}
+
+bool Qman::execute_packet(unsigned cp_index, const qman::Packet& packet) {
+  Cp& cp = cps_[cp_index];
+  return std::visit(
+      [&](const auto& p) -> bool {
+        using T = std::decay_t<decltype(p)>;
+        if constexpr (std::is_same_v<T, qman::Nop>) {
+          return true;
+        } else if constexpr (std::is_same_v<T, qman::Stop>) {
+          raise_error(cp_index, QmanError::kStop, "STOP packet");
+          return false;
+        } else if constexpr (std::is_same_v<T, qman::Wreg32>) {
+          if (!predicate_true(cp, p.pred)) return true;
+          if (p.barriers.mb && bus_.wait_posted() != 0) return true;
+          return write_engine_register(cp_index, config_.engine_block_address + p.reg_offset, p.value);
+        } else if constexpr (std::is_same_v<T, qman::WregBulk>) {
+          if (!predicate_true(cp, p.pred)) return true;
+          for (size_t i = 0; i < p.values.size(); ++i) {
+            const uint64_t address = config_.engine_block_address + p.reg_offset + 8 * i;
+            if (!write_engine_register(cp_index, address, static_cast<uint32_t>(p.values[i]))) return false;
+            if (!write_engine_register(cp_index, address + 4, static_cast<uint32_t>(p.values[i] >> 32))) return false;
+          }
+          return true;
+        } else if constexpr (std::is_same_v<T, qman::MsgLong> || std::is_same_v<T, qman::MsgProt>) {
+          if (!predicate_true(cp, p.pred)) return true;
+          // op 1 writes the timestamp (nanoseconds of device time) instead of the value.
+          const uint32_t value = p.op == 1 ? static_cast<uint32_t>(now_ps() / 1000) : p.value;
+          return send_message(cp_index, p.addr, value, p.barriers.mb);
+        } else if constexpr (std::is_same_v<T, qman::MsgShort>) {
+          const uint32_t value = p.op == 1 ? static_cast<uint32_t>(now_ps() / 1000) : p.value;
+          return send_message(cp_index, cp.msg_base[p.base] + p.msg_addr_offset, value, p.barriers.mb);
+        } else if constexpr (std::is_same_v<T, qman::Fence>) {
+          if (!predicate_true(cp, p.pred)) return true;
+          ++stats_.fence_waits;
+          while (cp.fence[p.id] < p.target_val && !cp.stopped) cp_wait(cp_index);
+          if (cp.stopped) return false;
+          cp.fence[p.id] -= std::min<uint32_t>(cp.fence[p.id], p.dec_val);
+          return true;
+        } else if constexpr (std::is_same_v<T, qman::Wait>) {
+          sc_core::wait(ps_to_time(Picoseconds{p.num_cycles_to_wait} * config_.cycle_ps));
+          cp.fence[p.id] = (cp.fence[p.id] + p.inc_val) & regs::qm::kCpFenceCntMask;
+          return true;
+        } else if constexpr (std::is_same_v<T, qman::LinDma>) {
+          // Program the engine through the CP_LDMA offsets, then commit.
+          const uint64_t base = config_.ldma_block_address;
+          uint32_t commit = 0;
+          if (p.wr_comp_en) commit |= regs::dma_core::kCommitWrCompEn;
+          if (p.transpose) commit |= regs::dma_core::kCommitTranspose;
+          if (p.dtype) commit |= regs::dma_core::kCommitDtype;
+          if (p.lin) commit |= regs::dma_core::kCommitLin;
+          if (p.mem_set) commit |= regs::dma_core::kCommitMemSet;
+          if (p.compress) commit |= regs::dma_core::kCommitCompress;
+          if (p.decompress) commit |= regs::dma_core::kCommitDecompress;
+          commit |= (uint32_t{p.context_id} << regs::dma_core::kCommitCtxIdShift) & regs::dma_core::kCommitCtxIdMask;
+          return write_engine_register(cp_index, base + cp.ldma_src_offset, static_cast<uint32_t>(p.src_addr)) &&
+                 write_engine_register(cp_index, base + cp.ldma_src_offset + 4, static_cast<uint32_t>(p.src_addr >> 32)) &&
+                 write_engine_register(cp_index, base + cp.ldma_dst_offset, static_cast<uint32_t>(p.dst_addr)) &&
+                 write_engine_register(cp_index, base + cp.ldma_dst_offset + 4, static_cast<uint32_t>(p.dst_addr >> 32)) &&
+                 write_engine_register(cp_index, base + cp.ldma_tsize_offset, p.tsize) &&
+                 write_engine_register(cp_index, base + regs::dma_core::kCommit, commit);
+        } else if constexpr (std::is_same_v<T, qman::CpDma>) {
+          if (!predicate_true(cp, p.pred)) return true;
+          if (cp_index == regs::kLowerCp) {
+            raise_error(cp_index, QmanError::kUndefinedOpcode, "CP_DMA on the lower CP");
+            return false;
+          }
+          Cp& lower = cps_[regs::kLowerCp];
+          while (lower.lower_fifo.size() >= config_.lower_cp_fifo) sc_core::wait(ps_to_time(config_.cycle_ps));
+          lower.lower_fifo.push_back({p.src_addr, p.tsize});
+          lower.wake.notify(sc_core::SC_ZERO_TIME);
+          return true;
+        } else if constexpr (std::is_same_v<T, qman::LoadAndExe>) {
+          if (!predicate_true(cp, p.pred)) return true;
+          if (p.dst) {
+            raise_error(cp_index, QmanError::kUndefinedOpcode, "LOAD_AND_EXE in scalar mode is not modelled yet");
+            return false;
+          }
+          if (p.load) {
+            uint32_t predicates = 0;
+            if (bus_.read(p.src_addr, &predicates, 4) != tlm::TLM_OK_RESPONSE) {
+              raise_error(cp_index, QmanError::kFetch, "LOAD_AND_EXE cannot read " + hex(p.src_addr));
+              return false;
+            }
+            cp.predicates = predicates | 1u;
+          }
+          return true;
+        } else if constexpr (std::is_same_v<T, qman::ArbPoint>) {
+          return true;   // stream arbitration is not modelled yet: every stream runs freely
+        } else {
+          static_assert(std::is_same_v<T, qman::Repeat>);
+          raise_error(cp_index, QmanError::kUndefinedOpcode, "REPEAT is not modelled yet");
+          return false;
+        }
+      },
+      packet);
+}
+
+void Qman::raise_error(unsigned cp, QmanError cause, const std::string& message) {
+  Cp& state = cps_[cp];
+  state.error_causes |= static_cast<uint32_t>(cause);
+  state.stopped = true;
+  ++stats_.errors;
+  if ((glbl_err_cfg_ >> (regs::qm::kGlblErrCfgCpMsgEnShift + cp)) & 1u) {
+    // The error is a message to the configured address (the GIC, which firmware turns into an
+    // event-queue entry).
+    bus_.post_write32(glbl_err_addr_, glbl_err_wdata_);
+  }
+  if (observer_) observer_->error(name_, cp, cause, describe(cp) + ": " + message, now_ps());
+}
+
+}  // namespace hpusim::hw

@@ -1,0 +1,135 @@
+// A Gaudi 1 queue manager (QMAN): four streams, each a primary queue (PQ) of buffer descriptors in
+// host memory feeding an upper command processor (CP), plus the shared lower CP fed by CP_DMA.
+// Each CP fetches its command buffer over the fabric and executes the Gaudi packet set; messages
+// (MSG_LONG / MSG_SHORT / MSG_PROT) are posted writes, register writes go to the engine's CFG
+// block, FENCE waits on the CP's fence counters (incremented by writes to CP_FENCEn_RDATA, usually
+// from a sync-manager monitor). STOP, an undefined opcode or a failed access raise a QMAN error:
+// GLBL_STS1 records the cause, the error message GLBL_ERR_WDATA is written to GLBL_ERR_ADDR when
+// enabled, and that CP stops until the QMAN is reset. The registers sit at the real Gaudi 1 CFG
+// offsets (hw/regs/gaudi1_map.h).
+#pragma once
+
+#include <systemc>
+
+#include <array>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hw/cfg/cfg_space.h"
+#include "hw/common/bus_master.h"
+#include "hw/qman/packets.h"
+#include "hw/regs/gaudi1_map.h"
+
+namespace hpusim::hw {
+
+struct QmanConfig {
+  regs::QmanId id = regs::QmanId::DMA0;
+  uint64_t block_address = 0;          // device address of the QMAN register block
+  uint64_t engine_block_address = 0;   // device address of the engine's CFG block (WREG_32 target)
+  uint64_t ldma_block_address = 0;     // base the CP_LDMA_*_OFFSET registers are relative to
+  Picoseconds cycle_ps = 909;          // CP clock
+  uint32_t packet_cycles = 4;          // CP cycles to decode and dispatch one packet
+  uint32_t fetch_bytes = 128;          // command-buffer fetch granule
+  uint32_t lower_cp_fifo = 8;          // CP_DMA descriptors the lower CP can hold
+};
+
+// Why a CP stopped; the bit values are those of GLBL_STS1.
+enum class QmanError : uint32_t {
+  kFetch = regs::qm::kGlblSts1CpRdErr,
+  kUndefinedOpcode = regs::qm::kGlblSts1CpUndefCmdErr,
+  kStop = regs::qm::kGlblSts1CpStopOp,
+  kMessage = regs::qm::kGlblSts1CpMsgWrErr,
+  kRegisterWrite = regs::qm::kGlblSts1CpWregErr,
+  kPqFetch = regs::qm::kGlblSts1PqfRdErr,
+};
+
+class QmanObserver {
+ public:
+  virtual ~QmanObserver() = default;
+  virtual void packet_executed(const std::string& /*qman*/, unsigned /*cp*/, const qman::Packet& /*packet*/,
+                               Picoseconds /*start*/, Picoseconds /*end*/) {}
+  virtual void command_buffer_done(const std::string& /*qman*/, unsigned /*stream*/, uint32_t /*pq_ci*/,
+                                   Picoseconds /*at*/) {}
+  virtual void error(const std::string& /*qman*/, unsigned /*cp*/, QmanError /*cause*/,
+                     const std::string& /*message*/, Picoseconds /*at*/) {}
+};
+
+struct QmanStats {
+  uint64_t command_buffers = 0;
+  uint64_t packets = 0;
+  uint64_t messages = 0;
+  uint64_t register_writes = 0;
+  uint64_t fence_waits = 0;
+  uint64_t errors = 0;
+};
+
+class Qman : public sc_core::sc_module, public RegisterBlock {
+ public:
+  Qman(sc_core::sc_module_name name, const QmanConfig& config);
+
+  BusMaster& bus() { return bus_; }
+  static constexpr uint64_t kBlockBytes = 0x1000;
+
+  bool read_register(uint64_t offset, uint32_t& value, Picoseconds at_ps) override;
+  bool write_register(uint64_t offset, uint32_t value, Picoseconds at_ps) override;
+
+  void set_observer(QmanObserver* observer) { observer_ = observer; }
+  const QmanStats& stats() const { return stats_; }
+  const std::string& qman_name() const { return name_; }
+  bool cp_stopped(unsigned cp) const { return cps_[cp].stopped; }
+  uint32_t fence_counter(unsigned cp, unsigned fence) const { return cps_[cp].fence[fence]; }
+  // A modelled hard reset: every CP idle and running, queues empty, registers at reset values.
+  void reset();
+
+ private:
+  struct CommandBuffer {
+    uint64_t address = 0;
+    uint32_t size = 0;
+  };
+  struct Cp {
+    std::array<uint32_t, regs::kFencesPerCp> fence{};
+    std::array<uint64_t, regs::kCpMsgBases> msg_base{};
+    uint32_t ldma_tsize_offset = 0, ldma_src_offset = 0, ldma_dst_offset = 0;
+    uint32_t predicates = 1;             // predicate 0 is always true
+    uint32_t error_causes = 0;           // GLBL_STS1_<cp>
+    bool stopped = false;
+    bool busy = false;
+    sc_core::sc_event wake;              // new work, fence increment, restart
+    std::deque<CommandBuffer> lower_fifo;   // lower CP only: CBs pushed by CP_DMA
+  };
+  struct Stream {
+    uint64_t pq_base = 0;
+    uint32_t pq_size_log2 = 0;
+    uint32_t pi = 0, ci = 0;
+  };
+
+  void run_upper_cp(unsigned stream);
+  void run_lower_cp();
+  // Executes one command buffer on CP `cp`; false when the CP stopped on an error.
+  bool execute(unsigned cp, const CommandBuffer& cb);
+  bool execute_packet(unsigned cp, const qman::Packet& packet);
+  bool predicate_true(const Cp& cp, uint8_t pred) const { return pred == 0 || (cp.predicates >> pred) & 1u; }
+  bool send_message(unsigned cp, uint64_t address, uint32_t value, bool barrier);
+  bool write_engine_register(unsigned cp, uint64_t address, uint32_t value);
+  void raise_error(unsigned cp, QmanError cause, const std::string& message);
+  void cp_wait(unsigned cp);
+  uint32_t queue_entries(const Stream& s) const { return 1u << s.pq_size_log2; }
+  std::string describe(unsigned cp) const;
+
+  QmanConfig config_;
+  std::string name_;
+  BusMaster bus_;
+  std::array<Cp, regs::kQmanCps> cps_;
+  std::array<Stream, regs::kQmanStreams> streams_;
+  std::vector<uint32_t> plain_registers_;   // registers stored as written
+  uint32_t glbl_cfg0_ = 0, glbl_cfg1_ = 0, glbl_err_cfg_ = 0, glbl_err_wdata_ = 0;
+  uint64_t glbl_err_addr_ = 0;
+  uint32_t cq_ptr_lo_ = 0, cq_ptr_hi_ = 0;
+  QmanObserver* observer_ = nullptr;
+  QmanStats stats_;
+};
+
+}  // namespace hpusim::hw
