@@ -152,6 +152,12 @@ void resolve_and_validate(Card& card) {
   require_positive(fabric.pcie_port_bytes_per_cycle(), "fabric.pcie_port_bytes_per_cycle");
   require_positive(fabric.cfg_port_bytes_per_cycle(), "fabric.cfg_port_bytes_per_cycle");
 
+  const auto& cs = card.command_submission();
+  require_positive(cs.cp_packet_cycles(), "command_submission.cp_packet_cycles");
+  require(cs.cp_fetch_bytes() >= 16 && power_of_two(cs.cp_fetch_bytes()),
+          "command_submission.cp_fetch_bytes must be a power of two >= 16");
+  require_positive(cs.lower_cp_fifo(), "command_submission.lower_cp_fifo");
+
   const auto& map = card.memory_map();
   std::vector<Region> regions = {
       {"DRAM", map.dram_base(), hbm_capacity(hbm)},

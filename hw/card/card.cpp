@@ -1,0 +1,85 @@
+#include "hw/card/card.h"
+
+#include <algorithm>
+
+namespace hpusim::hw {
+namespace {
+
+bool card_has_qman(const preset::Card& preset, regs::QmanId id) {
+  const unsigned engine = regs::qman_engine(id);
+  switch (regs::qman_family(id)) {
+    case regs::QmanFamily::Dma:
+      return engine < preset.dma().pci_channels() + preset.dma().internal_channels();
+    case regs::QmanFamily::Mme:
+      return engine == 0 || engine == 2;   // the master MMEs carry the QMANs
+    case regs::QmanFamily::Tpc:
+      return engine < preset.tpc().count();
+    case regs::QmanFamily::Nic:
+      return false;   // NIC engines are not modelled yet
+  }
+  return false;
+}
+
+}  // namespace
+
+Card::Card(sc_core::sc_module_name name, const preset::Card& preset)
+    : sc_module(name), memory_("memory", preset) {
+  const auto& cs = preset.command_submission();
+  const Picoseconds cp_cycle = period_ps_from_mhz(preset.clocks().dma_mhz());
+
+  for (unsigned i = 0; i < 4; ++i) {
+    const auto which = static_cast<regs::SyncManager>(i);
+    SyncManagerConfig config;
+    config.name = std::string("sm_") + regs::sync_manager_name(which);
+    config.layout.sob_obj = regs::sm::kObjsSobObj0;
+    config.layout.mon_pay_addrl = regs::sm::kObjsMonPayAddrL0;
+    config.layout.mon_pay_addrh = regs::sm::kObjsMonPayAddrH0;
+    config.layout.mon_pay_data = regs::sm::kObjsMonPayData0;
+    config.layout.mon_arm = regs::sm::kObjsMonArm0;
+    config.layout.mon_status = regs::sm::kObjsMonStatus0;
+    config.layout.block_bytes = regs::sm::kObjsSize;
+    config.payload_latency_ps = Picoseconds{cs.monitor_payload_cycles()} * cp_cycle;
+    auto sm = std::make_unique<SyncManager>(config);
+    memory_.cfg().attach(config.name, regs::cfg_address(regs::sm_objs_base(which)), sm->size_bytes(), *sm);
+    memory_.bind_master(sm->payload_socket, config.name);
+    sync_managers_.push_back(std::move(sm));
+  }
+
+  qmans_.resize(regs::kNumQmans);
+  for (unsigned i = 0; i < regs::kNumQmans; ++i) {
+    const regs::QmanId id = regs::qman_from_index(i);
+    if (!card_has_qman(preset, id)) continue;
+    QmanConfig config;
+    config.id = id;
+    config.block_address = regs::cfg_address(regs::qman_base(id));
+    config.engine_block_address = regs::cfg_address(regs::qman_engine_block(id).value_or(regs::qman_ldma_base(id)));
+    config.ldma_block_address = regs::cfg_address(regs::qman_ldma_base(id));
+    config.cycle_ps = cp_cycle;
+    config.packet_cycles = cs.cp_packet_cycles();
+    config.fetch_bytes = cs.cp_fetch_bytes();
+    config.lower_cp_fifo = cs.lower_cp_fifo();
+    auto qman = std::make_unique<Qman>(regs::qman_name(id), config);
+    memory_.cfg().attach(regs::qman_name(id), config.block_address, Qman::kBlockBytes, *qman);
+    memory_.bind_master(qman->bus().socket, regs::qman_name(id));
+    qmans_[i] = std::move(qman);
+  }
+}
+
+void Card::set_qman_observer(QmanObserver* observer) {
+  for (auto& qman : qmans_) {
+    if (qman) qman->set_observer(observer);
+  }
+}
+
+void Card::set_sync_manager_observer(SyncManagerObserver* observer) {
+  for (auto& sm : sync_managers_) sm->set_observer(observer);
+}
+
+void Card::reset() {
+  for (auto& sm : sync_managers_) sm->reset();
+  for (auto& qman : qmans_) {
+    if (qman) qman->reset();
+  }
+}
+
+}  // namespace hpusim::hw

@@ -1,0 +1,39 @@
+// A whole card: the memory system plus the command-submission blocks at their real Gaudi 1 CFG
+// addresses: the four sync managers and the QMANs of the DMA channels, the two MME masters and
+// the TPCs. Engines (DMA cores, TPC, MME) join as their models land.
+#pragma once
+
+#include <systemc>
+
+#include <memory>
+#include <vector>
+
+#include "hw/card/memory_system.h"
+#include "hw/qman/qman.h"
+#include "hw/regs/gaudi1_map.h"
+#include "hw/syncmgr/sync_manager.h"
+
+namespace hpusim::hw {
+
+class Card : public sc_core::sc_module {
+ public:
+  Card(sc_core::sc_module_name name, const preset::Card& preset);
+
+  MemorySystem& memory() { return memory_; }
+  const preset::Card& preset() const { return memory_.card(); }
+  SyncManager& sync_manager(regs::SyncManager which) { return *sync_managers_.at(static_cast<unsigned>(which)); }
+  // nullptr when this card has no such QMAN.
+  Qman* qman(regs::QmanId id) { return qmans_.at(regs::to_index(id)).get(); }
+
+  void set_qman_observer(QmanObserver* observer);
+  void set_sync_manager_observer(SyncManagerObserver* observer);
+  // A modelled hard reset of the command-submission blocks.
+  void reset();
+
+ private:
+  MemorySystem memory_;
+  std::vector<std::unique_ptr<SyncManager>> sync_managers_;
+  std::vector<std::unique_ptr<Qman>> qmans_;   // indexed by QmanId
+};
+
+}  // namespace hpusim::hw

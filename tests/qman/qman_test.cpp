@@ -1,0 +1,184 @@
+// QMAN command processing on a whole card, driven through MMIO and host memory only.
+#include <gtest/gtest.h>
+
+#include "tests/qman/qman_fixture.h"
+
+namespace hpusim::testing {
+namespace {
+
+using qman::CommandBufferBuilder;
+using regs::QmanId;
+using regs::QmReg;
+
+TEST_F(CardTest, NopCommandBuffersComplete) {
+  open_stream(QmanId::DMA0, 0);
+  for (int count : {1, 16, 64}) {
+    for (int i = 0; i < count; ++i) submit(QmanId::DMA0, 0, CommandBufferBuilder().nop().nop().bytes());
+    ASSERT_TRUE(drain(QmanId::DMA0, 0)) << count;
+  }
+  EXPECT_EQ(recorder.done["DMA0_QM/0"].size(), 81u);
+  EXPECT_TRUE(recorder.errors.empty());
+}
+
+TEST_F(CardTest, MsgLongWritesSram) {
+  open_stream(QmanId::DMA0, 0);
+  submit(QmanId::DMA0, 0, CommandBufferBuilder().msg_long(sram(0x1000), 0xbaba0ded).bytes());
+  ASSERT_TRUE(drain(QmanId::DMA0, 0));
+  EXPECT_EQ(sram_read32(0x1000), 0xbaba0dedu);
+
+  CommandBufferBuilder many;
+  for (uint32_t i = 0; i < 2000; ++i) many.msg_long(sram(0x10000 + 4 * i), 0x1000 + i);
+  submit(QmanId::DMA0, 0, many.bytes());
+  ASSERT_TRUE(drain(QmanId::DMA0, 0));
+  for (uint32_t i = 0; i < 2000; i += 97) EXPECT_EQ(sram_read32(0x10000 + 4 * i), 0x1000 + i) << i;
+  EXPECT_EQ(sram_read32(0x10000 + 4 * 1999), 0x1000u + 1999);
+}
+
+TEST_F(CardTest, MsgProtCompletionWritesTheQueueEntryAndRaisesTheInterrupt) {
+  open_stream(QmanId::DMA1, 2);
+  const uint64_t cq_slot = host_alloc(8);
+  submit(QmanId::DMA1, 2,
+         CommandBufferBuilder().nop().msg_prot(device_view(cq_slot), 0x80000007).msg_prot(device_view(kMsiHostAddress), 3).bytes());
+  auto vector = sim->wait_for_interrupt(100000000);
+  ASSERT_TRUE(vector.has_value());
+  EXPECT_EQ(*vector, 3u);
+  EXPECT_EQ(host_read<uint32_t>(cq_slot), 0x80000007u);  // the entry landed before the interrupt
+}
+
+TEST_F(CardTest, TwoStreamsAreOrderedThroughAMonitorAndAFence) {
+  const auto en = regs::SyncManager::E_N;
+  const unsigned sob = 144, mon = 72;
+  open_stream(QmanId::DMA0, 0);
+  open_stream(QmanId::DMA0, 3);
+  // Stream 0 arms a monitor whose payload increments its own fence 2, waits on that fence, then writes.
+  submit(QmanId::DMA0, 0,
+         CommandBufferBuilder()
+             .msg_long(cfg(regs::sm_mon_pay_addrl(en, mon)), static_cast<uint32_t>(cfg(regs::qman_fence_rdata(QmanId::DMA0, 2, 0))))
+             .msg_long(cfg(regs::sm_mon_pay_addrh(en, mon)), static_cast<uint32_t>(cfg(regs::qman_fence_rdata(QmanId::DMA0, 2, 0)) >> 32))
+             .msg_long(cfg(regs::sm_mon_pay_data(en, mon)), 1)
+             .msg_long(cfg(regs::sm_mon_arm(en, mon)), qman::monitor_arm_value(sob / 8, qman::single_sob_mask(sob), false, 1))
+             .fence(2, 1, 1)
+             .msg_long(sram(0x2000), 0xB)
+             .bytes());
+  sim->charge_ns(20000);
+  sim->sync_device();
+  EXPECT_EQ(mmio_read(QmanId::DMA0, QmReg::PqCi, 0), 0u) << "stream 0 must still wait on its fence";
+  EXPECT_EQ(sram_read32(0x2000), 0u);
+  // Stream 3 produces the data, then signals the sync object.
+  submit(QmanId::DMA0, 3,
+         CommandBufferBuilder().msg_long(sram(0x3000), 0xA).msg_long(cfg(regs::sm_sob(en, sob)), qman::sob_write_value(1, true)).bytes());
+  ASSERT_TRUE(drain(QmanId::DMA0, 3));
+  ASSERT_TRUE(drain(QmanId::DMA0, 0));
+  EXPECT_EQ(sram_read32(0x3000), 0xAu);
+  EXPECT_EQ(sram_read32(0x2000), 0xBu);
+  ASSERT_EQ(recorder.done["DMA0_QM/0"].size(), 1u);
+  ASSERT_EQ(recorder.done["DMA0_QM/3"].size(), 1u);
+  EXPECT_GT(recorder.done["DMA0_QM/0"][0], recorder.done["DMA0_QM/3"][0]);
+  EXPECT_EQ(card->qman(QmanId::DMA0)->fence_counter(0, 2), 0u);  // consumed by the FENCE
+}
+
+TEST_F(CardTest, StopRaisesAnErrorEventAndStopsOnlyThatCp) {
+  open_stream(QmanId::DMA2, 0);
+  open_stream(QmanId::DMA2, 1);
+  const uint64_t err_addr = sram(0x4000);
+  mmio_write(QmanId::DMA2, QmReg::GlblErrAddrLo, 0, static_cast<uint32_t>(err_addr));
+  mmio_write(QmanId::DMA2, QmReg::GlblErrAddrHi, 0, static_cast<uint32_t>(err_addr >> 32));
+  mmio_write(QmanId::DMA2, QmReg::GlblErrWdata, 0, 0xE770);
+  mmio_write(QmanId::DMA2, QmReg::GlblErrCfg, 0, 0x1F << regs::qm::kGlblErrCfgCpMsgEnShift);
+  submit(QmanId::DMA2, 0, CommandBufferBuilder().nop().stop().msg_long(sram(0x5000), 1).bytes());
+  submit(QmanId::DMA2, 1, CommandBufferBuilder().msg_long(sram(0x5004), 2).bytes());
+  ASSERT_TRUE(drain(QmanId::DMA2, 1));
+  EXPECT_FALSE(drain(QmanId::DMA2, 0, 50));
+  EXPECT_TRUE(mmio_read(QmanId::DMA2, QmReg::GlblSts1, 0) & regs::qm::kGlblSts1CpStopOp);
+  EXPECT_TRUE((mmio_read(QmanId::DMA2, QmReg::GlblSts0, 0) >> regs::qm::kGlblSts0CpIsStopShift) & 1u);
+  EXPECT_EQ(sram_read32(0x4000), 0xE770u);   // the error message
+  EXPECT_EQ(sram_read32(0x5000), 0u);        // nothing after the STOP ran
+  EXPECT_EQ(sram_read32(0x5004), 2u);        // the other stream kept going
+  ASSERT_EQ(recorder.errors.size(), 1u);
+  EXPECT_EQ(recorder.errors[0].first, hw::QmanError::kStop);
+  EXPECT_NE(recorder.errors[0].second.find("DMA2_QM CP0"), std::string::npos) << recorder.errors[0].second;
+}
+
+TEST_F(CardTest, UndefinedOpcodeIsAnErrorNotACrash) {
+  open_stream(QmanId::TPC3, 2);
+  submit(QmanId::TPC3, 2, CommandBufferBuilder().nop().raw_header(0, 0xE << 24).bytes());
+  EXPECT_FALSE(drain(QmanId::TPC3, 2, 50));
+  EXPECT_TRUE(mmio_read(QmanId::TPC3, QmReg::GlblSts1, 2) & regs::qm::kGlblSts1CpUndefCmdErr);
+  ASSERT_EQ(recorder.errors.size(), 1u);
+  EXPECT_EQ(recorder.errors[0].first, hw::QmanError::kUndefinedOpcode);
+  // A truncated packet at the end of a buffer is an error too.
+  open_stream(QmanId::TPC3, 1);
+  std::vector<uint8_t> truncated = CommandBufferBuilder().msg_long(sram(0x10), 1).bytes();
+  truncated.resize(12);
+  submit(QmanId::TPC3, 1, truncated);
+  EXPECT_FALSE(drain(QmanId::TPC3, 1, 50));
+  EXPECT_EQ(recorder.errors.size(), 2u);
+}
+
+TEST_F(CardTest, PredicatedPacketsFollowLoadAndExe) {
+  open_stream(QmanId::DMA3, 0);
+  const uint64_t predicates = host_alloc(4);
+  const uint32_t word = 1u << 3;
+  host_write(predicates, &word, 4);
+  qman::MsgLong taken;
+  taken.addr = sram(0x6000);
+  taken.value = 0x33;
+  taken.pred = 3;
+  taken.barriers = qman::kRbMb;
+  qman::MsgLong skipped = taken;
+  skipped.addr = sram(0x6004);
+  skipped.pred = 4;
+  submit(QmanId::DMA3, 0,
+         CommandBufferBuilder().load_and_exe(device_view(predicates), true, false).add(taken).add(skipped).bytes());
+  ASSERT_TRUE(drain(QmanId::DMA3, 0));
+  EXPECT_EQ(sram_read32(0x6000), 0x33u);
+  EXPECT_EQ(sram_read32(0x6004), 0u);
+}
+
+TEST_F(CardTest, CpDmaFeedsTheLowerCp) {
+  open_stream(QmanId::DMA4, 1);
+  const std::vector<uint8_t> inner = CommandBufferBuilder().msg_long(sram(0x7000), 0x77).bytes();
+  const uint64_t inner_host = host_alloc(inner.size());
+  host_write(inner_host, inner.data(), inner.size());
+  submit(QmanId::DMA4, 1, CommandBufferBuilder().cp_dma(device_view(inner_host), static_cast<uint32_t>(inner.size())).bytes());
+  ASSERT_TRUE(drain(QmanId::DMA4, 1));
+  sim->charge_ns(20000);
+  sim->sync_device();
+  EXPECT_EQ(sram_read32(0x7000), 0x77u);
+}
+
+TEST_F(CardTest, WaitIncrementsAFenceAfterItsCycles) {
+  open_stream(QmanId::MME0, 0);
+  submit(QmanId::MME0, 0, CommandBufferBuilder().wait(1000, 1, 1).fence(1, 1, 1).msg_long(sram(0x8000), 5).bytes());
+  ASSERT_TRUE(drain(QmanId::MME0, 0));
+  EXPECT_EQ(sram_read32(0x8000), 5u);
+  EXPECT_TRUE(recorder.errors.empty());
+}
+
+TEST_F(CardTest, FenceCountersAreVisibleAndWritable) {
+  open_stream(QmanId::DMA5, 0);
+  mmio_write(QmanId::DMA5, QmReg::CpFence0Rdata, 0, 3);
+  sim->sync_device();
+  EXPECT_EQ(mmio_read(QmanId::DMA5, QmReg::CpFence0Cnt, 0), 3u);
+  submit(QmanId::DMA5, 0, CommandBufferBuilder().fence(0, 2, 2).bytes());
+  ASSERT_TRUE(drain(QmanId::DMA5, 0));
+  EXPECT_EQ(mmio_read(QmanId::DMA5, QmReg::CpFence0Cnt, 0), 1u);
+}
+
+TEST_F(CardTest, UnmappedCommandBufferIsAFetchError) {
+  open_stream(QmanId::DMA6, 0);
+  Queue& queue = open_stream(QmanId::DMA6, 0);
+  struct {
+    uint64_t ptr;
+    uint32_t len;
+    uint32_t ctl;
+  } bd{0x4000000000ull, 64, 0};  // nothing is mapped there
+  host_write(queue.pq, &bd, 16);
+  queue.pi = 1;
+  mmio_write(QmanId::DMA6, QmReg::PqPi, 0, 1);
+  EXPECT_FALSE(drain(QmanId::DMA6, 0, 50));
+  EXPECT_TRUE(mmio_read(QmanId::DMA6, QmReg::GlblSts1, 0) & regs::qm::kGlblSts1CpRdErr);
+}
+
+}  // namespace
+}  // namespace hpusim::testing
