@@ -23,7 +23,13 @@ bool card_has_qman(const preset::Card& preset, regs::QmanId id) {
 }  // namespace
 
 Card::Card(sc_core::sc_module_name name, const preset::Card& preset)
-    : sc_module(name), memory_("memory", preset) {
+    : sc_module(name),
+      memory_("memory", preset),
+      msi_(memory_.pcie(), regs::pcie::kMsiEntries),
+      msi_request_(memory_.pcie()) {
+  memory_.cfg().attach("PCIE_MSI", regs::cfg_address(regs::pcie::kMsiIntr0), 4 * regs::pcie::kMsiEntries, msi_);
+  memory_.cfg().attach("PCIE_CORE.MSI_REQ", regs::cfg_address(regs::pcie::kCoreMsiReq), 4, msi_request_);
+
   const auto& cs = preset.command_submission();
   const Picoseconds cp_cycle = period_ps_from_mhz(preset.clocks().dma_mhz());
 

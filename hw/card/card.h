@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "hw/card/memory_system.h"
+#include "hw/pcie/msi_block.h"
 #include "hw/qman/qman.h"
 #include "hw/regs/gaudi1_map.h"
 #include "hw/syncmgr/sync_manager.h"
@@ -34,6 +35,8 @@ class Card : public sc_core::sc_module {
   MemorySystem memory_;
   std::vector<std::unique_ptr<SyncManager>> sync_managers_;
   std::vector<std::unique_ptr<Qman>> qmans_;   // indexed by QmanId
+  MsiBlock msi_;
+  MsiRequestRegister msi_request_;
 };
 
 }  // namespace hpusim::hw

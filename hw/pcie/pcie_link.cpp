@@ -124,6 +124,15 @@ void PcieLink::set_msi_sink(uint64_t msi_address, MsiSink sink) {
   msi_sink_ = std::move(sink);
 }
 
+void PcieLink::raise_msi(uint32_t vector, Picoseconds at_ps) {
+  const uint64_t wire = 4 + config_.tlp_overhead_bytes;
+  const Picoseconds at_host = upstream_.reserve(at_ps, wire) + config_.link_latency_ps;
+  ++stats_.upstream_tlps;
+  stats_.upstream_bytes += wire;
+  ++stats_.msis;
+  if (msi_sink_) msi_sink_(vector, at_host);
+}
+
 unsigned PcieLink::device_debug(tlm::tlm_generic_payload& trans) {
   return move_host_data(trans) ? trans.get_data_length() : 0;
 }

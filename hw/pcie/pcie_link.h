@@ -67,6 +67,9 @@ class PcieLink : public sc_core::sc_module {
   // MSI; `sink` receives the written vector number and the time it reaches the host.
   using MsiSink = std::function<void(uint32_t vector, Picoseconds at_ps)>;
   void set_msi_sink(uint64_t msi_address, MsiSink sink);
+  // Sends the MSI memory write for `vector` upstream, as the PCIe core does when a device block
+  // requests an interrupt at `at_ps`.
+  void raise_msi(uint32_t vector, Picoseconds at_ps);
 
   const PcieStats& stats() const { return stats_; }
   const PcieConfig& config() const { return config_; }

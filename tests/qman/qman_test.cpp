@@ -45,6 +45,21 @@ TEST_F(CardTest, MsgProtCompletionWritesTheQueueEntryAndRaisesTheInterrupt) {
   EXPECT_EQ(host_read<uint32_t>(cq_slot), 0x80000007u);  // the entry landed before the interrupt
 }
 
+TEST_F(CardTest, MsgProtToTheMsiRegisterInterruptsTheHost) {
+  open_stream(QmanId::DMA0, 1);
+  const uint64_t cq_slot = host_alloc(8);
+  submit(QmanId::DMA0, 1,
+         CommandBufferBuilder().msg_prot(device_view(cq_slot), 0x1234).msg_prot(cfg(regs::pcie::msi_intr(5)), 1).bytes());
+  auto vector = sim->wait_for_interrupt(100000000);
+  ASSERT_TRUE(vector.has_value());
+  EXPECT_EQ(*vector, 5u);
+  EXPECT_EQ(host_read<uint32_t>(cq_slot), 0x1234u);
+  submit(QmanId::DMA0, 1, CommandBufferBuilder().msg_prot(cfg(regs::pcie::kCoreMsiReq), 1).bytes());
+  vector = sim->wait_for_interrupt(100000000);
+  ASSERT_TRUE(vector.has_value());
+  EXPECT_EQ(*vector, 0u);
+}
+
 TEST_F(CardTest, TwoStreamsAreOrderedThroughAMonitorAndAFence) {
   const auto en = regs::SyncManager::E_N;
   const unsigned sob = 144, mon = 72;
