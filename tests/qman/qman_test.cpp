@@ -1,7 +1,9 @@
 // QMAN command processing on a whole card, driven through MMIO and host memory only.
 #include <gtest/gtest.h>
 
+#include "hw/card/card_tracer.h"
 #include "tests/qman/qman_fixture.h"
+#include "traces/trace_reader.h"
 
 namespace hpusim::testing {
 namespace {
@@ -193,6 +195,49 @@ TEST_F(CardTest, UnmappedCommandBufferIsAFetchError) {
   mmio_write(QmanId::DMA6, QmReg::PqPi, 0, 1);
   EXPECT_FALSE(drain(QmanId::DMA6, 0, 50));
   EXPECT_TRUE(mmio_read(QmanId::DMA6, QmReg::GlblSts1, 0) & regs::qm::kGlblSts1CpRdErr);
+}
+
+TEST_F(CardTest, PacketsAndSyncObjectsAppearOnTheTimeline) {
+  traces::Timeline timeline;
+  std::unique_ptr<hw::CardTracer> tracer;
+  sim->on_sim_thread([&] { tracer = std::make_unique<hw::CardTracer>(timeline, *card); });
+  const auto en = regs::SyncManager::E_N;
+  open_stream(QmanId::DMA0, 0);
+  submit(QmanId::DMA0, 0,
+         CommandBufferBuilder()
+             .msg_long(cfg(regs::sm_mon_pay_addrl(en, 80)), static_cast<uint32_t>(sram(0x9000)))
+             .msg_long(cfg(regs::sm_mon_pay_addrh(en, 80)), static_cast<uint32_t>(sram(0x9000) >> 32))
+             .msg_long(cfg(regs::sm_mon_pay_data(en, 80)), 9)
+             .msg_long(cfg(regs::sm_mon_arm(en, 80)), qman::monitor_arm_value(200 / 8, qman::single_sob_mask(200), false, 1))
+             .msg_long(cfg(regs::sm_sob(en, 200)), qman::sob_write_value(1, true))
+             .nop()
+             .bytes());
+  ASSERT_TRUE(drain(QmanId::DMA0, 0));
+  sim->charge_ns(5000);
+  sim->sync_device();
+  EXPECT_EQ(sram_read32(0x9000), 9u);
+  const std::string path = ::testing::TempDir() + "qman_timeline.pftrace";
+  sim->on_sim_thread([&] {
+    std::lock_guard<std::mutex> lock(timeline.mutex());
+    timeline.writer().write_perfetto(path);
+  });
+  traces::TraceModel model = traces::read_perfetto(path);
+  const traces::TrackInfo* stream = model.find_track("DMA0_QM stream 0");
+  ASSERT_NE(stream, nullptr);
+  auto slices = model.slices_on(stream->uuid);
+  ASSERT_EQ(slices.size(), 6u);
+  EXPECT_EQ(slices[0]->name, "MSG_LONG");
+  EXPECT_EQ(slices[5]->name, "NOP");
+  const traces::TrackInfo* sm = model.find_track("sm_E_N");
+  ASSERT_NE(sm, nullptr);
+  bool sob_seen = false, fired_seen = false;
+  for (const auto* instant : model.instants_on(sm->uuid)) {
+    sob_seen |= instant->name == "SOB 200";
+    fired_seen |= instant->name == "monitor 80 fired";
+  }
+  EXPECT_TRUE(sob_seen);
+  EXPECT_TRUE(fired_seen);
+  sim->on_sim_thread([&] { card->set_qman_observer(nullptr); card->set_sync_manager_observer(nullptr); tracer.reset(); });
 }
 
 }  // namespace

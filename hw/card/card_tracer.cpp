@@ -1,0 +1,60 @@
+#include "hw/card/card_tracer.h"
+
+#include <mutex>
+
+#include "hw/regs/gaudi1_map.h"
+
+namespace hpusim::hw {
+namespace {
+uint64_t ns(Picoseconds ps) { return ps / 1000; }
+}  // namespace
+
+CardTracer::CardTracer(traces::Timeline& timeline, Card& card) : timeline_(timeline) {
+  std::lock_guard<std::mutex> lock(timeline_.mutex());
+  device_ = timeline_.process("device (" + card.preset().name() + ")");
+  card.set_qman_observer(this);
+  card.set_sync_manager_observer(this);
+}
+
+traces::TrackId CardTracer::cp_track(const std::string& qman, unsigned cp) {
+  return timeline_.track(device_, qman + (cp == regs::kLowerCp ? " lower CP" : " stream " + std::to_string(cp)));
+}
+
+void CardTracer::packet_executed(const std::string& qman, unsigned cp, const qman::Packet& packet, Picoseconds start,
+                                 Picoseconds end) {
+  if (!timeline_.enabled()) return;
+  std::lock_guard<std::mutex> lock(timeline_.mutex());
+  timeline_.writer().complete_slice(cp_track(qman, cp), ns(start), std::max(ns(end), ns(start) + 1),
+                                    qman::opcode_name(qman::opcode_of(packet)), {{"packet", qman::describe(packet)}});
+}
+
+void CardTracer::command_buffer_done(const std::string& qman, unsigned stream, uint32_t pq_ci, Picoseconds at) {
+  if (!timeline_.enabled()) return;
+  std::lock_guard<std::mutex> lock(timeline_.mutex());
+  timeline_.writer().instant(cp_track(qman, stream), ns(at), "command buffer done", {{"pq_ci", uint64_t{pq_ci}}});
+}
+
+void CardTracer::error(const std::string& qman, unsigned cp, QmanError cause, const std::string& message,
+                       Picoseconds at) {
+  if (!timeline_.enabled()) return;
+  std::lock_guard<std::mutex> lock(timeline_.mutex());
+  timeline_.writer().instant(cp_track(qman, cp), ns(at), "QMAN error",
+                             {{"cause", uint64_t{static_cast<uint32_t>(cause)}}, {"message", message}});
+}
+
+void CardTracer::sob_updated(const std::string& block, uint32_t sob, uint32_t value, Picoseconds at) {
+  if (!timeline_.enabled()) return;
+  std::lock_guard<std::mutex> lock(timeline_.mutex());
+  timeline_.writer().instant(timeline_.track(device_, block), ns(at), "SOB " + std::to_string(sob),
+                             {{"sob", uint64_t{sob}}, {"value", uint64_t{value}}});
+}
+
+void CardTracer::monitor_fired(const std::string& block, uint32_t monitor, uint64_t address, uint32_t data,
+                               Picoseconds at) {
+  if (!timeline_.enabled()) return;
+  std::lock_guard<std::mutex> lock(timeline_.mutex());
+  timeline_.writer().instant(timeline_.track(device_, block), ns(at), "monitor " + std::to_string(monitor) + " fired",
+                             {{"address", regs::describe_device_address(address)}, {"data", uint64_t{data}}});
+}
+
+}  // namespace hpusim::hw

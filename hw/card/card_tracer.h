@@ -1,0 +1,33 @@
+// Puts the card's command-submission activity on the shared timeline: one track per QMAN CP with
+// a slice per packet and per command buffer, QMAN errors as instants, and per sync-manager block
+// a track of SOB updates and monitor firings (instants with their values).
+#pragma once
+
+#include <string>
+
+#include "hw/card/card.h"
+#include "traces/timeline.h"
+
+namespace hpusim::hw {
+
+class CardTracer : public QmanObserver, public SyncManagerObserver {
+ public:
+  CardTracer(traces::Timeline& timeline, Card& card);
+
+  void packet_executed(const std::string& qman, unsigned cp, const qman::Packet& packet, Picoseconds start,
+                       Picoseconds end) override;
+  void command_buffer_done(const std::string& qman, unsigned stream, uint32_t pq_ci, Picoseconds at) override;
+  void error(const std::string& qman, unsigned cp, QmanError cause, const std::string& message,
+             Picoseconds at) override;
+  void sob_updated(const std::string& block, uint32_t sob, uint32_t value, Picoseconds at) override;
+  void monitor_fired(const std::string& block, uint32_t monitor, uint64_t address, uint32_t data,
+                     Picoseconds at) override;
+
+ private:
+  traces::TrackId cp_track(const std::string& qman, unsigned cp);
+
+  traces::Timeline& timeline_;
+  traces::TrackId device_ = 0;
+};
+
+}  // namespace hpusim::hw
