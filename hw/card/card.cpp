@@ -63,6 +63,7 @@ Card::Card(sc_core::sc_module_name name, const preset::Card& preset)
     config.cycle_ps = cp_cycle;
     config.packet_cycles = cs.cp_packet_cycles();
     config.fetch_bytes = cs.cp_fetch_bytes();
+    config.fetch_window = cs.cp_fetch_window();
     config.lower_cp_fifo = cs.lower_cp_fifo();
     auto qman = std::make_unique<Qman>(regs::qman_name(id), config);
     memory_.cfg().attach(regs::qman_name(id), config.block_address, Qman::kBlockBytes, *qman);

@@ -1,5 +1,6 @@
 #include "hw/common/bus_master.h"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
@@ -55,6 +56,41 @@ tlm::tlm_response_status BusMaster::read(uint64_t address, void* data, uint32_t 
   std::memcpy(data, request.buffer.data(), length);
   free_.push_back(&request);
   return status;
+}
+
+tlm::tlm_response_status BusMaster::read_pipelined(uint64_t address, void* data, uint32_t length, uint32_t chunk,
+                                                   uint32_t window) {
+  struct InFlight {
+    Request* request;
+    uint32_t offset;
+  };
+  std::vector<InFlight> in_flight;
+  tlm::tlm_response_status result = tlm::TLM_OK_RESPONSE;
+  uint32_t next = 0;
+  auto* out = static_cast<unsigned char*>(data);
+  while (next < length || !in_flight.empty()) {
+    while (next < length && in_flight.size() < window) {
+      const uint32_t size = std::min(chunk, length - next);
+      Request& request = acquire(false, address + next, size);
+      tlm::tlm_phase phase = tlm::BEGIN_REQ;
+      sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+      socket->nb_transport_fw(request, phase, delay);
+      in_flight.push_back({&request, next});
+      next += size;
+    }
+    // Retire the oldest read once its data has arrived (reads complete in issue order here).
+    InFlight oldest = in_flight.front();
+    while (!oldest.request->done) sc_core::wait(response_event_);
+    if (oldest.request->done_ps > now_ps()) sc_core::wait(delay_until(oldest.request->done_ps));
+    if (oldest.request->get_response_status() != tlm::TLM_OK_RESPONSE) {
+      ++errors_;
+      if (result == tlm::TLM_OK_RESPONSE) result = oldest.request->get_response_status();
+    }
+    std::memcpy(out + oldest.offset, oldest.request->buffer.data(), oldest.request->get_data_length());
+    free_.push_back(oldest.request);
+    in_flight.erase(in_flight.begin());
+  }
+  return result;
 }
 
 tlm::tlm_response_status BusMaster::write(uint64_t address, const void* data, uint32_t length) {

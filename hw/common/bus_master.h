@@ -27,6 +27,11 @@ class BusMaster : public sc_core::sc_module {
   tlm::tlm_response_status write(uint64_t address, const void* data, uint32_t length);
   tlm::tlm_response_status write32(uint64_t address, uint32_t value) { return write(address, &value, 4); }
 
+  // Reads `length` bytes as consecutive `chunk`-byte reads with up to `window` in flight (a
+  // prefetching fetcher); returns when all have arrived, with the first failure if any.
+  tlm::tlm_response_status read_pipelined(uint64_t address, void* data, uint32_t length, uint32_t chunk,
+                                          uint32_t window);
+
   // A posted write: returns at once; the response is counted when it arrives.
   void post_write(uint64_t address, const void* data, uint32_t length);
   void post_write32(uint64_t address, uint32_t value) { post_write(address, &value, 4); }

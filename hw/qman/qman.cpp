@@ -239,14 +239,14 @@ void Qman::run_lower_cp() {
 }
 
 bool Qman::execute(unsigned cp, const CommandBuffer& cb) {
-  // Fetch the whole buffer in fetch-granule reads, then run its packets in order.
+  // Fetch the whole buffer in fetch-granule reads with a prefetch window, then run its packets.
   std::vector<uint8_t> bytes(cb.size);
-  for (uint32_t offset = 0; offset < cb.size; offset += config_.fetch_bytes) {
-    const uint32_t chunk = std::min(config_.fetch_bytes, cb.size - offset);
-    if (bus_.read(cb.address + offset, bytes.data() + offset, chunk) != tlm::TLM_OK_RESPONSE) {
-      raise_error(cp, QmanError::kFetch, "cannot fetch the command buffer at " + hex(cb.address + offset));
-      return false;
-    }
+  if (cb.size > 0 &&
+      bus_.read_pipelined(cb.address, bytes.data(), cb.size, config_.fetch_bytes, config_.fetch_window) !=
+          tlm::TLM_OK_RESPONSE) {
+    raise_error(cp, QmanError::kFetch, "cannot fetch the command buffer at " + hex(cb.address) + " (" +
+                                           std::to_string(cb.size) + " bytes)");
+    return false;
   }
   size_t offset = 0;
   while (offset < bytes.size()) {

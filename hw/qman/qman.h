@@ -33,6 +33,7 @@ struct QmanConfig {
   Picoseconds cycle_ps = 909;          // CP clock
   uint32_t packet_cycles = 4;          // CP cycles to decode and dispatch one packet
   uint32_t fetch_bytes = 128;          // command-buffer fetch granule
+  uint32_t fetch_window = 8;           // fetch reads in flight
   uint32_t lower_cp_fifo = 8;          // CP_DMA descriptors the lower CP can hold
 };
 

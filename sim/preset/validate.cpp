@@ -157,6 +157,7 @@ void resolve_and_validate(Card& card) {
   require(cs.cp_fetch_bytes() >= 16 && power_of_two(cs.cp_fetch_bytes()),
           "command_submission.cp_fetch_bytes must be a power of two >= 16");
   require_positive(cs.lower_cp_fifo(), "command_submission.lower_cp_fifo");
+  require_positive(cs.cp_fetch_window(), "command_submission.cp_fetch_window");
 
   const auto& map = card.memory_map();
   std::vector<Region> regions = {

@@ -3,6 +3,7 @@
 
 #include "hw/card/card_tracer.h"
 #include "tests/qman/qman_fixture.h"
+#include "tests/support/golden.h"
 #include "traces/trace_reader.h"
 
 namespace hpusim::testing {
@@ -238,6 +239,48 @@ TEST_F(CardTest, PacketsAndSyncObjectsAppearOnTheTimeline) {
   EXPECT_TRUE(sob_seen);
   EXPECT_TRUE(fired_seen);
   sim->on_sim_thread([&] { card->set_qman_observer(nullptr); card->set_sync_manager_observer(nullptr); tracer.reset(); });
+}
+
+// A fixed submission scenario whose device-side completion times (in picoseconds) are kept as
+// golden values: any change to QMAN, sync manager, fabric, SRAM or PCIe timing shows up here.
+TEST_F(CardTest, SubmissionScenarioMatchesGoldenCycleCounts) {
+  GoldenFile golden("qman_submission.txt");
+  const auto en = regs::SyncManager::E_N;
+  open_stream(QmanId::DMA0, 0);
+  open_stream(QmanId::DMA0, 3);
+  submit(QmanId::DMA0, 0, CommandBufferBuilder().nop().bytes());
+  ASSERT_TRUE(drain(QmanId::DMA0, 0));
+  for (int i = 0; i < 64; ++i) submit(QmanId::DMA0, 0, CommandBufferBuilder().nop().nop().nop().nop().bytes());
+  ASSERT_TRUE(drain(QmanId::DMA0, 0));
+  CommandBufferBuilder many;
+  for (uint32_t i = 0; i < 2000; ++i) many.msg_long(sram(0x10000 + 4 * i), i);
+  submit(QmanId::DMA0, 3, many.bytes());
+  ASSERT_TRUE(drain(QmanId::DMA0, 3));
+  submit(QmanId::DMA0, 0,
+         CommandBufferBuilder()
+             .msg_long(cfg(regs::sm_mon_pay_addrl(en, 90)), static_cast<uint32_t>(cfg(regs::qman_fence_rdata(QmanId::DMA0, 1, 0))))
+             .msg_long(cfg(regs::sm_mon_pay_addrh(en, 90)), static_cast<uint32_t>(cfg(regs::qman_fence_rdata(QmanId::DMA0, 1, 0)) >> 32))
+             .msg_long(cfg(regs::sm_mon_pay_data(en, 90)), 1)
+             .msg_long(cfg(regs::sm_mon_arm(en, 90)), qman::monitor_arm_value(300 / 8, qman::single_sob_mask(300), false, 2))
+             .fence(1, 1, 1)
+             .msg_long(sram(0x2000), 0xB)
+             .bytes());
+  submit(QmanId::DMA0, 3,
+         CommandBufferBuilder().msg_long(cfg(regs::sm_sob(en, 300)), qman::sob_write_value(1, true))
+             .wait(500, 0, 1).fence(0, 1, 1)
+             .msg_long(cfg(regs::sm_sob(en, 300)), qman::sob_write_value(1, true)).bytes());
+  ASSERT_TRUE(drain(QmanId::DMA0, 0));
+  ASSERT_TRUE(drain(QmanId::DMA0, 3));
+  const auto& s0 = recorder.done["DMA0_QM/0"];
+  const auto& s3 = recorder.done["DMA0_QM/3"];
+  ASSERT_EQ(s0.size(), 66u);
+  ASSERT_EQ(s3.size(), 2u);
+  golden.check("one_nop_cb_done_ps", s0[0]);
+  golden.check("sixty_four_nop_cbs_done_ps", s0[64]);
+  golden.check("two_thousand_msg_long_done_ps", s3[0]);
+  golden.check("fence_released_cb_done_ps", s0[65]);
+  golden.check("signalling_cb_done_ps", s3[1]);
+  golden.check("dma0_packets", card->qman(QmanId::DMA0)->stats().packets);
 }
 
 }  // namespace
