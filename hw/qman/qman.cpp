@@ -43,6 +43,7 @@ Qman::Qman(sc_core::sc_module_name name, const QmanConfig& config)
 std::string Qman::describe(unsigned cp) const { return name_ + " CP" + std::to_string(cp); }
 
 void Qman::reset() {
+  ++generation_;
   for (Cp& cp : cps_) {
     cp.fence.fill(0);
     cp.msg_base.fill(0);
@@ -203,10 +204,16 @@ void Qman::run_upper_cp(unsigned s) {
       continue;
     }
     cp.busy = true;
+    const uint64_t generation = generation_;
     const uint32_t entries = queue_entries(stream);
     const uint64_t bd_address = stream.pq_base + uint64_t{stream.ci & (entries - 1)} * kBdBytes;
     uint8_t bd[kBdBytes];
-    if (bus_.read(bd_address, bd, kBdBytes) != tlm::TLM_OK_RESPONSE) {
+    const bool fetched = bus_.read(bd_address, bd, kBdBytes) == tlm::TLM_OK_RESPONSE;
+    if (generation != generation_) {
+      cp.busy = false;
+      continue;
+    }
+    if (!fetched) {
       raise_error(s, QmanError::kPqFetch, "cannot fetch the PQ entry at " + hex(bd_address));
       cp.busy = false;
       continue;
@@ -239,15 +246,19 @@ void Qman::run_lower_cp() {
 }
 
 bool Qman::execute(unsigned cp, const CommandBuffer& cb) {
+  const uint64_t generation = generation_;
   // Fetch the whole buffer in fetch-granule reads with a prefetch window, then run its packets.
   std::vector<uint8_t> bytes(cb.size);
   if (cb.size > 0 &&
       bus_.read_pipelined(cb.address, bytes.data(), cb.size, config_.fetch_bytes, config_.fetch_window) !=
           tlm::TLM_OK_RESPONSE) {
-    raise_error(cp, QmanError::kFetch, "cannot fetch the command buffer at " + hex(cb.address) + " (" +
-                                           std::to_string(cb.size) + " bytes)");
+    if (generation == generation_) {
+      raise_error(cp, QmanError::kFetch, "cannot fetch the command buffer at " + hex(cb.address) + " (" +
+                                             std::to_string(cb.size) + " bytes)");
+    }
     return false;
   }
+  if (generation != generation_) return false;
   size_t offset = 0;
   while (offset < bytes.size()) {
     const qman::DecodeResult decoded = qman::decode(bytes.data() + offset, bytes.size() - offset);
@@ -258,7 +269,9 @@ bool Qman::execute(unsigned cp, const CommandBuffer& cb) {
     }
     const Picoseconds start = now_ps();
     sc_core::wait(ps_to_time(Picoseconds{config_.packet_cycles} * config_.cycle_ps));
+    if (generation != generation_) return false;   // reset while this buffer ran
     if (!execute_packet(cp, decoded.packet)) return false;
+    if (generation != generation_) return false;
     ++stats_.packets;
     if (observer_) observer_->packet_executed(name_, cp, decoded.packet, start, now_ps());
     offset += decoded.size;
@@ -318,12 +331,17 @@ bool Qman::execute_packet(unsigned cp_index, const qman::Packet& packet) {
         } else if constexpr (std::is_same_v<T, qman::Fence>) {
           if (!predicate_true(cp, p.pred)) return true;
           ++stats_.fence_waits;
-          while (cp.fence[p.id] < p.target_val && !cp.stopped) cp_wait(cp_index);
-          if (cp.stopped) return false;
+          const uint64_t generation = generation_;
+          while (cp.fence[p.id] < p.target_val && !cp.stopped && generation == generation_) cp_wait(cp_index);
+          if (cp.stopped || generation != generation_) return false;
           cp.fence[p.id] -= std::min<uint32_t>(cp.fence[p.id], p.dec_val);
           return true;
         } else if constexpr (std::is_same_v<T, qman::Wait>) {
-          sc_core::wait(ps_to_time(Picoseconds{p.num_cycles_to_wait} * config_.cycle_ps));
+          // A reset ends the wait early (the CP abandons its buffer).
+          const uint64_t generation = generation_;
+          const Picoseconds until = now_ps() + Picoseconds{p.num_cycles_to_wait} * config_.cycle_ps;
+          while (now_ps() < until && generation == generation_) sc_core::wait(delay_until(until), cp.wake);
+          if (generation != generation_) return false;
           cp.fence[p.id] = (cp.fence[p.id] + p.inc_val) & regs::qm::kCpFenceCntMask;
           return true;
         } else if constexpr (std::is_same_v<T, qman::LinDma>) {

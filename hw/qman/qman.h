@@ -131,6 +131,7 @@ class Qman : public sc_core::sc_module, public RegisterBlock {
   uint32_t cq_ptr_lo_ = 0, cq_ptr_hi_ = 0;
   QmanObserver* observer_ = nullptr;
   QmanStats stats_;
+  uint64_t generation_ = 0;   // bumped by reset(): work begun before it is abandoned
 };
 
 }  // namespace hpusim::hw

@@ -92,6 +92,7 @@ class CardTest : public ::testing::Test {
   // Places a PQ ring in host memory and enables every stream and CP of the QMAN.
   Queue& open_stream(regs::QmanId q, unsigned stream, uint32_t log2_entries = 6) {
     Queue& queue = queues_[{regs::to_index(q), stream}];
+    queue = Queue{};
     queue.entries = 1u << log2_entries;
     queue.pq = host_alloc(queue.entries * 16);
     mmio_write(q, regs::QmReg::PqBaseLo, stream, static_cast<uint32_t>(device_view(queue.pq)));

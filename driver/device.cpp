@@ -1,0 +1,921 @@
+#include "driver/device.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <sstream>
+
+#include "hw/card/card.h"
+#include "hw/qman/packets.h"
+#include "sim/cosim/host_port.h"
+
+namespace hpusim::driver {
+namespace {
+
+using namespace uapi;
+
+// CQ entry (struct hl_cq_entry) and BD ctl fields.
+constexpr uint32_t kCqEntryReady = 1u << 31;
+constexpr uint32_t kCqEntryShadowIndexValid = 1u << 30;
+constexpr uint32_t kShadowIndexMask = 0xFFF;
+
+// Host bus addresses of the driver's coherent DMA memory. The host memory is sparse, so the
+// layout is generous: one fixed region per object, nothing is ever moved.
+constexpr uint64_t kMsiHostAddress = 0xFEE00000ull;          // x86 MSI window (direct-MSI path)
+constexpr uint64_t kErrorMailbox = 0x100000000ull;           // one word per QMAN
+constexpr uint64_t kCqRegion = 0x100010000ull;               // kNumCqs rings
+constexpr uint64_t kCqStride = 0x4000;                       // 4096 entries x 4 B
+constexpr uint64_t kPqRegion = 0x101000000ull;
+constexpr uint64_t kPqStride = 0x10000;                      // 4096 BDs x 16 B
+constexpr uint64_t kPatchedCbRegion = 0x10000000000ull;
+constexpr uint64_t kPatchedCbSlot = 0x210000;                // 2 MB + 64 KB, page-aligned
+constexpr uint64_t kPatchedCbQueueStride = 0x400000000ull;   // 16 GB per external queue
+constexpr uint64_t kHostPage = 0x10000;                      // host store page (release granule)
+
+constexpr uint32_t kBdBytes = 16;
+constexpr uint64_t kGaudiHostVaStart = 0x1000000000000ull;   // VA_HOST_SPACE_START
+constexpr uint64_t kGaudiHostVaEnd = 0x3FF8000000000ull;
+
+uint32_t log2u(uint32_t v) {
+  uint32_t r = 0;
+  while ((1u << r) < v) ++r;
+  return r;
+}
+
+std::string hex(uint64_t v) {
+  std::ostringstream out;
+  out << "0x" << std::hex << v;
+  return out.str();
+}
+
+// Internal PQ lengths of Gaudi 1 (gaudiP.h).
+uint32_t internal_queue_length(regs::QueueKind kind) {
+  switch (kind) {
+    case regs::QueueKind::Mme: return 1024;
+    case regs::QueueKind::Tpc: return 1024;
+    default: return 4096;
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Platform and device initialisation
+// ---------------------------------------------------------------------------------------------
+
+HlDevice::HlDevice(const HlDeviceOptions& options) : options_(options) {
+  if (options_.ext_queue_length == 0 || options_.ext_queue_length > 4096 ||
+      (options_.ext_queue_length & (options_.ext_queue_length - 1)) != 0) {
+    throw std::invalid_argument("HlDevice: ext_queue_length must be a power of two <= 4096");
+  }
+  if (options_.max_pending_cs == 0 || (options_.max_pending_cs & (options_.max_pending_cs - 1)) != 0) {
+    throw std::invalid_argument("HlDevice: max_pending_cs must be a power of two");
+  }
+  preset_ = preset::load_preset(options_.preset, options_.overrides);
+  const auto& host = preset_.host();
+  cosim::HostCostsNs costs;
+  costs.mmio_write_ns = host.mmio_write_ns();
+  costs.mmio_read_ns = host.mmio_read_ns();
+  costs.irq_latency_ns = host.irq_latency_ns();
+  sim_ = std::make_unique<cosim::CoSimulation>(options_.time_source, costs);
+
+  // Platform assembly (what the BIOS/PCIe enumeration provides): the card, the root port and
+  // the MSI routing to the host.
+  sim_->on_sim_thread([this] {
+    card_ = std::make_unique<hw::Card>("card", preset_);
+    host_port_ = std::make_unique<cosim::HostPort>("host");
+    host_port_->socket.bind(card_->memory().pcie().host_side);
+    cosim::HostPort* port = host_port_.get();
+    card_->memory().pcie().set_msi_sink(kMsiHostAddress, [port](uint32_t vector, hw::Picoseconds at) {
+      port->deliver_msi(vector, at);
+    });
+    // What the firmware would report (cpucp info): the DRAM size.
+    dram_size_ = card_->memory().dram_size();
+  });
+  sim_->attach(*host_port_);
+
+  const auto& map = preset_.memory_map();
+  sram_base_ = map.sram_base();
+  sram_size_ = preset_.sram().size_bytes();
+  sram_reserved_ = std::max<uint64_t>(map.sram_reserved_bytes(), GAUDI_DRIVER_SRAM_RESERVED_SIZE_FROM_START);
+  dram_base_ = map.dram_base();
+  dram_user_base_ = map.dram_user_base();
+  host_phys_base_ = map.host_phys_base();
+  host_va_start_ = kGaudiHostVaStart;
+  host_va_end_ = kGaudiHostVaEnd;
+  error_mailbox_ = kErrorMailbox;
+
+  queues_.resize(regs::kNumQueues);
+  for (unsigned q = 0; q < regs::kNumQueues; ++q) {
+    HwQueue& hq = queues_[q];
+    hq.exists = queue_exists(q);
+    if (!hq.exists) continue;
+    const auto id = regs::queue_from_index(q);
+    hq.external = regs::queue_is_external(id);
+    hq.length = hq.external ? options_.ext_queue_length : internal_queue_length(regs::queue_kind(id));
+    hq.pq_address = kPqRegion + q * kPqStride;
+    if (hq.external) {
+      hq.cb_slots = kPatchedCbRegion + q * kPatchedCbQueueStride;
+      hq.shadow.resize(hq.length);
+    }
+  }
+  for (unsigned i = 0; i < kNumCqs; ++i) cqs_[i].address = kCqRegion + i * kCqStride;
+
+  init_queues();
+  status_ = HL_DEVICE_STATUS_OPERATIONAL;
+  logf("device initialised: " + preset_.name());
+}
+
+HlDevice::~HlDevice() {
+  if (open_) close();
+  sim_->on_sim_thread([this] {
+    card_.reset();
+    host_port_.reset();
+  });
+}
+
+bool HlDevice::queue_exists(unsigned q) const {
+  if (q >= regs::kNumQueues) return false;
+  const auto id = regs::queue_from_index(q);
+  const unsigned engine = regs::queue_engine(id);
+  switch (regs::queue_kind(id)) {
+    case regs::QueueKind::Cpu: return false;   // driver-only
+    case regs::QueueKind::Dma: return engine < preset_.dma().pci_channels() + preset_.dma().internal_channels();
+    case regs::QueueKind::Mme: return true;
+    case regs::QueueKind::Tpc: return engine < preset_.tpc().count();
+    case regs::QueueKind::Nic: return false;   // NIC engines are not present ("disabled")
+  }
+  return false;
+}
+
+void HlDevice::mmio_write(uint64_t cfg_offset, uint32_t value) { sim_->mmio_write32(regs::cfg_address(cfg_offset), value); }
+
+void HlDevice::host_write(uint64_t address, const void* data, uint64_t bytes) {
+  sim_->on_sim_thread([&] { card_->memory().host_memory().write(address, data, bytes); });
+}
+void HlDevice::host_read(uint64_t address, void* data, uint64_t bytes) {
+  sim_->on_sim_thread([&] { card_->memory().host_memory().read(address, data, bytes); });
+}
+void HlDevice::host_release(uint64_t address, uint64_t bytes) {
+  const uint64_t rounded = (bytes + kHostPage - 1) / kHostPage * kHostPage;
+  sim_->on_sim_thread([&] { card_->memory().host_memory().fill(address, 0, rounded); });
+}
+
+void HlDevice::charge(uint64_t ns) {
+  if (ns != 0) sim_->charge_ns(ns);
+}
+
+void HlDevice::logf(const std::string& line) { log_.push_back(line); }
+
+uint32_t HlDevice::qman_error_word(regs::QmanId qman) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  uint32_t word = 0;
+  host_read(error_mailbox_ + 4ull * regs::to_index(qman), &word, 4);
+  return word;
+}
+
+void HlDevice::init_qman(regs::QmanId qman) {
+  using regs::QmReg;
+  const bool dma = regs::qman_family(qman) == regs::QmanFamily::Dma;
+  const unsigned engine = regs::qman_engine(qman);
+  // Sync-stream bases (W_S monitors / SOBs) only on the PCI DMA, DMA5 and TPC7 QMANs.
+  const bool ws_bases = (dma && (engine < 2 || engine == 5)) ||
+                        (regs::qman_family(qman) == regs::QmanFamily::Tpc && engine == 7);
+  auto reg = [&](QmReg r, unsigned index) { return regs::qman_reg(qman, r, index); };
+
+  for (unsigned cp = 0; cp < regs::kQmanCps; ++cp) {
+    const bool ldma = dma || cp == regs::kLowerCp;
+    mmio_write(reg(QmReg::CpLdmaTsizeOffset, cp), ldma ? regs::kQmanLdmaSizeOffset : regs::kQmanCpdmaSizeOffset);
+    mmio_write(reg(QmReg::CpLdmaSrcBaseLoOffset, cp), ldma ? regs::kQmanLdmaSrcOffset : regs::kQmanCpdmaSrcOffset);
+    mmio_write(reg(QmReg::CpLdmaDstBaseLoOffset, cp), ldma ? regs::kQmanLdmaDstOffset : regs::kQmanCpdmaDstOffset);
+    const QmReg lo[4] = {QmReg::CpMsgBase0AddrLo, QmReg::CpMsgBase1AddrLo, QmReg::CpMsgBase2AddrLo, QmReg::CpMsgBase3AddrLo};
+    const QmReg hi[4] = {QmReg::CpMsgBase0AddrHi, QmReg::CpMsgBase1AddrHi, QmReg::CpMsgBase2AddrHi, QmReg::CpMsgBase3AddrHi};
+    for (unsigned base = 0; base < (ws_bases ? 4u : 2u); ++base) {
+      const uint64_t address = regs::cfg_address(regs::cp_msg_base_default(base));
+      mmio_write(reg(lo[base], cp), static_cast<uint32_t>(address));
+      mmio_write(reg(hi[base], cp), static_cast<uint32_t>(address >> 32));
+    }
+    mmio_write(reg(QmReg::CpBarrierCfg, cp), 0x100);
+  }
+  // Errors become a message written into the driver's error mailbox in host memory.
+  const uint64_t mailbox = device_view(error_mailbox_ + 4ull * regs::to_index(qman));
+  mmio_write(reg(QmReg::GlblErrAddrLo, 0), static_cast<uint32_t>(mailbox));
+  mmio_write(reg(QmReg::GlblErrAddrHi, 0), static_cast<uint32_t>(mailbox >> 32));
+  mmio_write(reg(QmReg::GlblErrWdata, 0), 0xE0000000u | regs::to_index(qman));
+  mmio_write(reg(QmReg::GlblErrCfg, 0), (0xFu << regs::qm::kGlblErrCfgPqfMsgEnShift) |
+                                            (0x1Fu << regs::qm::kGlblErrCfgCqfMsgEnShift) |
+                                            (0x1Fu << regs::qm::kGlblErrCfgCpMsgEnShift));
+  mmio_write(reg(QmReg::ArbCfg0, 0), 0);
+  mmio_write(reg(QmReg::GlblCfg0, 0), regs::qm::kGlblCfg0PqfEnMask | regs::qm::kGlblCfg0CqfEnMask |
+                                          regs::qm::kGlblCfg0CpEnMask);
+}
+
+void HlDevice::init_queues() {
+  // Streams first (PQ rings in host memory), then each QMAN's CPs, errors and enables.
+  std::vector<bool> qman_used(regs::kNumQmans, false);
+  for (unsigned q = 0; q < regs::kNumQueues; ++q) {
+    HwQueue& hq = queues_[q];
+    if (!hq.exists) continue;
+    const auto id = regs::queue_from_index(q);
+    const auto qman = regs::queue_qman(id);
+    const unsigned stream = regs::queue_stream(id);
+    qman_used[regs::to_index(qman)] = true;
+    hq.pi = hq.ci = 0;
+    const uint64_t pq = device_view(hq.pq_address);
+    mmio_write(regs::qman_reg(qman, regs::QmReg::PqBaseLo, stream), static_cast<uint32_t>(pq));
+    mmio_write(regs::qman_reg(qman, regs::QmReg::PqBaseHi, stream), static_cast<uint32_t>(pq >> 32));
+    mmio_write(regs::qman_reg(qman, regs::QmReg::PqSize, stream), log2u(hq.length));
+    mmio_write(regs::qman_reg(qman, regs::QmReg::PqPi, stream), 0);
+    mmio_write(regs::qman_reg(qman, regs::QmReg::PqCi, stream), 0);
+  }
+  for (unsigned i = 0; i < regs::kNumQmans; ++i) {
+    if (qman_used[i]) init_qman(regs::qman_from_index(i));
+  }
+  for (auto& cq : cqs_) {
+    cq.pi = cq.ci = 0;
+    host_release(cq.address, kCqStride);
+  }
+}
+
+// The context-open restore (gaudi_restore_sm_registers): a kernel CS of MSG_LONGs zeroing every
+// SOB and monitor status of E_N, E_S and W_N, and of W_S above the driver-reserved range.
+void HlDevice::clear_sync_managers() {
+  qman::CommandBufferBuilder cb;
+  for (unsigned s = 0; s < regs::kNumSyncManagers; ++s) {
+    const auto sm = static_cast<regs::SyncManager>(s);
+    const bool ws = sm == regs::SyncManager::W_S;
+    for (unsigned sob = ws ? GAUDI_FIRST_AVAILABLE_W_S_SYNC_OBJECT : 0; sob < regs::sm::kNumSobs; ++sob) {
+      cb.msg_long(regs::cfg_address(regs::sm_sob(sm, sob)), 0, qman::kNoBarriers);
+    }
+    for (unsigned mon = ws ? GAUDI_FIRST_AVAILABLE_W_S_MONITOR : 0; mon < regs::sm::kNumMonitors; ++mon) {
+      cb.msg_long(regs::cfg_address(regs::sm_mon_status(sm, mon)), 0, qman::kNoBarriers);
+    }
+  }
+  // Kernel CBs are driver memory: hand them to the same path as a user CB on DMA_0_0.
+  const uint64_t handle = next_cb_id_++ << 12;
+  CommandBuffer& kcb = cbs_[handle];
+  kcb.memory = cb.take();
+  kcb.size = static_cast<uint32_t>(kcb.memory.size());
+  kcb.destroyed = true;   // invisible to the user
+  hl_cs_chunk chunk{};
+  chunk.cb_handle = handle;
+  chunk.queue_index = GAUDI_QUEUE_ID_DMA_0_0;
+  chunk.cb_size = kcb.size;
+  // The kernel CB may exceed the user limit: split it into jobs of at most HL_MAX_CB_SIZE is not
+  // needed here (about 160 KB).
+  uint64_t seq = 0;
+  int rc = cs_default(&chunk, 1, 0, 0, true, &seq);
+  cbs_.erase(handle);
+  if (rc == 0) rc = wait_for_kernel_cs(seq);
+  if (rc != 0) logf("failed to restore the sync managers, rc " + std::to_string(rc));
+}
+
+int HlDevice::wait_for_kernel_cs(uint64_t seq) {
+  while (true) {
+    Cs* cs = find_cs(seq);
+    if (cs == nullptr) return -EIO;
+    if (cs->state != CsState::kInFlight) {
+      const int rc = cs->state == CsState::kCompleted ? 0 : -EIO;
+      cs_.erase(seq);
+      return rc;
+    }
+    wait_event(UINT64_MAX);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// open / close / ioctl
+// ---------------------------------------------------------------------------------------------
+
+int HlDevice::open() {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  charge(preset_.host().ioctl_ns());
+  if (open_) return -EBUSY;
+  if (status_ == HL_DEVICE_STATUS_MALFUNCTION) return -ENODEV;
+  open_ = true;
+  next_seq_ = 1;
+  restore_done_ = false;
+  for (auto it = cs_.begin(); it != cs_.end();) it = it->second.kernel ? std::next(it) : cs_.erase(it);
+  counters_.ctx_out_of_mem_drop_cnt = counters_.ctx_parsing_drop_cnt = counters_.ctx_queue_full_drop_cnt = 0;
+  counters_.ctx_device_in_reset_drop_cnt = counters_.ctx_max_cs_in_flight_drop_cnt = 0;
+  counters_.ctx_validation_drop_cnt = 0;
+  clear_sync_managers();
+  return 0;
+}
+
+int HlDevice::close() {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  if (!open_) return -EBADF;
+  // Work in flight is waited for; the TDR still runs, so a CS that never ends resets the device
+  // (and aborts whatever else is in flight) instead of hanging the close.
+  while (!in_flight_.empty()) wait_event(UINT64_MAX);
+  for (auto it = cbs_.begin(); it != cbs_.end();) {
+    if (it->second.mmaps > 0) {
+      it->second.destroyed = true;   // freed at munmap
+      ++it;
+    } else {
+      it = cbs_.erase(it);
+    }
+  }
+  open_ = false;
+  return 0;
+}
+
+int HlDevice::ioctl(unsigned long request, void* arg) {
+  if (arg == nullptr) return -EFAULT;
+  if (request == DRM_IOCTL_HL_INFO || request == HL_IOCTL_INFO) return info(*static_cast<hl_info_args*>(arg));
+  if (request == DRM_IOCTL_HL_CB || request == HL_IOCTL_CB) return cb(*static_cast<hl_cb_args*>(arg));
+  if (request == DRM_IOCTL_HL_CS || request == HL_IOCTL_CS) return cs(*static_cast<hl_cs_args*>(arg));
+  if (request == DRM_IOCTL_HL_WAIT_CS || request == HL_IOCTL_WAIT_CS) return wait_cs(*static_cast<hl_wait_cs_args*>(arg));
+  return -ENOTTY;   // MEMORY, DEBUG and anything unknown
+}
+
+// ---------------------------------------------------------------------------------------------
+// INFO
+// ---------------------------------------------------------------------------------------------
+
+int HlDevice::info(hl_info_args& args) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  charge(preset_.host().ioctl_ns());
+  if (!open_) return -EBADF;
+  if (args.return_pointer == 0 || args.return_size == 0) return -EINVAL;
+  poll_interrupts();
+  check_tdr();
+  void* out = reinterpret_cast<void*>(static_cast<uintptr_t>(args.return_pointer));
+  auto copy_out = [&](const auto& value) {
+    std::memcpy(out, &value, std::min<size_t>(args.return_size, sizeof value));
+    return 0;
+  };
+  switch (args.op) {
+    case HL_INFO_HW_IP_INFO: {
+      hl_info_hw_ip_info hw{};
+      hw.sram_base_address = sram_base_ + sram_reserved_;
+      hw.sram_size = static_cast<uint32_t>(sram_size_ - sram_reserved_);
+      hw.dram_base_address = dram_user_base_;
+      hw.dram_size = dram_base_ + dram_size_ - dram_user_base_;
+      hw.device_id = PCI_IDS_GAUDI;
+      hw.tpc_enabled_mask = static_cast<uint8_t>((1u << preset_.tpc().count()) - 1);
+      hw.tpc_enabled_mask_ext = (1ull << preset_.tpc().count()) - 1;
+      hw.dram_enabled = 1;
+      hw.dram_page_size = 0x200000;   // 2 MB
+      hw.device_mem_alloc_default_page_size = 0x200000;
+      const std::string version = "hpusim";
+      std::memcpy(hw.cpucp_version, version.data(), std::min(version.size(), sizeof hw.cpucp_version - 1));
+      const std::string name = "HL205";
+      std::memcpy(hw.card_name, name.data(), std::min(name.size(), sizeof hw.card_name - 1));
+      return copy_out(hw);
+    }
+    case HL_INFO_DEVICE_STATUS: {
+      hl_info_device_status st{};
+      st.status = status_;
+      return copy_out(st);
+    }
+    case HL_INFO_RESET_COUNT: {
+      hl_info_reset_count rc{};
+      rc.hard_reset_cnt = hard_reset_cnt_;
+      rc.soft_reset_cnt = 0;
+      return copy_out(rc);
+    }
+    case HL_INFO_CS_COUNTERS: return copy_out(counters_);
+    case HL_INFO_SYNC_MANAGER: {
+      if (args.dcore_id >= HL_MAX_DCORES) return -EINVAL;
+      hl_info_sync_manager sm{};
+      if (args.dcore_id == HL_GAUDI_WS_DCORE) {
+        sm.first_available_sync_object = GAUDI_FIRST_AVAILABLE_W_S_SYNC_OBJECT;
+        sm.first_available_monitor = GAUDI_FIRST_AVAILABLE_W_S_MONITOR;
+      }
+      return copy_out(sm);
+    }
+    default:
+      return -EINVAL;   // "Invalid request" in the real driver; other ops are not implemented
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// CB
+// ---------------------------------------------------------------------------------------------
+
+int HlDevice::cb(hl_cb_args& args) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  charge(preset_.host().ioctl_ns());
+  if (!open_) return -EBADF;
+  switch (args.in.op) {
+    case HL_CB_OP_CREATE: {
+      if (args.in.cb_size > HL_MAX_CB_SIZE) return -EINVAL;
+      if (args.in.flags & HL_CB_FLAGS_MAP) return -EINVAL;   // needs the device MMU (not modelled)
+      // Small CBs come from the pool of 128 KB buffers; others are page-rounded.
+      uint64_t bytes = (uint64_t{args.in.cb_size} + kPageSize - 1) / kPageSize * kPageSize;
+      if (bytes == 0) bytes = kPageSize;
+      if (bytes <= kCbPoolCbSize) bytes = kCbPoolCbSize;
+      const uint64_t handle = next_cb_id_++ << 12;
+      CommandBuffer& buffer = cbs_[handle];
+      buffer.memory.assign(bytes, 0);
+      buffer.size = args.in.cb_size;
+      args.out = hl_cb_out{};
+      args.out.cb_handle = handle;
+      return 0;
+    }
+    case HL_CB_OP_DESTROY: {
+      auto it = cbs_.find(args.in.cb_handle);
+      if (it == cbs_.end() || it->second.destroyed) return -EINVAL;
+      if (it->second.mmaps > 0) {
+        it->second.destroyed = true;   // the mapping keeps the memory until munmap
+      } else {
+        cbs_.erase(it);
+      }
+      return 0;
+    }
+    case HL_CB_OP_INFO: {
+      auto it = cbs_.find(args.in.cb_handle);
+      if (it == cbs_.end() || it->second.destroyed) return -EINVAL;
+      if (args.in.flags & HL_CB_FLAGS_GET_DEVICE_VA) return -EINVAL;
+      args.out = hl_cb_out{};
+      args.out.usage_cnt = 0;   // CBs are copied at submission; no CS holds them afterwards
+      return 0;
+    }
+    default:
+      return -EINVAL;
+  }
+}
+
+int HlDevice::mmap_cb(uint64_t handle, uint64_t length, void** address) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  if (address == nullptr) return -EFAULT;
+  auto it = cbs_.find(handle);
+  if (it == cbs_.end() || it->second.destroyed) return -EINVAL;
+  const uint64_t expected = std::max<uint64_t>(kPageSize, (uint64_t{it->second.size} + kPageSize - 1) / kPageSize * kPageSize);
+  if (length != expected) return -EINVAL;
+  ++it->second.mmaps;
+  *address = it->second.memory.data();
+  mapped_[*address] = handle;
+  return 0;
+}
+
+int HlDevice::munmap_cb(void* address, uint64_t) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  auto m = mapped_.find(address);
+  if (m == mapped_.end()) return -EINVAL;
+  auto it = cbs_.find(m->second);
+  if (it != cbs_.end() && --it->second.mmaps == 0) {
+    mapped_.erase(m);
+    if (it->second.destroyed) cbs_.erase(it);
+  }
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// CS
+// ---------------------------------------------------------------------------------------------
+
+int HlDevice::cs(hl_cs_args& args) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  charge(preset_.host().ioctl_ns());
+  if (!open_) return -EBADF;
+  poll_interrupts();
+  check_tdr();
+  const hl_cs_in in = args.in;
+  for (uint8_t b : in.pad) {
+    if (b != 0) return -EINVAL;
+  }
+  const uint32_t type_flags = in.cs_flags & (HL_CS_FLAGS_SIGNAL | HL_CS_FLAGS_WAIT | HL_CS_FLAGS_COLLECTIVE_WAIT |
+                                             HL_CS_FLAGS_RESERVE_SIGNALS_ONLY | HL_CS_FLAGS_UNRESERVE_SIGNALS_ONLY |
+                                             HL_CS_FLAGS_ENGINE_CORE_COMMAND | HL_CS_FLAGS_ENGINES_COMMAND |
+                                             HL_CS_FLAGS_FLUSH_PCI_HBW_WRITES);
+  if (type_flags & (type_flags - 1)) return -EINVAL;
+  if (in.cs_flags & HL_CS_FLAGS_STAGED_SUBMISSION) return -EPERM;
+  if (type_flags != 0) return -EINVAL;   // sync-stream and engine commands: not implemented
+  const uint32_t supported = HL_CS_FLAGS_FORCE_RESTORE | HL_CS_FLAGS_CUSTOM_TIMEOUT;
+  if (in.cs_flags & ~supported) return -EINVAL;
+  if (status_ != HL_DEVICE_STATUS_OPERATIONAL) {
+    ++counters_.total_device_in_reset_drop_cnt;
+    ++counters_.ctx_device_in_reset_drop_cnt;
+    return -EBUSY;
+  }
+  if (in.num_chunks_execute == 0) return -EINVAL;
+  const uint32_t timeout_s = (in.cs_flags & HL_CS_FLAGS_CUSTOM_TIMEOUT) ? in.timeout : 0;
+
+  // Restore phase: on the first CS of the context or when forced; executed and waited for here.
+  if (in.num_chunks_restore > 0 && (!restore_done_ || (in.cs_flags & HL_CS_FLAGS_FORCE_RESTORE))) {
+    if (in.num_chunks_restore > HL_MAX_JOBS_PER_CS || in.chunks_restore == 0) return -EINVAL;
+    uint64_t restore_seq = 0;
+    const int rc = cs_default(reinterpret_cast<const hl_cs_chunk*>(static_cast<uintptr_t>(in.chunks_restore)),
+                              in.num_chunks_restore, in.cs_flags, timeout_s, false, &restore_seq);
+    if (rc != 0) return rc;
+    while (true) {
+      Cs* r = find_cs(restore_seq);
+      if (r == nullptr || r->state == CsState::kCompleted) break;
+      if (r->state != CsState::kInFlight) return -ENOEXEC;
+      wait_event(UINT64_MAX);
+    }
+    restore_done_ = true;
+  }
+  if (in.chunks_execute == 0) return -EFAULT;
+  uint64_t seq = 0;
+  const int rc = cs_default(reinterpret_cast<const hl_cs_chunk*>(static_cast<uintptr_t>(in.chunks_execute)),
+                            in.num_chunks_execute, in.cs_flags, timeout_s, false, &seq);
+  if (rc == -EAGAIN) return rc;   // arguments untouched, the user may retry
+  args.out = hl_cs_out{};
+  args.out.status = static_cast<uint32_t>(rc == 0 ? HL_CS_STATUS_SUCCESS : -rc);
+  args.out.seq = rc == 0 ? seq : ~0ull;
+  return rc;
+}
+
+int HlDevice::cs_default(const hl_cs_chunk* chunks, uint32_t count, uint32_t, uint32_t timeout_s, bool kernel,
+                         uint64_t* seq_out) {
+  charge(preset_.host().cs_submit_ns());
+  auto validation_drop = [&] {
+    ++counters_.total_validation_drop_cnt;
+    ++counters_.ctx_validation_drop_cnt;
+    return -EINVAL;
+  };
+  if (count == 0) return -EINVAL;
+  if (count > HL_MAX_JOBS_PER_CS) {
+    logf("Number of chunks can NOT be larger than " + std::to_string(HL_MAX_JOBS_PER_CS));
+    return validation_drop();
+  }
+  if (chunks == nullptr) return -EFAULT;
+  if (in_flight_.size() >= options_.max_pending_cs) {
+    ++counters_.total_max_cs_in_flight_drop_cnt;
+    ++counters_.ctx_max_cs_in_flight_drop_cnt;
+    return -EAGAIN;
+  }
+
+  std::vector<PendingJob> jobs;
+  jobs.reserve(count);
+  bool has_external = false;
+  const InternalCbRanges ranges{sram_base_ + sram_reserved_, sram_base_ + sram_size_, dram_user_base_,
+                                dram_base_ + dram_size_, host_va_start_, host_va_end_};
+  for (uint32_t i = 0; i < count; ++i) {
+    const hl_cs_chunk chunk = chunks[i];   // copy_from_user
+    const unsigned q = chunk.queue_index;
+    if (q >= regs::kNumQueues || !queues_[q].exists) {
+      logf("Queue index " + std::to_string(q) + " is invalid or disabled");
+      return validation_drop();
+    }
+    PendingJob job;
+    job.queue = q;
+    job.external = queues_[q].external;
+    if (job.external) {
+      auto it = cbs_.find(chunk.cb_handle);
+      if (it == cbs_.end() || (it->second.destroyed && !kernel)) {
+        logf("CB handle " + hex(chunk.cb_handle) + " invalid");
+        return validation_drop();
+      }
+      const CommandBuffer& buffer = it->second;
+      if (chunk.cb_size < 8 || chunk.cb_size > buffer.size) {
+        logf("CB size " + std::to_string(chunk.cb_size) + " invalid");
+        return validation_drop();
+      }
+      CompletionPackets completion;   // the values are filled in at scheduling time
+      completion.cq_address = 0;
+      completion.msi_address = regs::cfg_address(regs::pcie::msi_intr(0));
+      job.parsed = parse_external_cb(buffer.memory.data(), chunk.cb_size, completion);
+      charge(uint64_t{preset_.host().cb_parse_per_packet_ns()} * job.parsed.packet_count);
+      if (!job.parsed.ok()) {
+        logf("Failed to parse JOB " + std::to_string(i) + ", err " + std::to_string(job.parsed.error) + ": " +
+             job.parsed.message);
+        ++counters_.total_parsing_drop_cnt;
+        ++counters_.ctx_parsing_drop_cnt;
+        return job.parsed.error;
+      }
+      has_external = true;
+    } else {
+      std::string message;
+      const int rc = check_internal_cb(chunk.cb_handle, chunk.cb_size, ranges, &message);
+      if (rc != 0) {
+        logf("Failed to parse JOB " + std::to_string(i) + ", err " + std::to_string(rc) + ": " + message);
+        ++counters_.total_parsing_drop_cnt;
+        ++counters_.ctx_parsing_drop_cnt;
+        return rc;
+      }
+      job.address = chunk.cb_handle;
+      job.size = chunk.cb_size;
+    }
+    jobs.push_back(std::move(job));
+  }
+  if (!has_external) {
+    logf("Reject CS since it contains only internal queues jobs and needs completion");
+    return validation_drop();
+  }
+
+  Cs cs;
+  cs.kernel = kernel;
+  const uint64_t timeout_us = timeout_s != 0 ? uint64_t{timeout_s} * 1000000 : options_.cs_timeout_us;
+  cs.timeout_ps = timeout_us * 1000000;
+  const int rc = schedule(jobs, cs);
+  if (rc != 0) {
+    ++counters_.total_queue_full_drop_cnt;
+    ++counters_.ctx_queue_full_drop_cnt;
+    return rc;
+  }
+  *seq_out = cs.seq;
+  return 0;
+}
+
+int HlDevice::schedule(std::vector<PendingJob>& jobs, Cs& cs) {
+  // Room check first, for every queue the CS uses (nothing is written on -EAGAIN).
+  std::map<unsigned, uint32_t> per_queue;
+  for (const PendingJob& job : jobs) ++per_queue[job.queue];
+  for (const auto& [q, n] : per_queue) {
+    const HwQueue& hq = queues_[q];
+    const uint32_t used = (hq.pi - hq.ci) & (2 * hq.length - 1);
+    if (used + n > hq.length) {
+      logf("Queue " + regs::queue_name(regs::queue_from_index(q)) + " is full");
+      return -EAGAIN;
+    }
+  }
+  cs.seq = cs.kernel ? next_kernel_seq_++ : next_seq_++;
+  for (const PendingJob& job : jobs) {
+    if (job.external) ++cs.external_pending;
+  }
+  const uint64_t now = sim_->host_now_ps();
+  cs.head_since_ps = now;
+  const uint64_t seq = cs.seq;
+  cs_[seq] = cs;
+  in_flight_.push_back(seq);
+  if (in_flight_.size() == 1) cs_[seq].head_since_ps = now;
+
+  for (PendingJob& job : jobs) {
+    HwQueue& hq = queues_[job.queue];
+    const uint32_t offset = hq.pi & (hq.length - 1);
+    uint8_t bd[kBdBytes];
+    uint64_t ptr = 0;
+    uint32_t len = 0, ctl = 0;
+    if (job.external) {
+      // add_end_of_cb_packets: the CQ entry for this PQ slot and the MSI of this queue's CQ.
+      const unsigned cq_index = job.queue;   // CQ i serves external queue i
+      CompletionQueue& cq = cqs_[cq_index];
+      const uint32_t shadow = hq.pi & kShadowIndexMask;
+      qman::MsgProt entry;
+      entry.value = shadow | kCqEntryShadowIndexValid | kCqEntryReady;
+      entry.addr = device_view(cq.address + 4ull * cq.pi);
+      entry.barriers = qman::Barriers{job.parsed.contains_dma_pkt, false, true};
+      qman::MsgProt msi;
+      msi.value = 1;
+      msi.addr = regs::cfg_address(regs::pcie::msi_intr(cq_index));
+      msi.barriers = qman::kMbOnly;
+      std::vector<uint8_t> tail;
+      qman::encode(entry, tail);
+      qman::encode(msi, tail);
+      std::memcpy(job.parsed.patched.data() + job.parsed.completion_offset, tail.data(), tail.size());
+      cq.pi = (cq.pi + 1) & (hq.length - 1);
+
+      const uint64_t slot = hq.cb_slots + offset * kPatchedCbSlot;
+      host_write(slot, job.parsed.patched.data(), job.parsed.patched.size());
+      hq.shadow[offset] = Job{seq, cs.kernel, slot, job.parsed.patched.size()};
+      ptr = device_view(slot);
+      len = static_cast<uint32_t>(job.parsed.patched.size());
+      ctl = shadow;
+    } else {
+      ptr = job.address;
+      len = job.size;
+      ++cs_[seq].internal_jobs[job.queue];
+    }
+    std::memcpy(bd, &ptr, 8);
+    std::memcpy(bd + 8, &len, 4);
+    std::memcpy(bd + 12, &ctl, 4);
+    host_write(hq.pq_address + offset * kBdBytes, bd, kBdBytes);
+    hq.pi = (hq.pi + 1) & (2 * hq.length - 1);
+    mmio_write(regs::queue_doorbell(regs::queue_from_index(job.queue)), hq.pi);
+  }
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Completion: MSI -> CQ -> shadow queue -> job -> CS
+// ---------------------------------------------------------------------------------------------
+
+bool HlDevice::poll_interrupts() {
+  bool any = false;
+  while (auto vector = sim_->wait_for_interrupt(0)) {
+    any = true;
+    charge(preset_.host().irq_handler_ns());
+    if (*vector < kNumCqs) handle_cq(*vector);
+  }
+  return any;
+}
+
+void HlDevice::handle_cq(unsigned cq_index) {
+  CompletionQueue& cq = cqs_[cq_index];
+  const uint32_t length = queues_[cq_index].length;
+  while (true) {
+    const uint64_t slot = cq.address + 4ull * cq.ci;
+    uint32_t entry = 0;
+    host_read(slot, &entry, 4);
+    if (!(entry & kCqEntryReady)) break;
+    if (entry & kCqEntryShadowIndexValid) complete_job(cq_index, entry & kShadowIndexMask);
+    const uint32_t zero = 0;
+    host_write(slot, &zero, 4);
+    cq.ci = (cq.ci + 1) & (length - 1);
+  }
+}
+
+void HlDevice::complete_job(unsigned queue, uint32_t shadow_index) {
+  HwQueue& hq = queues_[queue];
+  Job job = hq.shadow[shadow_index & (hq.length - 1)];
+  hq.shadow[shadow_index & (hq.length - 1)] = Job{};
+  if (job.patched_bytes != 0) host_release(job.patched_address, job.patched_bytes);
+  hq.ci = (hq.ci + 1) & (2 * hq.length - 1);
+  Cs* cs = find_cs(job.cs_seq);
+  if (cs == nullptr || cs->state != CsState::kInFlight) return;
+  if (cs->external_pending > 0 && --cs->external_pending == 0) finish_cs(*cs, CsState::kCompleted);
+}
+
+void HlDevice::finish_cs(Cs& cs, CsState state) {
+  cs.state = state;
+  cs.completed_ps = sim_->host_now_ps();
+  if (state == CsState::kCompleted) {
+    // hl_hw_queue_update_ci: internal queues get their slots back when the CS completes.
+    for (const auto& [q, n] : cs.internal_jobs) {
+      HwQueue& hq = queues_[q];
+      hq.ci = (hq.ci + n) & (2 * hq.length - 1);
+    }
+  }
+  const bool was_head = !in_flight_.empty() && in_flight_.front() == cs.seq;
+  in_flight_.erase(std::remove(in_flight_.begin(), in_flight_.end(), cs.seq), in_flight_.end());
+  if (was_head && !in_flight_.empty()) {
+    // The TDR is re-armed for the new oldest CS.
+    if (Cs* next = find_cs(in_flight_.front())) next->head_since_ps = sim_->host_now_ps();
+  }
+  // Bounded history: outcomes of the last max_pending_cs user CSs.
+  if (!cs.kernel && next_seq_ > options_.max_pending_cs) {
+    const uint64_t oldest_kept = next_seq_ - options_.max_pending_cs;
+    for (auto it = cs_.begin(); it != cs_.end() && it->first < oldest_kept;) {
+      it = it->second.state == CsState::kInFlight ? std::next(it) : cs_.erase(it);
+    }
+  }
+}
+
+HlDevice::Cs* HlDevice::find_cs(uint64_t seq) {
+  auto it = cs_.find(seq);
+  return it == cs_.end() ? nullptr : &it->second;
+}
+
+HlDevice::Cs* HlDevice::oldest_in_flight() { return in_flight_.empty() ? nullptr : find_cs(in_flight_.front()); }
+
+uint64_t HlDevice::tdr_deadline_ps() {
+  Cs* head = oldest_in_flight();
+  if (head == nullptr) return UINT64_MAX;
+  return head->head_since_ps + head->timeout_ps;
+}
+
+void HlDevice::check_tdr() {
+  Cs* head = oldest_in_flight();
+  if (head == nullptr || sim_->host_now_ps() < tdr_deadline_ps()) return;
+  std::ostringstream msg;
+  msg << "Command submission " << head->seq << " has not finished in " << head->timeout_ps / 1000000 << " us!";
+  logf(msg.str());
+  hard_reset("TDR", head);
+}
+
+void HlDevice::wait_event(uint64_t until_ps) {
+  poll_interrupts();
+  check_tdr();
+  const uint64_t now = sim_->host_now_ps();
+  const uint64_t target = std::min(until_ps, tdr_deadline_ps());
+  if (target == UINT64_MAX) return;   // nothing can happen: no CS in flight, no deadline
+  if (target > now) {
+    if (auto vector = sim_->wait_for_interrupt(target - now)) {
+      charge(preset_.host().irq_handler_ns());
+      if (*vector < kNumCqs) handle_cq(*vector);
+    }
+  }
+  poll_interrupts();
+  check_tdr();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hard reset
+// ---------------------------------------------------------------------------------------------
+
+void HlDevice::hard_reset(const std::string& reason, Cs* timed_out) {
+  status_ = HL_DEVICE_STATUS_IN_RESET;
+  logf("hard reset (" + reason + ")");
+  // hl_cs_rollback_all: the timed-out CS reports TIMEDOUT, everything else in flight ABORTED.
+  const uint64_t timed_out_seq = timed_out != nullptr ? timed_out->seq : 0;
+  const std::deque<uint64_t> flight = in_flight_;
+  for (uint64_t seq : flight) {
+    if (Cs* cs = find_cs(seq)) finish_cs(*cs, seq == timed_out_seq ? CsState::kTimedOut : CsState::kAborted);
+  }
+  in_flight_.clear();
+  // The modelled reset line: QMANs and sync managers back to their reset state.
+  sim_->on_sim_thread([this] { card_->reset(); });
+  // Anything the device had already signalled is stale now.
+  while (sim_->wait_for_interrupt(0)) {
+  }
+  for (HwQueue& hq : queues_) {
+    if (!hq.exists) continue;
+    for (Job& job : hq.shadow) {
+      if (job.patched_bytes != 0) host_release(job.patched_address, job.patched_bytes);
+      job = Job{};
+    }
+  }
+  init_queues();   // PI/CI to 0, CQs cleared, QMANs re-programmed
+  for (unsigned i = 0; i < regs::kNumQmans; ++i) {
+    const uint32_t zero = 0;
+    host_write(error_mailbox_ + 4ull * i, &zero, 4);
+  }
+  ++hard_reset_cnt_;
+  status_ = HL_DEVICE_STATUS_OPERATIONAL;
+  logf("hard reset done, device is operational");
+}
+
+// ---------------------------------------------------------------------------------------------
+// WAIT_CS
+// ---------------------------------------------------------------------------------------------
+
+int HlDevice::wait_cs(hl_wait_cs_args& args) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  charge(preset_.host().ioctl_ns());
+  if (!open_) return -EBADF;
+  const hl_wait_cs_in in = args.in;
+  if (in.flags != 0) return -EINVAL;   // multi-CS and interrupt waits are not implemented
+  poll_interrupts();
+  check_tdr();
+  args.out = hl_wait_cs_out{};
+  if (in.seq == 0 || in.seq >= next_seq_) {
+    logf("Can't wait on CS " + std::to_string(in.seq) + " because current CS is at seq " + std::to_string(next_seq_ - 1));
+    return -EINVAL;
+  }
+  if (find_cs(in.seq) == nullptr) {
+    // Older than the kept history: it completed long ago.
+    args.out.status = HL_WAIT_CS_STATUS_COMPLETED;
+    args.out.flags = HL_WAIT_CS_STATUS_FLAG_GONE;
+    return 0;
+  }
+  const uint64_t start = sim_->host_now_ps();
+  const uint64_t deadline = in.timeout_us > (UINT64_MAX - start) / 1000000 ? UINT64_MAX : start + in.timeout_us * 1000000;
+  while (true) {
+    Cs* cs = find_cs(in.seq);
+    if (cs == nullptr) {
+      args.out.status = HL_WAIT_CS_STATUS_COMPLETED;
+      args.out.flags = HL_WAIT_CS_STATUS_FLAG_GONE;
+      return 0;
+    }
+    switch (cs->state) {
+      case CsState::kCompleted:
+        args.out.status = HL_WAIT_CS_STATUS_COMPLETED;
+        args.out.flags = HL_WAIT_CS_STATUS_FLAG_TIMESTAMP_VLD;
+        args.out.timestamp_nsec = static_cast<int64_t>(cs->completed_ps / 1000);
+        return 0;
+      case CsState::kTimedOut:
+        args.out.status = HL_WAIT_CS_STATUS_TIMEDOUT;
+        return -ETIMEDOUT;
+      case CsState::kAborted:
+        args.out.status = HL_WAIT_CS_STATUS_ABORTED;
+        return -EIO;
+      case CsState::kInFlight:
+        break;
+    }
+    if (in.timeout_us == 0 || sim_->host_now_ps() >= deadline) {
+      args.out.status = HL_WAIT_CS_STATUS_BUSY;
+      return 0;
+    }
+    wait_event(deadline);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Convenience wrappers
+// ---------------------------------------------------------------------------------------------
+
+int HlDevice::cb_create(uint32_t size, uint64_t* handle) {
+  hl_cb_args args{};
+  args.in.op = HL_CB_OP_CREATE;
+  args.in.cb_size = size;
+  const int rc = ioctl(DRM_IOCTL_HL_CB, &args);
+  if (rc == 0 && handle != nullptr) *handle = args.out.cb_handle;
+  return rc;
+}
+
+int HlDevice::cb_destroy(uint64_t handle) {
+  hl_cb_args args{};
+  args.in.op = HL_CB_OP_DESTROY;
+  args.in.cb_handle = handle;
+  return ioctl(DRM_IOCTL_HL_CB, &args);
+}
+
+int HlDevice::submit(const std::vector<hl_cs_chunk>& execute, uint64_t* seq, uint32_t flags,
+                     const std::vector<hl_cs_chunk>& restore) {
+  hl_cs_args args{};
+  args.in.chunks_execute = reinterpret_cast<uintptr_t>(execute.data());
+  args.in.num_chunks_execute = static_cast<uint32_t>(execute.size());
+  args.in.chunks_restore = reinterpret_cast<uintptr_t>(restore.data());
+  args.in.num_chunks_restore = static_cast<uint32_t>(restore.size());
+  args.in.cs_flags = flags;
+  const int rc = ioctl(DRM_IOCTL_HL_CS, &args);
+  if (rc == 0 && seq != nullptr) *seq = args.out.seq;
+  return rc;
+}
+
+int HlDevice::wait(uint64_t seq, uint64_t timeout_us, uint32_t* status, uint32_t* flags) {
+  hl_wait_cs_args args{};
+  args.in.seq = seq;
+  args.in.timeout_us = timeout_us;
+  const int rc = ioctl(DRM_IOCTL_HL_WAIT_CS, &args);
+  if (status != nullptr) *status = args.out.status;
+  if (flags != nullptr) *flags = args.out.flags;
+  return rc;
+}
+
+}  // namespace hpusim::driver

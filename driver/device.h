@@ -1,0 +1,218 @@
+// HlDevice: the habanalabs kernel driver of one Gaudi 1 class card, running in user space.
+//
+// It owns the platform (the co-simulation loop, the simulated card and the host's root port) and
+// talks to the card only the way a kernel driver does: MMIO writes/reads through the PCIe BARs,
+// MSIs it waits for, and host memory (primary queues, completion queues, patched command
+// buffers) that the device reads and writes by DMA. It never calls into a SystemC module after
+// the platform is assembled, except for card reset (the modelled reset line) on a hard reset.
+//
+// The user-facing entry points are the file operations of the real driver: open(), close(),
+// ioctl() with the habanalabs request numbers (DRM accel or legacy encoding), and CB mmap.
+// Return values are 0 or a negative errno, like the kernel's.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "driver/cb_parser.h"
+#include "driver/uapi.h"
+#include "hw/regs/gaudi1_map.h"
+#include "sim/cosim/cosimulation.h"
+#include "sim/preset/preset.h"
+
+namespace hpusim::hw {
+class Card;
+}
+namespace hpusim::cosim {
+class HostPort;
+}
+
+namespace hpusim::driver {
+
+struct HlDeviceOptions {
+  std::string preset = preset::kDefaultPreset;
+  std::vector<std::string> overrides;
+  cosim::HostTimeSource time_source = cosim::HostTimeSource::kModeled;
+  // TDR: a CS that has been the oldest in flight for this long (host time) times out and the
+  // device is hard-reset. The real Gaudi default is 600 s; tests want something small.
+  uint64_t cs_timeout_us = 20000;
+  // PQ length of the external queues (HL_QUEUE_LENGTH = 4096; power of two, <= 4096).
+  uint32_t ext_queue_length = 4096;
+  // CS outcomes kept for WAIT_CS; older sequence numbers report COMPLETED + FLAG_GONE.
+  // Also the bound on CSs in flight (max_pending_cs); power of two.
+  uint32_t max_pending_cs = 4096;
+};
+
+class HlDevice {
+ public:
+  explicit HlDevice(const HlDeviceOptions& options = {});
+  ~HlDevice();
+  HlDevice(const HlDevice&) = delete;
+  HlDevice& operator=(const HlDevice&) = delete;
+
+  // File operations. open(): 0, or -EBUSY when the compute context is already open.
+  // close(): waits for the CSs in flight (a stuck one ends in a TDR hard reset, which aborts the
+  // rest), releases the context's CBs and returns 0; -EBADF if not open.
+  int open();
+  int close();
+  bool is_open() const { return open_; }
+
+  // Dispatches INFO, CB, CS, WAIT_CS (DRM or legacy request numbers). MEMORY: -ENOTTY.
+  int ioctl(unsigned long request, void* arg);
+
+  // Typed entry points (the same code paths as ioctl()).
+  int info(uapi::hl_info_args& args);
+  int cb(uapi::hl_cb_args& args);
+  int cs(uapi::hl_cs_args& args);
+  int wait_cs(uapi::hl_wait_cs_args& args);
+
+  // mmap of a CB by handle: `length` must be the CB size rounded up to the page size.
+  int mmap_cb(uint64_t handle, uint64_t length, void** address);
+  int munmap_cb(void* address, uint64_t length);
+
+  // Convenience wrappers in the style of hl-thunk.
+  int cb_create(uint32_t size, uint64_t* handle);
+  int cb_destroy(uint64_t handle);
+  int submit(const std::vector<uapi::hl_cs_chunk>& execute, uint64_t* seq, uint32_t flags = 0,
+             const std::vector<uapi::hl_cs_chunk>& restore = {});
+  // Returns the ioctl rc; *status gets HL_WAIT_CS_STATUS_*, *flags the out flags (optional).
+  int wait(uint64_t seq, uint64_t timeout_us, uint32_t* status, uint32_t* flags = nullptr);
+
+  // Platform facts a test or a tool may want (all from the preset / memory map).
+  uint64_t sram_base() const { return sram_base_; }
+  uint64_t sram_user_base() const { return sram_base_ + sram_reserved_; }
+  uint64_t dram_user_base() const { return dram_user_base_; }
+  cosim::CoSimulation& cosim() { return *sim_; }
+  const preset::Card& preset() const { return preset_; }
+  // The driver's kernel log (dev_err/dev_info style lines).
+  const std::vector<std::string>& log() const { return log_; }
+  // QMAN error messages observed in the error mailbox (GLBL_ERR_ADDR points there): one word per
+  // QMAN index, 0 when that QMAN has reported nothing since the last reset.
+  uint32_t qman_error_word(regs::QmanId qman);
+
+ private:
+  static constexpr uint32_t kPageSize = 4096;
+  static constexpr uint32_t kCbPoolCbSize = 0x20000;  // GAUDI_CB_POOL_CB_SIZE
+  static constexpr unsigned kNumCqs = 8;
+
+  struct CommandBuffer {
+    std::vector<uint8_t> memory;   // the CB's coherent memory, mmap-able by the user
+    uint32_t size = 0;             // size the user asked for
+    unsigned mmaps = 0;
+    bool destroyed = false;
+  };
+
+  struct Job {
+    uint64_t cs_seq = 0;
+    bool kernel = false;
+    uint64_t patched_address = 0;  // host bus address of the patched CB
+    uint64_t patched_bytes = 0;
+  };
+
+  struct HwQueue {
+    bool exists = false;
+    bool external = false;
+    uint32_t length = 0;
+    uint64_t pq_address = 0;   // host bus address
+    uint32_t pi = 0;           // wraps at 2 * length
+    uint32_t ci = 0;
+    uint64_t cb_slots = 0;     // external: host region for one patched CB per PQ slot
+    std::vector<Job> shadow;   // external: indexed by PQ offset
+  };
+
+  struct CompletionQueue {
+    uint64_t address = 0;      // host bus address of the ring of 4-byte entries
+    uint32_t pi = 0;           // next slot a job will complete into
+    uint32_t ci = 0;           // next slot the IRQ handler looks at
+  };
+
+  enum class CsState { kInFlight, kCompleted, kTimedOut, kAborted };
+  struct Cs {
+    uint64_t seq = 0;
+    bool kernel = false;
+    CsState state = CsState::kInFlight;
+    unsigned external_pending = 0;
+    std::map<unsigned, uint32_t> internal_jobs;  // queue -> jobs (CI released on completion)
+    uint64_t timeout_ps = 0;
+    uint64_t head_since_ps = 0;                  // when it became the oldest in flight
+    bool skip_reset = false;
+    uint64_t completed_ps = 0;
+  };
+
+  struct PendingJob {
+    unsigned queue = 0;
+    bool external = false;
+    ExternalParseResult parsed;   // external
+    uint64_t address = 0;         // internal: CB device address
+    uint32_t size = 0;
+  };
+
+  // Device initialisation (hw_init): PQs, CQs, CPs, enables, error reporting.
+  void init_queues();
+  void init_qman(regs::QmanId qman);
+  void clear_sync_managers();
+  void hard_reset(const std::string& reason, Cs* timed_out);
+
+  int cs_default(const uapi::hl_cs_chunk* chunks, uint32_t count, uint32_t flags, uint32_t timeout_s,
+                 bool kernel, uint64_t* seq_out);
+  int schedule(std::vector<PendingJob>& jobs, Cs& cs);
+  void complete_job(unsigned queue, uint32_t shadow_index);
+  void finish_cs(Cs& cs, CsState state);
+  Cs* find_cs(uint64_t seq);
+  Cs* oldest_in_flight();
+  // Handles every interrupt that has arrived by host time now; returns true if any.
+  bool poll_interrupts();
+  void handle_cq(unsigned cq);
+  // Lets host time pass until an interrupt or `until_ps`; runs the TDR check.
+  void wait_event(uint64_t until_ps);
+  void check_tdr();
+  uint64_t tdr_deadline_ps();
+  int wait_for_kernel_cs(uint64_t seq);
+
+  void host_write(uint64_t address, const void* data, uint64_t bytes);
+  void host_read(uint64_t address, void* data, uint64_t bytes);
+  void host_release(uint64_t address, uint64_t bytes);
+  uint64_t device_view(uint64_t host_address) const { return host_phys_base_ + host_address; }
+  void mmio_write(uint64_t cfg_offset, uint32_t value);
+  void charge(uint64_t ns);
+  void logf(const std::string& line);
+  bool queue_exists(unsigned q) const;
+
+  HlDeviceOptions options_;
+  preset::Card preset_;
+  std::unique_ptr<cosim::CoSimulation> sim_;
+  std::unique_ptr<hw::Card> card_;
+  std::unique_ptr<cosim::HostPort> host_port_;
+  std::recursive_mutex mutex_;
+
+  uint64_t sram_base_ = 0, sram_size_ = 0, sram_reserved_ = 0;
+  uint64_t dram_base_ = 0, dram_user_base_ = 0, dram_size_ = 0;
+  uint64_t host_phys_base_ = 0, host_va_start_ = 0, host_va_end_ = 0;
+  uint64_t error_mailbox_ = 0;
+
+  std::vector<HwQueue> queues_;
+  CompletionQueue cqs_[kNumCqs];
+
+  bool open_ = false;
+  uapi::hl_device_status status_ = uapi::HL_DEVICE_STATUS_IN_DEVICE_CREATION;
+  uint32_t hard_reset_cnt_ = 0;
+  uapi::hl_info_cs_counters counters_{};   // total_* survive close; ctx_* are zeroed on open
+  bool restore_done_ = false;
+
+  std::map<uint64_t, CommandBuffer> cbs_;  // by handle
+  std::map<const void*, uint64_t> mapped_; // mmap address -> handle
+  uint64_t next_cb_id_ = 1;
+
+  uint64_t next_seq_ = 1;                  // next user CS sequence number
+  uint64_t next_kernel_seq_ = 1ull << 63;  // kernel CSs live in their own range
+  std::map<uint64_t, Cs> cs_;              // in flight and recent (bounded history)
+  std::deque<uint64_t> in_flight_;         // mirror list, oldest first
+  std::vector<std::string> log_;
+};
+
+}  // namespace hpusim::driver

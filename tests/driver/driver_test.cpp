@@ -1,0 +1,478 @@
+// The driver through its ioctl ABI only: every test opens the device, builds command buffers by
+// hand in mmap'd CB memory, submits, waits and reads INFO. No test touches a SystemC module.
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+
+#include "driver/device.h"
+#include "hw/qman/packets.h"
+
+namespace hpusim::driver {
+namespace {
+
+using namespace uapi;
+using qman::CommandBufferBuilder;
+using regs::QueueId;
+
+constexpr uint64_t kPage = 4096;
+
+class DriverTest : public ::testing::Test {
+ protected:
+  void make(HlDeviceOptions options = {}) {
+    options.overrides.push_back("hbm.refresh_enabled=false");
+    dev = std::make_unique<HlDevice>(options);
+  }
+  void SetUp() override {}
+
+  // Creates a CB, writes `bytes` into it through its mapping, returns the handle.
+  uint64_t cb_with(const std::vector<uint8_t>& bytes) {
+    uint64_t handle = 0;
+    EXPECT_EQ(dev->cb_create(static_cast<uint32_t>(bytes.size()), &handle), 0);
+    void* memory = nullptr;
+    const uint64_t length = (bytes.size() + kPage - 1) / kPage * kPage;
+    EXPECT_EQ(dev->mmap_cb(handle, length, &memory), 0);
+    std::memcpy(memory, bytes.data(), bytes.size());
+    EXPECT_EQ(dev->munmap_cb(memory, length), 0);
+    return handle;
+  }
+  static hl_cs_chunk ext(QueueId q, uint64_t handle, uint32_t size) {
+    hl_cs_chunk c{};
+    c.cb_handle = handle;
+    c.queue_index = queue_index(q);
+    c.cb_size = size;
+    return c;
+  }
+  hl_cs_chunk ext_cb(QueueId q, const std::vector<uint8_t>& bytes) {
+    return ext(q, cb_with(bytes), static_cast<uint32_t>(bytes.size()));
+  }
+  static hl_cs_chunk internal(QueueId q, uint64_t address, uint32_t size) {
+    hl_cs_chunk c{};
+    c.cb_handle = address;
+    c.queue_index = queue_index(q);
+    c.cb_size = size;
+    return c;
+  }
+  // Submits one CS and waits for it; returns the WAIT_CS status.
+  uint32_t run(const std::vector<hl_cs_chunk>& chunks, uint64_t timeout_us = 1000000) {
+    uint64_t seq = 0;
+    EXPECT_EQ(dev->submit(chunks, &seq), 0);
+    uint32_t status = 99;
+    dev->wait(seq, timeout_us, &status);
+    return status;
+  }
+  template <typename T>
+  T info(uint32_t op, uint32_t dcore = 0) {
+    T out{};
+    hl_info_args args{};
+    args.return_pointer = reinterpret_cast<uintptr_t>(&out);
+    args.return_size = sizeof out;
+    args.op = op;
+    args.dcore_id = dcore;
+    EXPECT_EQ(dev->ioctl(DRM_IOCTL_HL_INFO, &args), 0);
+    return out;
+  }
+  uint64_t sram(uint64_t offset) const { return dev->sram_user_base() - 0x80 + offset; }
+  static uint64_t cfg(uint64_t offset) { return regs::cfg_address(offset); }
+  // A CB fragment on DMA0 stream `stream`: arm monitor `mon` of E_N on `sob` (== or >= target)
+  // with its payload incrementing this stream's fence 2, then FENCE on it.
+  static CommandBufferBuilder& wait_on_sob(CommandBufferBuilder& cb, unsigned stream, unsigned sob, unsigned mon,
+                                           bool equal, uint16_t target) {
+    const auto en = regs::SyncManager::E_N;
+    const uint64_t fence = cfg(regs::qman_fence_rdata(regs::QmanId::DMA0, 2, stream));
+    cb.msg_long(cfg(regs::sm_mon_pay_addrl(en, mon)), static_cast<uint32_t>(fence))
+        .msg_long(cfg(regs::sm_mon_pay_addrh(en, mon)), static_cast<uint32_t>(fence >> 32))
+        .msg_long(cfg(regs::sm_mon_pay_data(en, mon)), 1)
+        .msg_long(cfg(regs::sm_mon_arm(en, mon)), qman::monitor_arm_value(sob / 8, qman::single_sob_mask(sob), equal, target))
+        .fence(2, 1, 1);
+    return cb;
+  }
+
+  std::unique_ptr<HlDevice> dev;
+};
+
+TEST_F(DriverTest, SecondOpenIsBusy) {
+  make();
+  EXPECT_EQ(dev->open(), 0);
+  EXPECT_EQ(dev->open(), -EBUSY);
+  EXPECT_EQ(dev->close(), 0);
+  EXPECT_EQ(dev->close(), -EBADF);
+  EXPECT_EQ(dev->open(), 0);
+  EXPECT_EQ(dev->close(), 0);
+}
+
+TEST_F(DriverTest, OpenCloseWithoutIoctls) {
+  make();
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(dev->open(), 0);
+    ASSERT_EQ(dev->close(), 0);
+  }
+  hl_info_args args{};
+  EXPECT_EQ(dev->ioctl(DRM_IOCTL_HL_INFO, &args), -EBADF);   // closed
+}
+
+TEST_F(DriverTest, IoctlNumbersAndInfo) {
+  make();
+  ASSERT_EQ(dev->open(), 0);
+  hl_info_hw_ip_info hw{};
+  hl_info_args args{};
+  args.return_pointer = reinterpret_cast<uintptr_t>(&hw);
+  args.return_size = sizeof hw;
+  args.op = HL_INFO_HW_IP_INFO;
+  const uint64_t before = dev->cosim().host_now_ps();
+  ASSERT_EQ(dev->ioctl(HL_IOCTL_INFO, &args), 0);   // legacy encoding
+  EXPECT_GE(dev->cosim().host_now_ps() - before, uint64_t{dev->preset().host().ioctl_ns()} * 1000);
+  EXPECT_EQ(hw.sram_base_address, 0x7FF0000080ull);
+  EXPECT_EQ(hw.sram_size, 0x1400000u - 0x80);
+  EXPECT_EQ(hw.dram_base_address, 0x20000000ull);
+  EXPECT_EQ(hw.dram_size, 0x800000000ull - 0x20000000ull);
+  EXPECT_EQ(hw.device_id, PCI_IDS_GAUDI);
+  EXPECT_EQ(hw.tpc_enabled_mask, 0xFF);
+  EXPECT_STREQ(reinterpret_cast<const char*>(hw.card_name), "HL205");
+  EXPECT_EQ(info<hl_info_device_status>(HL_INFO_DEVICE_STATUS).status, HL_DEVICE_STATUS_OPERATIONAL);
+  EXPECT_EQ(info<hl_info_reset_count>(HL_INFO_RESET_COUNT).hard_reset_cnt, 0u);
+  const auto ws = info<hl_info_sync_manager>(HL_INFO_SYNC_MANAGER, HL_GAUDI_WS_DCORE);
+  EXPECT_EQ(ws.first_available_sync_object, 144u);
+  EXPECT_EQ(ws.first_available_monitor, 72u);
+  args.op = HL_INFO_SYNC_MANAGER;
+  args.dcore_id = HL_MAX_DCORES;
+  EXPECT_EQ(dev->ioctl(DRM_IOCTL_HL_INFO, &args), -EINVAL);
+  hl_mem_args mem{};
+  EXPECT_EQ(dev->ioctl(DRM_IOCTL_HL_MEMORY, &mem), -ENOTTY);
+  EXPECT_EQ(dev->ioctl(0x1234, &mem), -ENOTTY);
+  EXPECT_EQ(dev->close(), 0);
+}
+
+TEST_F(DriverTest, CommandBuffersCreateMapDestroy) {
+  make();
+  ASSERT_EQ(dev->open(), 0);
+  for (uint32_t size : {0x100000u, 5000u, 77u, 92517u}) {
+    uint64_t handle = 0;
+    ASSERT_EQ(dev->cb_create(size, &handle), 0) << size;
+    const uint64_t length = (size + kPage - 1) / kPage * kPage;
+    void* memory = nullptr;
+    EXPECT_EQ(dev->mmap_cb(handle, length + kPage, &memory), -EINVAL) << size;
+    ASSERT_EQ(dev->mmap_cb(handle, length, &memory), 0) << size;
+    std::memset(memory, 0xA5, size);
+    hl_cb_args args{};
+    args.in.op = HL_CB_OP_INFO;
+    args.in.cb_handle = handle;
+    EXPECT_EQ(dev->cb(args), 0);
+    EXPECT_EQ(args.out.usage_cnt, 0u);
+    EXPECT_EQ(dev->munmap_cb(memory, length), 0);
+    EXPECT_EQ(dev->cb_destroy(handle), 0) << size;
+    EXPECT_EQ(dev->cb_destroy(handle), -EINVAL) << size;
+  }
+  uint64_t handle = 0;
+  EXPECT_EQ(dev->cb_create(HL_MAX_CB_SIZE + 1, &handle), -EINVAL);
+  // Destroy while mapped: the handle dies at once, the memory lives until the munmap.
+  ASSERT_EQ(dev->cb_create(5000, &handle), 0);
+  void* memory = nullptr;
+  ASSERT_EQ(dev->mmap_cb(handle, 2 * kPage, &memory), 0);
+  EXPECT_EQ(dev->cb_destroy(handle), 0);
+  std::memset(memory, 0x5A, 5000);   // still valid
+  uint64_t seq = 0;
+  EXPECT_EQ(dev->submit({ext(QueueId::DMA_0_0, handle, 8)}, &seq), -EINVAL);
+  EXPECT_EQ(dev->mmap_cb(handle, 2 * kPage, &memory), -EINVAL);
+  EXPECT_EQ(dev->munmap_cb(memory, 2 * kPage), 0);
+  EXPECT_EQ(dev->munmap_cb(memory, 2 * kPage), -EINVAL);
+  // A CB still mapped at close is released at its munmap.
+  ASSERT_EQ(dev->cb_create(77, &handle), 0);
+  ASSERT_EQ(dev->mmap_cb(handle, kPage, &memory), 0);
+  EXPECT_EQ(dev->close(), 0);
+  EXPECT_EQ(dev->munmap_cb(memory, kPage), 0);
+}
+
+TEST_F(DriverTest, NopCommandSubmissionsComplete) {
+  make();
+  ASSERT_EQ(dev->open(), 0);
+  for (unsigned count : {1u, 16u, 64u}) {
+    std::vector<hl_cs_chunk> chunks;
+    for (unsigned i = 0; i < count; ++i) chunks.push_back(ext_cb(QueueId::DMA_0_0, CommandBufferBuilder().nop().bytes()));
+    EXPECT_EQ(run(chunks), HL_WAIT_CS_STATUS_COMPLETED) << count;
+  }
+  // Jobs spread over all eight external streams in one CS.
+  std::vector<hl_cs_chunk> spread;
+  for (unsigned q = 0; q < 8; ++q) spread.push_back(ext_cb(static_cast<QueueId>(q), CommandBufferBuilder().nop().bytes()));
+  EXPECT_EQ(run(spread), HL_WAIT_CS_STATUS_COMPLETED);
+  const auto counters = info<hl_info_cs_counters>(HL_INFO_CS_COUNTERS);
+  EXPECT_EQ(counters.ctx_parsing_drop_cnt, 0u);
+  EXPECT_EQ(counters.ctx_queue_full_drop_cnt, 0u);
+  EXPECT_EQ(dev->close(), 0);
+}
+
+// MSG_LONG writes 0xbaba0ded to SRAM+0x1000. With no DMA engine the user cannot read SRAM back,
+// so the device proves it: the written word is the first dword of a MSG_LONG packet
+// {value 0xbaba0ded, addr = SOB}; an internal queue executes that packet straight from SRAM,
+// which (inc bit 31 set) adds 0x0ded to the SOB; an external job waits for SOB >= 0x0ded. It
+// completes only if SRAM holds exactly those 16 bytes.
+TEST_F(DriverTest, MsgLongWritesSramAndTheDeviceExecutesIt) {
+  make();
+  ASSERT_EQ(dev->open(), 0);
+  const unsigned sob = 16, mon = 4;
+  const std::vector<uint8_t> inner =
+      CommandBufferBuilder().msg_long(cfg(regs::sm_sob(regs::SyncManager::E_N, sob)), 0xbaba0ded).bytes();
+  ASSERT_EQ(inner.size(), 16u);
+  CommandBufferBuilder writer;
+  for (size_t i = 0; i < inner.size(); i += 4) {
+    uint32_t word = 0;
+    std::memcpy(&word, inner.data() + i, 4);
+    writer.msg_long(sram(0x1000 + i), word);
+  }
+  uint32_t first = 0;
+  std::memcpy(&first, inner.data(), 4);
+  ASSERT_EQ(first, 0xbaba0dedu);
+  EXPECT_EQ(run({ext_cb(QueueId::DMA_0_0, writer.bytes())}), HL_WAIT_CS_STATUS_COMPLETED);
+
+  CommandBufferBuilder waiter;
+  wait_on_sob(waiter, 1, sob, mon, false, 0x0ded);
+  EXPECT_EQ(run({internal(QueueId::DMA_2_0, sram(0x1000), 16), ext_cb(QueueId::DMA_0_1, waiter.bytes())}),
+            HL_WAIT_CS_STATUS_COMPLETED);
+  EXPECT_EQ(info<hl_info_reset_count>(HL_INFO_RESET_COUNT).hard_reset_cnt, 0u);
+  EXPECT_EQ(dev->close(), 0);
+}
+
+TEST_F(DriverTest, TwoThousandMsgLongsInOneCb) {
+  make();
+  ASSERT_EQ(dev->open(), 0);
+  CommandBufferBuilder many;
+  for (uint32_t i = 0; i < 2000; ++i) many.msg_long(sram(0x10000 + 4 * i), 0x1000 + i);
+  EXPECT_EQ(many.size(), 32000u);
+  EXPECT_EQ(run({ext_cb(QueueId::DMA_1_2, many.bytes())}), HL_WAIT_CS_STATUS_COMPLETED);
+  EXPECT_EQ(dev->close(), 0);
+}
+
+TEST_F(DriverTest, ThousandCommandSubmissionsWrapTheCompletionQueue) {
+  HlDeviceOptions options;
+  options.ext_queue_length = 256;   // the PQ/CQ length of older kernels: 1000 CS wrap it 3 times
+  make(options);
+  ASSERT_EQ(dev->open(), 0);
+  const uint64_t handle = cb_with(CommandBufferBuilder().nop().bytes());
+  uint64_t last = 0;
+  for (int i = 0; i < 1000; ++i) {
+    uint64_t seq = 0;
+    ASSERT_EQ(dev->submit({ext(QueueId::DMA_0_3, handle, 8)}, &seq), 0) << i;
+    EXPECT_EQ(seq, last + 1);
+    last = seq;
+    if (i % 100 == 99) {
+      uint32_t status = 99;
+      ASSERT_EQ(dev->wait(seq, 1000000, &status), 0);
+      ASSERT_EQ(status, HL_WAIT_CS_STATUS_COMPLETED) << i;
+    }
+  }
+  uint32_t status = 99;
+  EXPECT_EQ(dev->wait(500, 0, &status), 0);
+  EXPECT_EQ(status, HL_WAIT_CS_STATUS_COMPLETED);
+  EXPECT_EQ(dev->wait(1001, 0, &status), -EINVAL);   // beyond the current sequence
+  EXPECT_EQ(dev->close(), 0);
+}
+
+TEST_F(DriverTest, OldSequenceNumbersAreGone) {
+  HlDeviceOptions options;
+  options.max_pending_cs = 16;
+  make(options);
+  ASSERT_EQ(dev->open(), 0);
+  const uint64_t handle = cb_with(CommandBufferBuilder().nop().bytes());
+  for (int i = 0; i < 40; ++i) {
+    uint64_t seq = 0;
+    ASSERT_EQ(dev->submit({ext(QueueId::DMA_0_0, handle, 8)}, &seq), 0);
+    uint32_t status = 99;
+    ASSERT_EQ(dev->wait(seq, 1000000, &status), 0);
+  }
+  uint32_t status = 99, flags = 0;
+  EXPECT_EQ(dev->wait(1, 0, &status, &flags), 0);
+  EXPECT_EQ(status, HL_WAIT_CS_STATUS_COMPLETED);
+  EXPECT_EQ(flags & HL_WAIT_CS_STATUS_FLAG_GONE, HL_WAIT_CS_STATUS_FLAG_GONE);
+  EXPECT_EQ(dev->wait(40, 0, &status, &flags), 0);
+  EXPECT_EQ(flags & HL_WAIT_CS_STATUS_FLAG_GONE, 0u);
+  EXPECT_EQ(dev->close(), 0);
+}
+
+TEST_F(DriverTest, ParserAndChunkRejectionsSurfaceFromTheCsIoctl) {
+  make();
+  ASSERT_EQ(dev->open(), 0);
+  struct Case {
+    const char* name;
+    std::vector<uint8_t> cb;
+    int rc;
+  };
+  std::vector<uint8_t> truncated = CommandBufferBuilder().nop().msg_long(sram(0), 1).bytes();
+  truncated.resize(20);
+  const std::vector<Case> cases = {
+      {"MSG_PROT", CommandBufferBuilder().msg_prot(sram(0), 1).bytes(), -EPERM},
+      {"CP_DMA", CommandBufferBuilder().cp_dma(sram(0), 64).bytes(), -EPERM},
+      {"STOP", CommandBufferBuilder().nop().stop().bytes(), -EPERM},
+      {"WREG_BULK", CommandBufferBuilder().wreg_bulk(0x10, {1, 2}).bytes(), -EPERM},
+      {"LOAD_AND_EXE scalar", CommandBufferBuilder().load_and_exe(sram(0), true, true, true).bytes(), -EPERM},
+      {"WAIT", CommandBufferBuilder().wait(10, 0, 1).bytes(), -EINVAL},
+      {"undefined opcode", CommandBufferBuilder().raw_header(0, 0xE << 24).bytes(), -EINVAL},
+      {"truncated", truncated, -EINVAL},
+  };
+  uint64_t seq = 0;
+  for (const Case& c : cases) {
+    EXPECT_EQ(dev->submit({ext_cb(QueueId::DMA_0_0, c.cb)}, &seq), c.rc) << c.name;
+  }
+  const auto nop = ext_cb(QueueId::DMA_0_0, CommandBufferBuilder().nop().bytes());
+  // Internal CB outside SRAM/DRAM/host-VA user ranges (the first 0x80 B of SRAM are reserved).
+  EXPECT_EQ(dev->submit({internal(QueueId::TPC_0_0, sram(0), 64), nop}, &seq), -EFAULT);
+  EXPECT_EQ(dev->submit({internal(QueueId::MME_0_0, 0x1000, 64), nop}, &seq), -EFAULT);
+  const uint64_t parser_rejections = cases.size() + 2;
+  // Chunk checks before the parser.
+  EXPECT_EQ(dev->submit({internal(QueueId::TPC_0_0, sram(0x1000), 64)}, &seq), -EINVAL);   // internal only
+  EXPECT_EQ(dev->submit(std::vector<hl_cs_chunk>(513, nop), &seq), -EINVAL);               // > 512 jobs
+  EXPECT_EQ(dev->submit({ext(QueueId::DMA_0_0, 0xDEAD000, 8)}, &seq), -EINVAL);            // bad handle
+  EXPECT_EQ(dev->submit({ext(QueueId::DMA_0_0, nop.cb_handle, 4)}, &seq), -EINVAL);        // < 8 bytes
+  EXPECT_EQ(dev->submit({ext(QueueId::DMA_0_0, nop.cb_handle, 4096)}, &seq), -EINVAL);     // > CB size
+  EXPECT_EQ(dev->submit({ext(QueueId::CPU_PQ, nop.cb_handle, 8)}, &seq), -EINVAL);         // driver-only
+  EXPECT_EQ(dev->submit({ext(QueueId::NIC_0_0, nop.cb_handle, 8)}, &seq), -EINVAL);        // disabled
+  hl_cs_chunk beyond = nop;
+  beyond.queue_index = GAUDI_QUEUE_ID_SIZE;
+  EXPECT_EQ(dev->submit({beyond}, &seq), -EINVAL);
+  EXPECT_EQ(dev->submit({}, &seq), -EINVAL);                                               // no chunks
+  EXPECT_EQ(dev->submit({nop}, &seq, HL_CS_FLAGS_SIGNAL | HL_CS_FLAGS_WAIT), -EINVAL);     // two types
+  EXPECT_EQ(dev->submit({nop}, &seq, HL_CS_FLAGS_STAGED_SUBMISSION), -EPERM);
+
+  const auto counters = info<hl_info_cs_counters>(HL_INFO_CS_COUNTERS);
+  EXPECT_EQ(counters.ctx_parsing_drop_cnt, parser_rejections);
+  EXPECT_EQ(counters.total_parsing_drop_cnt, parser_rejections);
+  EXPECT_EQ(counters.ctx_validation_drop_cnt, 8u);
+  // Nothing was left half-submitted: a good CS gets sequence 1 and completes.
+  ASSERT_EQ(dev->submit({nop}, &seq), 0);
+  EXPECT_EQ(seq, 1u);
+  uint32_t status = 99;
+  EXPECT_EQ(dev->wait(seq, 1000000, &status), 0);
+  EXPECT_EQ(status, HL_WAIT_CS_STATUS_COMPLETED);
+  EXPECT_EQ(dev->close(), 0);
+}
+
+TEST_F(DriverTest, FullQueueRejectsWithEagain) {
+  HlDeviceOptions options;
+  options.ext_queue_length = 16;
+  options.cs_timeout_us = 2000;
+  make(options);
+  ASSERT_EQ(dev->open(), 0);
+  // The first CS blocks the stream on a fence nobody signals; 15 more fill the PQ.
+  uint64_t seq = 0;
+  ASSERT_EQ(dev->submit({ext_cb(QueueId::DMA_0_0, CommandBufferBuilder().fence(0, 1, 1).bytes())}, &seq), 0);
+  const auto nop = ext_cb(QueueId::DMA_0_0, CommandBufferBuilder().nop().bytes());
+  for (int i = 0; i < 15; ++i) ASSERT_EQ(dev->submit({nop}, &seq), 0) << i;
+  EXPECT_EQ(dev->submit({nop}, &seq), -EAGAIN);
+  EXPECT_EQ(info<hl_info_cs_counters>(HL_INFO_CS_COUNTERS).ctx_queue_full_drop_cnt, 1u);
+  // Other streams are not affected.
+  EXPECT_EQ(run({ext_cb(QueueId::DMA_0_1, CommandBufferBuilder().nop().bytes())}), HL_WAIT_CS_STATUS_COMPLETED);
+  EXPECT_EQ(dev->close(), 0);   // waits; the TDR resets the stuck stream
+  EXPECT_EQ(dev->open(), 0);
+  EXPECT_EQ(info<hl_info_reset_count>(HL_INFO_RESET_COUNT).hard_reset_cnt, 1u);
+  EXPECT_EQ(info<hl_info_cs_counters>(HL_INFO_CS_COUNTERS).ctx_queue_full_drop_cnt, 0u);
+  EXPECT_EQ(info<hl_info_cs_counters>(HL_INFO_CS_COUNTERS).total_queue_full_drop_cnt, 1u);
+  EXPECT_EQ(dev->close(), 0);
+}
+
+TEST_F(DriverTest, EndlessFenceTimesOutResetsAndTheDeviceIsUsableAgain) {
+  HlDeviceOptions options;
+  options.cs_timeout_us = 5000;
+  make(options);
+  ASSERT_EQ(dev->open(), 0);
+  uint64_t stuck = 0, behind = 0;
+  ASSERT_EQ(dev->submit({ext_cb(QueueId::DMA_0_0, CommandBufferBuilder().fence(0, 1, 1).bytes())}, &stuck), 0);
+  ASSERT_EQ(dev->submit({ext_cb(QueueId::DMA_1_0, CommandBufferBuilder().fence(1, 1, 1).bytes())}, &behind), 0);
+  uint32_t status = 99;
+  EXPECT_EQ(dev->wait(stuck, 0, &status), 0);
+  EXPECT_EQ(status, HL_WAIT_CS_STATUS_BUSY);
+  EXPECT_EQ(dev->wait(stuck, 100, &status), 0);   // the user's timeout expires first: BUSY
+  EXPECT_EQ(status, HL_WAIT_CS_STATUS_BUSY);
+  EXPECT_EQ(dev->wait(stuck, 10000000, &status), -ETIMEDOUT);   // the TDR fires meanwhile
+  EXPECT_EQ(status, HL_WAIT_CS_STATUS_TIMEDOUT);
+  EXPECT_EQ(dev->wait(behind, 10000000, &status), -EIO);
+  EXPECT_EQ(status, HL_WAIT_CS_STATUS_ABORTED);
+  EXPECT_EQ(dev->wait(stuck, 0, &status), -ETIMEDOUT);   // the outcome stays
+  EXPECT_EQ(info<hl_info_reset_count>(HL_INFO_RESET_COUNT).hard_reset_cnt, 1u);
+  EXPECT_EQ(info<hl_info_device_status>(HL_INFO_DEVICE_STATUS).status, HL_DEVICE_STATUS_OPERATIONAL);
+  // Usable again: a CS on a stream that was not stuck, and a monitor/fence chain.
+  EXPECT_EQ(run({ext_cb(QueueId::DMA_0_2, CommandBufferBuilder().nop().bytes())}), HL_WAIT_CS_STATUS_COMPLETED);
+  CommandBufferBuilder chain;
+  chain.msg_long(cfg(regs::sm_sob(regs::SyncManager::E_N, 24)), qman::sob_write_value(3, false));
+  wait_on_sob(chain, 1, 24, 8, true, 3);
+  EXPECT_EQ(run({ext_cb(QueueId::DMA_0_1, chain.bytes())}), HL_WAIT_CS_STATUS_COMPLETED);
+  EXPECT_EQ(dev->close(), 0);
+}
+
+TEST_F(DriverTest, TheStreamThatTimedOutRunsAgainAfterTheReset) {
+  HlDeviceOptions options;
+  options.cs_timeout_us = 5000;
+  make(options);
+  ASSERT_EQ(dev->open(), 0);
+  uint64_t stuck = 0;
+  ASSERT_EQ(dev->submit({ext_cb(QueueId::DMA_0_0, CommandBufferBuilder().fence(0, 1, 1).bytes())}, &stuck), 0);
+  uint32_t status = 99;
+  EXPECT_EQ(dev->wait(stuck, 10000000, &status), -ETIMEDOUT);
+  EXPECT_EQ(run({ext_cb(QueueId::DMA_0_0, CommandBufferBuilder().nop().bytes())}, 100000), HL_WAIT_CS_STATUS_COMPLETED);
+  EXPECT_EQ(dev->close(), 0);
+}
+
+TEST_F(DriverTest, SyncObjectsAreZeroedWhenTheContextIsReopened) {
+  make();
+  ASSERT_EQ(dev->open(), 0);
+  const unsigned sob = 40, mon = 12;
+  CommandBufferBuilder set;
+  set.msg_long(cfg(regs::sm_sob(regs::SyncManager::E_N, sob)), qman::sob_write_value(1, false));
+  wait_on_sob(set, 0, sob, mon, true, 1);   // proves the SOB holds 1
+  EXPECT_EQ(run({ext_cb(QueueId::DMA_0_0, set.bytes())}), HL_WAIT_CS_STATUS_COMPLETED);
+  // Negative control: a monitor waiting for 0 does not fire while the SOB holds 1 ...
+  CommandBufferBuilder for_zero;
+  wait_on_sob(for_zero, 1, sob, mon + 1, true, 0);
+  uint64_t waiting = 0;
+  ASSERT_EQ(dev->submit({ext_cb(QueueId::DMA_0_1, for_zero.bytes())}, &waiting), 0);
+  uint32_t status = 99;
+  EXPECT_EQ(dev->wait(waiting, 500, &status), 0);
+  EXPECT_EQ(status, HL_WAIT_CS_STATUS_BUSY);
+  // ... and fires once a CS sets it to 0; then it is set to 1 again.
+  EXPECT_EQ(run({ext_cb(QueueId::DMA_0_2, CommandBufferBuilder()
+                                              .msg_long(cfg(regs::sm_sob(regs::SyncManager::E_N, sob)),
+                                                        qman::sob_write_value(0, false))
+                                              .bytes())}),
+            HL_WAIT_CS_STATUS_COMPLETED);
+  EXPECT_EQ(dev->wait(waiting, 100000, &status), 0);
+  EXPECT_EQ(status, HL_WAIT_CS_STATUS_COMPLETED);
+  EXPECT_EQ(run({ext_cb(QueueId::DMA_0_0, set.bytes())}), HL_WAIT_CS_STATUS_COMPLETED);
+  ASSERT_EQ(dev->close(), 0);
+  ASSERT_EQ(dev->open(), 0);
+  CommandBufferBuilder zero;
+  wait_on_sob(zero, 0, sob, mon, true, 0);  // fires at once only if the open zeroed it
+  EXPECT_EQ(run({ext_cb(QueueId::DMA_0_0, zero.bytes())}), HL_WAIT_CS_STATUS_COMPLETED);
+  EXPECT_EQ(info<hl_info_reset_count>(HL_INFO_RESET_COUNT).hard_reset_cnt, 0u);
+  EXPECT_EQ(dev->close(), 0);
+}
+
+TEST_F(DriverTest, CloseWaitsForWorkInFlight) {
+  make();
+  ASSERT_EQ(dev->open(), 0);
+  CommandBufferBuilder many;
+  for (uint32_t i = 0; i < 500; ++i) many.msg_long(sram(0x20000 + 4 * i), i);
+  uint64_t seq = 0;
+  ASSERT_EQ(dev->submit({ext_cb(QueueId::DMA_0_0, many.bytes())}, &seq), 0);
+  ASSERT_EQ(dev->submit({ext_cb(QueueId::DMA_1_1, many.bytes())}, &seq), 0);
+  EXPECT_EQ(dev->close(), 0);
+  ASSERT_EQ(dev->open(), 0);
+  EXPECT_EQ(info<hl_info_reset_count>(HL_INFO_RESET_COUNT).hard_reset_cnt, 0u);
+  EXPECT_EQ(run({ext_cb(QueueId::DMA_0_0, CommandBufferBuilder().nop().bytes())}), HL_WAIT_CS_STATUS_COMPLETED);
+  EXPECT_EQ(dev->close(), 0);
+}
+
+TEST_F(DriverTest, CloseWithAStuckCsEndsInAResetAndTheDeviceReopens) {
+  HlDeviceOptions options;
+  options.cs_timeout_us = 3000;
+  make(options);
+  ASSERT_EQ(dev->open(), 0);
+  uint64_t seq = 0;
+  ASSERT_EQ(dev->submit({ext_cb(QueueId::DMA_0_3, CommandBufferBuilder().fence(3, 1, 1).bytes())}, &seq), 0);
+  EXPECT_EQ(dev->close(), 0);
+  ASSERT_EQ(dev->open(), 0);
+  EXPECT_EQ(info<hl_info_reset_count>(HL_INFO_RESET_COUNT).hard_reset_cnt, 1u);
+  EXPECT_EQ(run({ext_cb(QueueId::DMA_0_2, CommandBufferBuilder().nop().bytes())}), HL_WAIT_CS_STATUS_COMPLETED);
+  EXPECT_EQ(dev->close(), 0);
+}
+
+}  // namespace
+}  // namespace hpusim::driver
