@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "sim/bench/memory_bench.h"
+#include "sim/bench/submit_bench.h"
 #include "sim/preset/preset.h"
 
 namespace po = boost::program_options;
@@ -32,6 +33,7 @@ void print_usage(std::ostream& out) {
          "commands:\n"
          "  info                 print the resolved card preset\n"
          "  bench memory         HBM, SRAM and PCIe bandwidth/latency benchmark\n"
+         "  bench submit         command-submission latency and throughput through the driver\n"
          "  presets              list the built-in presets\n\n"
          "common options:\n"
          "  --preset NAME|FILE   card preset (default hl205); built-in: ";
@@ -123,6 +125,27 @@ int command_bench_memory(const std::vector<std::string>& args) {
   return 0;
 }
 
+int command_bench_submit(const std::vector<std::string>& args) {
+  po::options_description options = preset_options();
+  options.add_options()
+      ("help,h", "this help")
+      ("json", po::value<std::string>(), "write results as a JSON array of objects")
+      ("scale", po::value<double>()->default_value(1.0), "multiply every case's submission count");
+  po::variables_map vm = parse(args, options);
+  if (vm.count("help")) {
+    std::cout << "usage: hpusim bench submit [options]\n" << options;
+    return 0;
+  }
+  hpusim::bench::SubmitBenchOptions bench;
+  bench.preset = vm["preset"].as<std::string>();
+  if (vm.count("set")) bench.overrides = vm["set"].as<std::vector<std::string>>();
+  hpusim::preset::load_preset(bench.preset, bench.overrides);  // report preset errors before starting
+  bench.scale = vm["scale"].as<double>();
+  if (vm.count("json")) bench.json_path = vm["json"].as<std::string>();
+  hpusim::bench::run_submit_bench(bench, std::cout);
+  return 0;
+}
+
 int dispatch(const std::vector<std::string>& argv) {
   if (argv.empty() || argv[0] == "--help" || argv[0] == "-h" || argv[0] == "help") {
     print_usage(argv.empty() ? std::cerr : std::cout);
@@ -133,11 +156,12 @@ int dispatch(const std::vector<std::string>& argv) {
   if (command == "info") return command_info(rest);
   if (command == "presets") return command_presets();
   if (command == "bench") {
-    if (rest.empty()) throw UsageError("bench needs a benchmark name: memory");
+    if (rest.empty()) throw UsageError("bench needs a benchmark name: memory or submit");
     std::string which = rest[0];
     std::vector<std::string> bench_args(rest.begin() + 1, rest.end());
     if (which == "memory") return command_bench_memory(bench_args);
-    throw UsageError("unknown benchmark '" + which + "' (available: memory)");
+    if (which == "submit") return command_bench_submit(bench_args);
+    throw UsageError("unknown benchmark '" + which + "' (available: memory, submit)");
   }
   throw UsageError("unknown command '" + command + "'");
 }

@@ -147,4 +147,23 @@ TEST(Cli, TheBenchTraceDecodesWithTracksSlicesCountersAndFlows) {
   EXPECT_GT(json.get_child("traceEvents").size(), 10u);
 }
 
+TEST(Cli, BenchSubmitWritesItsJson) {
+  std::string json = temp_path("submit.json");
+  ProgramRun r = run("bench submit --scale 0.1 --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("nop_cs_round_trip"), std::string::npos);
+  boost::property_tree::ptree results;
+  boost::property_tree::read_json(json, results);
+  int cases = 0;
+  for (const auto& [key, row] : results) {
+    ++cases;
+    for (const char* field : {"case", "size_bytes", "sim_latency_ns", "sim_per_s", "wall_per_s"}) {
+      EXPECT_TRUE(row.get_child_optional(field)) << "missing " << field;
+    }
+    EXPECT_GT(row.get<double>("sim_per_s"), 0.0);
+  }
+  EXPECT_GE(cases, 4);
+  EXPECT_EQ(run("bench submit --set hbm.stacks=0").exit_code, 2);
+}
+
 }  // namespace
