@@ -51,6 +51,16 @@ Card::Card(sc_core::sc_module_name name, const preset::Card& preset)
     sync_managers_.push_back(std::move(sm));
   }
 
+  // The Gaudi 1 register map has 8 DMA channels; larger presets use the first 8 for now.
+  const uint32_t channels =
+      std::min(preset.dma().pci_channels() + preset.dma().internal_channels(), regs::kNumDmaChannels);
+  for (uint32_t ch = 0; ch < channels; ++ch) {
+    auto core = std::make_unique<DmaCore>(dma_core_config_from(preset, ch));
+    memory_.cfg().attach(core->config().name, regs::cfg_address(regs::dma_core_base(ch)), DmaCore::size_bytes(), *core);
+    memory_.bind_master(core->bus().socket, core->config().name);
+    dma_cores_.push_back(std::move(core));
+  }
+
   qmans_.resize(regs::kNumQmans);
   for (unsigned i = 0; i < regs::kNumQmans; ++i) {
     const regs::QmanId id = regs::qman_from_index(i);
@@ -87,6 +97,7 @@ void Card::reset() {
   for (auto& qman : qmans_) {
     if (qman) qman->reset();
   }
+  for (auto& core : dma_cores_) core->reset();
 }
 
 }  // namespace hpusim::hw

@@ -1,6 +1,6 @@
 // A whole card: the memory system plus the command-submission blocks at their real Gaudi 1 CFG
-// addresses: the four sync managers and the QMANs of the DMA channels, the two MME masters and
-// the TPCs. Engines (DMA cores, TPC, MME) join as their models land.
+// addresses: the four sync managers, the DMA cores, and the QMANs of the DMA channels, the two MME
+// masters and the TPCs. The TPC and MME engines join as their models land.
 #pragma once
 
 #include <systemc>
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "hw/card/memory_system.h"
+#include "hw/dma/dma_core.h"
 #include "hw/pcie/msi_block.h"
 #include "hw/qman/qman.h"
 #include "hw/regs/gaudi1_map.h"
@@ -25,6 +26,8 @@ class Card : public sc_core::sc_module {
   SyncManager& sync_manager(regs::SyncManager which) { return *sync_managers_.at(static_cast<unsigned>(which)); }
   // nullptr when this card has no such QMAN.
   Qman* qman(regs::QmanId id) { return qmans_.at(regs::to_index(id)).get(); }
+  // nullptr when this card has no such channel.
+  DmaCore* dma_core(unsigned channel) { return channel < dma_cores_.size() ? dma_cores_[channel].get() : nullptr; }
 
   void set_qman_observer(QmanObserver* observer);
   void set_sync_manager_observer(SyncManagerObserver* observer);
@@ -35,6 +38,7 @@ class Card : public sc_core::sc_module {
   MemorySystem memory_;
   std::vector<std::unique_ptr<SyncManager>> sync_managers_;
   std::vector<std::unique_ptr<Qman>> qmans_;   // indexed by QmanId
+  std::vector<std::unique_ptr<DmaCore>> dma_cores_;
   MsiBlock msi_;
   MsiRequestRegister msi_request_;
 };

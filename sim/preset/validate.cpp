@@ -152,6 +152,13 @@ void resolve_and_validate(Card& card) {
   require_positive(fabric.pcie_port_bytes_per_cycle(), "fabric.pcie_port_bytes_per_cycle");
   require_positive(fabric.cfg_port_bytes_per_cycle(), "fabric.cfg_port_bytes_per_cycle");
 
+  const auto& dma = card.dma();
+  require(power_of_two(dma.max_burst_bytes()) && dma.max_burst_bytes() >= 8, "dma.max_burst_bytes must be a power of two >= 8");
+  require_positive(dma.outstanding(), "dma.outstanding");
+  require_positive(dma.pci_outstanding(), "dma.pci_outstanding");
+  require_positive(dma.posted_writes(), "dma.posted_writes");
+  require_positive(dma.queue_depth(), "dma.queue_depth");
+
   const auto& cs = card.command_submission();
   require_positive(cs.cp_packet_cycles(), "command_submission.cp_packet_cycles");
   require(cs.cp_fetch_bytes() >= 16 && power_of_two(cs.cp_fetch_bytes()),

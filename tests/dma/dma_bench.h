@@ -21,6 +21,7 @@
 #include "hw/dma/dma_core.h"
 #include "hw/regs/gaudi1_map.h"
 #include "hw/syncmgr/sync_manager.h"
+#include "sim/bench/traffic_generator.h"
 #include "sim/preset/preset.h"
 
 namespace hpusim::testing {
@@ -136,8 +137,14 @@ struct DmaBench {
   static constexpr SM kSm = SM::E_N;
 
   // One DmaCore per config, attached at regs::kCfgBase + regs::dma_core_base(config.channel).
-  explicit DmaBench(const std::vector<hw::DmaCoreConfig>& configs, const std::vector<std::string>& overrides = {})
+  // `generator_ports` > 0 adds a bench traffic generator with that many fabric master ports.
+  explicit DmaBench(const std::vector<hw::DmaCoreConfig>& configs, const std::vector<std::string>& overrides = {},
+                    uint32_t generator_ports = 0)
       : card(preset::load_preset("hl205", overrides)), system("card", card), probe("probe"), sm(sm_config()) {
+    if (generator_ports > 0) {
+      generator = std::make_unique<bench::TrafficGenerator>("generator", generator_ports);
+      for (uint32_t p = 0; p < generator_ports; ++p) system.bind_master(generator->port(p), "gen" + std::to_string(p));
+    }
     for (const hw::DmaCoreConfig& c : configs) {
       cores.push_back(std::make_unique<hw::DmaCore>(c));
       hw::DmaCore& core = *cores.back();
@@ -251,6 +258,7 @@ struct DmaBench {
   RegisterProbe probe;
   hw::SyncManager sm;
   std::vector<std::unique_ptr<hw::DmaCore>> cores;
+  std::unique_ptr<bench::TrafficGenerator> generator;
   DmaRecorder recorder;
   SobRecorder sobs;
 };

@@ -1,89 +1,542 @@
+// The DMA core through the card's fabric: register programming like a LIN_DMA packet, data checks
+// through the backing stores, memset, strided copies, write-completion messages into the E_N sync
+// manager, errors, queueing, CFG_0.EN, reset, and bandwidth against the fabric/HBM/PCIe models.
 #include <gtest/gtest.h>
-#include <chrono>
+
+#include <algorithm>
+#include <cstdio>
+
 #include "tests/dma/dma_bench.h"
 
 namespace hpusim::testing {
 namespace {
-namespace dc = regs::dma_core;
 
-TEST(DmaExplore, Bandwidths) {
-  auto cfgs = DmaBench::channels({0, 1, 2, 3, 4, 5});
-  cfgs[2].outstanding = 32;
-  cfgs[3].outstanding = 64;
-  cfgs[4].outstanding = 128;
-  cfgs[5].outstanding = 256;
-  cfgs[0].outstanding = 32;
-  DmaBench b(cfgs);
-  for (size_t i = 0; i < 6; ++i) b.enable(i);
-  const uint32_t mb = 8 << 20;
-  for (uint64_t off : {uint64_t(64) << 20, (uint64_t(64) << 20) + (512 << 10), (uint64_t(64) << 20) + (1 << 13)})
-  for (size_t i = 2; i < 6; ++i) {
-    auto t0 = std::chrono::steady_clock::now();
-    b.copy(i, b.dram(0), b.dram(off), mb);
-    b.run_until_idle(i);
-    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    printf("hbm copy off %lx window %u: %.1f GB/s  (%.2f s wall)\n", off, b.core(i).config().outstanding, b.last_gbps(), s);
-  }
-  for (size_t i = 2; i < 6; ++i) {
-    b.program(i, 0x11, b.dram(0), mb, dc::kCommitLin | dc::kCommitMemSet);
-    b.run_until_idle(i);
-    printf("memset window %u: %.1f GB/s\n", b.core(i).config().outstanding, b.last_gbps());
-  }
-  for (size_t i = 2; i < 6; ++i) {
-    b.copy(i, b.dram(0), b.sram(0x1000), mb);
-    b.run_until_idle(i);
-    printf("hbm->sram window %u: %.1f GB/s\n", b.core(i).config().outstanding, b.last_gbps());
-    auto st0 = b.core(i).stats();
-    b.copy(i, b.sram(0x1000), b.sram(0x1000000), mb);
-    b.run_until_idle(i);
-    auto st = b.core(i).stats();
-    printf("  rd lat %.1f ns wr lat %.1f ns\n", double(st.read_latency_ps - st0.read_latency_ps) / (st.read_bursts - st0.read_bursts) / 1000,
-       double(st.write_latency_ps - st0.write_latency_ps) / (st.write_bursts - st0.write_bursts) / 1000);
-    printf("sram->sram window %u: %.1f GB/s\n", b.core(i).config().outstanding, b.last_gbps());
-  }
-  for (size_t i = 0; i < 2; ++i) {
-    auto t0 = std::chrono::steady_clock::now();
-    b.copy(i, b.host(0x100000), b.dram(0), mb);
-    b.run_until_idle(i);
-    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    printf("h2d window %u: %.1f GB/s  (%.2f s wall) pcie payload %.1f\n", b.core(i).config().outstanding, b.last_gbps(), s,
-           b.system.pcie().payload_bytes_per_second(256, true) / 1e9);
-    b.copy(i, b.dram(0), b.host(0x10000000), mb);
-    b.run_until_idle(i);
-    printf("d2h window %u: %.1f GB/s\n", b.core(i).config().outstanding, b.last_gbps());
-  }
-  printf("port %.1f  hbm/2 %.1f\n", 256 * 1.1, b.system.hbm().peak_bytes_per_second() / 2e9);
+namespace dc = regs::dma_core;
+constexpr uint32_t kAdd1 = regs::sm::kSobInc | 1;   // SOB message "ADD 1" (0x80000001)
+constexpr uint64_t kMiB = 1ull << 20;
+
+// Fills [address, address + bytes) with a pattern and returns it.
+std::vector<uint8_t> seed(DmaBench& b, uint64_t address, uint64_t bytes, uint64_t salt) {
+  std::vector<uint8_t> data = pattern_bytes(bytes, salt);
+  b.poke(address, data);
+  return data;
 }
+
+// Writes 64 sentinel bytes on each side of [address, address + bytes).
+void guard(DmaBench& b, uint64_t address, uint64_t bytes) {
+  b.poke(address - 64, std::vector<uint8_t>(64, 0xEE));
+  b.poke(address + bytes, std::vector<uint8_t>(64, 0xEE));
+}
+bool guard_intact(DmaBench& b, uint64_t address, uint64_t bytes) {
+  const std::vector<uint8_t> sentinel(64, 0xEE);
+  return b.peek(address - 64, 64) == sentinel && b.peek(address + bytes, 64) == sentinel;
+}
+
+// One copy through core i with a completion ADD 1 to `sob`; returns after the core is idle.
+void copy_and_wait(DmaBench& b, size_t i, uint64_t src, uint64_t dst, uint32_t bytes, uint32_t sob) {
+  b.completion_to(i, b.sob_address(sob), kAdd1);
+  b.copy(i, src, dst, bytes, dc::kCommitWrCompEn);
+  b.run_until_idle(i);
+}
+
+void round_trip(DmaBench& b, uint64_t (DmaBench::*device)(uint64_t) const, const std::vector<uint64_t>& sizes,
+                uint64_t spacing) {
+  constexpr uint32_t kSob = 200;
+  uint64_t moved = 0;
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    const uint64_t n = sizes[k];
+    const uint64_t host_src = b.host(0x10000000 + k * spacing + 3 * k + 1);   // odd, different alignments
+    const uint64_t host_dst = b.host(0x400000000 + k * spacing + 5 * k + 2);
+    const uint64_t dev = (b.*device)(0x1000 + k * spacing + 7 * k + 3);
+    const std::vector<uint8_t> data = seed(b, host_src, n, k + 1);
+    guard(b, dev, n);
+    guard(b, host_dst, n);
+    copy_and_wait(b, 0, host_src, dev, static_cast<uint32_t>(n), kSob);   // DMA0: host -> device
+    copy_and_wait(b, 1, dev, host_dst, static_cast<uint32_t>(n), kSob);   // DMA1: device -> host
+    EXPECT_TRUE(b.peek(dev, n) == data) << "device copy of " << n << " bytes";
+    EXPECT_TRUE(b.peek(host_dst, n) == data) << "host copy of " << n << " bytes";
+    EXPECT_TRUE(guard_intact(b, dev, n)) << "device neighbours of " << n << " bytes";
+    EXPECT_TRUE(guard_intact(b, host_dst, n)) << "host neighbours of " << n << " bytes";
+    moved += n;
+  }
+  EXPECT_TRUE(b.recorder.failed.empty());
+  ASSERT_EQ(b.recorder.done.size(), 2 * sizes.size());
+  EXPECT_EQ(b.sm.sob_value(kSob), 2 * sizes.size());
+  EXPECT_EQ(b.core(0).stats().bytes + b.core(1).stats().bytes, 2 * moved);
+  EXPECT_EQ(b.core(0).stats().transfers, sizes.size());
+  EXPECT_EQ(b.core(1).stats().completion_messages, sizes.size());
+  EXPECT_EQ(b.recorder.done[0].transfer.bytes, sizes[0]);
+  EXPECT_EQ(b.recorder.done.back().transfer.bytes, sizes.back());
+}
+
+TEST(Dma, HostSramHostRoundTripsKeepTheData) {
+  DmaBench b(DmaBench::channels({0, 1}));
+  b.enable(0);
+  b.enable(1);
+  // SRAM holds 20 MB, so the largest SRAM case is 16 MiB.
+  round_trip(b, &DmaBench::sram, {1, 77, 5000, 92517, kMiB, 16 * kMiB}, 0);
+}
+
+TEST(Dma, HostDramHostRoundTripsKeepTheData) {
+  DmaBench b(DmaBench::channels({0, 1}));
+  b.enable(0);
+  b.enable(1);
+  round_trip(b, &DmaBench::dram, {1, 77, 5000, 92517, kMiB, 64 * kMiB}, 128 * kMiB);
+}
+
+TEST(Dma, MemsetWritesTheSixtyFourBitPattern) {
+  DmaBench b(DmaBench::channels({2}));
+  b.enable(0);
+  const uint64_t value = 0x0123456789ABCDEFull;
+  struct Case {
+    uint64_t address;
+    uint32_t bytes;
+  };
+  const Case cases[] = {{b.dram(0x1003), 5003}, {b.sram(0x2001), 1}, {b.sram(0x3005), 77}, {b.dram(0x100000), 1 << 20}};
+  for (const Case& c : cases) {
+    seed(b, c.address, c.bytes, 9);
+    guard(b, c.address, c.bytes);
+    b.program(0, value, c.address, c.bytes, dc::kCommitLin | dc::kCommitMemSet);
+    b.run_until_idle(0);
+    const std::vector<uint8_t> got = b.peek(c.address, c.bytes);
+    bool ok = true;
+    for (uint64_t i = 0; i < c.bytes && ok; ++i) {
+      ok = got[i] == static_cast<uint8_t>(value >> (8 * ((c.address + i) % 8)));
+    }
+    EXPECT_TRUE(ok) << c.bytes << " bytes at 0x" << std::hex << c.address;
+    EXPECT_TRUE(guard_intact(b, c.address, c.bytes)) << c.bytes << " bytes";
+  }
+  // A zero fill over data, and the byte count.
+  seed(b, b.dram(0x200000), 4096, 3);
+  b.program(0, 0, b.dram(0x200000), 4096, dc::kCommitLin | dc::kCommitMemSet);
+  b.run_until_idle(0);
+  EXPECT_TRUE(b.peek(b.dram(0x200000), 4096) == std::vector<uint8_t>(4096, 0));
+  EXPECT_EQ(b.core(0).stats().bytes, 5003u + 1 + 77 + (1 << 20) + 4096);
+  EXPECT_EQ(b.core(0).stats().read_bursts, 0u);   // memset reads nothing
+  // Bursts end at 256-byte boundaries: 512 bytes starting 1 past one take 255 + 256 + 1.
+  const uint64_t writes_before = b.core(0).stats().write_bursts;
+  b.program(0, value, b.dram(0x300001), 512, dc::kCommitLin | dc::kCommitMemSet);
+  b.run_until_idle(0);
+  EXPECT_EQ(b.core(0).stats().write_bursts - writes_before, 3u);
+  EXPECT_TRUE(b.recorder.done.back().transfer.memset);
+}
+
+TEST(Dma, WriteCompletionLandsOnlyAfterTheData) {
+  DmaBench b(DmaBench::channels({2}));
+  b.enable(0);
+  constexpr uint32_t kSob = 17;
+  const uint32_t n = 92517;
+  const uint64_t src = b.dram(0x10003), dst = b.sram(0x40001);
+  const std::vector<uint8_t> data = seed(b, src, n, 4);
+  bool data_there = false;
+  hw::Picoseconds sob_at = 0;
+  b.sobs.hook = [&](uint32_t sob, uint32_t, hw::Picoseconds at) {
+    if (sob != kSob) return;
+    data_there = b.peek(dst, n) == data;   // what a waiter released by the SOB would read
+    sob_at = at;
+  };
+  copy_and_wait(b, 0, src, dst, n, kSob);
+  EXPECT_EQ(b.sm.sob_value(kSob), 1u);
+  EXPECT_TRUE(data_there) << "the completion message overtook the data";
+  ASSERT_EQ(b.recorder.done.size(), 1u);
+  EXPECT_GT(sob_at, b.recorder.started[0].at);
+  EXPECT_LE(sob_at, b.recorder.done[0].at);   // done = the completion's response has arrived
+  EXPECT_TRUE(b.recorder.done[0].transfer.write_completion);
+  EXPECT_EQ(b.recorder.done[0].transfer.completion_data, kAdd1);
+
+  // Without WR_COMP_EN nothing is sent.
+  b.copy(0, src, b.sram(0x80000), 4096);
+  b.run_until_idle(0);
+  b.settle();
+  EXPECT_EQ(b.sm.sob_value(kSob), 1u);
+
+  // A zero-byte transfer moves nothing but still sends its completion.
+  const uint64_t bytes_before = b.core(0).stats().bytes;
+  const uint64_t reads_before = b.core(0).stats().read_bursts;
+  copy_and_wait(b, 0, src, dst, 0, kSob);
+  EXPECT_EQ(b.sm.sob_value(kSob), 2u);
+  EXPECT_EQ(b.core(0).stats().bytes, bytes_before);
+  EXPECT_EQ(b.core(0).stats().read_bursts, reads_before);
+
+  // A completion value written to plain memory lands too.
+  b.completion_to(0, b.sram(0x100), 0xC0FFEE01u);
+  b.copy(0, src, b.sram(0x90000), 256, dc::kCommitWrCompEn);
+  b.run_until_idle(0);
+  const std::vector<uint8_t> word = b.peek(b.sram(0x100), 4);
+  EXPECT_EQ(word[0] | word[1] << 8 | word[2] << 16 | uint32_t{word[3]} << 24, 0xC0FFEE01u);
+  EXPECT_EQ(b.core(0).stats().completion_messages, 3u);
+}
+
+TEST(Dma, StridedCopiesGatherAndScatterBoxes) {
+  DmaBench b(DmaBench::channels({3}));
+  b.enable(0);
+  auto set = [&](uint32_t offset, uint32_t v) { b.probe.write32(b.reg(0, offset), v); };
+  // Source: a 3-D box of 48-byte rows, 5 rows 64 bytes apart, 3 planes 1000 bytes apart (720
+  // bytes). Destination: a 2-D box of 9 rows of 80 bytes, 128 bytes apart.
+  const uint64_t src = b.dram(0x5001), dst = b.sram(0x7003);
+  const std::vector<uint8_t> space = seed(b, src, 3000, 6);
+  b.poke(dst - 64, std::vector<uint8_t>(9 * 128 + 128, 0xEE));
+  set(dc::kSrcTsize0, 48);
+  set(dc::src_tsize(1), 5);
+  set(dc::src_stride(1), 64);
+  set(dc::src_tsize(2), 3);
+  set(dc::src_stride(2), 1000);
+  set(dc::kDstTsize0, 80);
+  set(dc::dst_tsize(1), 9);
+  set(dc::dst_stride(1), 128);
+  b.program(0, src, dst, 80, 0);   // LIN = 0: strided
+  b.run_until_idle(0);
+  ASSERT_EQ(b.recorder.done.size(), 1u);
+  EXPECT_EQ(b.recorder.done[0].transfer.bytes, 720u);
+  std::vector<uint8_t> stream;
+  for (int p = 0; p < 3; ++p)
+    for (int r = 0; r < 5; ++r)
+      for (int c = 0; c < 48; ++c) stream.push_back(space[p * 1000 + r * 64 + c]);
+  std::vector<uint8_t> expected(9 * 128 + 128, 0xEE);   // from dst - 64
+  for (size_t i = 0; i < stream.size(); ++i) expected[64 + (i / 80) * 128 + i % 80] = stream[i];
+  EXPECT_TRUE(b.peek(dst - 64, expected.size()) == expected);
+
+  // A strided memset fills only the rows of its box.
+  b.poke(b.sram(0x9000), std::vector<uint8_t>(256, 0));
+  set(dc::kDstTsize0, 10);
+  set(dc::dst_tsize(1), 4);
+  set(dc::dst_stride(1), 32);
+  b.program(0, 0x5A5A5A5A5A5A5A5Aull, b.sram(0x9000), 10, dc::kCommitMemSet);
+  b.run_until_idle(0);
+  const std::vector<uint8_t> got = b.peek(b.sram(0x9000), 256);
+  for (int i = 0; i < 256; ++i) {
+    const bool inside = i < 4 * 32 && i % 32 < 10;
+    ASSERT_EQ(got[i], inside ? 0x5A : 0) << "byte " << i;
+  }
+
+  // Source and destination boxes of different sizes are refused with the local BAD_COMMIT bit.
+  set(dc::kSrcTsize0, 48);
+  set(dc::src_tsize(1), 5);
+  set(dc::src_tsize(2), 2);
+  b.completion_to(0, b.sob_address(3), kAdd1);
+  b.program(0, src, dst, 80, dc::kCommitWrCompEn);
+  b.run_until_idle(0);
+  ASSERT_EQ(b.recorder.failed.size(), 1u);
+  EXPECT_NE(b.recorder.failed[0].message.find("480"), std::string::npos) << b.recorder.failed[0].message;
+  EXPECT_EQ(b.probe.read32(b.reg(0, dc::kErrCause)), hw::kDmaErrCauseBadCommit);
+  EXPECT_EQ(b.sm.sob_value(3), 0u);
+}
+
+TEST(Dma, UnmappedAddressesFailWithoutCompletionAndTheEngineRecovers) {
+  DmaBench b(DmaBench::channels({0}));
+  b.enable(0);
+  constexpr uint32_t kSob = 5;
+  // Error messages go to an SRAM word (the driver points them at the GIC).
+  b.probe.write32(b.reg(0, dc::kErrCfg), dc::kErrCfgErrMsgEn);
+  b.probe.write32(b.reg(0, dc::kErrmsgAddrLo), static_cast<uint32_t>(b.sram(0x200)));
+  b.probe.write32(b.reg(0, dc::kErrmsgAddrHi), static_cast<uint32_t>(b.sram(0x200) >> 32));
+  b.probe.write32(b.reg(0, dc::kErrmsgWdata), 0xE44u);
+
+  const uint64_t hole = b.card.memory_map().dram_base() + b.system.dram_size() + 0x1000;   // nothing there
+  ASSERT_LT(b.system.fabric().decode(hole), 0);
+  copy_and_wait(b, 0, hole, b.dram(0), 8192, kSob);
+  b.settle();
+  ASSERT_EQ(b.recorder.failed.size(), 1u);
+  EXPECT_EQ(b.recorder.failed[0].address, hole);
+  EXPECT_EQ(b.recorder.failed[0].channel, 0u);
+  EXPECT_TRUE(b.recorder.done.empty());
+  EXPECT_EQ(b.sm.sob_value(kSob), 0u) << "no completion message after an error";
+  EXPECT_EQ(b.probe.read32(b.reg(0, dc::kErrCause)), dc::kErrCauseHbwRdErr);
+  EXPECT_EQ(b.probe.read32(b.reg(0, dc::kSts0)) & dc::kSts0Busy, 0u);
+  EXPECT_EQ(b.core(0).stats().errors, 1u);
+  EXPECT_EQ(b.core(0).stats().failed_transfers, 1u);
+  const std::vector<uint8_t> msg = b.peek(b.sram(0x200), 4);
+  EXPECT_EQ(msg[0] | msg[1] << 8, 0xE44);
+  // ERR_CAUSE is write-1-to-clear.
+  b.probe.write32(b.reg(0, dc::kErrCause), 0);
+  EXPECT_EQ(b.probe.read32(b.reg(0, dc::kErrCause)), dc::kErrCauseHbwRdErr);
+  b.probe.write32(b.reg(0, dc::kErrCause), dc::kErrCauseHbwRdErr);
+  EXPECT_EQ(b.probe.read32(b.reg(0, dc::kErrCause)), 0u);
+
+  // The next transfer works and completes.
+  const std::vector<uint8_t> data = seed(b, b.host(0x5000), 5000, 8);
+  copy_and_wait(b, 0, b.host(0x5000), b.dram(0x9000), 5000, kSob);
+  EXPECT_EQ(b.recorder.done.size(), 1u);
+  EXPECT_EQ(b.sm.sob_value(kSob), 1u);
+  EXPECT_TRUE(b.peek(b.dram(0x9000), 5000) == data);
+
+  // Unmapped destination: HBW_WR_ERR.
+  copy_and_wait(b, 0, b.host(0x5000), hole, 1000, kSob);
+  ASSERT_EQ(b.recorder.failed.size(), 2u);
+  EXPECT_EQ(b.recorder.failed[1].address, hole);
+  EXPECT_EQ(b.core(0).err_cause(), dc::kErrCauseHbwWrErr);
+  EXPECT_EQ(b.sm.sob_value(kSob), 1u);
+
+  // A transfer running off the end of HBM: bursts are cut at 256-byte boundaries of the source,
+  // so the writes at end - 1000, - 744, - 488 land and the one at end - 232 crosses the end and
+  // fails; nothing after it is issued.
+  const uint64_t end = b.card.memory_map().dram_base() + b.system.dram_size();
+  b.probe.write32(b.reg(0, dc::kErrCause), 0xFFFFFFFFu);
+  seed(b, b.host(0x8000), 5000, 2);
+  b.poke(end - 232, std::vector<uint8_t>(232, 0xEE));
+  copy_and_wait(b, 0, b.host(0x8000), end - 1000, 5000, kSob);
+  ASSERT_EQ(b.recorder.failed.size(), 3u);
+  EXPECT_EQ(b.recorder.failed[2].address, end - 232);
+  EXPECT_EQ(b.core(0).err_cause(), dc::kErrCauseHbwWrErr);
+  EXPECT_TRUE(b.peek(end - 1000, 768) == b.peek(b.host(0x8000), 768));
+  EXPECT_TRUE(b.peek(end - 232, 232) == std::vector<uint8_t>(232, 0xEE));
+
+  // A completion message to nowhere: the data moved, LBW_WR_ERR, reported as a failure.
+  b.probe.write32(b.reg(0, dc::kErrCause), 0xFFFFFFFFu);
+  b.completion_to(0, hole, kAdd1);
+  b.copy(0, b.host(0x5000), b.dram(0xA0000), 512, dc::kCommitWrCompEn);
+  b.run_until_idle(0);
+  ASSERT_EQ(b.recorder.failed.size(), 4u);
+  EXPECT_EQ(b.recorder.failed[3].address, hole);
+  EXPECT_EQ(b.core(0).err_cause(), dc::kErrCauseLbwWrErr);
+  EXPECT_EQ(b.core(0).stats().errors, 4u);
+  EXPECT_EQ(b.core(0).stats().error_messages, 4u);
+  EXPECT_EQ(b.core(0).stats().transfers, 1u);
+}
+
+TEST(Dma, QueuedCommitsRunInCommitOrder) {
+  DmaBench b(DmaBench::channels({0}));
+  b.enable(0);
+  constexpr uint32_t kSob = 9;
+  seed(b, b.host(0x1000000), 2 * kMiB, 1);
+  // A long transfer, then three short ones to the same destination while it runs.
+  b.copy(0, b.host(0x1000000), b.dram(0x1000000), 2 * kMiB);
+  std::vector<std::vector<uint8_t>> sources;
+  for (int k = 0; k < 3; ++k) {
+    const uint64_t src = b.host(0x200000 + k * 0x10000);
+    sources.push_back(seed(b, src, 4096, 20 + k));
+    b.completion_to(0, b.sob_address(kSob), kAdd1);
+    b.copy(0, src, b.dram(0x3000000), 4096, dc::kCommitWrCompEn);
+  }
+  EXPECT_EQ(b.core(0).queued(), 3u);
+  EXPECT_NE(b.probe.read32(b.reg(0, dc::kSts0)) & dc::kSts0Busy, 0u);
+  EXPECT_TRUE(b.recorder.done.empty()) << "the long transfer should still run";
+  b.run_until_idle(0);
+  ASSERT_EQ(b.recorder.done.size(), 4u);
+  for (size_t k = 0; k < 4; ++k) {
+    EXPECT_EQ(b.recorder.started[k].transfer.id, k + 1);
+    EXPECT_EQ(b.recorder.done[k].transfer.id, k + 1);
+    if (k > 0) {
+      EXPECT_GE(b.recorder.started[k].at, b.recorder.done[k - 1].at);
+    }
+  }
+  EXPECT_TRUE(b.peek(b.dram(0x3000000), 4096) == sources[2]) << "the last commit must write last";
+  EXPECT_EQ(b.sm.sob_value(kSob), 3u);
+  EXPECT_EQ(b.probe.read32(b.reg(0, dc::kSts0)), 0u);
+  // Busy time covers the four transfers back to back.
+  const hw::DmaCoreStats s = b.core(0).stats();
+  EXPECT_GE(s.busy_ps, b.recorder.done[3].at - b.recorder.started[0].at);
+  EXPECT_LE(s.busy_ps, b.recorder.done[3].at - b.recorder.started[0].at + 1000000);
+}
+
+TEST(Dma, AFullCommitQueueDropsTheCommitWithDescOverflow) {
+  auto configs = DmaBench::channels({1});
+  configs[0].queue_depth = 2;
+  DmaBench b(configs);
+  b.enable(0);
+  b.copy(0, b.host(0), b.dram(0), kMiB);            // runs
+  b.copy(0, b.host(0), b.dram(0x200000), 4096);     // queued 1
+  b.copy(0, b.host(0), b.dram(0x300000), 4096);     // queued 2
+  b.copy(0, b.host(0), b.dram(0x400000), 4096);     // dropped
+  EXPECT_EQ(b.core(0).err_cause(), dc::kErrCauseDescOvf);
+  ASSERT_EQ(b.recorder.failed.size(), 1u);
+  EXPECT_EQ(b.recorder.failed[0].address, b.dram(0x400000));
+  b.run_until_idle(0);
+  EXPECT_EQ(b.recorder.done.size(), 3u);
+  EXPECT_EQ(b.core(0).stats().overflows, 1u);
+  EXPECT_EQ(b.core(0).stats().errors, 1u);
+  EXPECT_EQ(b.core(0).stats().commits, 4u);
+}
+
+TEST(Dma, CommitIsIgnoredWhileTheCoreIsDisabled) {
+  DmaBench b(DmaBench::channels({4}));
+  constexpr uint32_t kSob = 11;
+  const std::vector<uint8_t> data = seed(b, b.dram(0x1000), 4096, 5);
+  EXPECT_EQ(b.probe.read32(b.reg(0, dc::kCfg0)), 0u);   // disabled out of reset
+  copy_and_wait(b, 0, b.dram(0x1000), b.sram(0x1000), 4096, kSob);
+  b.settle();
+  EXPECT_FALSE(b.core(0).busy());
+  EXPECT_EQ(b.core(0).stats().ignored_commits, 1u);
+  EXPECT_EQ(b.recorder.ignored.size(), 1u);
+  EXPECT_TRUE(b.recorder.started.empty());
+  EXPECT_EQ(b.sm.sob_value(kSob), 0u);
+  EXPECT_TRUE(b.peek(b.sram(0x1000), 4096) == std::vector<uint8_t>(4096, 0));
+  b.enable(0);
+  copy_and_wait(b, 0, b.dram(0x1000), b.sram(0x1000), 4096, kSob);
+  EXPECT_EQ(b.sm.sob_value(kSob), 1u);
+  EXPECT_TRUE(b.peek(b.sram(0x1000), 4096) == data);
+  EXPECT_EQ(b.core(0).stats().ignored_commits, 1u);
+}
+
+TEST(Dma, RegistersReadBackAndUnknownOffsetsFail) {
+  DmaBench b(DmaBench::channels({5}));
+  const uint32_t plain[] = {dc::kCfg1, dc::kLbwMaxOutstand, dc::kSrcBaseLo, dc::kSrcBaseHi, dc::kDstBaseLo,
+                            dc::kDstBaseHi, dc::kSrcTsize0, dc::kDstTsize0, dc::kWrCompWdata, dc::kWrCompAddrLo,
+                            dc::kWrCompAddrHi, dc::kWrCompAwuser, dc::kTeNumrows, dc::kProt, dc::kSecureProps,
+                            dc::kNonSecureProps, dc::kRdMaxOutstand, dc::kRdMaxSize, dc::kWrMaxOutstand,
+                            dc::kErrCfg, dc::kErrmsgAddrLo, dc::kErrmsgAddrHi, dc::kErrmsgWdata,
+                            dc::src_tsize(4), dc::src_stride(4), dc::dst_tsize(1), dc::dst_stride(2), 0xF80, 0xFFC};
+  uint32_t v = 0x1000;
+  for (uint32_t offset : plain) b.probe.write32(b.reg(0, offset), v++);
+  v = 0x1000;
+  for (uint32_t offset : plain) EXPECT_EQ(b.probe.read32(b.reg(0, offset)), v++) << "offset 0x" << std::hex << offset;
+  // Status registers are read-only; unknown offsets are refused with an error response.
+  b.probe.write32(b.reg(0, dc::kSts0), 0xFFFFFFFFu);
+  EXPECT_EQ(b.probe.read32(b.reg(0, dc::kSts0)), 0u);
+  for (uint32_t offset : {0x00Cu, 0x010u, 0x024u, 0x08Cu, 0x198u, 0x200u, 0xF7Cu}) {
+    uint32_t value = 0;
+    EXPECT_NE(b.probe.access(false, b.reg(0, offset), value), tlm::TLM_OK_RESPONSE) << "read 0x" << std::hex << offset;
+    EXPECT_NE(b.probe.access(true, b.reg(0, offset), value), tlm::TLM_OK_RESPONSE) << "write 0x" << std::hex << offset;
+  }
+  EXPECT_EQ(b.core(0).stats().commits, 0u);
+}
+
+TEST(Dma, LinDmaRegisterSequenceThroughTheCpLdmaOffsets) {
+  DmaBench b(DmaBench::channels({0}));
+  b.enable(0);
+  // What a QMAN CP does for LIN_DMA: SRC (lo, hi) at CP_LDMA_SRC_BASE_LO_OFFSET, DST (lo, hi with
+  // context_id_high in [31:24]) at CP_LDMA_DST_BASE_LO_OFFSET, tsize at CP_LDMA_TSIZE_OFFSET, then
+  // COMMIT with the ctl bits (wr_comp_en, lin, context_id_low).
+  const uint64_t src = b.host(0x123457), dst = b.dram(0x77001);
+  const std::vector<uint8_t> data = seed(b, src, 3001, 12);
+  b.completion_to(0, b.sob_address(100), kAdd1);
+  b.probe.write32(b.reg(0, regs::kQmanLdmaSrcOffset), static_cast<uint32_t>(src));
+  b.probe.write32(b.reg(0, regs::kQmanLdmaSrcOffset + 4), static_cast<uint32_t>(src >> 32));
+  b.probe.write32(b.reg(0, regs::kQmanLdmaDstOffset), static_cast<uint32_t>(dst));
+  b.probe.write32(b.reg(0, regs::kQmanLdmaDstOffset + 4), static_cast<uint32_t>(dst >> 32) | 0xAB000000u);
+  b.probe.write32(b.reg(0, regs::kQmanLdmaSizeOffset), 3001);
+  b.probe.write32(b.reg(0, dc::kCommit), dc::kCommitWrCompEn | dc::kCommitLin | (0x5Cu << dc::kCommitCtxIdShift));
+  b.run_until_idle(0);
+  ASSERT_EQ(b.recorder.done.size(), 1u);
+  EXPECT_EQ(b.recorder.done[0].transfer.destination, dst);
+  EXPECT_EQ(b.recorder.done[0].transfer.source, src);
+  EXPECT_TRUE(b.peek(dst, 3001) == data);
+  EXPECT_EQ(b.sm.sob_value(100), 1u);
+}
+
+TEST(Dma, ResetAbandonsTransfersAndDisablesTheCore) {
+  DmaBench b(DmaBench::channels({0}));
+  b.enable(0);
+  constexpr uint32_t kSob = 30;
+  b.completion_to(0, b.sob_address(kSob), kAdd1);
+  b.copy(0, b.host(0), b.dram(0), 4 * kMiB, dc::kCommitWrCompEn);
+  b.copy(0, b.host(0), b.dram(0x1000000), 4096, dc::kCommitWrCompEn);
+  sc_core::sc_start(sc_core::sc_time(5, sc_core::SC_US));
+  ASSERT_TRUE(b.core(0).busy());
+  b.core(0).reset();
+  EXPECT_FALSE(b.core(0).busy());
+  EXPECT_EQ(b.core(0).stats().aborted_transfers, 2u);
+  sc_core::sc_start(sc_core::sc_time(20, sc_core::SC_US));   // requests already in the fabric drain
+  EXPECT_EQ(b.sm.sob_value(kSob), 0u);
+  EXPECT_TRUE(b.recorder.done.empty());
+  EXPECT_TRUE(b.recorder.failed.empty());
+  EXPECT_EQ(b.probe.read32(b.reg(0, dc::kCfg0)), 0u);
+  EXPECT_EQ(b.probe.read32(b.reg(0, dc::kWrCompAddrLo)), 0u);
+  // Disabled after reset; once enabled again it works.
+  b.copy(0, b.host(0), b.dram(0x2000000), 4096);
+  EXPECT_EQ(b.core(0).stats().ignored_commits, 1u);
+  b.enable(0);
+  const std::vector<uint8_t> data = seed(b, b.host(0x9000), 4096, 31);
+  copy_and_wait(b, 0, b.host(0x9000), b.dram(0x2000000), 4096, kSob);
+  EXPECT_EQ(b.sm.sob_value(kSob), 1u);
+  EXPECT_TRUE(b.peek(b.dram(0x2000000), 4096) == data);
+  EXPECT_EQ(b.core(0).stats().transfers, 1u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bandwidth. Expectations:
+//  * A stream with one side in HBM and the other in SRAM is bound by the DMA's fabric master port
+//    (256 B/cycle at the fabric clock = 281.6 GB/s; HBM and SRAM are faster): >= 90% of it, with a
+//    request window above the bandwidth-delay product (256 x 256 B).
+//  * HBM -> HBM: every byte is read and written in HBM. The HBM model's rate for that traffic is
+//    measured side by side with the bench traffic generator (sequential 256 B requests, half of
+//    them writes, 2 ports x 256 in flight, so its ports are not the limit); the copy moves half of
+//    it. Expect >= 80% of min(master port, that / 2).
+//  * With a small window W the engine keeps W reads in flight all the time: bandwidth =
+//    W x 256 B / mean read latency (Little's law) within 10%.
+// ---------------------------------------------------------------------------------------------
+
+double port_gbps(const DmaBench& b) {
+  return double(b.card.fabric().master_port_bytes_per_cycle()) * b.card.fabric().clock_mhz() / 1000.0;
+}
+
+TEST(Dma, StreamingHbmCopyReachesTheBandwidthOfTheMemoryModels) {
+  auto configs = DmaBench::channels({2, 3});
+  configs[0].outstanding = 256;
+  configs[1].outstanding = 8;
+  DmaBench b(configs, {}, 2);
+  b.enable(0);
+  b.enable(1);
+  const uint32_t n = 8 * kMiB;
+  const double port = port_gbps(b);
+
+  b.copy(0, b.dram(0), b.sram(0x10000), n);
+  b.run_until_idle(0);
+  const double hbm_to_sram = b.last_gbps();
+  b.copy(0, b.sram(0x10000), b.dram(0x4000000), n);
+  b.run_until_idle(0);
+  const double sram_to_hbm = b.last_gbps();
+
+  bench::TrafficSpec spec;
+  spec.pattern = bench::Pattern::kSequential;
+  spec.write_fraction = 0.5;
+  spec.request_bytes = 256;
+  spec.requests = 2 * n / 256;
+  spec.ports = 2;
+  spec.window = 256;
+  spec.region_base = b.dram(0x10000000);
+  spec.region_bytes = 2 * n;
+  const bench::TrafficResult mixed = b.generator->run(spec);
+  const double hbm_mixed = double(mixed.bytes) / (double(mixed.end_ps - mixed.start_ps) / 1000.0);
+
+  b.copy(0, b.dram(0), b.dram(0x8000000), n);
+  b.run_until_idle(0);
+  const double hbm_copy = b.last_gbps();
+  const double expected = std::min(port, hbm_mixed / 2);
+
+  const hw::DmaCoreStats before = b.core(1).stats();
+  b.copy(1, b.dram(0), b.sram(0x10000), 2 * kMiB);
+  b.run_until_idle(1);
+  const double small_window = b.last_gbps();
+  const hw::DmaCoreStats after = b.core(1).stats();
+  const double mean_read_ns = double(after.read_latency_ps - before.read_latency_ps) /
+                              double(after.read_bursts - before.read_bursts) / 1000.0;
+  const double littles_law = 8 * 256 / mean_read_ns;
+
+  std::printf("master port %.1f GB/s, HBM peak %.1f GB/s, HBM mixed read/write (generator) %.1f GB/s\n", port,
+              b.system.hbm().peak_bytes_per_second() / 1e9, hbm_mixed);
+  std::printf("DMA HBM->SRAM %.1f, SRAM->HBM %.1f, HBM->HBM %.1f GB/s (expected >= %.1f)\n", hbm_to_sram, sram_to_hbm,
+              hbm_copy, 0.8 * expected);
+  std::printf("window 8: %.1f GB/s, mean read latency %.1f ns, Little's law %.1f GB/s\n", small_window, mean_read_ns,
+              littles_law);
+  EXPECT_GE(hbm_to_sram, 0.9 * port);
+  EXPECT_GE(sram_to_hbm, 0.9 * port);
+  EXPECT_LE(std::max(hbm_to_sram, sram_to_hbm), 1.001 * port);
+  EXPECT_GE(hbm_copy, 0.8 * expected);
+  EXPECT_LE(hbm_copy, 1.001 * port);
+  EXPECT_NEAR(small_window, littles_law, 0.1 * littles_law);
+}
+
+TEST(Dma, PciChannelsReachThePcieLinkPayloadBandwidth) {
+  DmaBench b(DmaBench::channels({0, 1}));
+  b.enable(0);
+  b.enable(1);
+  const uint32_t n = 16 * kMiB;
+  // Host reads return in completions of at most max_payload (256 B = the burst size) and device
+  // writes are posted TLPs of 256 B: the same payload efficiency either way.
+  const double pcie = b.system.pcie().payload_bytes_per_second(256, true) / 1e9;
+  b.copy(0, b.host(0x1000000), b.dram(0), n);
+  b.run_until_idle(0);
+  const double down = b.last_gbps();
+  b.copy(1, b.dram(0), b.host(0x4000000), n);
+  b.run_until_idle(1);
+  const double up = b.last_gbps();
+  std::printf("PCIe payload bandwidth %.2f GB/s: host->device %.2f, device->host %.2f GB/s\n", pcie, down, up);
+  EXPECT_GE(down, 0.9 * pcie);
+  EXPECT_LE(down, 1.001 * pcie);
+  EXPECT_GE(up, 0.9 * pcie);
+  EXPECT_LE(up, 1.001 * pcie);
+}
+
 }  // namespace
 }  // namespace hpusim::testing
-namespace hpusim::testing {
-namespace {
-TEST(DmaExplore, Latency) {
-  auto cfgs = DmaBench::channels({2});
-  DmaBench b(cfgs);
-  b.enable(0);
-  for (uint32_t n : {256u, 512u, 1024u, 4096u}) {
-  b.copy(0, b.sram(0x1000), b.sram(0x100000), n);
-  b.run_until_idle(0);
-  auto& d = b.recorder.done.back(); auto& s = b.recorder.started.back();
-  printf("sram->sram %u: %lu ps (setup %lu)\n", n, d.at - s.at, 16 * b.core(0).config().cycle_ps);
-  b.copy(0, b.dram(0x1000), b.dram(0x100000), n);
-  b.run_until_idle(0);
-  auto& d2 = b.recorder.done.back(); auto& s2 = b.recorder.started.back();
-  printf("dram->dram %u: %lu ps\n", n, d2.at - s2.at);
-  }
-}
-}
-}
-namespace hpusim::testing {
-namespace {
-TEST(DmaExplore, Trace) {
-  auto cfgs = DmaBench::channels({2});
-  DmaBench b(cfgs);
-  b.enable(0);
-  b.copy(0, b.sram(0x10000), b.sram(0x1000000), 64*256);
-  b.run_until_idle(0);
-  printf("%.1f GB/s\n", b.last_gbps());
-}
-}
-}
