@@ -59,6 +59,10 @@ void Qman::reset() {
   glbl_cfg0_ = glbl_cfg1_ = glbl_err_cfg_ = glbl_err_wdata_ = 0;
   glbl_err_addr_ = 0;
   cq_ptr_lo_ = cq_ptr_hi_ = 0;
+  arb_owner_ = -1;
+  arb_waiting_.fill(false);
+  wrr_next_ = 0;
+  wrr_credit_ = 0;
 }
 
 // --- registers --------------------------------------------------------------------------------
@@ -389,7 +393,8 @@ bool Qman::execute_packet(unsigned cp_index, const qman::Packet& packet) {
           }
           return true;
         } else if constexpr (std::is_same_v<T, qman::ArbPoint>) {
-          return true;   // stream arbitration is not modelled yet: every stream runs freely
+          if (!predicate_true(cp, p.pred)) return true;
+          return arbitrate(cp_index, p);
         } else {
           static_assert(std::is_same_v<T, qman::Repeat>);
           raise_error(cp_index, QmanError::kUndefinedOpcode, "REPEAT is not modelled yet");
@@ -397,6 +402,54 @@ bool Qman::execute_packet(unsigned cp_index, const qman::Packet& packet) {
         }
       },
       packet);
+}
+
+bool Qman::arbitrate(unsigned stream, const qman::ArbPoint& point) {
+  const uint32_t cfg = plain_registers_[regs::qm_reg_offset(QmReg::ArbCfg0) / 4];
+  if (!(cfg & regs::qm::kArbCfg0En) || stream == regs::kLowerCp) return true;   // no arbitration: a NOP
+  if ((cfg >> (regs::qm::kArbCfg0MaskShift + stream)) & 1u) return true;        // stream masked out
+  if (point.rls) {
+    if (arb_owner_ == static_cast<int>(stream)) {
+      arb_owner_ = -1;
+      grant_next();
+    }
+    return true;
+  }
+  if (arb_owner_ == static_cast<int>(stream)) return true;
+  arb_waiting_[stream] = true;
+  arb_priority_[stream] = point.priority;
+  grant_next();
+  const uint64_t generation = generation_;
+  while (arb_owner_ != static_cast<int>(stream) && generation == generation_) cp_wait(stream);
+  return generation == generation_;
+}
+
+void Qman::grant_next() {
+  if (arb_owner_ >= 0) return;
+  const uint32_t cfg = plain_registers_[regs::qm_reg_offset(QmReg::ArbCfg0) / 4];
+  int chosen = -1;
+  if (cfg & regs::qm::kArbCfg0Type) {
+    // Weighted round robin: the stream whose turn it is keeps it for ARB_WRR_WEIGHT grants.
+    for (unsigned i = 0; i < regs::kQmanStreams && chosen < 0; ++i) {
+      const unsigned s = (wrr_next_ + i) % regs::kQmanStreams;
+      if (!arb_waiting_[s]) continue;
+      if (s != wrr_next_ || wrr_credit_ == 0) {
+        wrr_next_ = s;
+        wrr_credit_ = std::max<uint32_t>(1, plain_registers_[regs::qm_reg_offset(QmReg::ArbWrrWeight, s) / 4]);
+      }
+      chosen = static_cast<int>(s);
+    }
+    if (chosen >= 0 && --wrr_credit_ == 0) wrr_next_ = (wrr_next_ + 1) % regs::kQmanStreams;
+  } else {
+    // Priority: the highest ARB_POINT priority value wins; ties go to the lower stream.
+    for (unsigned s = 0; s < regs::kQmanStreams; ++s) {
+      if (arb_waiting_[s] && (chosen < 0 || arb_priority_[s] > arb_priority_[chosen])) chosen = static_cast<int>(s);
+    }
+  }
+  if (chosen < 0) return;
+  arb_owner_ = chosen;
+  arb_waiting_[chosen] = false;
+  cps_[chosen].wake.notify(sc_core::SC_ZERO_TIME);
 }
 
 void Qman::raise_error(unsigned cp, QmanError cause, const std::string& message) {

@@ -116,6 +116,9 @@ class Qman : public sc_core::sc_module, public RegisterBlock {
   bool send_message(unsigned cp, uint64_t address, uint32_t value, bool barrier);
   bool write_engine_register(unsigned cp, uint64_t address, uint32_t value);
   void raise_error(unsigned cp, QmanError cause, const std::string& message);
+  // Stream arbitration (ARB_POINT with ARB_CFG_0.EN): grants the critical section to a waiter.
+  bool arbitrate(unsigned stream, const qman::ArbPoint& point);
+  void grant_next();
   void cp_wait(unsigned cp);
   uint32_t queue_entries(const Stream& s) const { return 1u << s.pq_size_log2; }
   std::string describe(unsigned cp) const;
@@ -132,6 +135,11 @@ class Qman : public sc_core::sc_module, public RegisterBlock {
   QmanObserver* observer_ = nullptr;
   QmanStats stats_;
   uint64_t generation_ = 0;   // bumped by reset(): work begun before it is abandoned
+  int arb_owner_ = -1;        // stream holding the arbitration grant
+  std::array<bool, regs::kQmanStreams> arb_waiting_{};
+  std::array<uint8_t, regs::kQmanStreams> arb_priority_{};
+  unsigned wrr_next_ = 0;     // WRR: stream whose turn it is
+  uint32_t wrr_credit_ = 0;   // WRR: grants left for the stream at wrr_next_
 };
 
 }  // namespace hpusim::hw
