@@ -5,6 +5,8 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <set>
+#include <thread>
 
 #include "driver/device.h"
 #include "hw/qman/packets.h"
@@ -472,6 +474,58 @@ TEST_F(DriverTest, CloseWithAStuckCsEndsInAResetAndTheDeviceReopens) {
   EXPECT_EQ(info<hl_info_reset_count>(HL_INFO_RESET_COUNT).hard_reset_cnt, 1u);
   EXPECT_EQ(run({ext_cb(QueueId::DMA_0_2, CommandBufferBuilder().nop().bytes())}), HL_WAIT_CS_STATUS_COMPLETED);
   EXPECT_EQ(dev->close(), 0);
+}
+
+}  // namespace
+}  // namespace hpusim::driver
+
+namespace hpusim::driver {
+namespace {
+
+// Eight host threads submit and wait concurrently, each on its own external stream; every CS
+// completes and the sequence numbers are unique.
+TEST(DriverThreads, EightThreadsSubmitConcurrently) {
+  HlDeviceOptions options;
+  options.overrides.push_back("hbm.refresh_enabled=false");
+  HlDevice dev(options);
+  ASSERT_EQ(dev.open(), 0);
+  const std::vector<uint8_t> nop = qman::CommandBufferBuilder().nop().bytes();
+  std::vector<std::vector<uint64_t>> seqs(8);
+  std::vector<int> failures(8, 0);
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      const auto queue = static_cast<uapi::__u32>(t < 4 ? static_cast<unsigned>(regs::QueueId::DMA_0_0) + t
+                                                         : static_cast<unsigned>(regs::QueueId::DMA_1_0) + (t - 4));
+      for (int i = 0; i < 20; ++i) {
+        uint64_t handle = 0;
+        if (dev.cb_create(static_cast<uint32_t>(nop.size()), &handle) != 0) { ++failures[t]; continue; }
+        void* memory = nullptr;
+        if (dev.mmap_cb(handle, 4096, &memory) != 0) { ++failures[t]; continue; }
+        std::memcpy(memory, nop.data(), nop.size());
+        dev.munmap_cb(memory, 4096);
+        uapi::hl_cs_chunk chunk{};
+        chunk.cb_handle = handle;
+        chunk.queue_index = queue;
+        chunk.cb_size = static_cast<uint32_t>(nop.size());
+        uint64_t seq = 0;
+        if (dev.submit({chunk}, &seq) != 0) { ++failures[t]; continue; }
+        uint32_t status = 0;
+        if (dev.wait(seq, 1000000, &status) != 0 || status != uapi::HL_WAIT_CS_STATUS_COMPLETED) ++failures[t];
+        seqs[t].push_back(seq);
+        dev.cb_destroy(handle);
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  std::set<uint64_t> unique;
+  for (unsigned t = 0; t < 8; ++t) {
+    EXPECT_EQ(failures[t], 0) << "thread " << t;
+    EXPECT_EQ(seqs[t].size(), 20u);
+    unique.insert(seqs[t].begin(), seqs[t].end());
+  }
+  EXPECT_EQ(unique.size(), 160u);
+  EXPECT_EQ(dev.close(), 0);
 }
 
 }  // namespace
