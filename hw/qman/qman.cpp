@@ -38,6 +38,14 @@ Qman::Qman(sc_core::sc_module_name name, const QmanConfig& config)
     sc_core::sc_spawn([this, s] { run_upper_cp(s); }, sc_core::sc_gen_unique_name("upper_cp"), &options);
   }
   SC_THREAD(run_lower_cp);
+  SC_METHOD(arbitration_decision);
+  sensitive << arbitration_event_;
+  dont_initialize();
+}
+
+void Qman::arbitration_decision() {
+  decision_pending_ = false;
+  grant_next();
 }
 
 std::string Qman::describe(unsigned cp) const { return name_ + " CP" + std::to_string(cp); }
@@ -63,6 +71,8 @@ void Qman::reset() {
   arb_waiting_.fill(false);
   wrr_next_ = 0;
   wrr_credit_ = 0;
+  decision_pending_ = false;
+  arbitration_event_.cancel();
 }
 
 // --- registers --------------------------------------------------------------------------------
@@ -410,15 +420,18 @@ bool Qman::arbitrate(unsigned stream, const qman::ArbPoint& point) {
   if ((cfg >> (regs::qm::kArbCfg0MaskShift + stream)) & 1u) return true;        // stream masked out
   if (point.rls) {
     if (arb_owner_ == static_cast<int>(stream)) {
+      // The arbiter decides one arbitration window later, so a stream that releases and asks
+      // again right away competes with the streams already waiting.
       arb_owner_ = -1;
-      grant_next();
+      decision_pending_ = true;
+      arbitration_event_.notify(ps_to_time(Picoseconds{config_.packet_cycles + 1} * config_.cycle_ps));
     }
     return true;
   }
   if (arb_owner_ == static_cast<int>(stream)) return true;
   arb_waiting_[stream] = true;
   arb_priority_[stream] = point.priority;
-  grant_next();
+  if (!decision_pending_) grant_next();
   const uint64_t generation = generation_;
   while (arb_owner_ != static_cast<int>(stream) && generation == generation_) cp_wait(stream);
   return generation == generation_;

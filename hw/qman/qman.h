@@ -119,6 +119,7 @@ class Qman : public sc_core::sc_module, public RegisterBlock {
   // Stream arbitration (ARB_POINT with ARB_CFG_0.EN): grants the critical section to a waiter.
   bool arbitrate(unsigned stream, const qman::ArbPoint& point);
   void grant_next();
+  void arbitration_decision();
   void cp_wait(unsigned cp);
   uint32_t queue_entries(const Stream& s) const { return 1u << s.pq_size_log2; }
   std::string describe(unsigned cp) const;
@@ -140,6 +141,8 @@ class Qman : public sc_core::sc_module, public RegisterBlock {
   std::array<uint8_t, regs::kQmanStreams> arb_priority_{};
   unsigned wrr_next_ = 0;     // WRR: stream whose turn it is
   uint32_t wrr_credit_ = 0;   // WRR: grants left for the stream at wrr_next_
+  bool decision_pending_ = false;
+  sc_core::sc_event arbitration_event_;   // the arbiter decides one arbitration window after a release
 };
 
 }  // namespace hpusim::hw

@@ -19,6 +19,10 @@ inline constexpr uint64_t kMsiHostAddress = 0xFEE00000;
 
 class QmanRecorder : public hw::QmanObserver {
  public:
+  void packet_executed(const std::string& qman, unsigned cp, const qman::Packet& packet, hw::Picoseconds start,
+                       hw::Picoseconds) override {
+    if (std::holds_alternative<qman::MsgLong>(packet)) message_order.push_back({start, qman + "/" + std::to_string(cp)});
+  }
   void command_buffer_done(const std::string& qman, unsigned stream, uint32_t, hw::Picoseconds at) override {
     done[qman + "/" + std::to_string(stream)].push_back(at);
   }
@@ -27,6 +31,7 @@ class QmanRecorder : public hw::QmanObserver {
   }
   std::map<std::string, std::vector<hw::Picoseconds>> done;
   std::vector<std::pair<hw::QmanError, std::string>> errors;
+  std::vector<std::pair<hw::Picoseconds, std::string>> message_order;   // MSG_LONGs executed, in time order
 };
 
 class CardTest : public ::testing::Test {

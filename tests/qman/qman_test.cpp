@@ -1,6 +1,7 @@
 // QMAN command processing on a whole card, driven through MMIO and host memory only.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "hw/card/card_tracer.h"
@@ -305,6 +306,31 @@ TEST_F(CardTest, ArbitrationGrantsTheHighestPriorityWaiterFirst) {
   EXPECT_LT(t2, t1);   // priority 9 before priority 2
   EXPECT_EQ(sram_read32(0xB004), 2u);
   EXPECT_EQ(sram_read32(0xB008), 3u);
+}
+
+// Weighted round robin: with weights 2 and 1 and both streams asking all the time, stream 0 gets
+// two critical sections for every one of stream 1.
+TEST_F(CardTest, WeightedRoundRobinFollowsTheWeights) {
+  open_stream(QmanId::DMA1, 0);
+  open_stream(QmanId::DMA1, 1);
+  mmio_write(QmanId::DMA1, QmReg::ArbWrrWeight, 0, 2);
+  mmio_write(QmanId::DMA1, QmReg::ArbWrrWeight, 1, 1);
+  mmio_write(QmanId::DMA1, QmReg::ArbCfg0, 0, regs::qm::kArbCfg0En | regs::qm::kArbCfg0Type);
+  for (unsigned s = 0; s < 2; ++s) {
+    CommandBufferBuilder cb;
+    for (int i = 0; i < 9; ++i) cb.arb_point(0, false).msg_long(sram(0xB200 + 4 * s), i).arb_point(0, true);
+    submit(QmanId::DMA1, s, cb.bytes());
+  }
+  ASSERT_TRUE(drain(QmanId::DMA1, 0));
+  ASSERT_TRUE(drain(QmanId::DMA1, 1));
+  std::string order;
+  for (const auto& [at, who] : recorder.message_order) order += who == "DMA1_QM/0" ? '0' : '1';
+  ASSERT_EQ(order.size(), 18u);
+  // While both compete (the first 12 grants), every window of three grants is two of 0, one of 1.
+  for (size_t i = 0; i + 3 <= 12; i += 3) {
+    const std::string window = order.substr(i, 3);
+    EXPECT_EQ(std::count(window.begin(), window.end(), '0'), 2) << order;
+  }
 }
 
 TEST_F(CardTest, ArbPointIsANopWithoutArbitration) {
