@@ -438,9 +438,9 @@ void DeviceCpu::write_event(const Event& event) {
   const uint64_t address = eq_base_ + uint64_t{eq_pi_} * eq::kEntryBytes;
   // Payload first, then the header with the READY bit.
   write_mem(address + eq::kDataOffset, entry + eq::kDataOffset, eq::kEntryBytes - eq::kDataOffset);
+  ++stats_.events_written;   // counted when the header (READY) is issued: the host may see it at once
   write_mem(address, entry, eq::kDataOffset);
   eq_pi_ = (eq_pi_ + 1) % eq_entries_;
-  ++stats_.events_written;
   raise_msi(config_.eq_msi_vector);
 }
 

@@ -106,8 +106,10 @@ tlm::tlm_sync_enum Fabric::forward(int master, tlm::tlm_generic_payload& trans, 
   Port& out = targets_[target];
   ++out.transactions;
   const uint64_t data = trans.is_write() ? length : 0;
-  Picoseconds left_master = in.towards_target.reserve(arrival, data);
-  Picoseconds left_port = out.towards_target.reserve(arrival, data);
+  // A read request carries no data: it does not queue behind data transfers (the port's
+  // request and data paths are separate).
+  Picoseconds left_master = data ? in.towards_target.reserve(arrival, data) : arrival;
+  Picoseconds left_port = data ? out.towards_target.reserve(arrival, data) : arrival;
   Picoseconds at_target = std::max(left_master, left_port) + latency_ps();
   tlm::tlm_phase request = tlm::BEGIN_REQ;
   sc_core::sc_time forward_delay = delay_until(at_target);
@@ -126,8 +128,8 @@ tlm::tlm_sync_enum Fabric::backward(int target, tlm::tlm_generic_payload& trans,
   const uint64_t data = trans.is_read() ? trans.get_data_length() : 0;
   Port& out = targets_[target];
   Port& in = masters_[route.master];
-  Picoseconds left_port = out.towards_master.reserve(ready, data);
-  Picoseconds left_master = in.towards_master.reserve(ready, data);
+  Picoseconds left_port = data ? out.towards_master.reserve(ready, data) : ready;
+  Picoseconds left_master = data ? in.towards_master.reserve(ready, data) : ready;
   Picoseconds at_master = std::max(left_port, left_master) + latency_ps();
   tlm::tlm_phase response = tlm::BEGIN_RESP;
   sc_core::sc_time back = delay_until(at_master);

@@ -261,6 +261,11 @@ void Qman::run_lower_cp() {
 
 bool Qman::execute(unsigned cp, const CommandBuffer& cb) {
   const uint64_t generation = generation_;
+  if (cb.size > config_.max_cb_bytes) {
+    raise_error(cp, QmanError::kFetch, "command buffer of " + std::to_string(cb.size) + " bytes at " +
+                                           hex(cb.address) + " exceeds " + std::to_string(config_.max_cb_bytes));
+    return false;
+  }
   // Fetch the whole buffer in fetch-granule reads with a prefetch window, then run its packets.
   std::vector<uint8_t> bytes(cb.size);
   if (cb.size > 0 &&
@@ -324,7 +329,10 @@ bool Qman::execute_packet(unsigned cp_index, const qman::Packet& packet) {
           return false;
         } else if constexpr (std::is_same_v<T, qman::Wreg32>) {
           if (!predicate_true(cp, p.pred)) return true;
-          if (p.barriers.mb && bus_.wait_posted() != 0) return true;
+          if (p.barriers.mb && bus_.wait_posted() != 0) {
+            raise_error(cp_index, QmanError::kMessage, "an earlier message write failed");
+            return false;
+          }
           return write_engine_register(cp_index, config_.engine_block_address + p.reg_offset, p.value);
         } else if constexpr (std::is_same_v<T, qman::WregBulk>) {
           if (!predicate_true(cp, p.pred)) return true;
@@ -383,7 +391,15 @@ bool Qman::execute_packet(unsigned cp_index, const qman::Packet& packet) {
             return false;
           }
           Cp& lower = cps_[regs::kLowerCp];
-          while (lower.lower_fifo.size() >= config_.lower_cp_fifo) sc_core::wait(ps_to_time(config_.cycle_ps));
+          const uint64_t generation = generation_;
+          while (lower.lower_fifo.size() >= config_.lower_cp_fifo) {
+            if (lower.stopped) {
+              raise_error(cp_index, QmanError::kFetch, "CP_DMA: the lower CP is stopped and its queue is full");
+              return false;
+            }
+            sc_core::wait(ps_to_time(Picoseconds{config_.packet_cycles} * config_.cycle_ps));
+            if (generation != generation_) return false;   // reset: drop the stale buffer
+          }
           lower.lower_fifo.push_back({p.src_addr, p.tsize});
           lower.wake.notify(sc_core::SC_ZERO_TIME);
           return true;

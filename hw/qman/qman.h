@@ -35,6 +35,7 @@ struct QmanConfig {
   uint32_t fetch_bytes = 128;          // command-buffer fetch granule
   uint32_t fetch_window = 8;           // fetch reads in flight
   uint32_t lower_cp_fifo = 8;          // CP_DMA descriptors the lower CP can hold
+  uint32_t max_cb_bytes = 2u << 20;    // larger buffer sizes are a fetch error (the driver's CB limit)
 };
 
 // Why a CP stopped; the bit values are those of GLBL_STS1.

@@ -51,7 +51,10 @@ tlm::tlm_sync_enum Sram::forward(tlm::tlm_generic_payload& trans, tlm::tlm_phase
       uint64_t in_chunk = std::min<uint64_t>(remaining, config_.interleave_bytes - offset % config_.interleave_bytes);
       BandwidthServer& bank = banks_[(offset / config_.interleave_bytes) % config_.banks];
       uint64_t waited_before = bank.waited_ps();
-      done = std::max(done, bank.reserve(arrival, in_chunk));
+      // A bank moves whole lines: a partial or unaligned chunk still occupies every line it touches.
+      const uint64_t first_line = offset / config_.bank_width_bytes;
+      const uint64_t last_line = (offset + in_chunk - 1) / config_.bank_width_bytes;
+      done = std::max(done, bank.reserve(arrival, (last_line - first_line + 1) * config_.bank_width_bytes));
       stats_.bank_wait_ps += bank.waited_ps() - waited_before;
       offset += in_chunk;
       remaining -= in_chunk;

@@ -90,6 +90,11 @@ TrafficResult TrafficGenerator::run(const TrafficSpec& spec) {
   if (spec.request_bytes == 0 || spec.region_bytes < spec.request_bytes || spec.window == 0 || spec.requests == 0) {
     throw std::invalid_argument("traffic case needs a request size, window and count, and a region that fits them");
   }
+  if (completed_ < issued_) {
+    throw std::logic_error("traffic generator: an earlier case still has requests in flight");
+  }
+  deferred_.clear();
+  issuing_ = false;
   // Sockets finish binding at the end of elaboration; complete it before the first request.
   if (sc_core::sc_get_status() == sc_core::SC_ELABORATION) sc_core::sc_start(sc_core::SC_ZERO_TIME);
   spec_ = spec;

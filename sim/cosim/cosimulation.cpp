@@ -79,7 +79,7 @@ void CoSimulation::mmio_write32(uint64_t device_address, uint32_t value) {
     // Posted: the host does not wait, but a synchronous error is reported right away.
     const auto& done = port_->completion(ticket);
     bool failed = done.done && done.status != tlm::TLM_OK_RESPONSE;
-    if (done.done) port_->forget(ticket);
+    port_->forget(ticket);   // a write still in flight is dropped when its response arrives
     if (failed) throw std::runtime_error("MMIO write to " + hex(device_address) + " failed");
   });
   clock_.charge_ns(costs_.mmio_write_ns);
@@ -98,9 +98,12 @@ uint32_t CoSimulation::mmio_read32(uint64_t device_address) {
     const uint64_t give_up = hw::now_ps() + kCompletionTimeoutPs;
     uint64_t horizon = hw::now_ps();
     while (!port_->completion(ticket).done) {
-      if (horizon >= give_up) {
+      if (hw::now_ps() >= give_up) {
         port_->forget(ticket);
-        throw std::runtime_error("MMIO read from " + hex(device_address) + ": completion timeout");
+        HostPort::Completion timed_out;
+        timed_out.at_ps = give_up;
+        timed_out.status = tlm::TLM_GENERIC_ERROR_RESPONSE;
+        return timed_out;
       }
       horizon += 1000000;  // look 1 us ahead at a time
       run_until(horizon);
@@ -112,6 +115,7 @@ uint32_t CoSimulation::mmio_read32(uint64_t device_address) {
   });
   clock_.wait_until(result.at_ps);
   clock_.charge_ns(costs_.mmio_read_ns);
+  if (!result.done) throw std::runtime_error("MMIO read from " + hex(device_address) + ": completion timeout");
   if (result.status != tlm::TLM_OK_RESPONSE) {
     throw std::runtime_error("MMIO read from " + hex(device_address) + " failed");
   }
@@ -122,7 +126,7 @@ std::optional<uint32_t> CoSimulation::wait_for_interrupt(uint64_t timeout_ps) {
   std::lock_guard<std::recursive_mutex> lock(host_mutex_);
   HostCall call(clock_);
   if (port_ == nullptr) throw std::logic_error("co-simulation: no host port attached");
-  const uint64_t deadline = clock_.now_ps() + timeout_ps;
+  const uint64_t deadline = timeout_ps > UINT64_MAX - clock_.now_ps() ? UINT64_MAX : clock_.now_ps() + timeout_ps;
   const uint64_t start = clock_.now_ps();
   std::optional<HostPort::Interrupt> got = sim_.call([&]() -> std::optional<HostPort::Interrupt> {
     advance_device_to(start);

@@ -39,7 +39,10 @@ class CoSimulation {
   void attach(HostPort& port);
 
   HostClock& host_clock() { return clock_; }
-  uint64_t host_now_ps() const { return clock_.now_ps(); }
+  uint64_t host_now_ps() {
+    std::lock_guard<std::recursive_mutex> lock(host_mutex_);
+    return clock_.now_ps();
+  }
   uint64_t device_now_ps();
 
   // Host work charged to the modeled clock.

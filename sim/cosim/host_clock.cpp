@@ -31,15 +31,22 @@ void HostClock::charge_ns(uint64_t ns) {
   if (source_ == HostTimeSource::kModeled) now_ps_ += ns * 1000;
 }
 
+// Each host thread measures its own CPU time since it last left the simulator.
+thread_local uint64_t left_at_cpu_ns = 0;
+thread_local const HostClock* left_clock = nullptr;
+
 void HostClock::enter() {
   if (source_ == HostTimeSource::kMeasured) {
     uint64_t cpu = thread_cpu_ns();
-    if (cpu > left_at_cpu_ns_) now_ps_ += (cpu - left_at_cpu_ns_) * 1000;
+    if (left_clock == this && cpu > left_at_cpu_ns) now_ps_ += (cpu - left_at_cpu_ns) * 1000;
   }
 }
 
 void HostClock::leave() {
-  if (source_ == HostTimeSource::kMeasured) left_at_cpu_ns_ = thread_cpu_ns();
+  if (source_ == HostTimeSource::kMeasured) {
+    left_at_cpu_ns = thread_cpu_ns();
+    left_clock = this;
+  }
 }
 
 void HostClock::wait_until(uint64_t ps) {

@@ -38,7 +38,6 @@ class HostClock {
  private:
   HostTimeSource source_;
   uint64_t now_ps_ = 0;
-  uint64_t left_at_cpu_ns_ = 0;
 };
 
 }  // namespace hpusim::cosim

@@ -1,5 +1,7 @@
 #include "sim/cosim/sim_thread.h"
 
+#include <stdexcept>
+
 namespace hpusim::cosim {
 
 SimThread::SimThread() : thread_([this] { loop(); }) {}
@@ -16,6 +18,7 @@ SimThread::~SimThread() {
 void SimThread::post(std::function<void()> job) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_) throw std::logic_error("the simulation thread has stopped");
     jobs_.push_back(std::move(job));
   }
   ready_.notify_one();

@@ -7,6 +7,7 @@
 #include <deque>
 #include <functional>
 #include <future>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <type_traits>
@@ -28,9 +29,10 @@ class SimThread {
   auto call(Work&& work) -> std::invoke_result_t<Work&> {
     using Result = std::invoke_result_t<Work&>;
     if (on_sim_thread()) return work();
-    std::packaged_task<Result()> task(std::forward<Work>(work));
-    std::future<Result> result = task.get_future();
-    post([&task] { task(); });
+    // Shared, so the task outlives both sides however the hand-over interleaves.
+    auto task = std::make_shared<std::packaged_task<Result()>>(std::forward<Work>(work));
+    std::future<Result> result = task->get_future();
+    post([task] { (*task)(); });
     return result.get();
   }
 

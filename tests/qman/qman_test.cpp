@@ -309,13 +309,17 @@ TEST_F(CardTest, ArbitrationGrantsTheHighestPriorityWaiterFirst) {
 }
 
 // Weighted round robin: with weights 2 and 1 and both streams asking all the time, stream 0 gets
-// two critical sections for every one of stream 1.
+// two critical sections for every one of stream 1. Stream 2 holds the grant first, so both are
+// already waiting when the contest starts.
 TEST_F(CardTest, WeightedRoundRobinFollowsTheWeights) {
   open_stream(QmanId::DMA1, 0);
   open_stream(QmanId::DMA1, 1);
+  open_stream(QmanId::DMA1, 2);
   mmio_write(QmanId::DMA1, QmReg::ArbWrrWeight, 0, 2);
   mmio_write(QmanId::DMA1, QmReg::ArbWrrWeight, 1, 1);
   mmio_write(QmanId::DMA1, QmReg::ArbCfg0, 0, regs::qm::kArbCfg0En | regs::qm::kArbCfg0Type);
+  submit(QmanId::DMA1, 2, CommandBufferBuilder().arb_point(0, false).wait(20000, 3, 1).arb_point(0, true).bytes());
+  sim->charge_ns(3000);
   for (unsigned s = 0; s < 2; ++s) {
     CommandBufferBuilder cb;
     for (int i = 0; i < 9; ++i) cb.arb_point(0, false).msg_long(sram(0xB200 + 4 * s), i).arb_point(0, true);
