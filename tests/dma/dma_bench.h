@@ -23,58 +23,11 @@
 #include "hw/syncmgr/sync_manager.h"
 #include "sim/bench/traffic_generator.h"
 #include "sim/preset/preset.h"
+#include "tests/memory/probe_master.h"
 
 namespace hpusim::testing {
 
-// Issues single register reads and writes through the fabric and simulates until each answers.
-class RegisterProbe : public sc_core::sc_module {
- public:
-  explicit RegisterProbe(sc_core::sc_module_name name) : sc_module(name), socket("socket") {
-    socket.register_nb_transport_bw(this, &RegisterProbe::response);
-  }
-
-  tlm_utils::simple_initiator_socket<RegisterProbe> socket;
-
-  // One 4-byte access; returns its response status (the read value in `value`).
-  tlm::tlm_response_status access(bool write, uint64_t address, uint32_t& value) {
-    tlm::tlm_generic_payload p;
-    unsigned char data[4];
-    std::memcpy(data, &value, 4);
-    p.set_command(write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
-    p.set_address(address);
-    p.set_data_ptr(data);
-    p.set_data_length(4);
-    p.set_streaming_width(4);
-    p.set_byte_enable_ptr(nullptr);
-    p.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
-    done_ = false;
-    tlm::tlm_phase phase = tlm::BEGIN_REQ;
-    sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
-    socket->nb_transport_fw(p, phase, delay);
-    while (!done_) sc_core::sc_start(sc_core::sc_time(10, sc_core::SC_NS));
-    if (done_ps_ > hw::now_ps()) sc_core::sc_start(hw::delay_until(done_ps_));
-    std::memcpy(&value, data, 4);
-    p.set_data_ptr(nullptr);
-    return p.get_response_status();
-  }
-  void write32(uint64_t address, uint32_t value) {
-    EXPECT_EQ(access(true, address, value), tlm::TLM_OK_RESPONSE) << "register write at 0x" << std::hex << address;
-  }
-  uint32_t read32(uint64_t address) {
-    uint32_t value = 0;
-    EXPECT_EQ(access(false, address, value), tlm::TLM_OK_RESPONSE) << "register read at 0x" << std::hex << address;
-    return value;
-  }
-
- private:
-  tlm::tlm_sync_enum response(tlm::tlm_generic_payload&, tlm::tlm_phase&, sc_core::sc_time& delay) {
-    done_ = true;
-    done_ps_ = hw::now_ps() + delay.value();
-    return tlm::TLM_COMPLETED;
-  }
-  bool done_ = false;
-  hw::Picoseconds done_ps_ = 0;
-};
+using RegisterProbe = ProbeMaster;
 
 // What the DMA cores report.
 struct DmaRecorder : hw::DmaObserver {

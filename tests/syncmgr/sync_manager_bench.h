@@ -18,83 +18,11 @@
 #include "hw/card/memory_system.h"
 #include "hw/syncmgr/sync_manager.h"
 #include "sim/preset/preset.h"
+#include "tests/memory/probe_master.h"
 
 namespace hpusim::testing {
 
-// Issues register reads and writes with chosen 32-bit values and records their completion.
-class RegisterMaster : public sc_core::sc_module {
- public:
-  explicit RegisterMaster(sc_core::sc_module_name name) : sc_module(name), socket("socket") {
-    socket.register_nb_transport_bw(this, &RegisterMaster::backward);
-  }
-
-  struct Access {
-    tlm::tlm_generic_payload payload;
-    unsigned char data[8] = {};
-    hw::Picoseconds issued_ps = 0;
-    hw::Picoseconds done_ps = 0;
-    bool done = false;
-    uint32_t value() const {
-      uint32_t v;
-      std::memcpy(&v, data, 4);
-      return v;
-    }
-    tlm::tlm_response_status status() const { return payload.get_response_status(); }
-  };
-
-  // An access of `bytes` (1..8) entering the fabric at `at_ps` (>= now).
-  Access& issue(bool write, uint64_t address, uint32_t value, hw::Picoseconds at_ps, unsigned bytes = 4) {
-    accesses_.emplace_back();
-    Access& a = accesses_.back();
-    std::memcpy(a.data, &value, 4);
-    a.payload.set_command(write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
-    a.payload.set_address(address);
-    a.payload.set_data_ptr(a.data);
-    a.payload.set_data_length(bytes);
-    a.payload.set_streaming_width(bytes);
-    a.payload.set_byte_enable_ptr(nullptr);
-    a.payload.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
-    a.issued_ps = at_ps;
-    tlm::tlm_phase phase = tlm::BEGIN_REQ;
-    sc_core::sc_time delay = hw::delay_until(at_ps);
-    socket->nb_transport_fw(a.payload, phase, delay);
-    return a;
-  }
-
-  // Issues now and simulates until the response has arrived.
-  Access& run(bool write, uint64_t address, uint32_t value = 0, unsigned bytes = 4) {
-    Access& a = issue(write, address, value, hw::now_ps(), bytes);
-    while (!a.done) sc_core::sc_start(sc_core::sc_time(100, sc_core::SC_NS));
-    if (a.done_ps > hw::now_ps()) sc_core::sc_start(hw::delay_until(a.done_ps));
-    return a;
-  }
-  void write32(uint64_t address, uint32_t value) {
-    Access& a = run(true, address, value);
-    EXPECT_EQ(a.status(), tlm::TLM_OK_RESPONSE) << "write of 0x" << std::hex << address;
-  }
-  uint32_t read32(uint64_t address) {
-    Access& a = run(false, address);
-    EXPECT_EQ(a.status(), tlm::TLM_OK_RESPONSE) << "read of 0x" << std::hex << address;
-    return a.value();
-  }
-
-  tlm_utils::simple_initiator_socket<RegisterMaster> socket;
-
- private:
-  tlm::tlm_sync_enum backward(tlm::tlm_generic_payload& trans, tlm::tlm_phase&, sc_core::sc_time& delay) {
-    for (Access& a : accesses_) {
-      if (&a.payload == &trans) {
-        a.done = true;
-        a.done_ps = hw::now_ps() + delay.value();
-        return tlm::TLM_COMPLETED;
-      }
-    }
-    ADD_FAILURE() << "response for an access the master never issued";
-    return tlm::TLM_COMPLETED;
-  }
-
-  std::deque<Access> accesses_;
-};
+using RegisterMaster = ProbeMaster;
 
 // A QMAN-fence-like register block: each write to a register adds its value to that counter.
 struct FenceBlock : hw::RegisterBlock {

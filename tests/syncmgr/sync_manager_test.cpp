@@ -58,10 +58,10 @@ TEST(SyncManager, ReadsReturnEveryRegisterArray) {
   EXPECT_EQ(b.master.read32(b.mon_arm(7)), arm);
   EXPECT_EQ(b.master.read32(b.mon_status(7)), 1u | (0x0Du << 1));  // SOBs 40, 42, 43 pending, prot 0
   // 8 bytes: two consecutive registers in one access.
-  RegisterMaster::Access& pair = b.master.run(false, b.sob(2046), 0, 8);
+  RegisterMaster::Access& pair = b.master.run_word(false, b.sob(2046), 0, 8);
   EXPECT_EQ(pair.status(), tlm::TLM_OK_RESPONSE);
   uint32_t words[2];
-  std::memcpy(words, pair.data, 8);
+  std::memcpy(words, pair.data.data(), 8);
   EXPECT_EQ(words[0], 0u);
   EXPECT_EQ(words[1], 0x1234u);
   EXPECT_EQ(b.sm().size_bytes(), 0x4800u);
@@ -131,7 +131,7 @@ TEST(SyncManager, MonitorArmedWhenItsConditionHoldsFiresAtOnce) {
   SmBench b;
   b.master.write32(b.sob(100), 10);
   b.program(4, b.sram(0x3000), 0x44);
-  RegisterMaster::Access& arm = b.master.run(true, b.mon_arm(4), arm_word(100 / 8, only(100), false, 5));
+  RegisterMaster::Access& arm = b.master.run_word(true, b.mon_arm(4), arm_word(100 / 8, only(100), false, 5));
   EXPECT_EQ(arm.status(), tlm::TLM_OK_RESPONSE);
   b.drain();
   ASSERT_EQ(b.recorder.fires.size(), 1u);
@@ -181,7 +181,7 @@ TEST(SyncManager, PayloadLandsInSramAtFireTimePlusLatencyPlusFabricPath) {
   b.program(m, b.sram(0x4000), 0x600DF00D);
   b.master.write32(b.mon_arm(m), arm_word(s / 8, only(s), false, 1));
   const size_t updates_before = b.recorder.updates.size();
-  RegisterMaster::Access& msg = b.master.issue(true, b.sob(s), kAdd | 1, hw::now_ps());
+  RegisterMaster::Access& msg = b.master.issue_word(true, b.sob(s), kAdd | 1, hw::now_ps());
   const hw::Picoseconds effective = msg.issued_ps + b.path_to_cfg_ps();
   // Timing gate: one picosecond before the write takes effect the SOB still reads its old value.
   sc_core::sc_start(hw::delay_until(effective - 1));
@@ -294,7 +294,7 @@ TEST(SyncManager, CanonicalWaitSequenceIsReleasedByAnAddOneMessage) {
   b.drain();
   EXPECT_EQ(b.fence.counters[2], 0u);
   // The producer signals: MSG_SHORT value 1 | bit31 (ADD 1).
-  RegisterMaster::Access& signal = b.master.run(true, b.sob(sob, ws), 0x80000001);
+  RegisterMaster::Access& signal = b.master.run_word(true, b.sob(sob, ws), 0x80000001);
   b.drain();
   EXPECT_EQ(b.fence.counters[2], 1u);
   ASSERT_EQ(b.fence.writes.size(), 1u);
@@ -336,7 +336,7 @@ TEST(SyncManager, InvalidOffsetsUnalignedAndWrongSizeAccessesGetErrors) {
   EXPECT_EQ(b.sm().size_bytes(), 0x1000u);
   const uint64_t blk = b.sm_base();
   auto status = [&](bool write, uint64_t address, unsigned bytes = 4) {
-    return b.master.run(write, address, 0x80000001, bytes).status();
+    return b.master.run_word(write, address, 0x80000001, bytes).status();
   };
   // Inside the block but outside every array.
   for (uint64_t off : {0x0ull, 0xFCull, 0x200ull, 0x440ull, 0x840ull, 0xFFCull}) {
@@ -349,7 +349,7 @@ TEST(SyncManager, InvalidOffsetsUnalignedAndWrongSizeAccessesGetErrors) {
   EXPECT_EQ(status(true, b.sob(1), 2), tlm::TLM_ADDRESS_ERROR_RESPONSE);
   EXPECT_EQ(status(false, b.sob(1), 1), tlm::TLM_ADDRESS_ERROR_RESPONSE);
   // An arm naming a group this block does not have.
-  EXPECT_EQ(b.master.run(true, b.mon_arm(0), arm_word(8, 0, false, 1)).status(), tlm::TLM_GENERIC_ERROR_RESPONSE);
+  EXPECT_EQ(b.master.run_word(true, b.mon_arm(0), arm_word(8, 0, false, 1)).status(), tlm::TLM_GENERIC_ERROR_RESPONSE);
   // The valid ones at the array edges work.
   EXPECT_EQ(status(true, b.sob(63)), tlm::TLM_OK_RESPONSE);
   EXPECT_EQ(b.master.read32(b.mon_status(15)), 0u);
@@ -436,7 +436,7 @@ TEST(SyncManager, ResetClearsSobsMonitorsAndPayloadRegisters) {
   b.master.write32(b.mon_arm(3), arm_word(1, only(8), false, 1));
   ASSERT_TRUE(b.sm().monitor_armed(2));
   // A write in flight that takes effect after the reset still applies afterwards.
-  RegisterMaster::Access& late = b.master.issue(true, b.sob(6), 4, hw::now_ps());
+  RegisterMaster::Access& late = b.master.issue_word(true, b.sob(6), 4, hw::now_ps());
   b.sm().reset();
   EXPECT_EQ(b.sm().sob_value(5), 0u);
   EXPECT_EQ(b.sm().sob_value(2047), 0u);
