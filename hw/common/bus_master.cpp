@@ -101,30 +101,38 @@ tlm::tlm_response_status BusMaster::write(uint64_t address, const void* data, ui
   return status;
 }
 
-void BusMaster::post_write(uint64_t address, const void* data, uint32_t length) {
+void BusMaster::post_write(uint64_t address, const void* data, uint32_t length, unsigned owner) {
+  if (owner >= kMaxOwners) throw std::out_of_range("bus master: posted-write owner out of range");
   Request& request = acquire(true, address, length);
   std::memcpy(request.buffer.data(), data, length);
   request.posted = true;
-  ++in_flight_;
+  request.owner = owner;
+  ++owners_[owner].in_flight;
   tlm::tlm_phase phase = tlm::BEGIN_REQ;
   sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
   socket->nb_transport_fw(request, phase, delay);
 }
 
-uint32_t BusMaster::wait_posted() {
-  while (in_flight_ > 0) sc_core::wait(posted_drained_);
-  const uint32_t failures = posted_failures_;
-  posted_failures_ = 0;
+uint32_t BusMaster::wait_posted(unsigned owner) {
+  Owner& o = owners_.at(owner);
+  while (o.in_flight > 0) sc_core::wait(o.drained);
+  const uint32_t failures = o.failures;
+  o.failures = 0;
   return failures;
 }
 
+void BusMaster::clear_posted_failures() {
+  for (Owner& o : owners_) o.failures = 0;
+}
+
 void BusMaster::complete_posted(Request& request) {
+  Owner& o = owners_[request.owner];
   if (request.get_response_status() != tlm::TLM_OK_RESPONSE) {
     ++errors_;
-    ++posted_failures_;
+    ++o.failures;
   }
   free_.push_back(&request);
-  if (--in_flight_ == 0) posted_drained_.notify(sc_core::SC_ZERO_TIME);
+  if (--o.in_flight == 0) o.drained.notify(sc_core::SC_ZERO_TIME);
 }
 
 tlm::tlm_sync_enum BusMaster::backward(tlm::tlm_generic_payload& trans, tlm::tlm_phase&, sc_core::sc_time& delay) {

@@ -7,6 +7,7 @@
 #include <tlm>
 #include <tlm_utils/simple_initiator_socket.h>
 
+#include <array>
 #include <map>
 #include <memory>
 #include <string>
@@ -32,13 +33,18 @@ class BusMaster : public sc_core::sc_module {
   tlm::tlm_response_status read_pipelined(uint64_t address, void* data, uint32_t length, uint32_t chunk,
                                           uint32_t window);
 
+  // Posted writes are tracked per owner (e.g. one per command processor sharing this port), so a
+  // barrier waits only for its own owner's writes and sees only its own failures.
+  static constexpr unsigned kMaxOwners = 8;
   // A posted write: returns at once; the response is counted when it arrives.
-  void post_write(uint64_t address, const void* data, uint32_t length);
-  void post_write32(uint64_t address, uint32_t value) { post_write(address, &value, 4); }
-  // Blocks (SC_THREAD only) until every posted write has completed. Returns how many of them
-  // failed since the last call.
-  uint32_t wait_posted();
-  uint32_t posted_in_flight() const { return in_flight_; }
+  void post_write(uint64_t address, const void* data, uint32_t length, unsigned owner = 0);
+  void post_write32(uint64_t address, uint32_t value, unsigned owner = 0) { post_write(address, &value, 4, owner); }
+  // Blocks (SC_THREAD only) until every posted write of `owner` has completed. Returns how many of
+  // them failed since the last call.
+  uint32_t wait_posted(unsigned owner = 0);
+  uint32_t posted_in_flight(unsigned owner = 0) const { return owners_.at(owner).in_flight; }
+  // Forgets failures recorded for every owner (a modelled reset).
+  void clear_posted_failures();
 
   uint64_t reads() const { return reads_; }
   uint64_t writes() const { return writes_; }
@@ -48,6 +54,7 @@ class BusMaster : public sc_core::sc_module {
   struct Request : tlm::tlm_generic_payload {
     std::vector<unsigned char> buffer;
     bool posted = false;
+    unsigned owner = 0;
     bool done = false;
     Picoseconds done_ps = 0;
   };
@@ -60,11 +67,14 @@ class BusMaster : public sc_core::sc_module {
   std::vector<std::unique_ptr<Request>> pool_;
   std::vector<Request*> free_;
   sc_core::sc_event response_event_;
-  sc_core::sc_event posted_drained_;
+  struct Owner {
+    uint32_t in_flight = 0;
+    uint32_t failures = 0;
+    sc_core::sc_event drained;
+  };
+  std::array<Owner, kMaxOwners> owners_;
   sc_core::sc_event posted_timer_;
   std::multimap<Picoseconds, Request*> pending_posted_;   // responses not yet due
-  uint32_t in_flight_ = 0;
-  uint32_t posted_failures_ = 0;
   uint64_t reads_ = 0, writes_ = 0, errors_ = 0;
 };
 

@@ -52,6 +52,7 @@ std::string Qman::describe(unsigned cp) const { return name_ + " CP" + std::to_s
 
 void Qman::reset() {
   ++generation_;
+  bus_.clear_posted_failures();
   for (Cp& cp : cps_) {
     cp.fence.fill(0);
     cp.msg_base.fill(0);
@@ -299,11 +300,11 @@ bool Qman::execute(unsigned cp, const CommandBuffer& cb) {
 }
 
 bool Qman::send_message(unsigned cp, uint64_t address, uint32_t value, bool barrier) {
-  if (barrier && bus_.wait_posted() != 0) {
+  if (barrier && bus_.wait_posted(cp) != 0) {
     raise_error(cp, QmanError::kMessage, "an earlier message write failed");
     return false;
   }
-  bus_.post_write32(address, value);
+  bus_.post_write32(address, value, cp);
   ++stats_.messages;
   return true;
 }
@@ -329,7 +330,7 @@ bool Qman::execute_packet(unsigned cp_index, const qman::Packet& packet) {
           return false;
         } else if constexpr (std::is_same_v<T, qman::Wreg32>) {
           if (!predicate_true(cp, p.pred)) return true;
-          if (p.barriers.mb && bus_.wait_posted() != 0) {
+          if (p.barriers.mb && bus_.wait_posted(cp_index) != 0) {
             raise_error(cp_index, QmanError::kMessage, "an earlier message write failed");
             return false;
           }
@@ -489,7 +490,7 @@ void Qman::raise_error(unsigned cp, QmanError cause, const std::string& message)
   if ((glbl_err_cfg_ >> (regs::qm::kGlblErrCfgCpMsgEnShift + cp)) & 1u) {
     // The error is a message to the configured address (the GIC, which firmware turns into an
     // event-queue entry).
-    bus_.post_write32(glbl_err_addr_, glbl_err_wdata_);
+    bus_.post_write32(glbl_err_addr_, glbl_err_wdata_, regs::kQmanCps);   // the error port, not a CP's
   }
   if (observer_) observer_->error(name_, cp, cause, describe(cp) + ": " + message, now_ps());
 }

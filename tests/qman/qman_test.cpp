@@ -120,6 +120,23 @@ TEST_F(CardTest, StopRaisesAnErrorEventAndStopsOnlyThatCp) {
   EXPECT_NE(recorder.errors[0].second.find("DMA2_QM CP0"), std::string::npos) << recorder.errors[0].second;
 }
 
+// A failed message write is reported to the CP that sent it, at its next message barrier; the
+// other streams of the QMAN are not affected.
+TEST_F(CardTest, FailedMessageStopsOnlyTheCpThatSentIt) {
+  open_stream(QmanId::DMA3, 0);
+  open_stream(QmanId::DMA3, 1);
+  submit(QmanId::DMA3, 1, CommandBufferBuilder().msg_long(0x4000000000ull, 1).msg_long(sram(0xC100), 2).bytes());
+  submit(QmanId::DMA3, 0, CommandBufferBuilder().msg_long(sram(0xC000), 3).msg_long(sram(0xC004), 4).bytes());
+  ASSERT_TRUE(drain(QmanId::DMA3, 0));
+  EXPECT_FALSE(drain(QmanId::DMA3, 1, 50));
+  EXPECT_EQ(sram_read32(0xC004), 4u);
+  EXPECT_EQ(sram_read32(0xC100), 0u);
+  EXPECT_TRUE(mmio_read(QmanId::DMA3, QmReg::GlblSts1, 1) & regs::qm::kGlblSts1CpMsgWrErr);
+  EXPECT_EQ(mmio_read(QmanId::DMA3, QmReg::GlblSts1, 0), 0u);
+  ASSERT_EQ(recorder.errors.size(), 1u);
+  EXPECT_EQ(recorder.errors[0].first, hw::QmanError::kMessage);
+}
+
 TEST_F(CardTest, UndefinedOpcodeIsAnErrorNotACrash) {
   open_stream(QmanId::TPC3, 2);
   submit(QmanId::TPC3, 2, CommandBufferBuilder().nop().raw_header(0, 0xE << 24).bytes());
