@@ -38,6 +38,9 @@ Qman::Qman(sc_core::sc_module_name name, const QmanConfig& config)
     sc_core::sc_spawn([this, s] { run_upper_cp(s); }, sc_core::sc_gen_unique_name("upper_cp"), &options);
   }
   SC_THREAD(run_lower_cp);
+  SC_METHOD(apply_due_writes);
+  sensitive << apply_event_;
+  dont_initialize();
   SC_METHOD(arbitration_decision);
   sensitive << arbitration_event_;
   dont_initialize();
@@ -52,6 +55,8 @@ std::string Qman::describe(unsigned cp) const { return name_ + " CP" + std::to_s
 
 void Qman::reset() {
   ++generation_;
+  pending_writes_.clear();
+  apply_event_.cancel();
   bus_.clear_posted_failures();
   for (Cp& cp : cps_) {
     cp.fence.fill(0);
@@ -78,7 +83,8 @@ void Qman::reset() {
 
 // --- registers --------------------------------------------------------------------------------
 
-bool Qman::read_register(uint64_t offset, uint32_t& value, Picoseconds) {
+bool Qman::read_register(uint64_t offset, uint32_t& value, Picoseconds at_ps) {
+  apply_writes_due(at_ps);
   auto ref = regs::decode_qm_reg(static_cast<uint32_t>(offset));
   if (!ref) return false;
   const unsigned i = ref->index;
@@ -124,82 +130,110 @@ bool Qman::read_register(uint64_t offset, uint32_t& value, Picoseconds) {
 }
 
 bool Qman::write_register(uint64_t offset, uint32_t value, Picoseconds at_ps) {
+  // Accepted now, takes effect when it arrives: a doorbell or fence increment must not be seen by
+  // the CPs before its time.
   auto ref = regs::decode_qm_reg(static_cast<uint32_t>(offset));
-  if (!ref) return false;
+  if (!ref || (ref->reg == QmReg::PqSize && value > 16)) return false;
+  if (at_ps <= now_ps() && pending_writes_.empty()) {
+    apply_write(offset, value, at_ps);
+  } else {
+    pending_writes_.emplace(at_ps, PendingWrite{offset, value});
+    apply_event_.notify(delay_until(pending_writes_.begin()->first));
+  }
+  return true;
+}
+
+void Qman::apply_writes_due(Picoseconds until_ps) {
+  while (!pending_writes_.empty() && pending_writes_.begin()->first <= until_ps) {
+    const auto [at, write] = *pending_writes_.begin();
+    pending_writes_.erase(pending_writes_.begin());
+    apply_write(write.offset, write.value, at);
+  }
+}
+
+void Qman::apply_due_writes() {
+  apply_writes_due(now_ps());
+  if (!pending_writes_.empty()) apply_event_.notify(delay_until(pending_writes_.begin()->first));
+}
+
+void Qman::apply_write(uint64_t offset, uint32_t value, Picoseconds at_ps) {
+  auto ref = regs::decode_qm_reg(static_cast<uint32_t>(offset));
   const unsigned i = ref->index;
   const sc_core::sc_time effective = delay_until(at_ps);
   switch (ref->reg) {
     case QmReg::GlblCfg0:
       glbl_cfg0_ = value;
       for (Cp& cp : cps_) cp.wake.notify(effective);
-      return true;
+      return;
     case QmReg::GlblCfg1:
       glbl_cfg1_ = value;
       for (Cp& cp : cps_) cp.wake.notify(effective);
-      return true;
-    case QmReg::GlblErrCfg: glbl_err_cfg_ = value; return true;
-    case QmReg::GlblErrAddrLo: glbl_err_addr_ = (glbl_err_addr_ & ~0xFFFFFFFFull) | value; return true;
-    case QmReg::GlblErrAddrHi: glbl_err_addr_ = (glbl_err_addr_ & 0xFFFFFFFFull) | (uint64_t{value} << 32); return true;
-    case QmReg::GlblErrWdata: glbl_err_wdata_ = value; return true;
-    case QmReg::GlblSts1: cps_[i].error_causes &= ~value; return true;   // write 1 to clear
-    case QmReg::PqBaseLo: streams_[i].pq_base = (streams_[i].pq_base & ~0xFFFFFFFFull) | value; return true;
-    case QmReg::PqBaseHi: streams_[i].pq_base = (streams_[i].pq_base & 0xFFFFFFFFull) | (uint64_t{value} << 32); return true;
+      return;
+    case QmReg::GlblErrCfg: glbl_err_cfg_ = value; return;
+    case QmReg::GlblErrAddrLo: glbl_err_addr_ = (glbl_err_addr_ & ~0xFFFFFFFFull) | value; return;
+    case QmReg::GlblErrAddrHi: glbl_err_addr_ = (glbl_err_addr_ & 0xFFFFFFFFull) | (uint64_t{value} << 32); return;
+    case QmReg::GlblErrWdata: glbl_err_wdata_ = value; return;
+    case QmReg::GlblSts1: cps_[i].error_causes &= ~value; return;   // write 1 to clear
+    case QmReg::PqBaseLo: streams_[i].pq_base = (streams_[i].pq_base & ~0xFFFFFFFFull) | value; return;
+    case QmReg::PqBaseHi: streams_[i].pq_base = (streams_[i].pq_base & 0xFFFFFFFFull) | (uint64_t{value} << 32); return;
     case QmReg::PqSize:
-      if (value > 16) return false;
       streams_[i].pq_size_log2 = value;
-      return true;
+      return;
     case QmReg::PqPi:
       // The doorbell. The index runs over twice the queue length so full and empty differ.
       streams_[i].pi = value & (2 * queue_entries(streams_[i]) - 1);
       cps_[i].wake.notify(effective);
-      return true;
+      return;
     case QmReg::PqCi:
       streams_[i].ci = value & (2 * queue_entries(streams_[i]) - 1);
-      return true;
+      return;
     case QmReg::CpFence0Rdata: case QmReg::CpFence1Rdata: case QmReg::CpFence2Rdata: case QmReg::CpFence3Rdata: {
       // A write adds value[3:0] to the fence counter; a waiting FENCE re-checks when it lands.
       uint32_t& counter = cps_[i].fence[static_cast<unsigned>(ref->reg) - static_cast<unsigned>(QmReg::CpFence0Rdata)];
       counter = (counter + (value & regs::qm::kCpFenceRdataIncValMask)) & regs::qm::kCpFenceCntMask;
       cps_[i].wake.notify(effective);
-      return true;
+      return;
     }
     case QmReg::CpMsgBase0AddrLo: case QmReg::CpMsgBase1AddrLo: case QmReg::CpMsgBase2AddrLo:
     case QmReg::CpMsgBase3AddrLo: {
       uint64_t& base = cps_[i].msg_base[(static_cast<unsigned>(ref->reg) - static_cast<unsigned>(QmReg::CpMsgBase0AddrLo)) / 2];
       base = (base & ~0xFFFFFFFFull) | value;
-      return true;
+      return;
     }
     case QmReg::CpMsgBase0AddrHi: case QmReg::CpMsgBase1AddrHi: case QmReg::CpMsgBase2AddrHi:
     case QmReg::CpMsgBase3AddrHi: {
       uint64_t& base = cps_[i].msg_base[(static_cast<unsigned>(ref->reg) - static_cast<unsigned>(QmReg::CpMsgBase0AddrHi)) / 2];
       base = (base & 0xFFFFFFFFull) | (uint64_t{value} << 32);
-      return true;
+      return;
     }
-    case QmReg::CpLdmaTsizeOffset: cps_[i].ldma_tsize_offset = value; return true;
-    case QmReg::CpLdmaSrcBaseLoOffset: cps_[i].ldma_src_offset = value; return true;
-    case QmReg::CpLdmaDstBaseLoOffset: cps_[i].ldma_dst_offset = value; return true;
+    case QmReg::CpLdmaTsizeOffset: cps_[i].ldma_tsize_offset = value; return;
+    case QmReg::CpLdmaSrcBaseLoOffset: cps_[i].ldma_src_offset = value; return;
+    case QmReg::CpLdmaDstBaseLoOffset: cps_[i].ldma_dst_offset = value; return;
     case QmReg::CqPtrLo:
       if (i == regs::kLowerCp) cq_ptr_lo_ = value;
       plain_registers_[offset / 4] = value;
-      return true;
+      return;
     case QmReg::CqPtrHi:
       if (i == regs::kLowerCp) cq_ptr_hi_ = value;
       plain_registers_[offset / 4] = value;
-      return true;
+      return;
     case QmReg::CqTsize:
       plain_registers_[offset / 4] = value;
       if (i == regs::kLowerCp) {
         // Writing the size commits a command buffer to the lower CP (what CP_DMA does through
         // the CP_LDMA offsets of an internal QMAN's upper CPs).
         Cp& lower = cps_[regs::kLowerCp];
-        if (lower.lower_fifo.size() >= config_.lower_cp_fifo) return false;
+        if (lower.lower_fifo.size() >= config_.lower_cp_fifo) {
+          raise_error(regs::kLowerCp, QmanError::kFetch, "CQ_TSIZE_4 written while the lower CP queue is full");
+          return;
+        }
         lower.lower_fifo.push_back({(uint64_t{cq_ptr_hi_} << 32) | cq_ptr_lo_, value});
         lower.wake.notify(effective);
       }
-      return true;
+      return;
     default:
       plain_registers_[offset / 4] = value;
-      return true;
+      return;
   }
 }
 

@@ -14,6 +14,7 @@
 #include <array>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -108,6 +109,13 @@ class Qman : public sc_core::sc_module, public RegisterBlock {
     uint32_t pi = 0, ci = 0;
   };
 
+  struct PendingWrite {
+    uint64_t offset;
+    uint32_t value;
+  };
+  void apply_write(uint64_t offset, uint32_t value, Picoseconds at_ps);
+  void apply_writes_due(Picoseconds until_ps);
+  void apply_due_writes();   // SC_METHOD
   void run_upper_cp(unsigned stream);
   void run_lower_cp();
   // Executes one command buffer on CP `cp`; false when the CP stopped on an error.
@@ -143,6 +151,8 @@ class Qman : public sc_core::sc_module, public RegisterBlock {
   unsigned wrr_next_ = 0;     // WRR: stream whose turn it is
   uint32_t wrr_credit_ = 0;   // WRR: grants left for the stream at wrr_next_
   bool decision_pending_ = false;
+  std::multimap<Picoseconds, PendingWrite> pending_writes_;   // accepted, not yet arrived
+  sc_core::sc_event apply_event_;
   sc_core::sc_event arbitration_event_;   // the arbiter decides one arbitration window after a release
 };
 
