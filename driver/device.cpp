@@ -4,7 +4,9 @@
 #include <cerrno>
 #include <cstring>
 #include <sstream>
+#include <stdexcept>
 
+#include "firmware/cpucp.h"
 #include "hw/card/card.h"
 #include "hw/qman/packets.h"
 #include "sim/cosim/host_port.h"
@@ -22,7 +24,12 @@ constexpr uint32_t kShadowIndexMask = 0xFFF;
 // Host bus addresses of the driver's coherent DMA memory. The host memory is sparse, so the
 // layout is generous: one fixed region per object, nothing is ever moved.
 constexpr uint64_t kMsiHostAddress = 0xFEE00000ull;          // x86 MSI window (direct-MSI path)
-constexpr uint64_t kErrorMailbox = 0x100000000ull;           // one word per QMAN
+constexpr uint64_t kCpuPqRegion = 0x100000000ull;           // CPU PQ: kCpuPqEntries BDs
+constexpr uint64_t kEqRegion = 0x100004000ull;              // event queue: kEqEntries x 64 B
+constexpr uint64_t kCpuCqRegion = 0x100008000ull;           // CPU-accessible window (CQ regs)
+constexpr uint32_t kCpuPqEntries = 64;
+constexpr uint32_t kEqEntries = firmware::eq::kDefaultLength;   // HL_EQ_LENGTH
+constexpr uint32_t kCpuCqBytes = 0x4000;
 constexpr uint64_t kCqRegion = 0x100010000ull;               // kNumCqs rings
 constexpr uint64_t kCqStride = 0x4000;                       // 4096 entries x 4 B
 constexpr uint64_t kPqRegion = 0x101000000ull;
@@ -35,6 +42,25 @@ constexpr uint64_t kHostPage = 0x10000;                      // host store page 
 constexpr uint32_t kBdBytes = 16;
 constexpr uint64_t kGaudiHostVaStart = 0x1000000000000ull;   // VA_HOST_SPACE_START
 constexpr uint64_t kGaudiHostVaEnd = 0x3FF8000000000ull;
+
+// The firmware event (GAUDI_EVENT_*_QM) of a QMAN; its SPI is firmware::event::spi_of(event).
+uint32_t qman_event_type(regs::QmanId qman) {
+  namespace ev = firmware::event;
+  const unsigned engine = regs::qman_engine(qman);
+  switch (regs::qman_family(qman)) {
+    case regs::QmanFamily::Dma: return ev::dma_qm(engine);
+    case regs::QmanFamily::Mme: return ev::mme_qm(engine == 0 ? 0 : 2);
+    case regs::QmanFamily::Tpc: return ev::tpc_qm(engine);
+    case regs::QmanFamily::Nic: return 0;   // not modelled
+  }
+  return 0;
+}
+
+uint32_t get32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
 
 uint32_t log2u(uint32_t v) {
   uint32_t r = 0;
@@ -82,7 +108,13 @@ HlDevice::HlDevice(const HlDeviceOptions& options) : options_(options) {
   // Platform assembly (what the BIOS/PCIe enumeration provides): the card, the root port and
   // the MSI routing to the host.
   sim_->on_sim_thread([this] {
-    card_ = std::make_unique<hw::Card>("card", preset_);
+    // The card with its device CPU: the firmware zeroes the driver-reserved head of SRAM
+    // (GAUDI_DRIVER_SRAM_RESERVED_SIZE_FROM_START) at boot; nothing of the driver lives there.
+    hw::CardOptions card_options;
+    card_options.device_cpu = true;
+    card_options.fw_init_region_base = preset_.memory_map().sram_base();
+    card_options.fw_init_region_bytes = GAUDI_DRIVER_SRAM_RESERVED_SIZE_FROM_START;
+    card_ = std::make_unique<hw::Card>("card", preset_, card_options);
     host_port_ = std::make_unique<cosim::HostPort>("host");
     host_port_->socket.bind(card_->memory().pcie().host_side);
     cosim::HostPort* port = host_port_.get();
@@ -103,7 +135,10 @@ HlDevice::HlDevice(const HlDeviceOptions& options) : options_(options) {
   host_phys_base_ = map.host_phys_base();
   host_va_start_ = kGaudiHostVaStart;
   host_va_end_ = kGaudiHostVaEnd;
-  error_mailbox_ = kErrorMailbox;
+  cpu_pq_address_ = kCpuPqRegion;
+  eq_address_ = kEqRegion;
+  cpu_cq_address_ = kCpuCqRegion;
+  qman_error_words_.assign(regs::kNumQmans, 0);
 
   queues_.resize(regs::kNumQueues);
   for (unsigned q = 0; q < regs::kNumQueues; ++q) {
@@ -121,6 +156,7 @@ HlDevice::HlDevice(const HlDeviceOptions& options) : options_(options) {
   }
   for (unsigned i = 0; i < kNumCqs; ++i) cqs_[i].address = kCqRegion + i * kCqStride;
 
+  if (!init_cpu_queues()) throw std::runtime_error("HlDevice: the device CPU did not come up");
   init_queues();
   status_ = HL_DEVICE_STATUS_OPERATIONAL;
   logf("device initialised: " + preset_.name());
@@ -167,11 +203,84 @@ void HlDevice::charge(uint64_t ns) {
 
 void HlDevice::logf(const std::string& line) { log_.push_back(line); }
 
+uint32_t HlDevice::mmio_read(uint64_t cfg_offset) { return sim_->mmio_read32(regs::cfg_address(cfg_offset)); }
+
 uint32_t HlDevice::qman_error_word(regs::QmanId qman) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
-  uint32_t word = 0;
-  host_read(error_mailbox_ + 4ull * regs::to_index(qman), &word, 4);
-  return word;
+  poll_interrupts();
+  return qman_error_words_.at(regs::to_index(qman));
+}
+
+bool HlDevice::wait_qman_error(regs::QmanId qman, uint64_t timeout_us) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  const uint64_t deadline = sim_->host_now_ps() + timeout_us * 1000000;
+  const unsigned index = regs::to_index(qman);
+  poll_interrupts();
+  while (qman_error_words_.at(index) == 0 && sim_->host_now_ps() < deadline) wait_event(deadline);
+  return qman_error_words_.at(index) != 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The device CPU: boot wait, CPU queue / event queue init (gaudi_init_cpu_queues), halt
+// ---------------------------------------------------------------------------------------------
+
+bool HlDevice::init_cpu_queues() {
+  namespace fw = firmware;
+  namespace cif = regs::cpu_if;
+  // hl_fw_read_preboot_status / the boot wait: CPU_BOOT_STATUS reaches SRAM_AVAIL.
+  const uint64_t boot_deadline = sim_->host_now_ps() + 100'000'000'000ull;   // 100 ms
+  uint32_t boot_status = mmio_read(fw::boot::kCpuBootStatus);
+  while (boot_status != fw::boot::kStatusSramAvail && sim_->host_now_ps() < boot_deadline) {
+    charge(1000);
+    boot_status = mmio_read(fw::boot::kCpuBootStatus);
+  }
+  if (boot_status != fw::boot::kStatusSramAvail) {
+    logf("Device CPU did not boot, CPU_BOOT_STATUS " + std::to_string(boot_status));
+    return false;
+  }
+  // The rings live in host memory; the firmware wants device addresses and lengths in bytes.
+  const std::vector<uint8_t> zeros(uint64_t{kEqEntries} * fw::eq::kEntryBytes, 0);
+  host_write(cpu_pq_address_, zeros.data(), uint64_t{kCpuPqEntries} * fw::kPqEntryBytes);
+  host_write(eq_address_, zeros.data(), zeros.size());
+  eq_ci_ = 0;
+  const uint64_t pq = device_view(cpu_pq_address_), eq = device_view(eq_address_), cq = device_view(cpu_cq_address_);
+  mmio_write(cif::kPqBaseAddrLow, static_cast<uint32_t>(pq));
+  mmio_write(cif::kPqBaseAddrHigh, static_cast<uint32_t>(pq >> 32));
+  mmio_write(cif::kEqBaseAddrLow, static_cast<uint32_t>(eq));
+  mmio_write(cif::kEqBaseAddrHigh, static_cast<uint32_t>(eq >> 32));
+  mmio_write(cif::kCqBaseAddrLow, static_cast<uint32_t>(cq));
+  mmio_write(cif::kCqBaseAddrHigh, static_cast<uint32_t>(cq >> 32));
+  mmio_write(cif::kPqLength, kCpuPqEntries * fw::kPqEntryBytes);
+  mmio_write(cif::kEqLength, kEqEntries * fw::eq::kEntryBytes);
+  mmio_write(cif::kCqLength, kCpuCqBytes);
+  mmio_write(cif::kEqRdOffs, 0);
+  mmio_write(cif::kPfPqPi, 0);
+  mmio_write(cif::kQueueInit, fw::boot::kPqInitReadyForCp);
+  mmio_write(regs::gic::kGicdSetspiNsr, fw::event::spi_of(fw::event::kPiUpdate));
+  const uint64_t init_deadline = sim_->host_now_ps() + 10'000'000'000ull;   // 10 ms
+  uint32_t status = mmio_read(cif::kQueueInit);
+  while (status == fw::boot::kPqInitReadyForCp && sim_->host_now_ps() < init_deadline) {
+    charge(1000);
+    status = mmio_read(cif::kQueueInit);
+  }
+  if (status != fw::boot::kPqInitReadyForHost) {
+    logf("Failed to communicate with device CPU (CPU-CP timeout), QUEUE_INIT " + std::to_string(status));
+    return false;
+  }
+  return true;
+}
+
+void HlDevice::halt_device_cpu() {
+  namespace fw = firmware;
+  mmio_write(fw::boot::kKmdMsgToCpu, fw::boot::kKmdMsgGotoWfe);
+  mmio_write(regs::gic::kGicdSetspiNsr, fw::event::spi_of(fw::event::kHaltMachine));
+  const uint64_t deadline = sim_->host_now_ps() + 1'000'000'000ull;   // 1 ms
+  uint32_t status = mmio_read(fw::boot::kCpuBootStatus);
+  while (status != fw::boot::kStatusInWfe && sim_->host_now_ps() < deadline) {
+    charge(1000);
+    status = mmio_read(fw::boot::kCpuBootStatus);
+  }
+  if (status != fw::boot::kStatusInWfe) logf("Device CPU did not halt, CPU_BOOT_STATUS " + std::to_string(status));
 }
 
 void HlDevice::init_qman(regs::QmanId qman) {
@@ -197,11 +306,12 @@ void HlDevice::init_qman(regs::QmanId qman) {
     }
     mmio_write(reg(QmReg::CpBarrierCfg, cp), 0x100);
   }
-  // Errors become a message written into the driver's error mailbox in host memory.
-  const uint64_t mailbox = device_view(error_mailbox_ + 4ull * regs::to_index(qman));
-  mmio_write(reg(QmReg::GlblErrAddrLo, 0), static_cast<uint32_t>(mailbox));
-  mmio_write(reg(QmReg::GlblErrAddrHi, 0), static_cast<uint32_t>(mailbox >> 32));
-  mmio_write(reg(QmReg::GlblErrWdata, 0), 0xE0000000u | regs::to_index(qman));
+  // Errors become a message to the GIC: the QMAN's SPI, which the firmware turns into an
+  // event-queue entry (gaudi_init_*_qman: GLBL_ERR_ADDR = CFG_BASE + GIC SETSPI, WDATA = irq).
+  const uint64_t gic = regs::cfg_address(regs::gic::kGicdSetspiNsr);
+  mmio_write(reg(QmReg::GlblErrAddrLo, 0), static_cast<uint32_t>(gic));
+  mmio_write(reg(QmReg::GlblErrAddrHi, 0), static_cast<uint32_t>(gic >> 32));
+  mmio_write(reg(QmReg::GlblErrWdata, 0), firmware::event::spi_of(qman_event_type(qman)));
   mmio_write(reg(QmReg::GlblErrCfg, 0), (0xFu << regs::qm::kGlblErrCfgPqfMsgEnShift) |
                                             (0x1Fu << regs::qm::kGlblErrCfgCqfMsgEnShift) |
                                             (0x1Fu << regs::qm::kGlblErrCfgCpMsgEnShift));
@@ -690,9 +800,64 @@ bool HlDevice::poll_interrupts() {
   while (auto vector = sim_->wait_for_interrupt(0)) {
     any = true;
     charge(preset_.host().irq_handler_ns());
-    if (*vector < kNumCqs) handle_cq(*vector);
+    handle_irq(*vector);
   }
   return any;
+}
+
+void HlDevice::handle_irq(unsigned vector) {
+  if (vector < kNumCqs) {
+    handle_cq(vector);
+  } else if (vector == firmware::kEventQueueMsiVector) {
+    handle_eq();
+  }
+}
+
+// hl_irq_handler_eq: every READY entry from CI on is handled, its header cleared, and the new CI
+// written to EQ_RD_OFFS.
+void HlDevice::handle_eq() {
+  namespace eq = firmware::eq;
+  bool any = false;
+  while (true) {
+    uint8_t entry[eq::kEntryBytes];
+    const uint64_t slot = eq_address_ + uint64_t{eq_ci_} * eq::kEntryBytes;
+    host_read(slot, entry, sizeof entry);
+    const uint32_t ctl = get32(entry + eq::kCtlOffset);
+    if (!eq::ctl_ready(ctl)) break;
+    uint64_t data[eq::kDataWords];
+    std::memcpy(data, entry + eq::kDataOffset, sizeof data);
+    ++eq_events_;
+    handle_event(eq::ctl_type(ctl), data);
+    const uint32_t zero = 0;
+    host_write(slot + eq::kCtlOffset, &zero, 4);
+    eq_ci_ = (eq_ci_ + 1) % kEqEntries;
+    any = true;
+  }
+  if (any) mmio_write(regs::cpu_if::kEqRdOffs, eq_ci_);
+}
+
+// gaudi_handle_eqe: QMAN errors name the engine and the causes (GLBL_STS1 of each CP, cleared).
+void HlDevice::handle_event(uint32_t type, const uint64_t* data) {
+  namespace ev = firmware::event;
+  if (type == ev::kHeartbeat) return;
+  for (unsigned i = 0; i < regs::kNumQmans; ++i) {
+    const auto qman = regs::qman_from_index(i);
+    if (qman_event_type(qman) != type) continue;
+    std::ostringstream line;
+    line << regs::qman_name(qman) << " (QMAN) error: event " << ev::name(type) << " (" << type << "), SPI "
+         << data[0];
+    for (unsigned cp = 0; cp < regs::kQmanCps; ++cp) {
+      const uint64_t sts1 = regs::qman_reg(qman, regs::QmReg::GlblSts1, cp);
+      const uint32_t causes = mmio_read(sts1);
+      if (causes == 0) continue;
+      line << ", CP" << cp << " causes " << hex(causes);
+      mmio_write(sts1, causes);   // write 1 to clear
+    }
+    logf(line.str());
+    qman_error_words_[i] = static_cast<uint32_t>(data[0]) != 0 ? static_cast<uint32_t>(data[0]) : type;
+    return;
+  }
+  logf("Received event " + ev::name(type) + " (" + std::to_string(type) + ")");
 }
 
 void HlDevice::handle_cq(unsigned cq_index) {
@@ -777,7 +942,7 @@ void HlDevice::wait_event(uint64_t until_ps) {
   if (target > now) {
     if (auto vector = sim_->wait_for_interrupt(target - now)) {
       charge(preset_.host().irq_handler_ns());
-      if (*vector < kNumCqs) handle_cq(*vector);
+      handle_irq(*vector);
     }
   }
   poll_interrupts();
@@ -798,7 +963,10 @@ void HlDevice::hard_reset(const std::string& reason, Cs* timed_out) {
     if (Cs* cs = find_cs(seq)) finish_cs(*cs, seq == timed_out_seq ? CsState::kTimedOut : CsState::kAborted);
   }
   in_flight_.clear();
-  // The modelled reset line: QMANs and sync managers back to their reset state.
+  // gaudi_hw_fini: the device CPU is asked to halt (it stops serving its queues), then the
+  // modelled reset line puts the QMANs, sync managers, DMA cores and the device CPU back to
+  // their reset state; the firmware boots again.
+  halt_device_cpu();
   sim_->on_sim_thread([this] { card_->reset(); });
   // Anything the device had already signalled is stale now.
   while (sim_->wait_for_interrupt(0)) {
@@ -810,11 +978,14 @@ void HlDevice::hard_reset(const std::string& reason, Cs* timed_out) {
       job = Job{};
     }
   }
-  init_queues();   // PI/CI to 0, CQs cleared, QMANs re-programmed
-  for (unsigned i = 0; i < regs::kNumQmans; ++i) {
-    const uint32_t zero = 0;
-    host_write(error_mailbox_ + 4ull * i, &zero, 4);
+  std::fill(qman_error_words_.begin(), qman_error_words_.end(), 0);
+  // The firmware boots again: wait for it, then the CPU queue / event queue handshake.
+  if (!init_cpu_queues()) {
+    status_ = HL_DEVICE_STATUS_MALFUNCTION;
+    logf("hard reset failed, the device CPU is not responding");
+    return;
   }
+  init_queues();   // PI/CI to 0, CQs cleared, QMANs re-programmed
   ++hard_reset_cnt_;
   status_ = HL_DEVICE_STATUS_OPERATIONAL;
   logf("hard reset done, device is operational");

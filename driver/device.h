@@ -91,9 +91,16 @@ class HlDevice {
   const preset::Card& preset() const { return preset_; }
   // The driver's kernel log (dev_err/dev_info style lines).
   const std::vector<std::string>& log() const { return log_; }
-  // QMAN error messages observed in the error mailbox (GLBL_ERR_ADDR points there): one word per
-  // QMAN index, 0 when that QMAN has reported nothing since the last reset.
+  // QMAN errors, as the firmware reports them in the event queue (each QMAN's GLBL_ERR_ADDR is
+  // the GIC SETSPI register, GLBL_ERR_WDATA its SPI). The word is the SPI the QMAN's error message
+  // carried (EQ entry data[0]); 0 when that QMAN has reported nothing since the last reset.
   uint32_t qman_error_word(regs::QmanId qman);
+  bool qman_error(regs::QmanId qman) { return qman_error_word(qman) != 0; }
+  // Lets host time pass, handling interrupts, until `qman` has reported an error or `timeout_us`
+  // of host time has passed. Returns qman_error(qman).
+  bool wait_qman_error(regs::QmanId qman, uint64_t timeout_us);
+  // Event-queue entries handled since the device was created (all types).
+  uint64_t eq_events() const { return eq_events_; }
 
  private:
   static constexpr uint32_t kPageSize = 4096;
@@ -155,6 +162,14 @@ class HlDevice {
   // Device initialisation (hw_init): PQs, CQs, CPs, enables, error reporting.
   void init_queues();
   void init_qman(regs::QmanId qman);
+  // Boot-status wait and the CPU-queue / event-queue init handshake with the firmware.
+  bool init_cpu_queues();
+  // The hard-reset halt request (KMD_MSG_TO_CPU = GOTO_WFE, wait for IN_WFE).
+  void halt_device_cpu();
+  void handle_irq(unsigned vector);
+  void handle_eq();
+  void handle_event(uint32_t type, const uint64_t* data);
+  uint32_t mmio_read(uint64_t cfg_offset);
   void clear_sync_managers();
   void hard_reset(const std::string& reason, Cs* timed_out);
 
@@ -193,7 +208,13 @@ class HlDevice {
   uint64_t sram_base_ = 0, sram_size_ = 0, sram_reserved_ = 0;
   uint64_t dram_base_ = 0, dram_user_base_ = 0, dram_size_ = 0;
   uint64_t host_phys_base_ = 0, host_va_start_ = 0, host_va_end_ = 0;
-  uint64_t error_mailbox_ = 0;
+
+  // The device CPU's queues: the CPU PQ (BDs for cpucp packets), the event queue, the
+  // CPU-accessible window (CQ registers). Host bus addresses.
+  uint64_t cpu_pq_address_ = 0, eq_address_ = 0, cpu_cq_address_ = 0;
+  uint32_t eq_ci_ = 0;
+  uint64_t eq_events_ = 0;
+  std::vector<uint32_t> qman_error_words_;   // per QMAN index, from the event queue
 
   std::vector<HwQueue> queues_;
   CompletionQueue cqs_[kNumCqs];

@@ -22,7 +22,9 @@ bool card_has_qman(const preset::Card& preset, regs::QmanId id) {
 
 }  // namespace
 
-Card::Card(sc_core::sc_module_name name, const preset::Card& preset)
+Card::Card(sc_core::sc_module_name name, const preset::Card& preset) : Card(name, preset, CardOptions{}) {}
+
+Card::Card(sc_core::sc_module_name name, const preset::Card& preset, const CardOptions& options)
     : sc_module(name),
       memory_("memory", preset),
       msi_(memory_.pcie(), regs::pcie::kMsiEntries),
@@ -80,6 +82,25 @@ Card::Card(sc_core::sc_module_name name, const preset::Card& preset)
     memory_.bind_master(qman->bus().socket, regs::qman_name(id));
     qmans_[i] = std::move(qman);
   }
+
+  if (options.device_cpu) {
+    firmware::DeviceCpuConfig config = firmware::device_cpu_config_from(preset);
+    config.info.dram_size = memory_.dram_size();
+    if (options.fw_init_region_bytes != 0) {
+      config.init_region_base = options.fw_init_region_base;
+      config.init_region_bytes = options.fw_init_region_bytes;
+    } else {
+      const auto& map = preset.memory_map();
+      config.init_region_base = map.sram_base();
+      config.init_region_bytes = static_cast<uint32_t>(map.sram_reserved_bytes());
+      if (config.init_region_bytes == 0) config.init_region_bytes = 0x80;
+    }
+    device_cpu_ = std::make_unique<firmware::DeviceCpu>("device_cpu", config);
+    memory_.bind_master(device_cpu_->bus().socket, "device_cpu");
+    device_cpu_->attach_registers(memory_.cfg());
+    // SW_ALL_RST: the firmware's reset process resets the rest of the card, then itself.
+    device_cpu_->set_reset_hook([this] { reset_blocks(); });
+  }
 }
 
 void Card::set_qman_observer(QmanObserver* observer) {
@@ -93,6 +114,11 @@ void Card::set_sync_manager_observer(SyncManagerObserver* observer) {
 }
 
 void Card::reset() {
+  reset_blocks();
+  if (device_cpu_) device_cpu_->reset();
+}
+
+void Card::reset_blocks() {
   for (auto& sm : sync_managers_) sm->reset();
   for (auto& qman : qmans_) {
     if (qman) qman->reset();

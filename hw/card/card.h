@@ -1,6 +1,7 @@
 // A whole card: the memory system plus the command-submission blocks at their real Gaudi 1 CFG
 // addresses: the four sync managers, the DMA cores, and the QMANs of the DMA channels, the two MME
-// masters and the TPCs. The TPC and MME engines join as their models land.
+// masters and the TPCs, and optionally (CardOptions::device_cpu) the device CPU running the firmware.
+// The TPC and MME engines join as their models land.
 #pragma once
 
 #include <systemc>
@@ -8,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "firmware/device_cpu.h"
 #include "hw/card/memory_system.h"
 #include "hw/dma/dma_core.h"
 #include "hw/pcie/msi_block.h"
@@ -17,9 +19,21 @@
 
 namespace hpusim::hw {
 
+struct CardOptions {
+  // The device CPU running the firmware (firmware::DeviceCpu), bound as a fabric master with its
+  // registers (CPU_IF, GIC SETSPI, PSOC boot/reset) attached. Off by default: the firmware tests
+  // assemble their own next to a bare card.
+  bool device_cpu = false;
+  // The region the firmware zeroes at boot. 0 bytes = the preset's reserved head of SRAM
+  // (memory_map.sram_reserved_bytes at sram_base, which the driver never uses itself).
+  uint64_t fw_init_region_base = 0;
+  uint32_t fw_init_region_bytes = 0;
+};
+
 class Card : public sc_core::sc_module {
  public:
   Card(sc_core::sc_module_name name, const preset::Card& preset);
+  Card(sc_core::sc_module_name name, const preset::Card& preset, const CardOptions& options);
 
   MemorySystem& memory() { return memory_; }
   const preset::Card& preset() const { return memory_.card(); }
@@ -31,7 +45,11 @@ class Card : public sc_core::sc_module {
 
   void set_qman_observer(QmanObserver* observer);
   void set_sync_manager_observer(SyncManagerObserver* observer);
-  // A modelled hard reset of the command-submission blocks.
+  // nullptr unless built with CardOptions::device_cpu.
+  firmware::DeviceCpu* device_cpu() { return device_cpu_.get(); }
+
+  // A modelled hard reset of the command-submission blocks (and of the device CPU, which then
+  // boots again, when the card has one).
   void reset();
 
  private:
@@ -41,6 +59,9 @@ class Card : public sc_core::sc_module {
   std::vector<std::unique_ptr<DmaCore>> dma_cores_;
   MsiBlock msi_;
   MsiRequestRegister msi_request_;
+  std::unique_ptr<firmware::DeviceCpu> device_cpu_;
+
+  void reset_blocks();   // QMANs, sync managers, DMA cores: what SW_ALL_RST resets besides the CPU
 };
 
 }  // namespace hpusim::hw

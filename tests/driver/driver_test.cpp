@@ -476,6 +476,99 @@ TEST_F(DriverTest, CloseWithAStuckCsEndsInAResetAndTheDeviceReopens) {
   EXPECT_EQ(dev->close(), 0);
 }
 
+// Writes `cb` into SRAM at `address` with MSG_LONGs from an external CB on `queue`.
+static std::vector<uint8_t> sram_writer(uint64_t address, const std::vector<uint8_t>& cb) {
+  CommandBufferBuilder writer;
+  for (size_t i = 0; i < cb.size(); i += 4) {
+    uint32_t word = 0;
+    std::memcpy(&word, cb.data() + i, 4);
+    writer.msg_long(address + i, word);
+  }
+  return writer.bytes();
+}
+
+static bool log_has(const HlDevice& dev, size_t from, const std::string& a, const std::string& b) {
+  for (size_t i = from; i < dev.log().size(); ++i) {
+    const std::string& line = dev.log()[i];
+    if (line.find(a) != std::string::npos && line.find(b) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// A STOP in an internal CB (DMA2 stream 0) stops that CP; its error message goes to the GIC, the
+// firmware turns it into an event-queue entry, and the driver's EQ handler names the QMAN. The
+// device keeps working.
+TEST_F(DriverTest, QmanStopIsReportedThroughTheFirmwareEventQueue) {
+  make();
+  ASSERT_EQ(dev->open(), 0);
+  const std::vector<uint8_t> stop = CommandBufferBuilder().stop().bytes();
+  const std::vector<uint8_t> nop = CommandBufferBuilder().nop().bytes();
+  EXPECT_EQ(run({ext_cb(QueueId::DMA_0_0, sram_writer(sram(0x3000), stop)),
+                 ext_cb(QueueId::DMA_0_1, sram_writer(sram(0x3100), nop))}),
+            HL_WAIT_CS_STATUS_COMPLETED);
+  EXPECT_FALSE(dev->qman_error(regs::QmanId::DMA2));
+  EXPECT_EQ(dev->qman_error_word(regs::QmanId::DMA2), 0u);
+  const uint64_t events_before = dev->eq_events();
+  const size_t log_before = dev->log().size();
+
+  EXPECT_EQ(run({internal(QueueId::DMA_2_0, sram(0x3000), static_cast<uint32_t>(stop.size())),
+                 ext_cb(QueueId::DMA_0_2, nop)}),
+            HL_WAIT_CS_STATUS_COMPLETED);
+  ASSERT_TRUE(dev->wait_qman_error(regs::QmanId::DMA2, 2000));
+  EXPECT_GT(dev->eq_events(), events_before);
+  // GLBL_ERR_WDATA = the SPI of GAUDI_EVENT_DMA2_QM (585 - 151).
+  EXPECT_EQ(dev->qman_error_word(regs::QmanId::DMA2), 434u);
+  EXPECT_TRUE(log_has(*dev, log_before, "DMA2_QM", "(QMAN) error"));
+  EXPECT_TRUE(log_has(*dev, log_before, "DMA2_QM", "CP0 causes"));
+  EXPECT_FALSE(dev->qman_error(regs::QmanId::DMA3));
+  EXPECT_FALSE(dev->qman_error(regs::QmanId::DMA0));
+
+  // The device keeps working: another stream of the same QMAN and the external queues.
+  EXPECT_EQ(run({internal(QueueId::DMA_2_1, sram(0x3100), static_cast<uint32_t>(nop.size())),
+                 ext_cb(QueueId::DMA_0_3, nop)}),
+            HL_WAIT_CS_STATUS_COMPLETED);
+  EXPECT_EQ(run({ext_cb(QueueId::DMA_0_0, nop)}), HL_WAIT_CS_STATUS_COMPLETED);
+  EXPECT_EQ(info<hl_info_reset_count>(HL_INFO_RESET_COUNT).hard_reset_cnt, 0u);
+  EXPECT_EQ(info<hl_info_device_status>(HL_INFO_DEVICE_STATUS).status, HL_DEVICE_STATUS_OPERATIONAL);
+  EXPECT_EQ(dev->close(), 0);
+}
+
+// The event queue is set up again after a TDR hard reset: the flags start clean, and a STOP on
+// the QMAN that had stopped before the reset (and on another one) is reported again.
+TEST_F(DriverTest, TheEventQueueSurvivesAHardReset) {
+  HlDeviceOptions options;
+  options.cs_timeout_us = 5000;
+  make(options);
+  ASSERT_EQ(dev->open(), 0);
+  const std::vector<uint8_t> stop = CommandBufferBuilder().stop().bytes();
+  const std::vector<uint8_t> nop = CommandBufferBuilder().nop().bytes();
+  EXPECT_EQ(run({ext_cb(QueueId::DMA_0_0, sram_writer(sram(0x3000), stop))}), HL_WAIT_CS_STATUS_COMPLETED);
+  EXPECT_EQ(run({internal(QueueId::DMA_2_0, sram(0x3000), static_cast<uint32_t>(stop.size())),
+                 ext_cb(QueueId::DMA_0_1, nop)}),
+            HL_WAIT_CS_STATUS_COMPLETED);
+  ASSERT_TRUE(dev->wait_qman_error(regs::QmanId::DMA2, 2000));
+
+  uint64_t stuck = 0;
+  ASSERT_EQ(dev->submit({ext_cb(QueueId::DMA_0_0, CommandBufferBuilder().fence(0, 1, 1).bytes())}, &stuck), 0);
+  uint32_t status = 99;
+  EXPECT_EQ(dev->wait(stuck, 10000000, &status), -ETIMEDOUT);
+  EXPECT_EQ(info<hl_info_reset_count>(HL_INFO_RESET_COUNT).hard_reset_cnt, 1u);
+  EXPECT_EQ(info<hl_info_device_status>(HL_INFO_DEVICE_STATUS).status, HL_DEVICE_STATUS_OPERATIONAL);
+  EXPECT_FALSE(dev->qman_error(regs::QmanId::DMA2));
+
+  const size_t log_before = dev->log().size();
+  EXPECT_EQ(run({internal(QueueId::DMA_2_0, sram(0x3000), static_cast<uint32_t>(stop.size())),
+                 internal(QueueId::DMA_3_0, sram(0x3000), static_cast<uint32_t>(stop.size())),
+                 ext_cb(QueueId::DMA_0_1, nop)}),
+            HL_WAIT_CS_STATUS_COMPLETED);
+  ASSERT_TRUE(dev->wait_qman_error(regs::QmanId::DMA2, 2000));
+  ASSERT_TRUE(dev->wait_qman_error(regs::QmanId::DMA3, 2000));
+  EXPECT_TRUE(log_has(*dev, log_before, "DMA2_QM", "(QMAN) error"));
+  EXPECT_TRUE(log_has(*dev, log_before, "DMA3_QM", "(QMAN) error"));
+  EXPECT_EQ(run({ext_cb(QueueId::DMA_0_2, nop)}), HL_WAIT_CS_STATUS_COMPLETED);
+  EXPECT_EQ(dev->close(), 0);
+}
+
 }  // namespace
 }  // namespace hpusim::driver
 
