@@ -38,6 +38,12 @@ DeviceCpuConfig device_cpu_config_from(const preset::Card& card) {
   const auto& clocks = card.clocks();
   if (clocks.cpu_mhz() != 0) config.cycle_ps = hw::period_ps_from_mhz(clocks.cpu_mhz());
   config.init_region_base = map.dram_base();
+  if (card.has_firmware()) {
+    config.boot_cycles = card.firmware().boot_cycles();
+    config.packet_cycles = card.firmware().packet_cycles();
+    config.event_cycles = card.firmware().event_cycles();
+    config.interrupt_cycles = card.firmware().interrupt_cycles();
+  }
   // enum gaudi_pll_index: CPU, PCI, SRAM, HBM, NIC, DMA, MESH, MME, TPC, IF.
   config.pll_mhz = {clocks.cpu_mhz(), 0, card.sram().clock_mhz(), 0, clocks.nic_mhz(), clocks.dma_mhz(),
                     clocks.fabric_mhz(), clocks.mme_mhz(), clocks.tpc_mhz(), clocks.fabric_mhz()};

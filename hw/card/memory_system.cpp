@@ -94,7 +94,7 @@ MemorySystem::MemorySystem(sc_core::sc_module_name name, const preset::Card& car
       hbm_("hbm", hbm_config_from(card)),
       sram_("sram", sram_config_from(card)),
       cfg_("cfg", card.memory_map().cfg_base(), card.memory_map().cfg_size(),
-           period_ps_from_mhz(card.fabric().clock_mhz()) * 4),
+           period_ps_from_mhz(card.fabric().clock_mhz()) * card.fabric().cfg_access_cycles()),
       pcie_("pcie", pcie_config_from(card), *host_memory_) {
   require_picosecond_resolution();
   const auto& map = card.memory_map();

@@ -14,6 +14,7 @@
 #include "hw/qman/packets.h"
 #include "sim/cosim/cosimulation.h"
 #include "sim/preset/preset.h"
+#include "tests/support/host_platform.h"
 
 namespace hpusim::firmware {
 namespace {
@@ -22,25 +23,17 @@ using regs::QmanId;
 using regs::QmReg;
 namespace cif = regs::cpu_if;
 
-constexpr uint64_t kMsiHostAddress = 0xFEE00000;
+using testing::kMsiHostAddress;
 constexpr uint64_t kUs = 1000000;   // ps
 constexpr uint64_t kInitRegionOffset = 0x2000;   // in SRAM, for the memory-init check
 constexpr uint32_t kInitRegionBytes = 512;
 
-class FirmwareTest : public ::testing::Test {
+class FirmwareTest : public testing::HostPlatformTest {
  protected:
   void SetUp() override { build(); }
 
   void build(Picoseconds heartbeat_ps = 0) {
-    sim = std::make_unique<cosim::CoSimulation>(cosim::HostTimeSource::kModeled, cosim::HostCostsNs{});
-    preset = preset::load_preset("hl205", {"hbm.refresh_enabled=false"});
-    sim->on_sim_thread([this, heartbeat_ps] {
-      card = std::make_unique<hw::Card>("card", preset);
-      host = std::make_unique<cosim::HostPort>("host");
-      host->socket.bind(card->memory().pcie().host_side);
-      card->memory().pcie().set_msi_sink(kMsiHostAddress, [this](uint32_t v, hw::Picoseconds at) {
-        host->deliver_msi(v, at);
-      });
+    build_platform([this, heartbeat_ps] {
       DeviceCpuConfig config = device_cpu_config_from(preset);
       config.info.dram_size = card->memory().dram_size();
       config.init_region_base = sram(kInitRegionOffset);
@@ -53,39 +46,13 @@ class FirmwareTest : public ::testing::Test {
       // Garbage where the firmware's memory init must write zeros.
       std::vector<uint8_t> junk(kInitRegionBytes, 0xA5);
       card->memory().sram().store().write(sram(kInitRegionOffset), junk.data(), junk.size());
-    });
-    sim->attach(*host);
+    }, 0x200000000ull);
   }
-
-  void TearDown() override {
-    sim->on_sim_thread([this] {
-      fw.reset();
-      card.reset();
-      host.reset();
-    });
-  }
-
-  uint64_t device_view(uint64_t host_address) const { return preset.memory_map().host_phys_base() + host_address; }
-  uint64_t sram(uint64_t offset) const { return preset.memory_map().sram_base() + offset; }
-  uint64_t cfg(uint64_t offset) const { return regs::cfg_address(offset); }
+  void release_extras() override { fw.reset(); }
 
   void mmio_write(uint64_t cfg_offset, uint32_t value) { sim->mmio_write32(cfg(cfg_offset), value); }
   uint32_t mmio_read(uint64_t cfg_offset) { return sim->mmio_read32(cfg(cfg_offset)); }
 
-  uint64_t host_alloc(uint64_t bytes) {
-    const uint64_t address = next_host_;
-    next_host_ += (bytes + 127) / 128 * 128;
-    return address;
-  }
-  void host_write(uint64_t address, const void* data, uint64_t bytes) {
-    sim->on_sim_thread([&] { card->memory().host_memory().write(address, data, bytes); });
-  }
-  template <typename T>
-  T host_read(uint64_t address) {
-    T value{};
-    sim->on_sim_thread([&] { card->memory().host_memory().read(address, &value, sizeof value); });
-    return value;
-  }
   void run_us(uint64_t us) {
     sim->charge_ns(us * 1000);
     sim->sync_device();
@@ -167,16 +134,9 @@ class FirmwareTest : public ::testing::Test {
     mmio_write(cif::kEqRdOffs, eq_ci_);
   }
 
-  std::unique_ptr<cosim::CoSimulation> sim;
-  preset::Card preset;
-  std::unique_ptr<hw::Card> card;
-  std::unique_ptr<cosim::HostPort> host;
   std::unique_ptr<DeviceCpu> fw;
   uint64_t pq_ = 0, eq_ = 0;
   uint32_t pq_entries_ = 0, eq_entries_ = 0, pi_ = 0, eq_ci_ = 0;
-
- private:
-  uint64_t next_host_ = 0x200000000ull;
 };
 
 cpucp::Packet packet(cpucp::Opcode op, uint64_t value = 0, uint32_t index = 0) {

@@ -12,10 +12,9 @@
 #include "hw/qman/packets.h"
 #include "sim/cosim/cosimulation.h"
 #include "sim/preset/preset.h"
+#include "tests/support/host_platform.h"
 
 namespace hpusim::testing {
-
-inline constexpr uint64_t kMsiHostAddress = 0xFEE00000;
 
 class QmanRecorder : public hw::QmanObserver {
  public:
@@ -34,48 +33,12 @@ class QmanRecorder : public hw::QmanObserver {
   std::vector<std::pair<hw::Picoseconds, std::string>> message_order;   // MSG_LONGs executed, in time order
 };
 
-class CardTest : public ::testing::Test {
+class CardTest : public HostPlatformTest {
  protected:
   void SetUp() override {
-    sim = std::make_unique<cosim::CoSimulation>(cosim::HostTimeSource::kModeled, cosim::HostCostsNs{});
-    preset = preset::load_preset("hl205", {"hbm.refresh_enabled=false"});
-    sim->on_sim_thread([this] {
-      card = std::make_unique<hw::Card>("card", preset);
-      host = std::make_unique<cosim::HostPort>("host");
-      host->socket.bind(card->memory().pcie().host_side);
-      card->memory().pcie().set_msi_sink(kMsiHostAddress, [this](uint32_t v, hw::Picoseconds at) {
-        host->deliver_msi(v, at);
-      });
-      card->set_qman_observer(&recorder);
-    });
-    sim->attach(*host);
-  }
-  void TearDown() override {
-    sim->on_sim_thread([this] {
-      card.reset();
-      host.reset();
-    });
+    build_platform([this] { card->set_qman_observer(&recorder); });
   }
 
-  uint64_t device_view(uint64_t host_address) const { return preset.memory_map().host_phys_base() + host_address; }
-  uint64_t sram(uint64_t offset) const { return preset.memory_map().sram_base() + offset; }
-  uint64_t cfg(uint64_t offset) const { return regs::cfg_address(offset); }
-
-  // Host memory: a bump allocator, written directly (it is the host's own memory).
-  uint64_t host_alloc(uint64_t bytes) {
-    uint64_t address = next_host_;
-    next_host_ += (bytes + 127) / 128 * 128;
-    return address;
-  }
-  void host_write(uint64_t address, const void* data, uint64_t bytes) {
-    sim->on_sim_thread([&] { card->memory().host_memory().write(address, data, bytes); });
-  }
-  template <typename T>
-  T host_read(uint64_t address) {
-    T value{};
-    sim->on_sim_thread([&] { card->memory().host_memory().read(address, &value, sizeof value); });
-    return value;
-  }
   uint32_t sram_read32(uint64_t offset) {
     uint32_t value = 0;
     sim->on_sim_thread([&] { card->memory().sram().store().read(sram(offset), &value, 4); });
@@ -131,14 +94,9 @@ class CardTest : public ::testing::Test {
     return false;
   }
 
-  std::unique_ptr<cosim::CoSimulation> sim;
-  preset::Card preset;
-  std::unique_ptr<hw::Card> card;
-  std::unique_ptr<cosim::HostPort> host;
   QmanRecorder recorder;
 
  private:
-  uint64_t next_host_ = 0x100000000ull;
   std::map<std::pair<unsigned, unsigned>, Queue> queues_;
 };
 
