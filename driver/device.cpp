@@ -8,6 +8,7 @@
 
 #include "firmware/cpucp.h"
 #include "hw/card/card.h"
+#include "hw/card/card_tracer.h"
 #include "hw/qman/packets.h"
 #include "sim/cosim/host_port.h"
 
@@ -98,6 +99,7 @@ HlDevice::HlDevice(const HlDeviceOptions& options) : options_(options) {
     throw std::invalid_argument("HlDevice: max_pending_cs must be a power of two");
   }
   preset_ = preset::load_preset(options_.preset, options_.overrides);
+  timeline_ = options_.timeline;
   const auto& host = preset_.host();
   cosim::HostCostsNs costs;
   costs.mmio_write_ns = host.mmio_write_ns();
@@ -115,6 +117,7 @@ HlDevice::HlDevice(const HlDeviceOptions& options) : options_(options) {
     card_options.fw_init_region_base = preset_.memory_map().sram_base();
     card_options.fw_init_region_bytes = GAUDI_DRIVER_SRAM_RESERVED_SIZE_FROM_START;
     card_ = std::make_unique<hw::Card>("card", preset_, card_options);
+    if (timeline_ != nullptr) card_tracer_ = std::make_unique<hw::CardTracer>(*timeline_, *card_);
     host_port_ = std::make_unique<cosim::HostPort>("host");
     host_port_->socket.bind(card_->memory().pcie().host_side);
     cosim::HostPort* port = host_port_.get();
@@ -157,6 +160,7 @@ HlDevice::HlDevice(const HlDeviceOptions& options) : options_(options) {
   for (unsigned i = 0; i < kNumCqs; ++i) cqs_[i].address = kCqRegion + i * kCqStride;
 
   if (!init_cpu_queues()) throw std::runtime_error("HlDevice: the device CPU did not come up");
+  init_mmu();
   init_queues();
   status_ = HL_DEVICE_STATUS_OPERATIONAL;
   logf("device initialised: " + preset_.name());
@@ -165,6 +169,7 @@ HlDevice::HlDevice(const HlDeviceOptions& options) : options_(options) {
 HlDevice::~HlDevice() {
   if (open_) close();
   sim_->on_sim_thread([this] {
+    card_tracer_.reset();
     card_.reset();
     host_port_.reset();
   });
@@ -195,6 +200,26 @@ void HlDevice::host_read(uint64_t address, void* data, uint64_t bytes) {
 void HlDevice::host_release(uint64_t address, uint64_t bytes) {
   const uint64_t rounded = (bytes + kHostPage - 1) / kHostPage * kHostPage;
   sim_->on_sim_thread([&] { card_->memory().host_memory().fill(address, 0, rounded); });
+}
+
+HlDevice::HostSpan::HostSpan(HlDevice& device, const char* name)
+    : device_(device), name_(name), start_ps_(device.timeline_ != nullptr ? device.sim_->host_now_ps() : 0) {}
+
+HlDevice::HostSpan::~HostSpan() {
+  traces::Timeline* timeline = device_.timeline_;
+  if (timeline == nullptr || !timeline->enabled()) return;
+  const uint64_t end_ps = device_.sim_->host_now_ps();
+  std::lock_guard<std::mutex> lock(timeline->mutex());
+  const auto track = timeline->track(timeline->process("host: driver"), "ioctls");
+  timeline->writer().complete_slice(track, start_ps_ / 1000, std::max(end_ps / 1000, start_ps_ / 1000 + 1), name_);
+}
+
+void HlDevice::trace_instant(const std::string& name) {
+  if (timeline_ == nullptr || !timeline_->enabled()) return;
+  const uint64_t at_ps = sim_->host_now_ps();
+  std::lock_guard<std::mutex> lock(timeline_->mutex());
+  const auto track = timeline_->track(timeline_->process("host: driver"), "interrupts");
+  timeline_->writer().instant(track, at_ps / 1000, name);
 }
 
 void HlDevice::charge(uint64_t ns) {
@@ -320,6 +345,37 @@ void HlDevice::init_qman(regs::QmanId qman) {
                                           regs::qm::kGlblCfg0CpEnMask);
 }
 
+unsigned HlDevice::dma_channels() const {
+  return std::min(preset_.dma().pci_channels() + preset_.dma().internal_channels(), regs::kNumDmaChannels);
+}
+
+bool HlDevice::qman_present(regs::QmanId qman) const {
+  const unsigned engine = regs::qman_engine(qman);
+  switch (regs::qman_family(qman)) {
+    case regs::QmanFamily::Dma: return engine < dma_channels();
+    case regs::QmanFamily::Mme: return engine == 0 || engine == 2;
+    case regs::QmanFamily::Tpc: return engine < preset_.tpc().count();
+    case regs::QmanFamily::Nic: return false;
+  }
+  return false;
+}
+
+// gaudi_init_dma_core: errors become a message to the GIC (the DMA<ch>_CORE event) and stop the
+// engine (no completion for an operation that hit an error), the kernel's secure accesses bypass
+// the MMU, then the engine is enabled.
+void HlDevice::init_dma_core(unsigned channel) {
+  namespace dc = regs::dma_core;
+  const uint64_t base = regs::dma_core_base(channel);
+  const uint64_t gic = regs::cfg_address(regs::gic::kGicdSetspiNsr);
+  mmio_write(base + dc::kErrmsgAddrLo, static_cast<uint32_t>(gic));
+  mmio_write(base + dc::kErrmsgAddrHi, static_cast<uint32_t>(gic >> 32));
+  mmio_write(base + dc::kErrmsgWdata, firmware::event::spi_of(firmware::event::dma_core(channel)));
+  mmio_write(base + dc::kErrCfg, dc::kErrCfgErrMsgEn | dc::kErrCfgStopOnErr);
+  mmio_write(base + dc::kSecureProps, dc::kPropsMmbp);
+  mmio_write(base + dc::kNonSecureProps, dc::kPropsMmbp);
+  mmio_write(base + dc::kCfg0, dc::kCfg0En);
+}
+
 void HlDevice::init_queues() {
   // Streams first (PQ rings in host memory), then each QMAN's CPs, errors and enables.
   std::vector<bool> qman_used(regs::kNumQmans, false);
@@ -338,6 +394,7 @@ void HlDevice::init_queues() {
     mmio_write(regs::qman_reg(qman, regs::QmReg::PqPi, stream), 0);
     mmio_write(regs::qman_reg(qman, regs::QmReg::PqCi, stream), 0);
   }
+  for (unsigned ch = 0; ch < dma_channels(); ++ch) init_dma_core(ch);
   for (unsigned i = 0; i < regs::kNumQmans; ++i) {
     if (qman_used[i]) init_qman(regs::qman_from_index(i));
   }
@@ -399,6 +456,7 @@ int HlDevice::wait_for_kernel_cs(uint64_t seq) {
 
 int HlDevice::open() {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
+  const HostSpan span(*this, "open");
   charge(preset_.host().ioctl_ns());
   if (open_) return -EBUSY;
   if (status_ == HL_DEVICE_STATUS_MALFUNCTION) return -ENODEV;
@@ -409,16 +467,21 @@ int HlDevice::open() {
   counters_.ctx_out_of_mem_drop_cnt = counters_.ctx_parsing_drop_cnt = counters_.ctx_queue_full_drop_cnt = 0;
   counters_.ctx_device_in_reset_drop_cnt = counters_.ctx_max_cs_in_flight_drop_cnt = 0;
   counters_.ctx_validation_drop_cnt = 0;
+  page_fault_.reset();
+  ctx_dram_used_ = 0;
+  prepare_mmu_asid(kUserAsid);
   clear_sync_managers();
   return 0;
 }
 
 int HlDevice::close() {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
+  const HostSpan span(*this, "close");
   if (!open_) return -EBADF;
   // Work in flight is waited for; the TDR still runs, so a CS that never ends resets the device
   // (and aborts whatever else is in flight) instead of hanging the close.
   while (!in_flight_.empty()) wait_event(UINT64_MAX);
+  unmap_all_host_memory();
   for (auto it = cbs_.begin(); it != cbs_.end();) {
     if (it->second.mmaps > 0) {
       it->second.destroyed = true;   // freed at munmap
@@ -437,7 +500,8 @@ int HlDevice::ioctl(unsigned long request, void* arg) {
   if (request == DRM_IOCTL_HL_CB || request == HL_IOCTL_CB) return cb(*static_cast<hl_cb_args*>(arg));
   if (request == DRM_IOCTL_HL_CS || request == HL_IOCTL_CS) return cs(*static_cast<hl_cs_args*>(arg));
   if (request == DRM_IOCTL_HL_WAIT_CS || request == HL_IOCTL_WAIT_CS) return wait_cs(*static_cast<hl_wait_cs_args*>(arg));
-  return -ENOTTY;   // MEMORY, DEBUG and anything unknown
+  if (request == DRM_IOCTL_HL_MEMORY || request == HL_IOCTL_MEMORY) return memory(*static_cast<hl_mem_args*>(arg));
+  return -ENOTTY;   // DEBUG and anything unknown
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -446,6 +510,7 @@ int HlDevice::ioctl(unsigned long request, void* arg) {
 
 int HlDevice::info(hl_info_args& args) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
+  const HostSpan span(*this, "INFO");
   charge(preset_.host().ioctl_ns());
   if (!open_) return -EBADF;
   if (args.return_pointer == 0 || args.return_size == 0) return -EINVAL;
@@ -487,6 +552,17 @@ int HlDevice::info(hl_info_args& args) {
       return copy_out(rc);
     }
     case HL_INFO_CS_COUNTERS: return copy_out(counters_);
+    case HL_INFO_DRAM_USAGE: {
+      hl_info_dram_usage usage{};
+      const uint64_t user_dram = dram_base_ + dram_size_ - dram_user_base_;
+      usage.dram_free_mem = user_dram - std::min(user_dram, dram_used_);
+      usage.ctx_dram_mem = ctx_dram_used_;
+      return copy_out(usage);
+    }
+    case HL_INFO_PAGE_FAULT_EVENT: {
+      if (!page_fault_) return 0;   // nothing captured: the buffer is left as it was
+      return copy_out(*page_fault_);
+    }
     case HL_INFO_SYNC_MANAGER: {
       if (args.dcore_id >= HL_MAX_DCORES) return -EINVAL;
       hl_info_sync_manager sm{};
@@ -507,6 +583,7 @@ int HlDevice::info(hl_info_args& args) {
 
 int HlDevice::cb(hl_cb_args& args) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
+  const HostSpan span(*this, "CB");
   charge(preset_.host().ioctl_ns());
   if (!open_) return -EBADF;
   switch (args.in.op) {
@@ -579,6 +656,7 @@ int HlDevice::munmap_cb(void* address, uint64_t) {
 
 int HlDevice::cs(hl_cs_args& args) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
+  const HostSpan span(*this, "CS");
   charge(preset_.host().ioctl_ns());
   if (!open_) return -EBADF;
   poll_interrupts();
@@ -806,6 +884,7 @@ bool HlDevice::poll_interrupts() {
 }
 
 void HlDevice::handle_irq(unsigned vector) {
+  trace_instant("MSI " + std::to_string(vector));
   if (vector < kNumCqs) {
     handle_cq(vector);
   } else if (vector == firmware::kEventQueueMsiVector) {
@@ -840,6 +919,14 @@ void HlDevice::handle_eq() {
 void HlDevice::handle_event(uint32_t type, const uint64_t* data) {
   namespace ev = firmware::event;
   if (type == ev::kHeartbeat) return;
+  if (type == ev::kMmuPageFault) {
+    handle_page_fault();
+    return;
+  }
+  if (type >= ev::dma_core(0) && type < ev::dma_core(regs::kNumDmaChannels)) {
+    handle_dma_core_error(type - ev::dma_core(0));
+    return;
+  }
   for (unsigned i = 0; i < regs::kNumQmans; ++i) {
     const auto qman = regs::qman_from_index(i);
     if (qman_event_type(qman) != type) continue;
@@ -858,6 +945,15 @@ void HlDevice::handle_event(uint32_t type, const uint64_t* data) {
     return;
   }
   logf("Received event " + ev::name(type) + " (" + std::to_string(type) + ")");
+}
+
+// gaudi_handle_qman_err for a DMA core: the causes are printed and cleared; the engine stays
+// halted (STOP_ON_ERR) until the device is reset.
+void HlDevice::handle_dma_core_error(unsigned channel) {
+  const uint64_t cause_reg = regs::dma_core_base(channel) + regs::dma_core::kErrCause;
+  const uint32_t causes = mmio_read(cause_reg);
+  logf("DMA" + std::to_string(channel) + "_CORE error: ERR_CAUSE " + hex(causes));
+  if (causes != 0) mmio_write(cause_reg, causes);
 }
 
 void HlDevice::handle_cq(unsigned cq_index) {
@@ -985,7 +1081,9 @@ void HlDevice::hard_reset(const std::string& reason, Cs* timed_out) {
     logf("hard reset failed, the device CPU is not responding");
     return;
   }
-  init_queues();   // PI/CI to 0, CQs cleared, QMANs re-programmed
+  init_mmu();      // hop0 and enable again; the tables in DRAM (and the user's mappings) survive
+  init_queues();   // PI/CI to 0, CQs cleared, QMANs and DMA cores re-programmed
+  if (open_) prepare_mmu_asid(kUserAsid);
   ++hard_reset_cnt_;
   status_ = HL_DEVICE_STATUS_OPERATIONAL;
   logf("hard reset done, device is operational");
@@ -997,6 +1095,7 @@ void HlDevice::hard_reset(const std::string& reason, Cs* timed_out) {
 
 int HlDevice::wait_cs(hl_wait_cs_args& args) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
+  const HostSpan span(*this, "WAIT_CS");
   charge(preset_.host().ioctl_ns());
   if (!open_) return -EBADF;
   const hl_wait_cs_in in = args.in;

@@ -16,17 +16,23 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "driver/cb_parser.h"
 #include "driver/uapi.h"
+#include "driver/vm_support.h"
 #include "hw/regs/gaudi1_map.h"
 #include "sim/cosim/cosimulation.h"
 #include "sim/preset/preset.h"
 
 namespace hpusim::hw {
 class Card;
+class CardTracer;
+}
+namespace hpusim::traces {
+class Timeline;
 }
 namespace hpusim::cosim {
 class HostPort;
@@ -41,6 +47,10 @@ struct HlDeviceOptions {
   // TDR: a CS that has been the oldest in flight for this long (host time) times out and the
   // device is hard-reset. The real Gaudi default is 600 s; tests want something small.
   uint64_t cs_timeout_us = 20000;
+  // When set, the driver puts its ioctls (slices) and interrupts (instants) on a "host: driver"
+  // process of this timeline, and the card's activity (QMAN packets, DMA transfers, sync objects,
+  // page faults) on the device's tracks. Must outlive the device.
+  traces::Timeline* timeline = nullptr;
   // PQ length of the external queues (HL_QUEUE_LENGTH = 4096; power of two, <= 4096).
   uint32_t ext_queue_length = 4096;
   // CS outcomes kept for WAIT_CS; older sequence numbers report COMPLETED + FLAG_GONE.
@@ -62,7 +72,7 @@ class HlDevice {
   int close();
   bool is_open() const { return open_; }
 
-  // Dispatches INFO, CB, CS, WAIT_CS (DRM or legacy request numbers). MEMORY: -ENOTTY.
+  // Dispatches INFO, CB, CS, WAIT_CS and MEMORY (DRM or legacy request numbers).
   int ioctl(unsigned long request, void* arg);
 
   // Typed entry points (the same code paths as ioctl()).
@@ -70,6 +80,10 @@ class HlDevice {
   int cb(uapi::hl_cb_args& args);
   int cs(uapi::hl_cs_args& args);
   int wait_cs(uapi::hl_wait_cs_args& args);
+  // MEMORY: ALLOC / FREE (DRAM bookkeeping only, Gaudi 1 does not virtualise DRAM), MAP with
+  // HL_MEM_USERPTR (pins user memory and maps it in the PMMU range; hints and FORCE_HINT),
+  // UNMAP by the device VA MAP returned. Mapping a device handle is -EINVAL (no such handles).
+  int memory(uapi::hl_mem_args& args);
 
   // mmap of a CB by handle: `length` must be the CB size rounded up to the page size.
   int mmap_cb(uint64_t handle, uint64_t length, void** address);
@@ -82,6 +96,9 @@ class HlDevice {
              const std::vector<uapi::hl_cs_chunk>& restore = {});
   // Returns the ioctl rc; *status gets HL_WAIT_CS_STATUS_*, *flags the out flags (optional).
   int wait(uint64_t seq, uint64_t timeout_us, uint32_t* status, uint32_t* flags = nullptr);
+  // hlthunk_host_memory_map / unmap: the device VA of `bytes` of user memory at `address`.
+  int map_host(const void* address, uint64_t bytes, uint64_t* device_va, uint64_t hint = 0, uint32_t flags = 0);
+  int unmap_host(uint64_t device_va);
 
   // Platform facts a test or a tool may want (all from the preset / memory map).
   uint64_t sram_base() const { return sram_base_; }
@@ -101,6 +118,8 @@ class HlDevice {
   bool wait_qman_error(regs::QmanId qman, uint64_t timeout_us);
   // Event-queue entries handled since the device was created (all types).
   uint64_t eq_events() const { return eq_events_; }
+  // MMU page-fault events handled since the device was created.
+  uint64_t page_faults() const { return page_faults_; }
 
  private:
   static constexpr uint32_t kPageSize = 4096;
@@ -151,6 +170,12 @@ class HlDevice {
     uint64_t completed_ps = 0;
   };
 
+  struct HostMapping {
+    uint64_t va_block = 0;   // page-aligned start of the VA block
+    uint64_t bytes = 0;      // whole pages
+    uint64_t phys = 0;       // host bus address of the pinned pages
+  };
+
   struct PendingJob {
     unsigned queue = 0;
     bool external = false;
@@ -159,9 +184,37 @@ class HlDevice {
     uint32_t size = 0;
   };
 
+  // A host-time slice on the driver's ioctl track, from construction to destruction.
+  class HostSpan {
+   public:
+    HostSpan(HlDevice& device, const char* name);
+    ~HostSpan();
+    HostSpan(const HostSpan&) = delete;
+    HostSpan& operator=(const HostSpan&) = delete;
+
+   private:
+    HlDevice& device_;
+    const char* name_;
+    uint64_t start_ps_;
+  };
+  void trace_instant(const std::string& name);
+
   // Device initialisation (hw_init): PQs, CQs, CPs, enables, error reporting.
   void init_queues();
   void init_qman(regs::QmanId qman);
+  void init_dma_core(unsigned channel);
+  bool qman_present(regs::QmanId qman) const;
+  unsigned dma_channels() const;
+  // Memory management (device_memory.cpp).
+  void init_mmu();
+  bool invalidate_mmu_cache();
+  void prepare_mmu_asid(uint32_t asid);
+  void flush_page_tables();
+  int map_host_memory(uint64_t host_address, uint64_t bytes, uint64_t hint, bool force_hint, uint64_t* device_va);
+  int unmap_host_memory(uint64_t device_va);
+  void unmap_all_host_memory();
+  void handle_page_fault();
+  void handle_dma_core_error(unsigned channel);
   // Boot-status wait and the CPU-queue / event-queue init handshake with the firmware.
   bool init_cpu_queues();
   // The hard-reset halt request (KMD_MSG_TO_CPU = GOTO_WFE, wait for IN_WFE).
@@ -202,6 +255,8 @@ class HlDevice {
   preset::Card preset_;
   std::unique_ptr<cosim::CoSimulation> sim_;
   std::unique_ptr<hw::Card> card_;
+  traces::Timeline* timeline_ = nullptr;
+  std::unique_ptr<hw::CardTracer> card_tracer_;
   std::unique_ptr<cosim::HostPort> host_port_;
   std::recursive_mutex mutex_;
 
@@ -215,6 +270,19 @@ class HlDevice {
   uint32_t eq_ci_ = 0;
   uint64_t eq_events_ = 0;
   std::vector<uint32_t> qman_error_words_;   // per QMAN index, from the event queue
+
+  // Memory management: page tables (shadowed, written to DRAM through the BAR), the PMMU VA
+  // range, host bus addresses for pinned user pages, the user's mappings by device VA.
+  static constexpr uint32_t kUserAsid = 1;
+  std::unique_ptr<ShadowPageTables> page_table_memory_;
+  std::unique_ptr<hw::PageTableBuilder> page_tables_;
+  std::unique_ptr<RangeAllocator> host_va_;
+  std::unique_ptr<RangeAllocator> pinned_phys_;
+  std::map<uint64_t, HostMapping> host_mappings_;
+  uint8_t mmu_inv_pi_ = 1;   // STLB invalidation producer index (8 bits in hardware)
+  uint64_t dram_used_ = 0, ctx_dram_used_ = 0;
+  std::optional<uapi::hl_page_fault_info> page_fault_;
+  uint64_t page_faults_ = 0;
 
   std::vector<HwQueue> queues_;
   CompletionQueue cqs_[kNumCqs];

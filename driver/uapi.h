@@ -70,6 +70,7 @@ inline constexpr __u32 HL_INFO_TOTAL_ENERGY = 15;
 inline constexpr __u32 HL_INFO_PLL_FREQUENCY = 16;
 inline constexpr __u32 HL_INFO_POWER = 17;
 inline constexpr __u32 HL_INFO_OPEN_STATS = 18;
+inline constexpr __u32 HL_INFO_PAGE_FAULT_EVENT = 33;
 
 inline constexpr size_t HL_INFO_VERSION_MAX_LEN = 128;
 inline constexpr size_t HL_INFO_CARD_NAME_MAX_LEN = 16;
@@ -158,6 +159,21 @@ struct hl_info_device_status {
   __u32 pad;
 };
 static_assert(sizeof(hl_info_device_status) == 8);
+
+struct hl_info_dram_usage {
+  __u64 dram_free_mem;
+  __u64 ctx_dram_mem;
+};
+static_assert(sizeof(hl_info_dram_usage) == 16);
+
+// HL_INFO_PAGE_FAULT_EVENT: the first page fault captured since the device was opened.
+struct hl_page_fault_info {
+  __s64 timestamp;
+  __u64 addr;
+  __u16 engine_id;
+  __u8 pad[6];
+};
+static_assert(sizeof(hl_page_fault_info) == 24);
 
 struct hl_info_reset_count {
   __u32 hard_reset_cnt;
@@ -408,13 +424,22 @@ union hl_wait_cs_args {
 static_assert(sizeof(hl_wait_cs_args) == 56);
 
 // ---------------------------------------------------------------------------------------------
-// MEMORY (layout only; the ioctl returns -ENOTTY in this version)
+// MEMORY
 // ---------------------------------------------------------------------------------------------
 
 inline constexpr __u32 HL_MEM_OP_ALLOC = 0;
 inline constexpr __u32 HL_MEM_OP_FREE = 1;
 inline constexpr __u32 HL_MEM_OP_MAP = 2;
 inline constexpr __u32 HL_MEM_OP_UNMAP = 3;
+inline constexpr __u32 HL_MEM_OP_MAP_BLOCK = 4;
+inline constexpr __u32 HL_MEM_OP_EXPORT_DMABUF_FD = 5;
+inline constexpr __u32 HL_MEM_OP_TS_ALLOC = 6;
+
+inline constexpr __u32 HL_MEM_CONTIGUOUS = 0x1;
+inline constexpr __u32 HL_MEM_SHARED = 0x2;
+inline constexpr __u32 HL_MEM_USERPTR = 0x4;
+inline constexpr __u32 HL_MEM_FORCE_HINT = 0x8;
+inline constexpr __u32 HL_MEM_PREFETCH = 0x40;
 
 struct hl_mem_in {
   union {

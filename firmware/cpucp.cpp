@@ -130,6 +130,17 @@ SpiMeaning decode_spi(uint32_t value) {
       meaning.engine_id = q->second;
       return meaning;
     }
+    if (type == event::kMmuPageFault || type == event::kMmuWrPerm || type == event::kRazwiOrAdc) {
+      meaning.kind = SpiKind::kHwError;
+      meaning.event_type = type;
+      return meaning;
+    }
+    if (type >= event::kDma0Core && type < event::kDma0Core + 8) {
+      meaning.kind = SpiKind::kHwError;
+      meaning.event_type = type;
+      meaning.engine_id = static_cast<int>(type - event::kDma0Core);
+      return meaning;
+    }
   }
   return meaning;
 }

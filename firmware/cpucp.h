@@ -157,10 +157,12 @@ std::string name(uint32_t event_type);
 
 // What a write of `value` to GICD_SETSPI_NSR means to the firmware. Both the SPI number
 // (cpu_id) and, as older drivers wrote it, the raw event id are accepted.
-enum class SpiKind { kPiUpdate, kHaltMachine, kQmanError, kUnknown };
+// kQmanError: a QMAN's error message; kHwError: another block's interrupt (MMU page fault or
+// write-permission fault, RAZWI, a DMA core error). Both become event-queue entries.
+enum class SpiKind { kPiUpdate, kHaltMachine, kQmanError, kHwError, kUnknown };
 struct SpiMeaning {
   SpiKind kind = SpiKind::kUnknown;
-  uint32_t event_type = 0;   // the EQ event for kQmanError
+  uint32_t event_type = 0;   // the EQ event for kQmanError / kHwError
   int engine_id = -1;        // enum gaudi_engine_id of the QMAN, -1 when not an engine
 };
 SpiMeaning decode_spi(uint32_t value);

@@ -71,6 +71,8 @@ bool DeviceCpu::CpuIfRegisters::write_register(uint64_t offset, uint32_t value, 
   return true;
 }
 
+void DeviceCpu::raise_spi(uint32_t spi, Picoseconds at_ps) { gic_.write_register(0, spi, at_ps); }
+
 bool DeviceCpu::GicRegisters::read_register(uint64_t offset, uint32_t& value, Picoseconds) {
   value = 0;   // SETSPI is write-only
   return offset == 0;
@@ -304,7 +306,8 @@ void DeviceCpu::take_interrupts() {
       case SpiKind::kPiUpdate:      // the registers are scanned right after
       case SpiKind::kHaltMachine:
         break;
-      case SpiKind::kQmanError: {
+      case SpiKind::kQmanError:
+      case SpiKind::kHwError: {
         std::array<uint64_t, eq::kDataWords> data{};
         data[0] = spi;
         data[1] = static_cast<uint64_t>(meaning.engine_id);

@@ -84,6 +84,10 @@ class DeviceCpu : public sc_core::sc_module {
   // PSOC CPU_BOOT_STATUS / KMD_MSG_TO_CPU / SW_ALL_RST). `cfg` must cover config.cfg_base.
   void attach_registers(hw::CfgSpace& cfg);
 
+  // An interrupt line into the GIC (a block that signals an SPI by wire rather than by a message
+  // write to GICD_SETSPI_NSR, e.g. the MMU's page-fault interrupt). Same effect as that write.
+  void raise_spi(uint32_t spi, Picoseconds at_ps);
+
   // Another model (MMU, DMA, ...) reports an event: queued and written to the event queue as
   // {type, payload} when the queue is up. Call on the simulation thread.
   void report_event(uint32_t type, const std::array<uint64_t, eq::kDataWords>& payload = {});

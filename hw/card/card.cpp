@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "firmware/cpucp.h"
+
 namespace hpusim::hw {
 namespace {
 
@@ -20,6 +22,18 @@ bool card_has_qman(const preset::Card& preset, regs::QmanId id) {
   return false;
 }
 
+// enum gaudi_engine_id of a QMAN's engine.
+uint32_t qman_engine_id(regs::QmanId id) {
+  const unsigned engine = regs::qman_engine(id);
+  switch (regs::qman_family(id)) {
+    case regs::QmanFamily::Dma: return gaudi1_engine::kDma0 + engine;
+    case regs::QmanFamily::Mme: return gaudi1_engine::kMme0 + engine;
+    case regs::QmanFamily::Tpc: return gaudi1_engine::kTpc0 + engine;
+    case regs::QmanFamily::Nic: return 20 + engine;
+  }
+  return 0;
+}
+
 }  // namespace
 
 Card::Card(sc_core::sc_module_name name, const preset::Card& preset) : Card(name, preset, CardOptions{}) {}
@@ -34,6 +48,18 @@ Card::Card(sc_core::sc_module_name name, const preset::Card& preset, const CardO
 
   const auto& cs = preset.command_submission();
   const Picoseconds cp_cycle = period_ps_from_mhz(preset.clocks().dma_mhz());
+
+  MmuControllerConfig mmu_config;
+  mmu_config.period_ps = cp_cycle;
+  mmu_config.config_cycles = preset.mmu().config_cycles();
+  mmu_config.invalidate_cycles = preset.mmu().invalidate_cycles();
+  mmu_controller_ = std::make_unique<MmuController>("mmu", mmu_config);
+  memory_.cfg().attach("MMU", regs::cfg_address(MmuController::kCfgOffset), MmuController::kBlockBytes,
+                       *mmu_controller_);
+  // The page-fault interrupt is a wire into the device CPU's GIC (GAUDI_EVENT_MMU_PAGE_FAULT).
+  mmu_controller_->set_interrupt_line([this](Picoseconds at) {
+    if (device_cpu_) device_cpu_->raise_spi(firmware::event::spi_of(firmware::event::kMmuPageFault), at);
+  });
 
   for (unsigned i = 0; i < 4; ++i) {
     const auto which = static_cast<regs::SyncManager>(i);
@@ -59,7 +85,9 @@ Card::Card(sc_core::sc_module_name name, const preset::Card& preset, const CardO
   for (uint32_t ch = 0; ch < channels; ++ch) {
     auto core = std::make_unique<DmaCore>(dma_core_config_from(preset, ch));
     memory_.cfg().attach(core->config().name, regs::cfg_address(regs::dma_core_base(ch)), DmaCore::size_bytes(), *core);
-    memory_.bind_master(core->bus().socket, core->config().name);
+    DmaCore* engine = core.get();
+    core->bus().socket.bind(
+        add_mmu(core->config().name, gaudi1_engine::kDma0 + ch, [engine] { return engine->non_secure_props(); }).target);
     dma_cores_.push_back(std::move(core));
   }
 
@@ -77,9 +105,15 @@ Card::Card(sc_core::sc_module_name name, const preset::Card& preset, const CardO
     config.fetch_bytes = cs.cp_fetch_bytes();
     config.fetch_window = cs.cp_fetch_window();
     config.lower_cp_fifo = cs.lower_cp_fifo();
+    // The engine barrier (EB) of a DMA QMAN waits for that channel's DMA core.
+    if (regs::qman_family(id) == regs::QmanFamily::Dma && regs::qman_engine(id) < dma_cores_.size()) {
+      config.engine = dma_cores_[regs::qman_engine(id)].get();
+    }
     auto qman = std::make_unique<Qman>(regs::qman_name(id), config);
     memory_.cfg().attach(regs::qman_name(id), config.block_address, Qman::kBlockBytes, *qman);
-    memory_.bind_master(qman->bus().socket, regs::qman_name(id));
+    Qman* cp_owner = qman.get();
+    qman->bus().socket.bind(
+        add_mmu(regs::qman_name(id), qman_engine_id(id), [cp_owner] { return cp_owner->non_secure_props(0); }).target);
     qmans_[i] = std::move(qman);
   }
 
@@ -103,10 +137,40 @@ Card::Card(sc_core::sc_module_name name, const preset::Card& preset, const CardO
   }
 }
 
+Mmu& Card::add_mmu(const std::string& master, uint32_t engine_id, std::function<uint32_t()> props) {
+  const auto& p = memory_.card().mmu();
+  MmuConfig config;
+  config.engine = master;
+  config.engine_id = engine_id;
+  config.period_ps = period_ps_from_mhz(memory_.card().clocks().dma_mhz());
+  config.tlb_entries = p.tlb_entries();
+  config.pte_cache_lines = p.pte_cache_lines();
+  config.lookup_cycles = p.lookup_cycles();
+  config.fault_cycles = p.fault_cycles();
+  auto mmu = std::make_unique<Mmu>((master + "_mmu").c_str(), config);
+  memory_.bind_master(mmu->initiator, master);
+  memory_.bind_master(mmu->walker.socket, master + ".mmu_walk");
+  if (props) mmu->set_props_source(std::move(props));
+  mmu_controller_->add(*mmu);
+  mmus_.push_back(std::move(mmu));
+  return *mmus_.back();
+}
+
+Mmu* Card::mmu(const std::string& master) {
+  for (auto& m : mmus_) {
+    if (m->config().engine == master) return m.get();
+  }
+  return nullptr;
+}
+
 void Card::set_qman_observer(QmanObserver* observer) {
   for (auto& qman : qmans_) {
     if (qman) qman->set_observer(observer);
   }
+}
+
+void Card::set_dma_observer(DmaObserver* observer) {
+  for (auto& core : dma_cores_) core->set_observer(observer);
 }
 
 void Card::set_sync_manager_observer(SyncManagerObserver* observer) {
@@ -124,6 +188,7 @@ void Card::reset_blocks() {
     if (qman) qman->reset();
   }
   for (auto& core : dma_cores_) core->reset();
+  mmu_controller_->reset();   // and every MMU
 }
 
 }  // namespace hpusim::hw

@@ -1,6 +1,7 @@
 // A whole card: the memory system plus the command-submission blocks at their real Gaudi 1 CFG
 // addresses: the four sync managers, the DMA cores, and the QMANs of the DMA channels, the two MME
-// masters and the TPCs, and optionally (CardOptions::device_cpu) the device CPU running the firmware.
+// masters and the TPCs, the MMU (one translation stage in front of every DMA core and QMAN, one
+// register front end), and optionally (CardOptions::device_cpu) the device CPU running the firmware.
 // The TPC and MME engines join as their models land.
 #pragma once
 
@@ -12,6 +13,8 @@
 #include "firmware/device_cpu.h"
 #include "hw/card/memory_system.h"
 #include "hw/dma/dma_core.h"
+#include "hw/mmu/mmu.h"
+#include "hw/mmu/mmu_controller.h"
 #include "hw/pcie/msi_block.h"
 #include "hw/qman/qman.h"
 #include "hw/regs/gaudi1_map.h"
@@ -43,8 +46,15 @@ class Card : public sc_core::sc_module {
   // nullptr when this card has no such channel.
   DmaCore* dma_core(unsigned channel) { return channel < dma_cores_.size() ? dma_cores_[channel].get() : nullptr; }
 
+  MmuController& mmu_controller() { return *mmu_controller_; }
+  // The MMU in front of an engine master, by its fabric port name ("dma0", "DMA0_QM", ...).
+  Mmu* mmu(const std::string& master);
+
   void set_qman_observer(QmanObserver* observer);
   void set_sync_manager_observer(SyncManagerObserver* observer);
+  void set_dma_observer(DmaObserver* observer);
+  // Page faults of every MMU (after the MMU controller has captured them).
+  void set_mmu_observer(MmuObserver* observer) { mmu_controller_->set_observer(observer); }
   // nullptr unless built with CardOptions::device_cpu.
   firmware::DeviceCpu* device_cpu() { return device_cpu_.get(); }
 
@@ -57,10 +67,15 @@ class Card : public sc_core::sc_module {
   std::vector<std::unique_ptr<SyncManager>> sync_managers_;
   std::vector<std::unique_ptr<Qman>> qmans_;   // indexed by QmanId
   std::vector<std::unique_ptr<DmaCore>> dma_cores_;
+  std::unique_ptr<MmuController> mmu_controller_;
+  std::vector<std::unique_ptr<Mmu>> mmus_;
   MsiBlock msi_;
   MsiRequestRegister msi_request_;
   std::unique_ptr<firmware::DeviceCpu> device_cpu_;
 
+  // A translation stage bound as the fabric master `master` (plus its page-table walker); the
+  // engine binds its own initiator socket to the returned MMU's target.
+  Mmu& add_mmu(const std::string& master, uint32_t engine_id, std::function<uint32_t()> props);
   void reset_blocks();   // QMANs, sync managers, DMA cores: what SW_ALL_RST resets besides the CPU
 };
 

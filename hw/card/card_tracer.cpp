@@ -14,7 +14,11 @@ CardTracer::CardTracer(traces::Timeline& timeline, Card& card) : timeline_(timel
   device_ = timeline_.process("device (" + card.preset().name() + ")");
   card.set_qman_observer(this);
   card.set_sync_manager_observer(this);
+  card.set_dma_observer(this);
+  card.set_mmu_observer(this);
 }
+
+traces::TrackId CardTracer::dma_track(uint32_t channel) { return timeline_.track(device_, "DMA" + std::to_string(channel) + " core"); }
 
 traces::TrackId CardTracer::cp_track(const std::string& qman, unsigned cp) {
   return timeline_.track(device_, qman + (cp == regs::kLowerCp ? " lower CP" : " stream " + std::to_string(cp)));
@@ -55,6 +59,45 @@ void CardTracer::monitor_fired(const std::string& block, uint32_t monitor, uint6
   std::lock_guard<std::mutex> lock(timeline_.mutex());
   timeline_.writer().instant(timeline_.track(device_, block), ns(at), "monitor " + std::to_string(monitor) + " fired",
                              {{"address", regs::describe_device_address(address)}, {"data", uint64_t{data}}});
+}
+
+void CardTracer::transfer_started(uint32_t channel, const DmaTransfer&, Picoseconds at) {
+  std::lock_guard<std::mutex> lock(timeline_.mutex());
+  dma_started_[channel] = at;
+}
+
+void CardTracer::transfer_done(uint32_t channel, const DmaTransfer& transfer, Picoseconds at) {
+  if (!timeline_.enabled()) return;
+  std::lock_guard<std::mutex> lock(timeline_.mutex());
+  const Picoseconds start = dma_started_.count(channel) ? dma_started_[channel] : at;
+  timeline_.writer().complete_slice(
+      dma_track(channel), ns(start), std::max(ns(at), ns(start) + 1), transfer.memset ? "memset" : "copy",
+      {{"id", transfer.id},
+       {"bytes", transfer.bytes},
+       {"src", transfer.memset ? std::string("fill") : regs::describe_device_address(transfer.source)},
+       {"dst", regs::describe_device_address(transfer.destination)}});
+}
+
+void CardTracer::transfer_failed(uint32_t channel, uint64_t address, const std::string& message, Picoseconds at) {
+  if (!timeline_.enabled()) return;
+  std::lock_guard<std::mutex> lock(timeline_.mutex());
+  timeline_.writer().instant(dma_track(channel), ns(at), "transfer failed",
+                             {{"address", regs::describe_device_address(address)}, {"message", message}});
+}
+
+void CardTracer::halted(uint32_t channel, Picoseconds at) {
+  if (!timeline_.enabled()) return;
+  std::lock_guard<std::mutex> lock(timeline_.mutex());
+  timeline_.writer().instant(dma_track(channel), ns(at), "halted (STOP_ON_ERR)");
+}
+
+void CardTracer::page_fault(const MmuFault& fault) {
+  if (!timeline_.enabled()) return;
+  std::lock_guard<std::mutex> lock(timeline_.mutex());
+  timeline_.writer().instant(timeline_.track(device_, "MMU"), ns(fault.at), "page fault",
+                             {{"engine", fault.engine},
+                              {"va", fault.virtual_address},
+                              {"write", uint64_t{fault.is_write ? 1u : 0u}}});
 }
 
 }  // namespace hpusim::hw

@@ -89,7 +89,7 @@ FabricConfig fabric_config_from(const preset::Card& card) {
 MemorySystem::MemorySystem(sc_core::sc_module_name name, const preset::Card& card)
     : sc_module(name),
       card_(card),
-      host_memory_(std::make_unique<mem::BackingStore>("host_memory", 0, card.memory_map().host_phys_size())),
+      host_memory_(std::make_unique<HostMemory>("host_memory", card.memory_map().host_phys_size())),
       fabric_("fabric", fabric_config_from(card)),
       hbm_("hbm", hbm_config_from(card)),
       sram_("sram", sram_config_from(card)),

@@ -14,6 +14,7 @@
 #include "hw/cfg/cfg_space.h"
 #include "hw/fabric/fabric.h"
 #include "hw/hbm/hbm_subsystem.h"
+#include "hw/pcie/host_memory.h"
 #include "hw/pcie/pcie_link.h"
 #include "hw/sram/sram.h"
 
@@ -41,7 +42,9 @@ class MemorySystem : public sc_core::sc_module {
   Sram& sram() { return sram_; }
   CfgSpace& cfg() { return cfg_; }
   PcieLink& pcie() { return pcie_; }
-  mem::BackingStore& host_memory() { return *host_memory_; }
+  // Host physical memory as the device sees it through the host window (sparse store plus
+  // pinned process buffers).
+  HostMemory& host_memory() { return *host_memory_; }
 
   uint64_t dram_base() const { return card_.memory_map().dram_base(); }
   uint64_t dram_size() const { return hbm_.mapper().capacity_bytes(); }
@@ -50,7 +53,7 @@ class MemorySystem : public sc_core::sc_module {
 
  private:
   preset::Card card_;
-  std::unique_ptr<mem::BackingStore> host_memory_;
+  std::unique_ptr<HostMemory> host_memory_;
   Fabric fabric_;
   hbm::HbmSubsystem hbm_;
   Sram sram_;

@@ -1,5 +1,6 @@
 // The functional half of a memory target: moves a transaction's data to or from the backing store
-// that holds the target's contents.
+// that holds the target's contents (a mem::BackingStore, or anything with the same contains /
+// read / write calls, such as the host memory behind the PCIe link, hw::HostMemory).
 #pragma once
 
 #include <tlm>
@@ -11,7 +12,8 @@ namespace hpusim::hw {
 // Reads or writes `trans` at `store_address` (the transaction's address translated into the
 // store's address space). An access that does not fit in the store is answered with an address
 // error and moves nothing; returns whether the access succeeded.
-inline bool apply_to_store(mem::BackingStore& store, tlm::tlm_generic_payload& trans, uint64_t store_address) {
+template <typename Store>
+bool apply_to_store(Store& store, tlm::tlm_generic_payload& trans, uint64_t store_address) {
   const uint64_t length = trans.get_data_length();
   if (length == 0 || !store.contains(store_address, length)) {
     trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);

@@ -102,7 +102,7 @@ bool DmaCore::read_register(uint64_t offset, uint32_t& value, Picoseconds at_ps)
   apply_until(at_ps);
   switch (offset) {
     case dc::kSts0: value = status0(); break;
-    case dc::kSts1: value = 0; break;   // never halted
+    case dc::kSts1: value = (!can_start() && !running_) ? dc::kSts1IsHalt : 0; break;
     case dc::kRdInflights: value = reads_in_flight_; break;
     case dc::kWrInflights: value = writes_in_flight_; break;
     default: value = regs_[offset / 4];
@@ -146,6 +146,14 @@ void DmaCore::apply(uint32_t offset, uint32_t value, Picoseconds at) {
     case dc::kCommit:
       regs_[offset / 4] = value;
       commit(value, at);
+      return;
+    case dc::kCfg1:
+      // HALT stops the engine from starting transfers while it is set; FLUSH (acted on at each
+      // write that has it) drops the queued transfers and clears a STOP_ON_ERR halt.
+      regs_[offset / 4] = value;
+      if (value & dc::kCfg1Flush) flush();
+      if (can_start()) work_event_.notify(sc_core::SC_ZERO_TIME);
+      notify_if_engine_idle();
       return;
     default:
       regs_[offset / 4] = value;
@@ -195,6 +203,7 @@ void DmaCore::commit(uint32_t value, Picoseconds at) {
     const std::string message = "COMMIT dropped: " + std::to_string(config_.queue_depth) + " transfers already queued";
     if (observer_ != nullptr) observer_->transfer_failed(config_.channel, t.destination, message, at);
     send_error_message();
+    halt_on_error(at);
     return;
   }
   t.id = next_id_++;
@@ -204,6 +213,40 @@ void DmaCore::commit(uint32_t value, Picoseconds at) {
   }
   queue_.push_back(t);
   work_event_.notify(sc_core::SC_ZERO_TIME);
+}
+
+bool DmaCore::can_start() const {
+  return !error_halted_ && (regs_[dc::kCfg1 / 4] & dc::kCfg1Halt) == 0;
+}
+
+void DmaCore::halt_on_error(Picoseconds at) {
+  if ((regs_[dc::kErrCfg / 4] & dc::kErrCfgStopOnErr) == 0 || error_halted_) return;
+  error_halted_ = true;
+  ++stats_.halts;
+  if (observer_ != nullptr) observer_->halted(config_.channel, at);
+}
+
+void DmaCore::flush() {
+  stats_.aborted_transfers += queue_.size();
+  queue_.clear();
+  error_halted_ = false;
+  go_idle_if_done();
+}
+
+void DmaCore::notify_if_engine_idle() {
+  if (!running_ && queue_.empty() && can_start()) engine_idle_event_.notify(sc_core::SC_ZERO_TIME);
+}
+
+bool DmaCore::halted() {
+  apply_until(now_ps());
+  return !can_start();
+}
+
+bool DmaCore::engine_idle() const {
+  // Register writes that took effect by now (a COMMIT the asking CP has just written) count: apply
+  // them first. This changes no state a reader at this time could see differently.
+  const_cast<DmaCore*>(this)->apply_until(now_ps());
+  return !running_ && queue_.empty() && can_start();
 }
 
 uint32_t DmaCore::status0() const {
@@ -222,6 +265,8 @@ uint32_t DmaCore::queued() {
   apply_until(now_ps());
   return static_cast<uint32_t>(queue_.size());
 }
+
+uint32_t DmaCore::non_secure_props() const { return regs_[regs::dma_core::kNonSecureProps / 4]; }
 
 uint32_t DmaCore::err_cause() {
   apply_until(now_ps());
@@ -255,7 +300,9 @@ void DmaCore::reset() {
   writes_in_flight_ = 0;
   for (DmaPort::Access* access : parked_) bus_.release(*access);
   parked_.clear();
+  error_halted_ = false;
   go_idle_if_done();
+  notify_if_engine_idle();
   reset_event_.notify(sc_core::SC_ZERO_TIME);
   progress_event_.notify(sc_core::SC_ZERO_TIME);
 }
@@ -333,7 +380,8 @@ bool DmaCore::wait_progress(uint64_t epoch) {
 
 void DmaCore::engine() {
   for (;;) {
-    while (queue_.empty()) wait(work_event_);
+    // A halted engine keeps its queue; a reset, FLUSH or clearing CFG_1.HALT notifies work_event_.
+    while (queue_.empty() || !can_start()) wait(work_event_);
     DmaTransfer t = queue_.front();
     queue_.pop_front();
     running_ = true;
@@ -345,6 +393,7 @@ void DmaCore::engine() {
     if (epoch != epoch_) continue;   // abandoned by reset(): reset() did the bookkeeping
     running_ = false;
     go_idle_if_done();
+    notify_if_engine_idle();
   }
 }
 
@@ -438,6 +487,7 @@ void DmaCore::run(const DmaTransfer& t, uint64_t epoch) {
     ++stats_.errors;
     if (observer_ != nullptr) observer_->transfer_failed(config_.channel, fail_address_, fail_message_, now);
     send_error_message();
+    halt_on_error(now);   // STOP_ON_ERR: no further transfer starts (this one sent no completion)
   } else {
     ++stats_.transfers;
     if (observer_ != nullptr) observer_->transfer_done(config_.channel, t, now);

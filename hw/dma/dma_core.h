@@ -19,6 +19,7 @@
 
 #include "card_preset.pb.h"
 #include "hw/cfg/cfg_space.h"
+#include "hw/common/engine_status.h"
 #include "hw/common/mem_protocol.h"
 #include "hw/dma/dma_port.h"
 
@@ -45,11 +46,9 @@ struct DmaCoreConfig {
   uint32_t queue_depth = 8;         // committed transfers waiting behind the running one
 };
 
-// The parameters of DMA channel `channel` on `card`: clocks.dma_mhz for the cycle and the channel
-// kind from dma.pci_channels. The preset has no fields yet for the burst size, the windows or the
-// setup time; the DmaCoreConfig defaults are used, except that PCI channels get 128 reads and 128
-// posted writes in flight (32 KB at 256-byte bursts: above the PCIe bandwidth-delay product of
-// ~28 GB/s x ~0.7 us, and few enough posted writes to model PCIe posted-credit flow control).
+// The parameters of DMA channel `channel` on `card`: clocks.dma_mhz for the cycle, the channel kind
+// from dma.pci_channels, and the burst size, windows, setup time and queue depth from the preset's
+// dma section (a PCI channel uses dma.pci_outstanding for both its reads and its posted writes).
 DmaCoreConfig dma_core_config_from(const preset::Card& card, uint32_t channel);
 
 // A transfer as the engine latched it at COMMIT.
@@ -91,6 +90,8 @@ struct DmaObserver {
   virtual void commit_ignored(uint32_t channel, uint32_t commit, Picoseconds at) {
     (void)channel, (void)commit, (void)at;
   }
+  // An error with ERR_CFG.STOP_ON_ERR set halted the engine at `at` (after transfer_failed).
+  virtual void halted(uint32_t channel, Picoseconds at) { (void)channel, (void)at; }
 };
 
 struct DmaCoreStats {
@@ -99,7 +100,7 @@ struct DmaCoreStats {
   uint64_t overflows = 0;           // commit queue full: dropped, ERR_CAUSE.DESC_OVF
   uint64_t transfers = 0;           // completed without error
   uint64_t failed_transfers = 0;
-  uint64_t aborted_transfers = 0;   // dropped by reset()
+  uint64_t aborted_transfers = 0;   // dropped by reset() or by a CFG_1.FLUSH
   uint64_t bytes = 0;               // data bytes written successfully
   uint64_t read_bursts = 0;
   uint64_t write_bursts = 0;
@@ -108,10 +109,11 @@ struct DmaCoreStats {
   uint64_t completion_messages = 0; // completion writes answered OK
   uint64_t error_messages = 0;      // ERRMSG writes issued
   uint64_t errors = 0;              // error events: failed transfers and overflows
+  uint64_t halts = 0;               // errors that halted the engine (ERR_CFG.STOP_ON_ERR)
   uint64_t busy_ps = 0;             // time STS0.BUSY was set (up to the current time)
 };
 
-class DmaCore : public sc_core::sc_module, public RegisterBlock, private DmaPort::Client {
+class DmaCore : public sc_core::sc_module, public RegisterBlock, public EngineStatus, private DmaPort::Client {
  public:
   // Throws std::invalid_argument for a bad configuration.
   explicit DmaCore(const DmaCoreConfig& config);
@@ -133,15 +135,29 @@ class DmaCore : public sc_core::sc_module, public RegisterBlock, private DmaPort
   bool busy();                      // STS0.BUSY: a transfer running or queued
   uint32_t queued();                // committed transfers waiting (not the running one)
   uint32_t err_cause();
+  // NON_SECURE_PROPS as it stands (writes already applied): the ASID and MMU-bypass bit the
+  // engine's MMU uses. No side effects, so a translation stage may read it per access.
+  uint32_t non_secure_props() const;
   // Room for more COMMITs; `queue_space_event()` is notified whenever a transfer starts.
   uint32_t queue_space() { return config_.queue_depth - queued(); }
   const sc_core::sc_event& queue_space_event() const { return started_event_; }
   // Notified when the engine has nothing running or queued.
   const sc_core::sc_event& idle_event() const { return idle_event_; }
+  // Halted: by an error with ERR_CFG.STOP_ON_ERR set (until reset() or a CFG_1.FLUSH write), or by
+  // software through CFG_1.HALT (while it is set). A halted engine starts no transfer; STS1.IS_HALT.
+  bool halted();
+  bool error_halted() const { return error_halted_; }
+
+  // EngineStatus (the QMAN's engine barrier): idle = nothing running or queued and not halted, at
+  // the current time (register writes due by now applied first). The event fires when the engine
+  // becomes idle (also after reset() or a flush clears a halt).
+  bool engine_idle() const override;
+  const sc_core::sc_event& engine_idle_event() const override { return engine_idle_event_; }
 
   // Modelled hard reset at the current simulation time: registers to their reset values (CFG_0.EN
   // = 0), queued transfers dropped, the running one abandoned (its requests already in the fabric
-  // complete and are discarded; no completion message, no observer call). Statistics are kept.
+  // complete and are discarded; no completion message, no observer call), a halt cleared.
+  // Statistics are kept.
   void reset();
 
  private:
@@ -175,6 +191,10 @@ class DmaCore : public sc_core::sc_module, public RegisterBlock, private DmaPort
   void commit(uint32_t value, Picoseconds at);
   uint32_t status0() const;
   void go_idle_if_done();
+  bool can_start() const;           // not halted (by an error or by CFG_1.HALT)
+  void halt_on_error(Picoseconds at);   // with ERR_CFG.STOP_ON_ERR: halt until reset or FLUSH
+  void flush();                     // CFG_1.FLUSH: drop the queued transfers, clear an error halt
+  void notify_if_engine_idle();
 
   void engine();                    // SC_THREAD
   void run(const DmaTransfer& transfer, uint64_t epoch);
@@ -205,6 +225,8 @@ class DmaCore : public sc_core::sc_module, public RegisterBlock, private DmaPort
   sc_core::sc_event progress_event_;// a request completed
   sc_core::sc_event started_event_;
   sc_core::sc_event idle_event_;
+  sc_core::sc_event engine_idle_event_;
+  bool error_halted_ = false;       // STOP_ON_ERR: an error halted the engine
 
   // The running transfer's requests.
   uint32_t reads_in_flight_ = 0;

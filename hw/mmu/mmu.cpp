@@ -35,6 +35,7 @@ Mmu::Mmu(sc_core::sc_module_name name, const MmuConfig& config)
   if (config_.va_end < config_.va_start) throw std::invalid_argument(std::string(this->name()) + ": empty VA range");
   hop0_.assign(config_.asids, std::nullopt);
   tlb_.assign(config_.tlb_entries, TlbEntry{});
+  pte_cache_.assign(config_.pte_cache_lines, PteLine{});
   target.register_nb_transport_fw(this, &Mmu::forward);
   target.register_transport_dbg(this, &Mmu::debug);
   initiator.register_nb_transport_bw(this, &Mmu::backward);
@@ -55,8 +56,13 @@ void Mmu::set_asid(uint32_t asid) {
   asid_ = asid;
 }
 
+void Mmu::pte_cache_clear() {
+  for (PteLine& line : pte_cache_) line.valid = false;
+}
+
 void Mmu::invalidate_all() {
   for (TlbEntry& e : tlb_) e.valid = false;
+  pte_cache_clear();
   ++epoch_;
   ++stats_.invalidations;
 }
@@ -69,6 +75,7 @@ void Mmu::invalidate_range(uint64_t va, uint64_t size) {
     const uint64_t page_end = page + (uint64_t{1} << e.page_shift);
     if (page < end && va < page_end) e.valid = false;
   }
+  pte_cache_clear();
   ++epoch_;
   ++stats_.invalidations;
 }
@@ -78,6 +85,7 @@ void Mmu::reset() {
   asid_ = 0;
   hop0_.assign(config_.asids, std::nullopt);
   for (TlbEntry& e : tlb_) e.valid = false;
+  pte_cache_clear();
   ++epoch_;
 }
 
@@ -85,8 +93,21 @@ uint32_t Mmu::tlb_valid_entries() const {
   return static_cast<uint32_t>(std::count_if(tlb_.begin(), tlb_.end(), [](const TlbEntry& e) { return e.valid; }));
 }
 
+uint32_t Mmu::pte_cache_valid_lines() const {
+  return static_cast<uint32_t>(
+      std::count_if(pte_cache_.begin(), pte_cache_.end(), [](const PteLine& l) { return l.valid; }));
+}
+
+void Mmu::refresh_props() {
+  if (!props_source_) return;
+  const uint32_t props = props_source_();
+  bypass_ = (props & kPropsBypass) != 0;
+  const uint32_t asid = props & kPropsAsidMask;
+  if (asid < config_.asids) asid_ = asid;
+}
+
 bool Mmu::translated(uint64_t va) const {
-  return enabled_ && va >= config_.va_start && va < config_.va_end;
+  return enabled_ && !bypass_ && va >= config_.va_start && va < config_.va_end;
 }
 
 Mmu::TlbEntry* Mmu::tlb_find(uint32_t asid, uint64_t va) {
@@ -114,6 +135,46 @@ void Mmu::tlb_insert(uint32_t asid, uint64_t va, uint32_t page_shift, uint64_t f
   victim->last_use = ++use_clock_;
 }
 
+bool Mmu::fetch_pte(uint64_t pa, uint64_t& value) {
+  if (pte_cache_.empty()) {
+    ++stats_.pte_reads;
+    return walker.read(pa, &value, sizeof value) == tlm::TLM_OK_RESPONSE;
+  }
+  const uint64_t line_address = pa & ~uint64_t{kPteLineBytes - 1};
+  const uint32_t slot = static_cast<uint32_t>((pa - line_address) / pte::kSize);
+  for (PteLine& line : pte_cache_) {
+    if (line.valid && line.address == line_address) {
+      ++stats_.pte_cache_hits;
+      line.last_use = ++pte_use_clock_;
+      value = line.ptes[slot];
+      if (config_.lookup_cycles != 0) sc_core::wait(ps_to_time(Picoseconds{config_.lookup_cycles} * config_.period_ps));
+      return true;
+    }
+  }
+  ++stats_.pte_cache_misses;
+  ++stats_.pte_reads;
+  const uint64_t epoch = epoch_;
+  std::array<uint64_t, kPtesPerLine> ptes{};
+  if (walker.read(line_address, ptes.data(), kPteLineBytes) != tlm::TLM_OK_RESPONSE) return false;
+  value = ptes[slot];
+  // A line read overtaken by an invalidation may hold stale PTEs: used by this walk, not kept.
+  if (epoch != epoch_) return true;
+  // An invalid line if there is one (lowest index first), else the least recently used.
+  PteLine* victim = &pte_cache_[0];
+  for (PteLine& line : pte_cache_) {
+    if (!line.valid) {
+      victim = &line;
+      break;
+    }
+    if (line.last_use < victim->last_use) victim = &line;
+  }
+  victim->valid = true;
+  victim->address = line_address;
+  victim->last_use = ++pte_use_clock_;
+  victim->ptes = ptes;
+  return true;
+}
+
 template <typename Read>
 std::optional<std::pair<uint64_t, uint32_t>> Mmu::walk_with(uint32_t asid, uint64_t va, Read read) {
   if (!hop0_[asid] || (va >> pte::kVaBits)) return std::nullopt;
@@ -132,6 +193,7 @@ std::optional<std::pair<uint64_t, uint32_t>> Mmu::walk_with(uint32_t asid, uint6
 Mmu::Lookup Mmu::resolve(const tlm::tlm_generic_payload& trans, std::vector<Segment>& out, bool may_walk,
                          bool count, uint64_t* fault_va) {
   out.clear();
+  refresh_props();
   const uint64_t start = trans.get_address();
   const uint32_t length = trans.get_data_length();
   for (uint32_t offset = 0; offset < length;) {
@@ -139,7 +201,7 @@ Mmu::Lookup Mmu::resolve(const tlm::tlm_generic_payload& trans, std::vector<Segm
     const uint32_t remaining = length - offset;
     uint32_t piece = remaining;
     if (!translated(va)) {
-      if (enabled_ && !config_.passthrough_outside) {
+      if (enabled_ && !bypass_ && !config_.passthrough_outside) {
         *fault_va = va;
         return Lookup::kFault;
       }
@@ -171,10 +233,7 @@ Mmu::Lookup Mmu::resolve(const tlm::tlm_generic_payload& trans, std::vector<Segm
       const uint64_t epoch = epoch_;
       const Picoseconds began = now_ps();
       ++stats_.walks;
-      auto result = walk_with(asid_, va, [this](uint64_t pa, uint64_t& value) {
-        ++stats_.pte_reads;
-        return walker.read(pa, &value, sizeof value) == tlm::TLM_OK_RESPONSE;
-      });
+      auto result = walk_with(asid_, va, [this](uint64_t pa, uint64_t& value) { return fetch_pte(pa, value); });
       stats_.walk_ps += now_ps() - began;
       if (!result) {
         *fault_va = va;
@@ -324,7 +383,15 @@ tlm::tlm_sync_enum Mmu::backward(tlm::tlm_generic_payload& trans, tlm::tlm_phase
 
 void Mmu::fail(Job* job, uint64_t va, Picoseconds detected) {
   ++stats_.faults;
-  if (observer_ != nullptr) observer_->page_fault(config_.engine, va, job->trans->is_write(), detected);
+  if (observer_ != nullptr) {
+    MmuFault fault;
+    fault.engine = config_.engine;
+    fault.engine_id = config_.engine_id;
+    fault.virtual_address = va;
+    fault.is_write = job->trans->is_write();
+    fault.at = detected;
+    observer_->page_fault(fault);
+  }
   respond(job, tlm::TLM_ADDRESS_ERROR_RESPONSE, detected + config_.fault_cycles * config_.period_ps);
 }
 
@@ -361,7 +428,7 @@ unsigned Mmu::debug(tlm::tlm_generic_payload& trans) {
       const uint64_t page_mask = (uint64_t{1} << result->second) - 1;
       pa = result->first | (va & page_mask);
       piece = static_cast<uint32_t>(std::min<uint64_t>(piece, page_mask + 1 - (va & page_mask)));
-    } else if (enabled_ && !config_.passthrough_outside) {
+    } else if (enabled_ && !bypass_ && !config_.passthrough_outside) {
       break;
     } else if (enabled_ && va < config_.va_start && config_.va_start - va < piece) {
       piece = static_cast<uint32_t>(config_.va_start - va);

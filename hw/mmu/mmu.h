@@ -1,6 +1,6 @@
 // The MMU of one bus master: a translation stage between the master and the fabric that walks
 // the device page tables (hw/mmu/page_table.h) through the fabric, so a walk costs real memory
-// latency, and caches translations in a TLB.
+// latency, and caches translations in a TLB and page-table lines in a PTE cache.
 //
 //  * `target` (memory protocol, towards the master) and `initiator` (towards the fabric) carry the
 //    master's traffic; `walker.socket` is a second fabric master for page-table reads. Bind all
@@ -10,16 +10,18 @@
 //    other address is physical (DRAM, SRAM, CFG, the host window) and passes through unchanged,
 //    or faults when config.passthrough_outside is false. While disabled, everything passes.
 //  * Requests are served in arrival order. A TLB hit (or pass-through) forwards the request after
-//    lookup_cycles; a miss walks hop0..hop4 (5 PTE reads for 4 KB pages, 4 for 2 MB), one read at a
-//    time, and the request waits. A request crossing page boundaries is split into one
-//    sub-request per page; the master gets one response when all parts are back, at the latest
-//    part's time, with the first error status. Every page of a request is translated before any
-//    part is forwarded, so a fault in any page writes nothing.
+//    lookup_cycles; a miss walks hop0..hop4 (5 PTEs for 4 KB pages, 4 for 2 MB), one PTE at a
+//    time, and the request waits. Each PTE is looked up in the PTE cache (64-byte lines, 8 PTEs
+//    each): a hit costs lookup_cycles, a miss reads the whole line through the fabric. A request
+//    crossing page boundaries is split into one sub-request per page; the master gets one
+//    response when all parts are back, at the latest part's time, with the first error status.
+//    Every page of a request is translated before any part is forwarded, so a fault in any page
+//    writes nothing.
 //  * A fault (no present PTE, or a PTE read that failed) answers TLM_ADDRESS_ERROR_RESPONSE after
 //    fault_cycles, forwards nothing, and calls MmuObserver::page_fault with the engine's name and
-//    the first faulting VA; the model keeps running.
-//  * Control (setters; the CFG register block comes with the driver's MMU init): enable, per-ASID
-//    hop0 addresses, the master's ASID, invalidate_all / invalidate_range, reset.
+//    id and the first faulting VA; the model keeps running.
+//  * Control (setters; hw/mmu/mmu_controller.h is the register front end that calls them):
+//    enable, per-ASID hop0 addresses, the master's ASID, invalidate_all / invalidate_range, reset.
 #pragma once
 
 #include <systemc>
@@ -27,7 +29,9 @@
 #include <tlm_utils/simple_initiator_socket.h>
 #include <tlm_utils/simple_target_socket.h>
 
+#include <array>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -39,10 +43,19 @@
 
 namespace hpusim::hw {
 
+// enum gaudi_engine_id of the bus masters behind an MMU (MmuConfig::engine_id).
+namespace gaudi1_engine {
+constexpr uint32_t kDma0 = 0;    // DMA_0..DMA_7 = 0..7
+constexpr uint32_t kMme0 = 8;    // MME_0..MME_3 = 8..11
+constexpr uint32_t kTpc0 = 12;   // TPC_0..TPC_7 = 12..19
+}  // namespace gaudi1_engine
+
 struct MmuConfig {
   std::string engine = "engine";                   // named in page-fault reports
+  uint32_t engine_id = 0;                          // enum gaudi_engine_id of the master, in fault reports
   Picoseconds period_ps = 909;                     // MMU clock
   uint32_t tlb_entries = 32;                       // fully associative, true LRU
+  uint32_t pte_cache_lines = 64;                   // 64-byte lines of PTEs, fully associative, true LRU; 0: none
   uint32_t lookup_cycles = 1;                      // every translated or passed access
   uint32_t fault_cycles = 2;                       // from fault detection to the error response
   uint32_t asids = gaudi1_va::kMaxAsid;
@@ -58,17 +71,28 @@ struct MmuStats {
   uint64_t tlb_hits = 0;
   uint64_t tlb_misses = 0;
   uint64_t walks = 0;
-  uint64_t pte_reads = 0;
+  uint64_t pte_reads = 0;         // PTE reads through the fabric (a whole line each with the PTE cache)
+  uint64_t pte_cache_hits = 0;    // PTE lookups served by the PTE cache (0 while it is disabled)
+  uint64_t pte_cache_misses = 0;  // PTE lookups that read their line through the fabric
   uint64_t walk_ps = 0;         // time spent walking
   uint64_t faults = 0;
   uint64_t split_requests = 0;  // requests that crossed a page boundary
   uint64_t invalidations = 0;
 };
 
+// One page fault as an Mmu reports it.
+struct MmuFault {
+  std::string engine;             // MmuConfig::engine
+  uint32_t engine_id = 0;         // MmuConfig::engine_id (enum gaudi_engine_id)
+  uint64_t virtual_address = 0;   // the first faulting VA of the request
+  bool is_write = false;
+  Picoseconds at = 0;             // when the fault was detected
+};
+
 class MmuObserver {
  public:
   virtual ~MmuObserver() = default;
-  virtual void page_fault(const std::string& engine, uint64_t virtual_address, bool is_write, Picoseconds at) = 0;
+  virtual void page_fault(const MmuFault& fault) = 0;
 };
 
 class Mmu : public sc_core::sc_module {
@@ -86,9 +110,19 @@ class Mmu : public sc_core::sc_module {
   void set_hop0(uint32_t asid, uint64_t table_pa);
   void set_asid(uint32_t asid);
   uint32_t asid() const { return asid_; }
+  // Where the master's ASID comes from on real parts: the engine's protection / AXUSER register
+  // (e.g. a DMA core's NON_SECURE_PROPS: ASID [9:0], MMU bypass bit 10). When set, it is read at
+  // every lookup: the MMU bypass bit makes every address physical; an ASID beyond `asids` is
+  // ignored (the previous one stays). Without a source, set_asid() decides.
+  static constexpr uint32_t kPropsAsidMask = 0x3FF;
+  static constexpr uint32_t kPropsBypass = 1u << 10;
+  void set_props_source(std::function<uint32_t()> source) { props_source_ = std::move(source); }
+  // Both empty the TLB (invalidate_range: every cached page overlapping the range) and the whole
+  // PTE cache (line addresses are physical, so a VA range cannot select lines).
   void invalidate_all();
-  void invalidate_range(uint64_t va, uint64_t size);   // every cached page overlapping the range
-  // Hardware reset: disabled, hop0 addresses and ASID cleared, TLB empty. Stats are kept.
+  void invalidate_range(uint64_t va, uint64_t size);
+  // Hardware reset: disabled, hop0 addresses and ASID cleared, TLB and PTE cache empty. Stats are
+  // kept.
   // Requests already forwarded complete; requests still waiting for the walker are translated
   // with the state after the reset (so they pass through untranslated until re-enabled).
   void reset();
@@ -97,6 +131,10 @@ class Mmu : public sc_core::sc_module {
   const MmuStats& stats() const { return stats_; }
   const MmuConfig& config() const { return config_; }
   uint32_t tlb_valid_entries() const;
+  uint32_t pte_cache_valid_lines() const;
+
+  static constexpr uint32_t kPteLineBytes = 64;
+  static constexpr uint32_t kPtesPerLine = kPteLineBytes / pte::kSize;
 
  private:
   struct Job;
@@ -115,6 +153,12 @@ class Mmu : public sc_core::sc_module {
     uint64_t frame = 0;        // physical page base
     uint64_t last_use = 0;
   };
+  struct PteLine {
+    bool valid = false;
+    uint64_t address = 0;      // 64-byte aligned physical address
+    uint64_t last_use = 0;
+    std::array<uint64_t, kPtesPerLine> ptes{};
+  };
   enum class Lookup { kResolved, kMiss, kFault };
 
   tlm::tlm_sync_enum forward(tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase, sc_core::sc_time& delay);
@@ -123,6 +167,7 @@ class Mmu : public sc_core::sc_module {
   void walker_thread();
 
   bool translated(uint64_t va) const;
+  void refresh_props();
   // Cuts the request into pieces that each lie in one page (or one pass-through run) and finds
   // their physical addresses. Without may_walk a TLB miss ends it with kMiss; count updates the
   // TLB's LRU state and the stats. kFault sets *fault_va.
@@ -130,6 +175,9 @@ class Mmu : public sc_core::sc_module {
                  uint64_t* fault_va);
   TlbEntry* tlb_find(uint32_t asid, uint64_t va);
   void tlb_insert(uint32_t asid, uint64_t va, uint32_t page_shift, uint64_t frame);
+  // A timed PTE read of the walker (SC_THREAD only), through the PTE cache when there is one.
+  bool fetch_pte(uint64_t pa, uint64_t& value);
+  void pte_cache_clear();
   // A walk of the tables of `asid` with `read` fetching PTEs; returns (page frame, page shift)
   // or nullopt on a fault.
   template <typename Read>
@@ -142,10 +190,14 @@ class Mmu : public sc_core::sc_module {
 
   MmuConfig config_;
   bool enabled_ = false;
+  bool bypass_ = false;                  // the engine's props say MMU bypass
+  std::function<uint32_t()> props_source_;
   uint32_t asid_ = 0;
   std::vector<std::optional<uint64_t>> hop0_;
   std::vector<TlbEntry> tlb_;
   uint64_t use_clock_ = 0;
+  std::vector<PteLine> pte_cache_;
+  uint64_t pte_use_clock_ = 0;
   uint64_t epoch_ = 0;                   // bumped by every invalidation
   std::deque<Job*> queue_;               // waiting for the walker, in arrival order
   bool walker_busy_ = false;

@@ -23,7 +23,7 @@ double encoding_efficiency(uint32_t generation) { return generation >= 6 ? 242.0
 
 }  // namespace
 
-PcieLink::PcieLink(sc_core::sc_module_name name, const PcieConfig& config, mem::BackingStore& host_memory)
+PcieLink::PcieLink(sc_core::sc_module_name name, const PcieConfig& config, HostMemory& host_memory)
     : sc_module(name),
       device_side("device_side"),
       host_side("host_side"),

@@ -1,5 +1,6 @@
 // The PCIe link between the card and the host: both directions of a Gen3..Gen6 link with the TLP
-// and DLLP overheads of the protocol, plus the host memory that device DMA reaches through it.
+// and DLLP overheads of the protocol, plus the host memory that device DMA reaches through it
+// (hw::HostMemory: a sparse store plus the pinned process buffers).
 //
 //  * Outbound (device -> host): the fabric routes the host window to `device_side`. Writes are
 //    posted TLPs upstream; reads send read-request TLPs upstream, wait for host memory and return
@@ -15,9 +16,9 @@
 #include <tlm_utils/simple_initiator_socket.h>
 #include <tlm_utils/simple_target_socket.h>
 
-#include "hw/backing_store/backing_store.h"
 #include "hw/common/bandwidth_server.h"
 #include "hw/common/mem_protocol.h"
+#include "hw/pcie/host_memory.h"
 
 namespace hpusim::hw {
 
@@ -47,7 +48,7 @@ struct PcieStats {
 
 class PcieLink : public sc_core::sc_module {
  public:
-  PcieLink(sc_core::sc_module_name name, const PcieConfig& config, mem::BackingStore& host_memory);
+  PcieLink(sc_core::sc_module_name name, const PcieConfig& config, HostMemory& host_memory);
 
   tlm_utils::simple_target_socket<PcieLink> device_side;
   tlm_utils::simple_target_socket_optional<PcieLink> host_side;   // unbound when no host is attached
@@ -84,7 +85,7 @@ class PcieLink : public sc_core::sc_module {
   uint64_t tlps(uint64_t bytes, uint64_t per_tlp) const { return bytes == 0 ? 1 : (bytes + per_tlp - 1) / per_tlp; }
 
   PcieConfig config_;
-  mem::BackingStore& host_memory_;
+  HostMemory& host_memory_;
   BandwidthServer upstream_;     // device -> host
   BandwidthServer downstream_;   // host -> device
   PcieStats stats_;

@@ -151,7 +151,9 @@ struct CpDma {
   Barriers barriers;
 };
 
-// 0x6: loop construct. sore dword0[0], o dword0[1], jmp_ptr dword0[31:16].
+// 0x6: loop construct. sore dword0[0], o dword0[1], jmp_ptr dword0[31:16]. The QMAN model's reading
+// of the fields (sore = 1 starts a loop of level o counted by scalar RF o, sore = 0 ends its body and
+// jumps back to jmp_ptr, a byte offset in the command buffer) is in README.md.
 struct Repeat {
   bool sore = false;
   bool o = false;
@@ -227,7 +229,8 @@ struct Wait {
   Barriers barriers;
 };
 
-// 0xF: load predicates (dst=0) or scalar RFs (dst=1, "scalar mode") from src_addr and/or execute.
+// 0xF: load predicates (dst=0) or scalar RFs (dst=1, "scalar mode") from src_addr and/or execute
+// the packet held in the scalar RFs (etype 0: all / lower two RFs, 1: upper two).
 // cfg: dst[0], load[8], exe[9], etype[10].
 struct LoadAndExe {
   bool dst = false;

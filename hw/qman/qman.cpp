@@ -1,5 +1,6 @@
 #include "hw/qman/qman.h"
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 #include <type_traits>
@@ -63,6 +64,8 @@ void Qman::reset() {
     cp.msg_base.fill(0);
     cp.ldma_tsize_offset = cp.ldma_src_offset = cp.ldma_dst_offset = 0;
     cp.predicates = 1;
+    cp.scalars.fill(0);
+    cp.loops = {};
     cp.error_causes = 0;
     cp.stopped = false;
     cp.lower_fifo.clear();
@@ -313,6 +316,7 @@ bool Qman::execute(unsigned cp, const CommandBuffer& cb) {
     return false;
   }
   if (generation != generation_) return false;
+  cps_[cp].loops = {};   // REPEAT loops do not span command buffers
   size_t offset = 0;
   while (offset < bytes.size()) {
     const qman::DecodeResult decoded = qman::decode(bytes.data() + offset, bytes.size() - offset);
@@ -324,20 +328,128 @@ bool Qman::execute(unsigned cp, const CommandBuffer& cb) {
     const Picoseconds start = now_ps();
     sc_core::wait(ps_to_time(Picoseconds{config_.packet_cycles} * config_.cycle_ps));
     if (generation != generation_) return false;   // reset while this buffer ran
-    if (!execute_packet(cp, decoded.packet)) return false;
+    size_t next = offset + decoded.size;
+    if (const auto* loop = std::get_if<qman::Repeat>(&decoded.packet)) {
+      // REPEAT moves the CP inside this buffer, so it is handled here rather than in execute_packet.
+      if (!wait_barriers(cp, loop->barriers) || !repeat(cp, *loop, cb.address, offset, bytes.size(), next)) return false;
+    } else if (!run_packet(cp, decoded.packet)) {
+      return false;
+    }
     if (generation != generation_) return false;
     ++stats_.packets;
     if (observer_) observer_->packet_executed(name_, cp, decoded.packet, start, now_ps());
-    offset += decoded.size;
+    offset = next;
   }
   return true;
 }
 
-bool Qman::send_message(unsigned cp, uint64_t address, uint32_t value, bool barrier) {
-  if (barrier && bus_.wait_posted(cp) != 0) {
-    raise_error(cp, QmanError::kMessage, "an earlier message write failed");
+bool Qman::wait_barriers(unsigned cp_index, const qman::Barriers& barriers) {
+  Cp& cp = cps_[cp_index];
+  const uint64_t generation = generation_;
+  // RB: every earlier register write of this CP has been answered, because write_engine_register
+  // returns only with the response; nothing to wait for.
+  if (barriers.mb) {
+    // MB: the CP's earlier posted messages must be answered; a failure among them is reported here.
+    const uint32_t failures = bus_.wait_posted(cp_index);
+    if (generation != generation_) return false;
+    if (failures != 0) {
+      raise_error(cp_index, QmanError::kMessage, "an earlier message write failed");
+      return false;
+    }
+  }
+  if (barriers.eb && config_.engine != nullptr) {
+    // EB: the engine has finished everything committed to it so far. A reset ends the wait (the CP
+    // abandons its buffer).
+    while (!config_.engine->engine_idle()) {
+      sc_core::wait(config_.engine->engine_idle_event() | cp.wake);
+      if (generation != generation_ || cp.stopped) return false;
+    }
+  }
+  return generation == generation_;
+}
+
+bool Qman::run_packet(unsigned cp, const qman::Packet& packet) {
+  const qman::Barriers barriers = std::visit([](const auto& p) { return p.barriers; }, packet);
+  return wait_barriers(cp, barriers) && execute_packet(cp, packet);
+}
+
+bool Qman::repeat(unsigned cp_index, const qman::Repeat& p, uint64_t cb_address, size_t offset, size_t size,
+                  size_t& next) {
+  Cp& cp = cps_[cp_index];
+  if (!predicate_true(cp, p.pred)) return true;
+  Loop& loop = cp.loops[p.o ? 1 : 0];
+  const size_t target = p.jmp_ptr;
+  const auto refuse = [&](const std::string& why) {
+    raise_error(cp_index, QmanError::kUndefinedOpcode,
+                "REPEAT (sore=" + std::to_string(p.sore) + " o=" + std::to_string(p.o) + ") at " +
+                    hex(cb_address + offset) + ": " + why);
+    return false;
+  };
+  if (target % 8 != 0) return refuse("jump pointer " + hex(target) + " is not a multiple of 8");
+  if (p.sore) {
+    // Start of a loop: the count is scalar RF o; a count of 0 skips the body by jumping forward to
+    // jmp_ptr (the offset just past the matching REPEAT sore = 0).
+    if (target <= offset || target > size) {
+      return refuse("jump pointer " + hex(target) + " must point forward inside the " + std::to_string(size) +
+                    "-byte command buffer");
+    }
+    loop.left = cp.scalars[p.o ? 1 : 0];
+    loop.armed = loop.left != 0;
+    loop.start_offset = offset;
+    if (!loop.armed) next = target;
+    return true;
+  }
+  // End of the loop body: jump back to jmp_ptr while iterations remain.
+  if (!loop.armed) return refuse("no loop of this level was started in this command buffer");
+  if (target <= loop.start_offset || target >= offset) {
+    return refuse("jump pointer " + hex(target) + " must point between the loop's start (" +
+                  hex(loop.start_offset) + ") and this packet");
+  }
+  if (--loop.left > 0) {
+    next = target;
+  } else {
+    loop.armed = false;
+  }
+  return true;
+}
+
+bool Qman::execute_scalars(unsigned cp_index, bool upper) {
+  Cp& cp = cps_[cp_index];
+  const uint64_t generation = generation_;
+  // ETYPE 0 executes the packet at RF0 (an 8-byte packet uses the lower two RFs, a 16-byte one all
+  // four); ETYPE 1 executes the 8-byte packet in the upper two RFs (RF2, RF3).
+  uint8_t bytes[kScalarRfs * 4];
+  std::memcpy(bytes, cp.scalars.data(), sizeof bytes);
+  const size_t first = upper ? 8 : 0;
+  const qman::DecodeResult decoded = qman::decode(bytes + first, sizeof bytes - first);
+  const std::string which = upper ? "upper 2 scalar RFs" : "scalar RFs";
+  if (!decoded.ok()) {
+    raise_error(cp_index, QmanError::kUndefinedOpcode, "LOAD_AND_EXE: the " + which + " hold no packet: " + decoded.message);
     return false;
   }
+  const bool allowed = std::visit(
+      [](const auto& p) {
+        using T = std::decay_t<decltype(p)>;
+        return !(std::is_same_v<T, qman::WregBulk> || std::is_same_v<T, qman::Repeat> ||
+                 std::is_same_v<T, qman::LoadAndExe> || std::is_same_v<T, qman::LinDma>);
+      },
+      decoded.packet);
+  if (!allowed) {
+    raise_error(cp_index, QmanError::kUndefinedOpcode,
+                "LOAD_AND_EXE: " + qman::describe(decoded.packet) + " cannot run from the " + which);
+    return false;
+  }
+  const Picoseconds start = now_ps();
+  sc_core::wait(ps_to_time(Picoseconds{config_.packet_cycles} * config_.cycle_ps));
+  if (generation != generation_) return false;
+  if (!run_packet(cp_index, decoded.packet)) return false;
+  if (generation != generation_) return false;
+  ++stats_.packets;
+  if (observer_) observer_->packet_executed(name_, cp_index, decoded.packet, start, now_ps());
+  return true;
+}
+
+bool Qman::send_message(unsigned cp, uint64_t address, uint32_t value) {
   bus_.post_write32(address, value, cp);
   ++stats_.messages;
   return true;
@@ -364,10 +476,6 @@ bool Qman::execute_packet(unsigned cp_index, const qman::Packet& packet) {
           return false;
         } else if constexpr (std::is_same_v<T, qman::Wreg32>) {
           if (!predicate_true(cp, p.pred)) return true;
-          if (p.barriers.mb && bus_.wait_posted(cp_index) != 0) {
-            raise_error(cp_index, QmanError::kMessage, "an earlier message write failed");
-            return false;
-          }
           return write_engine_register(cp_index, config_.engine_block_address + p.reg_offset, p.value);
         } else if constexpr (std::is_same_v<T, qman::WregBulk>) {
           if (!predicate_true(cp, p.pred)) return true;
@@ -381,10 +489,10 @@ bool Qman::execute_packet(unsigned cp_index, const qman::Packet& packet) {
           if (!predicate_true(cp, p.pred)) return true;
           // op 1 writes the timestamp (nanoseconds of device time) instead of the value.
           const uint32_t value = p.op == 1 ? static_cast<uint32_t>(now_ps() / 1000) : p.value;
-          return send_message(cp_index, p.addr, value, p.barriers.mb);
+          return send_message(cp_index, p.addr, value);
         } else if constexpr (std::is_same_v<T, qman::MsgShort>) {
           const uint32_t value = p.op == 1 ? static_cast<uint32_t>(now_ps() / 1000) : p.value;
-          return send_message(cp_index, cp.msg_base[p.base] + p.msg_addr_offset, value, p.barriers.mb);
+          return send_message(cp_index, cp.msg_base[p.base] + p.msg_addr_offset, value);
         } else if constexpr (std::is_same_v<T, qman::Fence>) {
           if (!predicate_true(cp, p.pred)) return true;
           ++stats_.fence_waits;
@@ -440,25 +548,40 @@ bool Qman::execute_packet(unsigned cp_index, const qman::Packet& packet) {
           return true;
         } else if constexpr (std::is_same_v<T, qman::LoadAndExe>) {
           if (!predicate_true(cp, p.pred)) return true;
-          if (p.dst) {
-            raise_error(cp_index, QmanError::kUndefinedOpcode, "LOAD_AND_EXE in scalar mode is not modelled yet");
-            return false;
-          }
           if (p.load) {
-            uint32_t predicates = 0;
-            if (bus_.read(p.src_addr, &predicates, 4) != tlm::TLM_OK_RESPONSE) {
-              raise_error(cp_index, QmanError::kFetch, "LOAD_AND_EXE cannot read " + hex(p.src_addr));
+            // dst = 1 ("scalar mode"): the four 32-bit scalar RFs, 16 bytes. dst = 0: the predicates
+            // in Gaudi's (non-consecutive) map, 32 words of which bit 0 of word i is predicate i;
+            // predicate 0 is not loaded (always true).
+            const uint64_t generation = generation_;
+            const uint32_t words = p.dst ? kScalarRfs : 32;
+            std::array<uint32_t, 32> loaded{};
+            const bool ok = bus_.read(p.src_addr, loaded.data(), 4 * words) == tlm::TLM_OK_RESPONSE;
+            if (generation != generation_) return false;
+            if (!ok) {
+              raise_error(cp_index, QmanError::kFetch,
+                          std::string("LOAD_AND_EXE cannot read the ") + (p.dst ? "scalar RFs" : "predicates") +
+                              " at " + hex(p.src_addr));
               return false;
             }
-            cp.predicates = predicates | 1u;
+            if (p.dst) {
+              std::copy_n(loaded.begin(), kScalarRfs, cp.scalars.begin());
+            } else {
+              uint32_t predicates = 1;
+              for (unsigned i = 1; i < 32; ++i) predicates |= (loaded[i] & 1u) << i;
+              cp.predicates = predicates;
+            }
           }
-          return true;
+          // exe runs the packet held in the scalar RFs, whatever dst says (hl-thunk's separate
+          // "exe" packet has dst = 0, load = 0, exe = 1).
+          return !p.exe || execute_scalars(cp_index, p.etype);
         } else if constexpr (std::is_same_v<T, qman::ArbPoint>) {
           if (!predicate_true(cp, p.pred)) return true;
           return arbitrate(cp_index, p);
         } else {
+          // REPEAT is executed by execute() (it moves the CP inside its buffer); execute_scalars
+          // refuses it.
           static_assert(std::is_same_v<T, qman::Repeat>);
-          raise_error(cp_index, QmanError::kUndefinedOpcode, "REPEAT is not modelled yet");
+          raise_error(cp_index, QmanError::kUndefinedOpcode, "REPEAT outside a command buffer");
           return false;
         }
       },

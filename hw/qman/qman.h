@@ -3,7 +3,10 @@
 // Each CP fetches its command buffer over the fabric and executes the Gaudi packet set; messages
 // (MSG_LONG / MSG_SHORT / MSG_PROT) are posted writes, register writes go to the engine's CFG
 // block, FENCE waits on the CP's fence counters (incremented by writes to CP_FENCEn_RDATA, usually
-// from a sync-manager monitor). STOP, an undefined opcode or a failed access raise a QMAN error:
+// from a sync-manager monitor). Before a packet runs, its barriers hold: EB waits until the engine
+// is idle, MB until the CP's earlier messages are answered (RB holds by construction: register
+// writes are blocking). REPEAT loops and LOAD_AND_EXE (predicates or scalar RFs) are modelled as
+// README.md describes. STOP, an undefined opcode or a failed access raise a QMAN error:
 // GLBL_STS1 records the cause, the error message GLBL_ERR_WDATA is written to GLBL_ERR_ADDR when
 // enabled, and that CP stops until the QMAN is reset. The registers sit at the real Gaudi 1 CFG
 // offsets (hw/regs/gaudi1_map.h).
@@ -21,6 +24,7 @@
 
 #include "hw/cfg/cfg_space.h"
 #include "hw/common/bus_master.h"
+#include "hw/common/engine_status.h"
 #include "hw/qman/packets.h"
 #include "hw/regs/gaudi1_map.h"
 
@@ -37,6 +41,7 @@ struct QmanConfig {
   uint32_t fetch_window = 8;           // fetch reads in flight
   uint32_t lower_cp_fifo = 8;          // CP_DMA descriptors the lower CP can hold
   uint32_t max_cb_bytes = 2u << 20;    // larger buffer sizes are a fetch error (the driver's CB limit)
+  EngineStatus* engine = nullptr;      // the engine behind this QMAN for EB; nullptr = always idle
 };
 
 // Why a CP stopped; the bit values are those of GLBL_STS1.
@@ -82,8 +87,16 @@ class Qman : public sc_core::sc_module, public RegisterBlock {
   void set_observer(QmanObserver* observer) { observer_ = observer; }
   const QmanStats& stats() const { return stats_; }
   const std::string& qman_name() const { return name_; }
+  // GLBL_NON_SECURE_PROPS_<cp> as it stands (writes already applied): the ASID and MMU-bypass bit
+  // of the CP's accesses. No side effects. The card's MMU for this QMAN uses CP 0's.
+  uint32_t non_secure_props(unsigned cp) const {
+    return plain_registers_[regs::qm_reg_offset(regs::QmReg::GlblNonSecureProps, cp) / 4];
+  }
   bool cp_stopped(unsigned cp) const { return cps_[cp].stopped; }
   uint32_t fence_counter(unsigned cp, unsigned fence) const { return cps_[cp].fence[fence]; }
+  // The scalar register files of CP `cp` (LOAD_AND_EXE with dst = 1 loads them; REPEAT counts).
+  static constexpr unsigned kScalarRfs = 4;
+  uint32_t scalar_rf(unsigned cp, unsigned rf) const { return cps_[cp].scalars.at(rf); }
   // A modelled hard reset: every CP idle and running, queues empty, registers at reset values.
   void reset();
 
@@ -92,8 +105,17 @@ class Qman : public sc_core::sc_module, public RegisterBlock {
     uint64_t address = 0;
     uint32_t size = 0;
   };
+  // A REPEAT loop level (o = 0 inner, o = 1 outer): armed by REPEAT sore = 1, counted down by
+  // REPEAT sore = 0. Reset at the start of each command buffer.
+  struct Loop {
+    bool armed = false;
+    uint32_t left = 0;          // iterations still to run, the current one included
+    size_t start_offset = 0;    // command-buffer offset of the REPEAT that armed it
+  };
   struct Cp {
     std::array<uint32_t, regs::kFencesPerCp> fence{};
+    std::array<uint32_t, kScalarRfs> scalars{};   // scalar RFs 0..3 (LOAD_AND_EXE dst = 1)
+    std::array<Loop, 2> loops{};
     std::array<uint64_t, regs::kCpMsgBases> msg_base{};
     uint32_t ldma_tsize_offset = 0, ldma_src_offset = 0, ldma_dst_offset = 0;
     uint32_t predicates = 1;             // predicate 0 is always true
@@ -120,9 +142,17 @@ class Qman : public sc_core::sc_module, public RegisterBlock {
   void run_lower_cp();
   // Executes one command buffer on CP `cp`; false when the CP stopped on an error.
   bool execute(unsigned cp, const CommandBuffer& cb);
+  // Waits for the packet's barriers, then executes it; false when the CP stopped (or was reset).
+  bool run_packet(unsigned cp, const qman::Packet& packet);
+  bool wait_barriers(unsigned cp, const qman::Barriers& barriers);
   bool execute_packet(unsigned cp, const qman::Packet& packet);
+  // REPEAT: sets `next` (the offset of the packet to run next) when it jumps.
+  bool repeat(unsigned cp, const qman::Repeat& packet, uint64_t cb_address, size_t offset, size_t size,
+              size_t& next);
+  // LOAD_AND_EXE scalar mode, exe: decodes the scalar RFs (all / lower 2, or upper 2) as a packet and runs it.
+  bool execute_scalars(unsigned cp, bool upper);
   bool predicate_true(const Cp& cp, uint8_t pred) const { return pred == 0 || (cp.predicates >> pred) & 1u; }
-  bool send_message(unsigned cp, uint64_t address, uint32_t value, bool barrier);
+  bool send_message(unsigned cp, uint64_t address, uint32_t value);
   bool write_engine_register(unsigned cp, uint64_t address, uint32_t value);
   void raise_error(unsigned cp, QmanError cause, const std::string& message);
   // Stream arbitration (ARB_POINT with ARB_CFG_0.EN): grants the critical section to a waiter.

@@ -850,6 +850,31 @@ inline constexpr uint64_t kCntcvu = 0xC4900C;     // counter value [63:32]
 inline constexpr uint64_t kCntfid0 = 0xC49020;
 }  // namespace psoc_timestamp
 
+namespace mmu {
+// The MMU's register blocks (mmu_up_regs.h, stlb_regs.h, mmu_v1_1.h): MMU_UP at 0xC11000, STLB
+// at 0xC12000.
+inline constexpr uint64_t kMmuUpBase = 0xC11000;
+inline constexpr uint64_t kMmuUpEnable = 0xC1100C;           // mmMMU_UP_MMU_ENABLE
+inline constexpr uint64_t kMmuUpSpiMask = 0xC1102C;          // mmMMU_UP_SPI_MASK
+inline constexpr uint64_t kPageErrorCapture = 0xC11034;      // mmMMU_UP_PAGE_ERROR_CAPTURE
+inline constexpr uint64_t kPageErrorCaptureVa = 0xC11038;    // mmMMU_UP_PAGE_ERROR_CAPTURE_VA
+inline constexpr uint32_t kCaptureVa4932Mask = 0x3FFFF;      // VA[49:32]
+inline constexpr uint32_t kCaptureEntryValid = 1u << 18;
+inline constexpr uint32_t kCaptureWrite = 1u << 19;          // hpusim: the access was a write
+inline constexpr unsigned kCaptureEngineShift = 24;          // hpusim: [30:24] the master's engine id
+inline constexpr uint32_t kCaptureEngineMask = 0x7Fu << kCaptureEngineShift;
+inline constexpr uint64_t kBusy = 0xC12000;                  // MMU_BUSY
+inline constexpr uint64_t kAsid = 0xC12004;                  // MMU_ASID
+inline constexpr uint64_t kHop0Pa4312 = 0xC12008;            // MMU_HOP0_PA43_12
+inline constexpr uint64_t kHop0Pa4944 = 0xC1200C;            // MMU_HOP0_PA49_44
+inline constexpr uint32_t kBusyBit = 0x80000000u;
+inline constexpr uint64_t kStlbCacheInv = 0xC12010;          // mmSTLB_CACHE_INV
+inline constexpr uint64_t kStlbInvAllStart = 0xC12034;       // mmSTLB_INV_ALL_START
+inline constexpr uint64_t kStlbInvPs = 0xC1203C;             // mmSTLB_INV_PS
+inline constexpr uint64_t kStlbInvConsumerIndex = 0xC12040;  // mmSTLB_INV_CONSUMER_INDEX
+inline constexpr uint64_t kStlbInvSet = 0xC12048;            // mmSTLB_INV_SET
+}  // namespace mmu
+
 namespace gic {
 // QMAN/DMA error messages (GLBL_ERR_ADDR / ERRMSG_ADDR) and the CPU_PQ doorbell event go here.
 inline constexpr uint64_t kGicdSetspiNsr = 0x800040;  // mmGIC_DISTRIBUTOR__5_GICD_SETSPI_NSR

@@ -10,6 +10,7 @@
 #include "driver/device.h"
 #include "hw/qman/packets.h"
 #include "sim/report/json_records.h"
+#include "traces/timeline.h"
 
 namespace hpusim::bench {
 namespace {
@@ -30,10 +31,10 @@ uint64_t make_cb(HlDevice& device, const std::vector<uint8_t>& bytes) {
   return handle;
 }
 
-hl_cs_chunk chunk(uint64_t handle, uint32_t size) {
+hl_cs_chunk chunk(uint64_t handle, uint32_t size, regs::QueueId queue = regs::QueueId::DMA_0_0) {
   hl_cs_chunk c{};
   c.cb_handle = handle;
-  c.queue_index = static_cast<uint32_t>(regs::QueueId::DMA_0_0);
+  c.queue_index = static_cast<uint32_t>(queue);
   c.cb_size = size;
   return c;
 }
@@ -77,12 +78,47 @@ SubmitCaseResult run_case(HlDevice& device, const std::string& name, uint32_t no
   return r;
 }
 
+// `reps` CSs of one LIN_DMA each between a mapped host buffer and DRAM, waiting for each.
+SubmitCaseResult run_dma_case(HlDevice& device, bool to_device, uint64_t bytes, uint64_t reps) {
+  std::vector<uint8_t> host(bytes, 0x3C);
+  uint64_t va = 0;
+  if (device.map_host(host.data(), bytes, &va) != 0) throw std::runtime_error("mapping the host buffer failed");
+  const uint64_t dram = device.dram_user_base();
+  qman::CommandBufferBuilder builder;
+  builder.lin_dma(to_device ? va : dram, to_device ? dram : va, static_cast<uint32_t>(bytes));
+  const uint32_t size = static_cast<uint32_t>(builder.size());
+  const uint64_t handle = make_cb(device, builder.bytes());
+  const auto queue = to_device ? regs::QueueId::DMA_0_0 : regs::QueueId::DMA_1_0;
+  const uint64_t host_start = device.cosim().host_now_ps();
+  const auto wall_start = std::chrono::steady_clock::now();
+  for (uint64_t i = 0; i < reps; ++i) {
+    uint64_t seq = 0;
+    if (device.submit({chunk(handle, size, queue)}, &seq) != 0) throw std::runtime_error("CS submit failed");
+    wait_done(device, seq);
+  }
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  const double host_ns = double(device.cosim().host_now_ps() - host_start) / 1000.0;
+  device.cb_destroy(handle);
+  device.unmap_host(va);
+  SubmitCaseResult r;
+  r.name = to_device ? "dma_host_to_dram" : "dma_dram_to_host";
+  r.size_bytes = bytes;
+  r.submissions = reps;
+  r.sim_latency_ns = host_ns / double(reps);
+  r.sim_per_s = host_ns > 0 ? double(reps) / (host_ns * 1e-9) : 0.0;
+  r.wall_per_s = wall > 0 ? double(reps) / wall : 0.0;
+  r.sim_gb_per_s = host_ns > 0 ? double(bytes * reps) / host_ns : 0.0;
+  return r;
+}
+
 }  // namespace
 
 std::vector<SubmitCaseResult> run_submit_bench(const SubmitBenchOptions& options, std::ostream& out) {
   if (!(options.scale > 0)) throw std::invalid_argument("--scale must be greater than 0");
   auto count = [&](uint64_t n) { return std::max<uint64_t>(4, static_cast<uint64_t>(double(n) * options.scale)); };
+  traces::Timeline timeline(!options.trace_path.empty());
   driver::HlDeviceOptions device_options;
+  if (timeline.enabled()) device_options.timeline = &timeline;
   device_options.preset = options.preset;
   device_options.overrides = options.overrides;
   device_options.cs_timeout_us = 1000000;
@@ -113,7 +149,29 @@ std::vector<SubmitCaseResult> run_submit_bench(const SubmitBenchOptions& options
     out << line << std::flush;
     results.push_back(r);
   }
+  out << "\n";
+  std::snprintf(line, sizeof line, "%-26s %10s %6s %14s %12s %14s\n", "case", "bytes", "CS", "sim latency ns",
+                "sim GB/s", "wall CS/s");
+  out << line << std::string(88, '-') << "\n";
+  for (const bool to_device : {true, false}) {
+    for (const uint64_t bytes : {uint64_t{4} << 10, uint64_t{64} << 10, uint64_t{1} << 20, uint64_t{16} << 20,
+                                 uint64_t{64} << 20}) {
+      // Fewer repetitions for the big transfers: each 64 MB one is ~0.3 M bursts to simulate.
+      const uint64_t reps = std::max<uint64_t>(1, static_cast<uint64_t>(double(bytes >= (16u << 20) ? 2 : 20) * options.scale));
+      SubmitCaseResult r = run_dma_case(device, to_device, bytes, reps);
+      std::snprintf(line, sizeof line, "%-26s %10llu %6llu %14.1f %12.2f %14.1f\n", r.name.c_str(),
+                    static_cast<unsigned long long>(r.size_bytes), static_cast<unsigned long long>(r.submissions),
+                    r.sim_latency_ns, r.sim_gb_per_s, r.wall_per_s);
+      out << line << std::flush;
+      results.push_back(r);
+    }
+  }
   device.close();
+  if (timeline.enabled()) {
+    std::lock_guard<std::mutex> lock(timeline.mutex());
+    timeline.writer().write_perfetto(options.trace_path);
+    out << "trace: " << options.trace_path << "\n";
+  }
 
   if (!options.json_path.empty()) {
     std::vector<report::JsonRecord> records;
@@ -125,7 +183,8 @@ std::vector<SubmitCaseResult> run_submit_bench(const SubmitBenchOptions& options
           .add("submissions", r.submissions)
           .add("sim_latency_ns", r.sim_latency_ns)
           .add("sim_per_s", r.sim_per_s)
-          .add("wall_per_s", r.wall_per_s);
+          .add("wall_per_s", r.wall_per_s)
+          .add("sim_gb_per_s", r.sim_gb_per_s);
       records.push_back(std::move(record));
     }
     report::write_json_records(records, options.json_path);

@@ -130,6 +130,7 @@ int command_bench_submit(const std::vector<std::string>& args) {
   options.add_options()
       ("help,h", "this help")
       ("json", po::value<std::string>(), "write results as a JSON array of objects")
+      ("trace", po::value<std::string>(), "write a Perfetto trace: driver ioctls and interrupts, QMAN packets, DMA transfers")
       ("scale", po::value<double>()->default_value(1.0), "multiply every case's submission count");
   po::variables_map vm = parse(args, options);
   if (vm.count("help")) {
@@ -142,6 +143,7 @@ int command_bench_submit(const std::vector<std::string>& args) {
   hpusim::preset::load_preset(bench.preset, bench.overrides);  // report preset errors before starting
   bench.scale = vm["scale"].as<double>();
   if (vm.count("json")) bench.json_path = vm["json"].as<std::string>();
+  if (vm.count("trace")) bench.trace_path = vm["trace"].as<std::string>();
   hpusim::bench::run_submit_bench(bench, std::cout);
   return 0;
 }

@@ -1,7 +1,11 @@
 #include "sim/cosim/cosimulation.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 namespace hpusim::cosim {
 namespace {
@@ -83,6 +87,49 @@ void CoSimulation::mmio_write32(uint64_t device_address, uint32_t value) {
     if (failed) throw std::runtime_error("MMIO write to " + hex(device_address) + " failed");
   });
   clock_.charge_ns(costs_.mmio_write_ns);
+}
+
+void CoSimulation::mmio_write_block(uint64_t device_address, const void* data, uint64_t bytes) {
+  std::lock_guard<std::recursive_mutex> lock(host_mutex_);
+  HostCall call(clock_);
+  if (port_ == nullptr) throw std::logic_error("co-simulation: no host port attached");
+  if (bytes == 0) return;
+  if (bytes - 1 > UINT64_MAX - device_address) {
+    throw std::invalid_argument("MMIO block write to " + hex(device_address) + " of " + std::to_string(bytes) +
+                                " bytes wraps around the address space");
+  }
+  const auto* source = static_cast<const unsigned char*>(data);
+  const uint64_t at = clock_.now_ps();
+  std::optional<uint64_t> failed_at = sim_.call([&]() -> std::optional<uint64_t> {
+    advance_device_to(at);
+    // Every write goes out before any is checked: a posted write that fails does not stop the
+    // ones behind it.
+    std::vector<std::pair<uint64_t, uint64_t>> tickets;   // (ticket, address)
+    tickets.reserve(bytes / kBlockWriteBytes + 2);
+    uint64_t address = device_address;
+    uint64_t left = bytes;
+    while (left > 0) {
+      const uint64_t n = std::min(left, kBlockWriteBytes - address % kBlockWriteBytes);
+      const uint64_t offset = address - device_address;
+      std::vector<unsigned char> chunk(source + offset, source + offset + n);
+      tickets.emplace_back(port_->issue_write(address, std::move(chunk), at), address);
+      address += n;
+      left -= n;
+    }
+    std::optional<uint64_t> first_failure;
+    for (const auto& [ticket, chunk_address] : tickets) {
+      const auto& done = port_->completion(ticket);
+      if (!first_failure && done.done && done.status != tlm::TLM_OK_RESPONSE) first_failure = chunk_address;
+      port_->forget(ticket);   // writes still in flight are dropped when their responses arrive
+    }
+    return first_failure;
+  });
+  if (failed_at) {
+    throw std::runtime_error("MMIO block write to " + hex(device_address) + " (" + std::to_string(bytes) +
+                             " bytes) failed at " + hex(*failed_at));
+  }
+  const uint64_t lines = (bytes - 1) / kWriteCombiningBytes + 1;
+  clock_.charge_ns(lines * costs_.mmio_write_ns);
 }
 
 uint32_t CoSimulation::mmio_read32(uint64_t device_address) {

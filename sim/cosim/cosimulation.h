@@ -19,7 +19,7 @@
 namespace hpusim::cosim {
 
 struct HostCostsNs {
-  uint64_t mmio_write_ns = 150;
+  uint64_t mmio_write_ns = 150;      // per posted write; block writes pay it per 64 bytes
   uint64_t mmio_read_ns = 900;       // host-side cost on top of the modelled round trip
   uint64_t irq_latency_ns = 3000;
 };
@@ -52,6 +52,19 @@ class CoSimulation {
   // Both throw std::runtime_error if the device answers with an error response.
   void mmio_write32(uint64_t device_address, uint32_t value);
   uint32_t mmio_read32(uint64_t device_address);
+
+  // A block of posted writes (memcpy_toio through a BAR): `bytes` bytes from `data` to
+  // [device_address, device_address + bytes). They leave as writes of at most kBlockWriteBytes,
+  // cut at kBlockWriteBytes-aligned addresses (the first and last may be shorter), all reaching
+  // the link at the current host time in one hand-off to the simulation thread; the data is
+  // copied, so the caller's buffer may go away on return. The host pays mmio_write_ns per
+  // 64 bytes, rounded up (write-combining: the CPU streams the block in 64-byte lines, each
+  // costing about one posted write). Zero bytes do nothing. If any write is answered with an
+  // error at once, throws std::runtime_error naming the block and the failing address (the other
+  // writes still go out, and the host is not charged, as in mmio_write32).
+  static constexpr uint64_t kBlockWriteBytes = 128;
+  static constexpr uint64_t kWriteCombiningBytes = 64;
+  void mmio_write_block(uint64_t device_address, const void* data, uint64_t bytes);
 
   // Blocks until an MSI reaches the host or `timeout_ps` of host time passes; returns the vector.
   std::optional<uint32_t> wait_for_interrupt(uint64_t timeout_ps);

@@ -9,6 +9,8 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <unordered_map>
+#include <vector>
 
 #include "hw/common/mem_protocol.h"
 
@@ -33,6 +35,10 @@ class HostPort : public sc_core::sc_module {
 
   // Issues a 32-bit access that reaches the link at `at_ps`; returns a ticket for completion().
   uint64_t issue(bool write, uint64_t address, uint32_t value, hw::Picoseconds at_ps);
+  // Issues a write of data.size() (> 0) bytes that reaches the link at `at_ps`. The port owns
+  // the data until the response arrives, so it may be forgotten at once (posted). Returns a
+  // ticket for completion() (whose value is 0).
+  uint64_t issue_write(uint64_t address, std::vector<unsigned char> data, hw::Picoseconds at_ps);
   const Completion& completion(uint64_t ticket) const;
   // Releases a ticket; one still in flight is dropped when its response arrives.
   void forget(uint64_t ticket);
@@ -49,14 +55,20 @@ class HostPort : public sc_core::sc_module {
  private:
   struct Outstanding {
     tlm::tlm_generic_payload payload;
-    uint32_t data = 0;
+    uint32_t data = 0;                  // a 32-bit access's value
+    std::vector<unsigned char> block;   // an issue_write's data
     Completion completion;
     bool abandoned = false;   // the host gave up waiting; drop the response when it comes
   };
+  // Registers a new outstanding access and fills in its payload except the data; returns its ticket.
+  uint64_t add(bool write, uint64_t address, Outstanding*& entry);
+  void send(Outstanding& o, hw::Picoseconds at_ps);
+  void erase(std::map<uint64_t, std::unique_ptr<Outstanding>>::iterator it);
   tlm::tlm_sync_enum backward(tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase, sc_core::sc_time& delay);
   void news();
 
   std::map<uint64_t, std::unique_ptr<Outstanding>> outstanding_;
+  std::unordered_map<const tlm::tlm_generic_payload*, uint64_t> ticket_of_;   // lookup only, never iterated
   std::multimap<hw::Picoseconds, uint32_t> interrupts_;   // ordered by arrival time, then order received
   mutable Interrupt earliest_{};
   uint64_t next_ticket_ = 1;

@@ -166,6 +166,12 @@ void resolve_and_validate(Card& card) {
   require_positive(cs.lower_cp_fifo(), "command_submission.lower_cp_fifo");
   require_positive(cs.cp_fetch_window(), "command_submission.cp_fetch_window");
 
+  const auto& mmu = card.mmu();
+  require_positive(mmu.tlb_entries(), "mmu.tlb_entries");
+  require_positive(mmu.lookup_cycles(), "mmu.lookup_cycles");
+  require_positive(mmu.config_cycles(), "mmu.config_cycles");
+  require_positive(mmu.invalidate_cycles(), "mmu.invalidate_cycles");
+
   const auto& map = card.memory_map();
   std::vector<Region> regions = {
       {"DRAM", map.dram_base(), hbm_capacity(hbm)},

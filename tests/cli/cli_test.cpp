@@ -147,22 +147,40 @@ TEST(Cli, TheBenchTraceDecodesWithTracksSlicesCountersAndFlows) {
   EXPECT_GT(json.get_child("traceEvents").size(), 10u);
 }
 
-TEST(Cli, BenchSubmitWritesItsJson) {
+TEST(Cli, BenchSubmitWritesItsJsonAndTrace) {
   std::string json = temp_path("submit.json");
-  ProgramRun r = run("bench submit --scale 0.1 --json " + json);
+  std::string trace = temp_path("submit.pftrace");
+  ProgramRun r = run("bench submit --scale 0.1 --json " + json + " --trace " + trace);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("nop_cs_round_trip"), std::string::npos);
+  EXPECT_NE(r.output.find("dma_host_to_dram"), std::string::npos);
   boost::property_tree::ptree results;
   boost::property_tree::read_json(json, results);
-  int cases = 0;
+  int cases = 0, dma_cases = 0;
   for (const auto& [key, row] : results) {
     ++cases;
-    for (const char* field : {"case", "size_bytes", "sim_latency_ns", "sim_per_s", "wall_per_s"}) {
+    for (const char* field : {"case", "size_bytes", "sim_latency_ns", "sim_per_s", "wall_per_s", "sim_gb_per_s"}) {
       EXPECT_TRUE(row.get_child_optional(field)) << "missing " << field;
     }
     EXPECT_GT(row.get<double>("sim_per_s"), 0.0);
+    if (row.get<std::string>("case").rfind("dma_", 0) == 0) {
+      ++dma_cases;
+      // Bounded by the PCIe Gen4 x16 payload rate (28 GB/s on hl205), and not absurdly low.
+      EXPECT_GT(row.get<double>("sim_gb_per_s"), 0.0);
+      EXPECT_LT(row.get<double>("sim_gb_per_s"), 28.1);
+    }
   }
-  EXPECT_GE(cases, 4);
+  EXPECT_GE(cases, 14);
+  EXPECT_EQ(dma_cases, 10);
+  // The trace has the driver's ioctls and the card's DMA transfers.
+  hpusim::traces::TraceModel model = hpusim::traces::read_perfetto(trace);
+  bool ioctl_slice = false, dma_slice = false;
+  for (const auto& slice : model.slices) {
+    ioctl_slice |= slice.name == "CS";
+    dma_slice |= slice.name == "copy";
+  }
+  EXPECT_TRUE(ioctl_slice);
+  EXPECT_TRUE(dma_slice);
   EXPECT_EQ(run("bench submit --set hbm.stacks=0").exit_code, 2);
 }
 

@@ -4,11 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <systemc>
+#include <tlm_utils/peq_with_cb_and_phase.h>
 #include <tlm_utils/simple_initiator_socket.h>
+#include <tlm_utils/simple_target_socket.h>
 
 #include <cstring>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "hw/card/memory_system.h"
 #include "sim/cosim/cosimulation.h"
@@ -83,6 +86,63 @@ class TestDevice : public sc_core::sc_module, public hw::RegisterBlock {
   uint32_t scratch_ = 0, vector_ = 0, count_ = 0;
   uint64_t msi_device_address_;
 };
+
+// A host-side target that records every write and consumes its data 1 us after it arrives, as a
+// slow endpoint would: the data must still be there then. Writes at kRejectFrom and above are
+// answered with an address error at once.
+class RecordingTarget : public sc_core::sc_module {
+ public:
+  static constexpr uint64_t kRejectFrom = 0xBAD000;
+  struct Write {
+    uint64_t address;
+    hw::Picoseconds arrival_ps;
+    std::vector<unsigned char> data;
+  };
+
+  explicit RecordingTarget(sc_core::sc_module_name name)
+      : sc_module(name), socket("socket"), peq_(this, &RecordingTarget::consume) {
+    socket.register_nb_transport_fw(this, &RecordingTarget::forward);
+  }
+
+  tlm_utils::simple_target_socket<RecordingTarget> socket;
+  std::vector<Write> writes;   // in the order they were consumed
+
+ private:
+  static constexpr hw::Picoseconds kConsumeAfterPs = 1000000;
+
+  tlm::tlm_sync_enum forward(tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase, sc_core::sc_time& delay) {
+    if (trans.get_address() >= kRejectFrom) {
+      trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+      tlm::tlm_phase response = tlm::BEGIN_RESP;
+      socket->nb_transport_bw(trans, response, delay);
+      return tlm::TLM_ACCEPTED;
+    }
+    arrivals_.push_back(hw::now_ps() + delay.value());
+    peq_.notify(trans, phase, delay + sc_core::sc_time::from_value(kConsumeAfterPs));
+    return tlm::TLM_ACCEPTED;
+  }
+  void consume(tlm::tlm_generic_payload& trans, const tlm::tlm_phase&) {
+    const unsigned char* data = trans.get_data_ptr();
+    writes.push_back({trans.get_address(), hw::now_ps() - kConsumeAfterPs,
+                      std::vector<unsigned char>(data, data + trans.get_data_length())});
+    trans.set_response_status(tlm::TLM_OK_RESPONSE);
+    tlm::tlm_phase response = tlm::BEGIN_RESP;
+    sc_core::sc_time none = sc_core::SC_ZERO_TIME;
+    socket->nb_transport_bw(trans, response, none);
+  }
+
+  tlm_utils::peq_with_cb_and_phase<RecordingTarget> peq_;
+  std::vector<hw::Picoseconds> arrivals_;
+};
+
+std::vector<unsigned char> pattern(uint64_t bytes, unsigned seed) {
+  std::vector<unsigned char> out(bytes);
+  for (uint64_t i = 0; i < bytes; ++i) out[i] = static_cast<unsigned char>(seed * 31 + i * 7 + i / 256);
+  return out;
+}
+
+// Posted writes the block becomes: one per 128-byte-aligned piece of [address, address + bytes).
+uint64_t block_pieces(uint64_t address, uint64_t bytes) { return (address + bytes - 1) / 128 - address / 128 + 1; }
 
 struct Platform {
   std::unique_ptr<hw::MemorySystem> system;
@@ -225,6 +285,167 @@ TEST_F(CoSim, FailedAccessesAreReportedWithTheAddress) {
     EXPECT_NE(std::string(e.what()).find("0x7ffc001080"), std::string::npos) << e.what();
   }
   EXPECT_THROW(sim->mmio_read32(p->card.memory_map().cfg_base() + 0x900000), std::runtime_error);
+}
+
+TEST_F(CoSim, BlockWritesLandExactlyTheBytesInSramAndDram) {
+  build(cosim::HostTimeSource::kModeled);
+  const auto& map = p->card.memory_map();
+  struct Case {
+    uint64_t address;
+    uint64_t bytes;
+  };
+  const uint64_t sram = map.sram_base() + 0x10000;
+  const uint64_t dram = map.dram_user_base() + 0x200000;
+  const std::vector<Case> cases = {
+      {sram + 0x001, 1},   {sram + 0x103, 4},    {sram + 0x205, 127},  {sram + 0x380, 128},
+      {sram + 0x47F, 129}, {sram + 0x1001, 4099}, {dram + 0x003, 1},   {dram + 0x10D, 4},
+      {dram + 0x281, 127}, {dram + 0x400, 128},  {dram + 0x5FF, 129},  {dram + 0x2007, 4099},
+  };
+  constexpr unsigned char kGuard = 0xEE;
+  auto store_access = [this, sram_base = map.sram_base()](bool write, uint64_t address, void* data, uint64_t bytes) {
+    sim->on_sim_thread([&] {
+      mem::BackingStore& store = address >= sram_base ? p->system->sram().store() : p->system->hbm().store();
+      write ? store.write(address, data, bytes) : store.read(address, data, bytes);
+    });
+  };
+  for (const Case& c : cases) {
+    std::vector<unsigned char> guard(c.bytes + 32, kGuard);
+    store_access(true, c.address - 16, guard.data(), guard.size());
+  }
+  const hw::PcieStats before = sim->on_sim_thread([&] { return p->system->pcie().stats(); });
+  uint64_t expected_tlps = 0, expected_wire = 0;
+  unsigned seed = 0;
+  for (const Case& c : cases) {
+    std::vector<unsigned char> data = pattern(c.bytes, ++seed);
+    const uint64_t start = sim->host_now_ps();
+    sim->mmio_write_block(c.address, data.data(), data.size());
+    std::fill(data.begin(), data.end(), 0);   // the block was copied: the source may change
+    // mmio_write_ns per 64 bytes, rounded up.
+    EXPECT_EQ(sim->host_now_ps() - start, (c.bytes + 63) / 64 * 150000) << c.bytes << " bytes";
+    // The device was brought to the block's host time and not past it.
+    EXPECT_EQ(sim->device_now_ps(), start);
+    expected_tlps += block_pieces(c.address, c.bytes);
+    expected_wire += c.bytes + block_pieces(c.address, c.bytes) * p->card.pcie().tlp_overhead_bytes();
+  }
+  const hw::PcieStats after = sim->on_sim_thread([&] { return p->system->pcie().stats(); });
+  EXPECT_EQ(after.mmio_writes - before.mmio_writes, expected_tlps);
+  EXPECT_EQ(after.downstream_tlps - before.downstream_tlps, expected_tlps);
+  EXPECT_EQ(after.downstream_bytes - before.downstream_bytes, expected_wire);
+
+  // A read behind the posted writes sees them (a read does not pass posted writes).
+  uint32_t word = 0;
+  std::vector<unsigned char> last = pattern(4099, seed);
+  std::memcpy(&word, last.data() + (0x2008 - 0x2007), 4);
+  EXPECT_EQ(sim->mmio_read32(dram + 0x2008), word);
+  sim->charge_ns(20000);
+  sim->sync_device();
+  seed = 0;
+  for (const Case& c : cases) {
+    std::vector<unsigned char> seen(c.bytes + 32);
+    store_access(false, c.address - 16, seen.data(), seen.size());
+    const std::vector<unsigned char> want = pattern(c.bytes, ++seed);
+    for (uint64_t i = 0; i < 16; ++i) {
+      EXPECT_EQ(seen[i], kGuard) << "before 0x" << std::hex << c.address;
+      EXPECT_EQ(seen[16 + c.bytes + i], kGuard) << "after 0x" << std::hex << c.address;
+    }
+    EXPECT_TRUE(std::equal(want.begin(), want.end(), seen.begin() + 16)) << "block at 0x" << std::hex << c.address;
+  }
+}
+
+TEST_F(CoSim, FailedBlockWritesAreReportedWithTheAddress) {
+  build(cosim::HostTimeSource::kModeled);
+  const uint64_t unmapped = p->card.memory_map().cfg_base() + 0x900000;
+  std::vector<unsigned char> data(300, 1);
+  const uint64_t start = sim->host_now_ps();
+  try {
+    sim->mmio_write_block(unmapped + 4, data.data(), data.size());
+    FAIL() << "expected an error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("0x7ffc900004"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(sim->host_now_ps(), start);
+  // Nothing happens for an empty block; the writes before keep working.
+  sim->mmio_write_block(unmapped, data.data(), 0);
+  EXPECT_EQ(sim->host_now_ps(), start);
+  sim->mmio_write32(base + kScratch, 5);
+  EXPECT_EQ(sim->mmio_read32(base + kScratch), 5u);
+}
+
+// The block's pieces as the link sees them, through a recording target in place of the card.
+TEST(CoSimBlockWrites, PiecesAreAtMost128BytesAlignedAndAllLeaveAtTheHostTime) {
+  cosim::HostCostsNs costs;
+  costs.mmio_write_ns = 100;
+  cosim::CoSimulation sim(cosim::HostTimeSource::kModeled, costs);
+  std::unique_ptr<RecordingTarget> target;
+  std::unique_ptr<cosim::HostPort> port;
+  sim.on_sim_thread([&] {
+    target = std::make_unique<RecordingTarget>("recorder");
+    port = std::make_unique<cosim::HostPort>("host");
+    port->socket.bind(target->socket);
+  });
+  sim.attach(*port);
+
+  struct Case {
+    uint64_t address;
+    uint64_t bytes;
+  };
+  const std::vector<Case> cases = {{0x1001, 1},   {0x2003, 4},   {0x3005, 127},  {0x4080, 128},
+                                   {0x507F, 129}, {0x6000, 256}, {0x7001, 4099}, {0x8040, 64}};
+  unsigned seed = 0;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::Message() << c.bytes << " bytes at 0x" << std::hex << c.address);
+    auto data = std::make_unique<std::vector<unsigned char>>(pattern(c.bytes, ++seed));
+    const std::vector<unsigned char> want = *data;
+    sim.charge_ns(1000);   // the host does something else first
+    const uint64_t at = sim.host_now_ps();
+    sim.mmio_write_block(c.address, data->data(), data->size());
+    data.reset();   // the caller's buffer goes away before the target reads it
+    EXPECT_EQ(sim.host_now_ps() - at, (c.bytes + 63) / 64 * 100000);
+    sim.charge_ns(5000);
+    sim.sync_device();   // the target consumes the pieces 1 us after they arrive
+
+    std::vector<RecordingTarget::Write> writes;
+    sim.on_sim_thread([&] { writes.swap(target->writes); });
+    ASSERT_EQ(writes.size(), block_pieces(c.address, c.bytes));
+    uint64_t next = c.address;
+    std::vector<unsigned char> joined;
+    for (size_t i = 0; i < writes.size(); ++i) {
+      const auto& w = writes[i];
+      EXPECT_EQ(w.arrival_ps, at) << "piece " << i;
+      EXPECT_EQ(w.address, next) << "piece " << i;
+      EXPECT_LE(w.data.size(), 128u);
+      EXPECT_GT(w.data.size(), 0u);
+      // Only the first piece may start, and only the last may end, off a 128-byte boundary.
+      if (i > 0) {
+        EXPECT_EQ(w.address % 128, 0u) << "piece " << i;
+      }
+      if (i + 1 < writes.size()) {
+        EXPECT_EQ((w.address + w.data.size()) % 128, 0u) << "piece " << i;
+      }
+      next += w.data.size();
+      joined.insert(joined.end(), w.data.begin(), w.data.end());
+    }
+    EXPECT_EQ(joined, want);
+  }
+
+  // A piece answered with an error at once fails the call, naming the piece; the rest still go.
+  std::vector<unsigned char> data(200, 9);
+  const uint64_t rejected = RecordingTarget::kRejectFrom;
+  try {
+    sim.mmio_write_block(rejected - 100, data.data(), data.size());
+    FAIL() << "expected an error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("0xbacf9c"), std::string::npos) << e.what();   // the block
+    EXPECT_NE(std::string(e.what()).find("failed at 0xbad000"), std::string::npos) << e.what();
+  }
+  sim.charge_ns(5000);
+  sim.sync_device();
+  sim.on_sim_thread([&] {
+    ASSERT_EQ(target->writes.size(), 1u);   // the piece below the rejected range
+    EXPECT_EQ(target->writes[0].data.size(), 100u);
+    port.reset();
+    target.reset();
+  });
 }
 
 TEST_F(CoSim, HostCodeOnOtherThreadsReachesTheDeviceThroughTheSimulationThread) {

@@ -52,9 +52,11 @@ struct DmaRecorder : hw::DmaObserver {
     failed.push_back({channel, address, message, at});
   }
   void commit_ignored(uint32_t channel, uint32_t, hw::Picoseconds) override { ignored.push_back(channel); }
+  void halted(uint32_t channel, hw::Picoseconds at) override { halts.push_back({channel, at}); }
   std::vector<Event> started, done;
   std::vector<Failure> failed;
   std::vector<uint32_t> ignored;
+  std::vector<std::pair<uint32_t, hw::Picoseconds>> halts;
 };
 
 // Records SOB updates; an optional hook runs at each one (e.g. to look at memory at that moment).
@@ -143,24 +145,26 @@ struct DmaBench {
   uint64_t sram(uint64_t offset) const { return card.memory_map().sram_base() + offset; }
   uint64_t dram(uint64_t offset) const { return card.memory_map().dram_user_base() + offset; }
 
-  // Device-address view of the backing stores.
-  mem::BackingStore& store_of(uint64_t device_address, uint64_t& store_address) {
-    if (device_address >= system_host_base()) {
-      store_address = device_address - system_host_base();
-      return system.host_memory();
-    }
-    store_address = device_address;
+  // Device-address view of the backing stores (host memory is its own type, not a BackingStore).
+  bool is_host(uint64_t device_address) const { return device_address >= system_host_base(); }
+  mem::BackingStore& store_of(uint64_t device_address) {
     if (device_address >= card.memory_map().sram_base()) return system.sram().store();
     return system.hbm().store();
   }
   void poke(uint64_t device_address, const std::vector<uint8_t>& bytes) {
-    uint64_t a;
-    store_of(device_address, a).write(a, bytes.data(), bytes.size());
+    if (is_host(device_address)) {
+      system.host_memory().write(device_address - system_host_base(), bytes.data(), bytes.size());
+    } else {
+      store_of(device_address).write(device_address, bytes.data(), bytes.size());
+    }
   }
   std::vector<uint8_t> peek(uint64_t device_address, uint64_t bytes) {
     std::vector<uint8_t> out(bytes);
-    uint64_t a;
-    store_of(device_address, a).read(a, out.data(), bytes);
+    if (is_host(device_address)) {
+      system.host_memory().read(device_address - system_host_base(), out.data(), bytes);
+    } else {
+      store_of(device_address).read(device_address, out.data(), bytes);
+    }
     return out;
   }
 

@@ -444,6 +444,148 @@ TEST(Dma, ResetAbandonsTransfersAndDisablesTheCore) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// ERR_CFG.STOP_ON_ERR, CFG_1 HALT / FLUSH, and the engine status the QMAN's engine barrier uses.
+// ---------------------------------------------------------------------------------------------
+
+// With STOP_ON_ERR (what the driver sets: "no completion to operation in case of RAZWI") an error
+// halts the engine: the failed transfer sends no completion, queued transfers stay queued, STS1
+// reads IS_HALT and the engine is not idle, until reset().
+TEST(Dma, StopOnErrorHaltsTheEngineUntilReset) {
+  DmaBench b(DmaBench::channels({0}));
+  b.enable(0);
+  constexpr uint32_t kSob = 40;
+  b.probe.write32(b.reg(0, dc::kErrCfg), dc::kErrCfgErrMsgEn | dc::kErrCfgStopOnErr);
+  b.probe.write32(b.reg(0, dc::kErrmsgAddrLo), static_cast<uint32_t>(b.sram(0x300)));
+  b.probe.write32(b.reg(0, dc::kErrmsgAddrHi), static_cast<uint32_t>(b.sram(0x300) >> 32));
+  b.probe.write32(b.reg(0, dc::kErrmsgWdata), 0xE55u);
+  const uint64_t hole = b.card.memory_map().dram_base() + b.system.dram_size() + 0x1000;
+  seed(b, b.host(0x6000), 4096, 3);
+  b.completion_to(0, b.sob_address(kSob), kAdd1);
+  b.copy(0, hole, b.dram(0x10000), 4096, dc::kCommitWrCompEn);          // fails
+  b.copy(0, b.host(0x6000), b.dram(0x20000), 4096, dc::kCommitWrCompEn); // queued behind it
+  EXPECT_FALSE(b.core(0).engine_idle());
+  sc_core::sc_start(sc_core::sc_time(50, sc_core::SC_US));
+  b.copy(0, b.host(0x6000), b.dram(0x30000), 4096, dc::kCommitWrCompEn); // committed while halted
+  sc_core::sc_start(sc_core::sc_time(50, sc_core::SC_US));
+
+  ASSERT_EQ(b.recorder.failed.size(), 1u);
+  ASSERT_EQ(b.recorder.halts.size(), 1u);
+  EXPECT_GE(b.recorder.halts[0].second, b.recorder.failed[0].at);
+  EXPECT_EQ(b.recorder.started.size(), 1u) << "a transfer started on a halted engine";
+  EXPECT_TRUE(b.recorder.done.empty());
+  EXPECT_EQ(b.sm.sob_value(kSob), 0u) << "no completion message for the failed transfer";
+  EXPECT_TRUE(b.core(0).halted());
+  EXPECT_TRUE(b.core(0).error_halted());
+  EXPECT_FALSE(b.core(0).engine_idle());
+  EXPECT_EQ(b.core(0).queued(), 2u);
+  EXPECT_EQ(b.probe.read32(b.reg(0, dc::kSts1)), dc::kSts1IsHalt);
+  EXPECT_NE(b.probe.read32(b.reg(0, dc::kSts0)) & dc::kSts0Busy, 0u);
+  EXPECT_EQ(b.core(0).err_cause(), dc::kErrCauseHbwRdErr);
+  EXPECT_EQ(b.core(0).stats().halts, 1u);
+  EXPECT_EQ(b.peek(b.sram(0x300), 2), (std::vector<uint8_t>{0x55, 0x0E}));   // the error message
+  // Clearing ERR_CAUSE does not restart the engine.
+  b.probe.write32(b.reg(0, dc::kErrCause), 0xFFFFFFFFu);
+  sc_core::sc_start(sc_core::sc_time(10, sc_core::SC_US));
+  EXPECT_EQ(b.recorder.started.size(), 1u);
+
+  b.core(0).reset();
+  EXPECT_FALSE(b.core(0).halted());
+  EXPECT_TRUE(b.core(0).engine_idle());
+  EXPECT_EQ(b.probe.read32(b.reg(0, dc::kSts1)), 0u);
+  EXPECT_EQ(b.core(0).stats().aborted_transfers, 2u);
+  b.enable(0);
+  const std::vector<uint8_t> data = seed(b, b.host(0x9000), 4096, 4);
+  copy_and_wait(b, 0, b.host(0x9000), b.dram(0x40000), 4096, kSob);
+  EXPECT_EQ(b.sm.sob_value(kSob), 1u);
+  EXPECT_TRUE(b.peek(b.dram(0x40000), 4096) == data);
+  EXPECT_TRUE(b.peek(b.dram(0x20000), 4096) == std::vector<uint8_t>(4096, 0)) << "a dropped transfer ran";
+}
+
+// Without STOP_ON_ERR the engine reports the error and goes on with the next transfer.
+TEST(Dma, WithoutStopOnErrorTheNextTransferRuns) {
+  DmaBench b(DmaBench::channels({2}));
+  b.enable(0);
+  constexpr uint32_t kSob = 41;
+  const uint64_t hole = b.card.memory_map().dram_base() + b.system.dram_size() + 0x1000;
+  const std::vector<uint8_t> data = seed(b, b.sram(0x8000), 4096, 5);
+  b.completion_to(0, b.sob_address(kSob), kAdd1);
+  b.copy(0, hole, b.dram(0x10000), 4096, dc::kCommitWrCompEn);
+  b.copy(0, b.sram(0x8000), b.dram(0x20000), 4096, dc::kCommitWrCompEn);
+  b.run_until_idle(0);
+  EXPECT_EQ(b.recorder.failed.size(), 1u);
+  EXPECT_TRUE(b.recorder.halts.empty());
+  EXPECT_EQ(b.recorder.done.size(), 1u);
+  EXPECT_EQ(b.sm.sob_value(kSob), 1u);
+  EXPECT_TRUE(b.peek(b.dram(0x20000), 4096) == data);
+  EXPECT_FALSE(b.core(0).halted());
+  EXPECT_TRUE(b.core(0).engine_idle());
+  EXPECT_EQ(b.probe.read32(b.reg(0, dc::kSts1)), 0u);
+  EXPECT_EQ(b.core(0).stats().halts, 0u);
+}
+
+// CFG_1.FLUSH drops the queued transfers and clears an error halt; CFG_1.HALT pauses the engine
+// (nothing new starts; STS1.IS_HALT) until it is cleared.
+TEST(Dma, Cfg1FlushClearsAnErrorHaltAndHaltPausesTheEngine) {
+  DmaBench b(DmaBench::channels({3}));
+  b.enable(0);
+  constexpr uint32_t kSob = 42;
+  b.probe.write32(b.reg(0, dc::kErrCfg), dc::kErrCfgStopOnErr);
+  const uint64_t hole = b.card.memory_map().dram_base() + b.system.dram_size() + 0x1000;
+  b.copy(0, hole, b.dram(0x10000), 4096);
+  b.copy(0, b.sram(0), b.dram(0x20000), 4096);
+  sc_core::sc_start(sc_core::sc_time(20, sc_core::SC_US));
+  ASSERT_TRUE(b.core(0).error_halted());
+  EXPECT_EQ(b.core(0).queued(), 1u);
+  b.probe.write32(b.reg(0, dc::kCfg1), dc::kCfg1Flush);
+  EXPECT_FALSE(b.core(0).halted());
+  EXPECT_EQ(b.core(0).queued(), 0u);
+  EXPECT_TRUE(b.core(0).engine_idle());
+  EXPECT_EQ(b.core(0).stats().aborted_transfers, 1u);
+  EXPECT_EQ(b.probe.read32(b.reg(0, dc::kSts1)), 0u);
+  EXPECT_EQ(b.probe.read32(b.reg(0, dc::kSts0)) & dc::kSts0Busy, 0u);
+
+  // Software halt.
+  b.probe.write32(b.reg(0, dc::kCfg1), dc::kCfg1Halt);
+  EXPECT_EQ(b.probe.read32(b.reg(0, dc::kSts1)), dc::kSts1IsHalt);
+  const std::vector<uint8_t> data = seed(b, b.sram(0x4000), 4096, 6);
+  b.completion_to(0, b.sob_address(kSob), kAdd1);
+  b.copy(0, b.sram(0x4000), b.dram(0x30000), 4096, dc::kCommitWrCompEn);
+  sc_core::sc_start(sc_core::sc_time(20, sc_core::SC_US));
+  EXPECT_EQ(b.recorder.started.size(), 1u) << "only the failed transfer started";
+  EXPECT_FALSE(b.core(0).engine_idle());
+  b.probe.write32(b.reg(0, dc::kCfg1), 0);
+  b.run_until_idle(0);
+  EXPECT_EQ(b.recorder.done.size(), 1u);
+  EXPECT_EQ(b.sm.sob_value(kSob), 1u);
+  EXPECT_TRUE(b.peek(b.dram(0x30000), 4096) == data);
+  EXPECT_EQ(b.recorder.halts.size(), 1u);
+}
+
+// engine_idle() follows the queue (a COMMIT that just took effect counts) and the event fires when
+// the engine becomes idle.
+TEST(Dma, EngineIdleEventFiresWhenTheQueueDrains) {
+  DmaBench b(DmaBench::channels({4}));
+  b.enable(0);
+  std::vector<hw::Picoseconds> idle_at;
+  sc_core::sc_spawn([&] {
+    for (;;) {
+      sc_core::wait(b.core(0).engine_idle_event());
+      idle_at.push_back(hw::now_ps());
+    }
+  });
+  EXPECT_TRUE(b.core(0).engine_idle());
+  b.copy(0, b.dram(0), b.dram(0x100000), 64 * 1024);
+  b.copy(0, b.dram(0), b.dram(0x200000), 64 * 1024);
+  EXPECT_FALSE(b.core(0).engine_idle());
+  b.run_until_idle(0);
+  EXPECT_TRUE(b.core(0).engine_idle());
+  ASSERT_EQ(b.recorder.done.size(), 2u);
+  ASSERT_FALSE(idle_at.empty());
+  EXPECT_EQ(idle_at.back(), b.recorder.done[1].at);
+  for (hw::Picoseconds at : idle_at) EXPECT_GE(at, b.recorder.done[1].at) << "idle reported while busy";
+}
+
+// ---------------------------------------------------------------------------------------------
 // Bandwidth. Expectations:
 //  * A stream with one side in HBM and the other in SRAM is bound by the DMA's fabric master port
 //    (256 B/cycle at the fabric clock = 281.6 GB/s; HBM and SRAM are faster): >= 90% of it, with a

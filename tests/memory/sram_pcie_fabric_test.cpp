@@ -1,6 +1,11 @@
 // SRAM, PCIe and fabric against the formulas of their models, through the card's fabric.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+
 #include "tests/memory/memory_fixture.h"
 
 namespace hpusim::testing {
@@ -124,6 +129,60 @@ TEST(Pcie, HostMemoryIsWhatTheDeviceWrites) {
   EXPECT_EQ(seen, 0xABABABABABABABABull);
 }
 
+TEST(Pcie, DeviceReadsAndWritesPinnedProcessMemory) {
+  MemoryBench b;
+  constexpr uint64_t kPage = hw::HostMemory::kPinAlignment;
+  std::unique_ptr<uint8_t, decltype(&std::free)> owner(static_cast<uint8_t*>(std::aligned_alloc(kPage, 2 * kPage)),
+                                                       &std::free);
+  uint8_t* buffer = owner.get();
+  for (uint64_t i = 0; i < 2 * kPage; ++i) buffer[i] = static_cast<uint8_t>(i * 13 + 1);
+  const uint64_t phys = 0x2'4000'0000ull;
+  const uint64_t window = b.card.memory_map().host_phys_base();
+  b.system.host_memory().pin(phys, buffer, 2 * kPage);
+  // Kernel memory just below the pinned range, in the store.
+  const uint64_t kernel_word = 0x1122334455667788ull;
+  b.system.host_memory().write(phys - 8, &kernel_word, 8);
+
+  // A device read crossing the pinned pages sees the process's data.
+  ProbeMaster::Access* read = nullptr;
+  b.probe.access_and_wait(false, window + phys + kPage - 100, 256, &read);
+  ASSERT_EQ(read->status(), tlm::TLM_OK_RESPONSE);
+  EXPECT_EQ(0, std::memcmp(read->data.data(), buffer + kPage - 100, 256));
+  // Coherent: what the process writes after pinning is what the device reads next.
+  std::memset(buffer + 64, 0x5A, 64);
+  b.probe.access_and_wait(false, window + phys + 64, 64, &read);
+  for (unsigned char c : read->data) EXPECT_EQ(c, 0x5A);
+  // A read from the store into the pinned range is split at the boundary.
+  b.probe.access_and_wait(false, window + phys - 8, 16, &read);
+  uint64_t low = 0, high = 0;
+  std::memcpy(&low, read->data.data(), 8);
+  std::memcpy(&high, read->data.data() + 8, 8);
+  EXPECT_EQ(low, kernel_word);
+  EXPECT_EQ(0, std::memcmp(&high, buffer, 8));
+
+  // A device write lands in the process's buffer, and the part past the range in the store.
+  ProbeMaster::Access& write =
+      b.probe.issue(true, window + phys + 2 * kPage - 40, 64, hw::now_ps(), 0xC3);
+  sc_core::sc_start(sc_core::sc_time(10, sc_core::SC_US));
+  ASSERT_TRUE(write.done);
+  EXPECT_EQ(write.status(), tlm::TLM_OK_RESPONSE);
+  for (uint64_t i = 2 * kPage - 40; i < 2 * kPage; ++i) EXPECT_EQ(buffer[i], 0xC3) << i;
+  EXPECT_EQ(buffer[2 * kPage - 41], static_cast<uint8_t>((2 * kPage - 41) * 13 + 1));
+  uint8_t past[24] = {};
+  b.system.host_memory().read(phys + 2 * kPage, past, sizeof past);
+  for (uint8_t c : past) EXPECT_EQ(c, 0xC3);
+
+  // Unpinned, the device reaches the store again and the buffer no longer changes.
+  b.system.host_memory().unpin(phys);
+  ProbeMaster::Access& after = b.probe.issue(true, window + phys, 8, hw::now_ps(), 0x0F);
+  sc_core::sc_start(sc_core::sc_time(10, sc_core::SC_US));
+  ASSERT_TRUE(after.done);
+  EXPECT_EQ(buffer[0], 1);
+  uint64_t stored = 0;
+  b.system.host_memory().read(phys, &stored, 8);
+  EXPECT_EQ(stored, 0x0F0F0F0F0F0F0F0Full);
+}
+
 TEST(Fabric, MasterPortBandwidthLimitsOneMaster) {
   MemoryBench b;
   TrafficSpec spec;
@@ -162,13 +221,16 @@ TEST(Fabric, DeviceMapRoutesEachRegionToItsMemory) {
   const auto& map = b.card.memory_map();
   struct Region {
     uint64_t device_address;
-    mem::BackingStore* store;
+    std::function<void(uint64_t, void*, uint64_t)> read;   // of the memory's contents
     uint64_t store_address;
   };
+  auto reader = [](auto& store) {
+    return [&store](uint64_t address, void* data, uint64_t bytes) { store.read(address, data, bytes); };
+  };
   std::vector<Region> regions = {
-      {map.dram_user_base() + 0x1000, &b.system.hbm().store(), map.dram_user_base() + 0x1000},
-      {map.sram_base() + 0x2000, &b.system.sram().store(), map.sram_base() + 0x2000},
-      {map.host_phys_base() + 0x3000, &b.system.host_memory(), 0x3000},
+      {map.dram_user_base() + 0x1000, reader(b.system.hbm().store()), map.dram_user_base() + 0x1000},
+      {map.sram_base() + 0x2000, reader(b.system.sram().store()), map.sram_base() + 0x2000},
+      {map.host_phys_base() + 0x3000, reader(b.system.host_memory()), 0x3000},
   };
   unsigned char value = 0x11;
   for (const Region& r : regions) {
@@ -177,7 +239,7 @@ TEST(Fabric, DeviceMapRoutesEachRegionToItsMemory) {
     ASSERT_TRUE(a.done);
     EXPECT_EQ(a.payload.get_response_status(), tlm::TLM_OK_RESPONSE);
     unsigned char seen[16] = {};
-    r.store->read(r.store_address, seen, 16);
+    r.read(r.store_address, seen, 16);
     for (unsigned char c : seen) EXPECT_EQ(c, value);
     value += 0x11;
   }

@@ -16,6 +16,7 @@ namespace hpusim::testing {
 
 struct FaultRecord {
   std::string engine;
+  uint32_t engine_id;
   uint64_t va;
   bool is_write;
   hw::Picoseconds at;
@@ -23,8 +24,8 @@ struct FaultRecord {
 
 class RecordingMmuObserver : public hw::MmuObserver {
  public:
-  void page_fault(const std::string& engine, uint64_t va, bool is_write, hw::Picoseconds at) override {
-    faults.push_back({engine, va, is_write, at});
+  void page_fault(const hw::MmuFault& f) override {
+    faults.push_back({f.engine, f.engine_id, f.virtual_address, f.is_write, f.at});
   }
   std::vector<FaultRecord> faults;
 };
@@ -32,6 +33,7 @@ class RecordingMmuObserver : public hw::MmuObserver {
 inline hw::MmuConfig default_mmu_config() {
   hw::MmuConfig c;
   c.engine = "tpc0";
+  c.engine_id = hw::gaudi1_engine::kTpc0;
   return c;
 }
 

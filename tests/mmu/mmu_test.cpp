@@ -1,5 +1,5 @@
-// The Mmu on an HL-205 memory system: translation to host memory and DRAM, TLB timing, faults,
-// invalidation, pass-through.
+// The Mmu on an HL-205 memory system: translation to host memory and DRAM, TLB and PTE-cache
+// timing, faults, invalidation, pass-through.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -48,7 +48,13 @@ TEST(MmuTranslation, PmmuAccessesReachHostMemory) {
   EXPECT_EQ(b.probe.socket->transport_dbg(t), 64u);
   EXPECT_EQ(dbg, pattern);
   EXPECT_EQ(b.mmu.stats().walks, 2u);   // one per page
-  EXPECT_EQ(b.mmu.stats().pte_reads, 10u);
+  // The second walk finds all five PTEs in the PTE cache: hop0..hop3 are the first walk's, and
+  // the two pages' hop4 PTEs (indices 16 and 17) share a 64-byte line. So only the first walk
+  // reads through the fabric (it was 10 reads before the PTE cache); the debug walk reads memory
+  // untimed and counts nothing.
+  EXPECT_EQ(b.mmu.stats().pte_reads, 5u);
+  EXPECT_EQ(b.mmu.stats().pte_cache_misses, 5u);
+  EXPECT_EQ(b.mmu.stats().pte_cache_hits, 5u);
 }
 
 TEST(MmuTranslation, DmmuAccessesReachDramThrough2MPages) {
@@ -90,7 +96,8 @@ TEST(MmuTranslation, TlbHitSavesExactlyTheWalk) {
   const hw::Picoseconds second = b.access(false, kP + 0x200, 64);
   const auto& s = b.mmu.stats();
   EXPECT_EQ(s.walks, 1u);
-  EXPECT_EQ(s.pte_reads, 5u);
+  EXPECT_EQ(s.pte_reads, 5u);   // the PTE cache is cold: every hop reads its line
+  EXPECT_EQ(s.pte_cache_misses, 5u);
   EXPECT_EQ(s.tlb_misses, 1u);
   EXPECT_EQ(s.tlb_hits, 1u);
   EXPECT_EQ(s.translations, 2u);
@@ -153,6 +160,7 @@ TEST(MmuFault, UnmappedVaFaultsWritesNothingAndTheModelGoesOn) {
   EXPECT_EQ(a->payload.get_response_status(), tlm::TLM_ADDRESS_ERROR_RESPONSE);
   ASSERT_EQ(b.observer.faults.size(), 1u);
   EXPECT_EQ(b.observer.faults[0].engine, "tpc0");
+  EXPECT_EQ(b.observer.faults[0].engine_id, hw::gaudi1_engine::kTpc0);
   EXPECT_EQ(b.observer.faults[0].va, kP + pte::k4K + 0x20);
   EXPECT_TRUE(b.observer.faults[0].is_write);
   EXPECT_GT(b.observer.faults[0].at, issued);   // after the walk found no PTE
@@ -254,6 +262,112 @@ TEST(MmuFault, ResetDisablesTranslationAndEmptiesTheTlb) {
   b.mmu.set_hop0(0, b.tables.hop0_address(0));
   b.access(false, kP, 8, &a);
   EXPECT_EQ(a->payload.get_response_status(), tlm::TLM_OK_RESPONSE);
+}
+
+// --- PTE cache ---------------------------------------------------------------------------------
+
+TEST(MmuPteCache, SequentialPagesReadOneLinePerEightPages) {
+  MmuBench b;
+  constexpr uint64_t kPages = 64;
+  b.tables.map(0, kP, b.host_base() + 0x400000, kPages * pte::k4K, pte::k4K);
+  const hw::Picoseconds cycle = b.mmu.config().period_ps;
+  hw::Picoseconds second_walk = 0;
+  for (uint64_t page = 0; page < kPages; ++page) {
+    const uint64_t walk_ps = b.mmu.stats().walk_ps;
+    ProbeMaster::Access* a = nullptr;
+    b.access(false, kP + page * pte::k4K + 0x80, 8, &a);
+    EXPECT_EQ(a->payload.get_response_status(), tlm::TLM_OK_RESPONSE);
+    if (page == 1) second_walk = b.mmu.stats().walk_ps - walk_ps;
+  }
+  const auto& s = b.mmu.stats();
+  EXPECT_EQ(s.walks, kPages);
+  // The first walk reads hop0..hop4 (5 lines); after that hop0..hop3 hit and the hop4 line (8
+  // PTEs) is read once per 8 pages. kP's hop4 index is 16, so the 64 pages use 8 whole lines.
+  EXPECT_EQ(s.pte_reads, 4 + kPages / 8);
+  EXPECT_EQ(s.pte_cache_misses, s.pte_reads);
+  EXPECT_EQ(s.pte_cache_hits, 5 * kPages - s.pte_reads);
+  // A walk served wholly by the cache costs one lookup per hop and no fabric time.
+  EXPECT_EQ(second_walk, 5 * b.mmu.config().lookup_cycles * cycle);
+  EXPECT_EQ(b.mmu.pte_cache_valid_lines(), 4 + kPages / 8);
+}
+
+TEST(MmuPteCache, DisabledCacheReadsEveryHopOfEveryWalk) {
+  hw::MmuConfig config = default_mmu_config();
+  config.pte_cache_lines = 0;
+  MmuBench b(config);
+  constexpr uint64_t kPages = 16;
+  b.tables.map(0, kP, b.host_base() + 0x400000, kPages * pte::k4K, pte::k4K);
+  hw::Picoseconds second_walk = 0;
+  for (uint64_t page = 0; page < kPages; ++page) {
+    const uint64_t walk_ps = b.mmu.stats().walk_ps;
+    b.access(false, kP + page * pte::k4K, 8);
+    if (page == 1) second_walk = b.mmu.stats().walk_ps - walk_ps;
+  }
+  const auto& s = b.mmu.stats();
+  EXPECT_EQ(s.pte_reads, 5 * kPages);
+  EXPECT_EQ(s.pte_cache_hits, 0u);
+  EXPECT_EQ(s.pte_cache_misses, 0u);
+  EXPECT_EQ(b.mmu.pte_cache_valid_lines(), 0u);
+  // Five serial reads through the fabric, each crossing it twice.
+  EXPECT_GE(second_walk, 5 * 2 * b.system.fabric().latency_ps());
+}
+
+TEST(MmuPteCache, InvalidationAndResetEmptyTheCache) {
+  MmuBench b;
+  b.tables.map(0, kP, b.host_base() + 0x400000, 8 * pte::k4K, pte::k4K);
+  b.access(false, kP, 8);
+  b.access(false, kP + pte::k4K, 8);
+  EXPECT_EQ(b.mmu.stats().pte_reads, 5u);
+  EXPECT_EQ(b.mmu.pte_cache_valid_lines(), 5u);
+  b.mmu.invalidate_all();
+  EXPECT_EQ(b.mmu.pte_cache_valid_lines(), 0u);
+  b.access(false, kP + 2 * pte::k4K, 8);   // a new page: the walk reads every hop again
+  EXPECT_EQ(b.mmu.stats().pte_reads, 10u);
+  // invalidate_range empties the whole PTE cache, whatever the range.
+  b.mmu.invalidate_range(kD, pte::k4K);
+  EXPECT_EQ(b.mmu.pte_cache_valid_lines(), 0u);
+  b.access(false, kP + 3 * pte::k4K, 8);
+  EXPECT_EQ(b.mmu.stats().pte_reads, 15u);
+  b.mmu.reset();
+  EXPECT_EQ(b.mmu.pte_cache_valid_lines(), 0u);
+  EXPECT_EQ(b.mmu.stats().pte_cache_misses, 15u);   // stats are kept
+}
+
+TEST(MmuPteCache, CachedPtesAreStaleUntilInvalidated) {
+  MmuBench b;
+  b.tables.map(0, kP, b.host_base() + 0x100000, 2 * pte::k4K, pte::k4K);
+  b.access(false, kP, 8);   // caches the hop4 line, which holds the PTE of kP + 4 KB too
+  b.tables.unmap(0, kP + pte::k4K, pte::k4K);
+  b.tables.map(0, kP + pte::k4K, b.host_base() + 0x200000, pte::k4K, pte::k4K);
+  // Like the hardware, the MMU does not snoop table writes: the old PTE is used.
+  b.access(true, kP + pte::k4K, 8, nullptr, 0x31);
+  EXPECT_EQ(host_bytes(b, 0x101000, 8), std::vector<unsigned char>(8, 0x31));
+  b.mmu.invalidate_all();
+  b.access(true, kP + pte::k4K, 8, nullptr, 0x32);
+  EXPECT_EQ(host_bytes(b, 0x200000, 8), std::vector<unsigned char>(8, 0x32));
+}
+
+TEST(MmuPteCache, LeastRecentlyUsedLineIsEvicted) {
+  hw::MmuConfig config = default_mmu_config();
+  config.pte_cache_lines = 5;
+  MmuBench b(config);
+  b.tables.map(0, kP, b.host_base() + 0x400000, 2 * pte::k4K, pte::k4K);
+  b.tables.map(0, kD, 0x40000000, pte::k2M, pte::k2M);
+  // Walk 1 fills the cache: hop0, then kP's hop1..hop4 lines.
+  b.access(false, kP, 8);
+  EXPECT_EQ(b.mmu.stats().pte_reads, 5u);
+  // Walk 2 (a 2 MB DMMU page) hits the shared hop0 line and reads its own hop1..hop3 lines,
+  // evicting the least recently used: kP's hop1, hop2 and hop3 lines (hop0 was just used).
+  b.access(false, kD, 8);
+  EXPECT_EQ(b.mmu.stats().pte_reads, 8u);
+  EXPECT_EQ(b.mmu.stats().pte_cache_hits, 1u);
+  // Walk 3 (kP + 4 KB): hop0 hits; hop1..hop3 miss, and so does hop4 because kP's hop4 line was
+  // the least recently used when hop1's line came back. (FIFO would have evicted hop0 in walk 2
+  // and read 5 lines here.)
+  b.access(false, kP + pte::k4K, 8);
+  EXPECT_EQ(b.mmu.stats().pte_reads, 12u);
+  EXPECT_EQ(b.mmu.stats().pte_cache_hits, 2u);
+  EXPECT_EQ(b.mmu.pte_cache_valid_lines(), 5u);
 }
 
 }  // namespace

@@ -18,9 +18,24 @@ namespace hpusim::testing {
 
 class QmanRecorder : public hw::QmanObserver {
  public:
+  struct Executed {
+    std::string who;   // "DMA0_QM/0"
+    qman::Opcode opcode;
+    hw::Picoseconds start, end;
+  };
   void packet_executed(const std::string& qman, unsigned cp, const qman::Packet& packet, hw::Picoseconds start,
-                       hw::Picoseconds) override {
-    if (std::holds_alternative<qman::MsgLong>(packet)) message_order.push_back({start, qman + "/" + std::to_string(cp)});
+                       hw::Picoseconds end) override {
+    const std::string who = qman + "/" + std::to_string(cp);
+    if (std::holds_alternative<qman::MsgLong>(packet)) message_order.push_back({start, who});
+    executed.push_back({who, qman::opcode_of(packet), start, end});
+  }
+  // The packets of one kind `who` executed, in order.
+  std::vector<Executed> of(const std::string& who, qman::Opcode opcode) const {
+    std::vector<Executed> out;
+    for (const Executed& e : executed) {
+      if (e.who == who && e.opcode == opcode) out.push_back(e);
+    }
+    return out;
   }
   void command_buffer_done(const std::string& qman, unsigned stream, uint32_t, hw::Picoseconds at) override {
     done[qman + "/" + std::to_string(stream)].push_back(at);
@@ -31,6 +46,27 @@ class QmanRecorder : public hw::QmanObserver {
   std::map<std::string, std::vector<hw::Picoseconds>> done;
   std::vector<std::pair<hw::QmanError, std::string>> errors;
   std::vector<std::pair<hw::Picoseconds, std::string>> message_order;   // MSG_LONGs executed, in time order
+  std::vector<Executed> executed;   // every packet executed (a packet run from the scalar RFs too)
+};
+
+// What the card's DMA cores report (set with CardTest::watch_dma).
+struct DmaEvents : hw::DmaObserver {
+  struct Event {
+    uint32_t channel;
+    uint64_t id;
+    hw::Picoseconds at;
+  };
+  void transfer_started(uint32_t channel, const hw::DmaTransfer& t, hw::Picoseconds at) override {
+    started.push_back({channel, t.id, at});
+  }
+  void transfer_done(uint32_t channel, const hw::DmaTransfer& t, hw::Picoseconds at) override {
+    done.push_back({channel, t.id, at});
+  }
+  void transfer_failed(uint32_t channel, uint64_t, const std::string&, hw::Picoseconds at) override {
+    failed.push_back({channel, 0, at});
+  }
+  void halted(uint32_t channel, hw::Picoseconds at) override { halts.push_back({channel, 0, at}); }
+  std::vector<Event> started, done, failed, halts;
 };
 
 class CardTest : public HostPlatformTest {
@@ -43,6 +79,28 @@ class CardTest : public HostPlatformTest {
     uint32_t value = 0;
     sim->on_sim_thread([&] { card->memory().sram().store().read(sram(offset), &value, 4); });
     return value;
+  }
+  void sram_write(uint64_t offset, const std::vector<uint8_t>& bytes) {
+    sim->on_sim_thread([&] { card->memory().sram().store().write(sram(offset), bytes.data(), bytes.size()); });
+  }
+
+  // What the driver programs so that LIN_DMA on `stream` of a DMA QMAN drives its DMA core: the
+  // CP's LDMA offsets into the core, and the core's enable.
+  void enable_lin_dma(regs::QmanId q, unsigned stream) {
+    mmio_write(q, regs::QmReg::CpLdmaSrcBaseLoOffset, stream, regs::kQmanLdmaSrcOffset);
+    mmio_write(q, regs::QmReg::CpLdmaDstBaseLoOffset, stream, regs::kQmanLdmaDstOffset);
+    mmio_write(q, regs::QmReg::CpLdmaTsizeOffset, stream, regs::kQmanLdmaSizeOffset);
+    dma_write(regs::qman_engine(q), regs::dma_core::kCfg0, regs::dma_core::kCfg0En);
+  }
+  void dma_write(unsigned channel, uint32_t offset, uint32_t value) {
+    sim->mmio_write32(cfg(regs::dma_core_base(channel) + offset), value);
+  }
+  uint32_t dma_read(unsigned channel, uint32_t offset) {
+    return sim->mmio_read32(cfg(regs::dma_core_base(channel) + offset));
+  }
+  // Reports the transfers of DMA core `channel` to `dma_events`.
+  void watch_dma(unsigned channel) {
+    sim->on_sim_thread([&] { card->dma_core(channel)->set_observer(&dma_events); });
   }
 
   void mmio_write(regs::QmanId q, regs::QmReg r, unsigned index, uint32_t value) {
@@ -95,6 +153,7 @@ class CardTest : public HostPlatformTest {
   }
 
   QmanRecorder recorder;
+  DmaEvents dma_events;
 
  private:
   std::map<std::pair<unsigned, unsigned>, Queue> queues_;

@@ -153,11 +153,15 @@ TEST_F(CardTest, UndefinedOpcodeIsAnErrorNotACrash) {
   EXPECT_EQ(recorder.errors.size(), 2u);
 }
 
+// Gaudi's predicate map is the non-consecutive one (hl-thunk test_cs_load_pred_non_consecutive_map):
+// 32 words, predicate i is bit 0 of word i.
 TEST_F(CardTest, PredicatedPacketsFollowLoadAndExe) {
   open_stream(QmanId::DMA3, 0);
-  const uint64_t predicates = host_alloc(4);
-  const uint32_t word = 1u << 3;
-  host_write(predicates, &word, 4);
+  const uint64_t predicates = host_alloc(128);
+  std::vector<uint32_t> words(32, 0);
+  words[3] = 1;
+  words[4] = 0xFFFFFFFEu;   // only bit 0 counts: predicate 4 stays clear
+  host_write(predicates, words.data(), 128);
   qman::MsgLong taken;
   taken.addr = sram(0x6000);
   taken.value = 0x33;
@@ -442,6 +446,24 @@ TEST_F(CardTest, SubmissionScenarioMatchesGoldenCycleCounts) {
   golden.check("fence_released_cb_done_ps", s0[65]);
   golden.check("signalling_cb_done_ps", s3[1]);
   golden.check("dma0_packets", card->qman(QmanId::DMA0)->stats().packets);
+
+  // The engine barrier: the driver's completion (MSG_PROT with EB|MB) behind a LIN_DMA is sent
+  // only once the DMA core has finished (on DMA1, so the DMA0 values above stay as they were).
+  open_stream(QmanId::DMA1, 0);
+  enable_lin_dma(QmanId::DMA1, 0);
+  watch_dma(1);
+  const uint64_t cq = host_alloc(8);
+  submit(QmanId::DMA1, 0,
+         CommandBufferBuilder()
+             .lin_dma(sram(0x100000), preset.memory_map().dram_user_base() + 0x200000, 256u << 10)
+             .msg_prot(device_view(cq), 0x80000001u, qman::Barriers{true, false, true})
+             .bytes());
+  ASSERT_TRUE(drain(QmanId::DMA1, 0, 2000));
+  ASSERT_EQ(dma_events.done.size(), 1u);
+  ASSERT_EQ(recorder.done["DMA1_QM/0"].size(), 1u);
+  EXPECT_GE(recorder.done["DMA1_QM/0"][0], dma_events.done[0].at);
+  golden.check("eb_lin_dma_done_ps", dma_events.done[0].at);
+  golden.check("eb_completion_cb_done_ps", recorder.done["DMA1_QM/0"][0]);
 }
 
 }  // namespace

@@ -1,0 +1,155 @@
+// The MMU's register front end: the Gaudi 1 MMU_UP and STLB register blocks (CFG offsets 0xC11000
+// and 0xC12000), as one RegisterBlock of 0x2000 bytes the card attaches at CFG offset 0xC11000. It
+// fans out to every Mmu added to it (one per engine master; they share the page tables, each has
+// its own TLB and PTE cache):
+//
+//  * MMU_ENABLE bit 0 enables translation in every Mmu.
+//  * Hop0 programming: MMU_HOP0_PA43_12 / MMU_HOP0_PA49_44, then MMU_BUSY with bit 31 set (and the
+//    ASID in bits [9:0], OR'ed with MMU_ASID) sets that ASID's hop0 in every Mmu. MMU_BUSY bit 31
+//    reads 1 for config_cycles after the write takes effect.
+//  * Invalidation: STLB_CACHE_INV (producer index), STLB_INV_PS = 2 and STLB_INV_ALL_START = 1 each
+//    invalidate every Mmu's TLB and PTE cache; invalidate_cycles later STLB_INV_CONSUMER_INDEX
+//    reads the producer index, STLB_INV_PS and STLB_INV_ALL_START read 0.
+//  * Page faults of every Mmu: the first is captured in MMU_UP_PAGE_ERROR_CAPTURE(_VA) until the
+//    driver writes 0 there; every fault calls the interrupt line and the downstream observer.
+//  * Every other offset of the block is plain storage.
+//
+// Timing follows the CFG-space convention (see hw/syncmgr): writes are queued and applied at their
+// effective time by an SC_METHOD; a read first applies everything due by its own time. A fault is
+// captured at the time the Mmu detected it.
+#pragma once
+
+#include <systemc>
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "hw/cfg/cfg_space.h"
+#include "hw/common/mem_protocol.h"
+#include "hw/mmu/mmu.h"
+
+namespace hpusim::hw {
+
+// Register offsets relative to the controller's block (CFG offset 0xC11000); the absolute CFG
+// offset of each is in its comment (the driver's mm* constant).
+namespace mmu_regs {
+constexpr uint64_t kMmuEnable = 0x000C;              // 0xC1100C MMU_UP_MMU_ENABLE
+constexpr uint64_t kSpiMask = 0x002C;                // 0xC1102C MMU_UP_SPI_MASK (storage)
+constexpr uint64_t kPageErrorCapture = 0x0034;       // 0xC11034 MMU_UP_PAGE_ERROR_CAPTURE
+constexpr uint64_t kPageErrorCaptureVa = 0x0038;     // 0xC11038 MMU_UP_PAGE_ERROR_CAPTURE_VA
+constexpr uint64_t kMmuBusy = 0x1000;                // 0xC12000 MMU_BUSY (MMU_ASID_BUSY)
+constexpr uint64_t kMmuAsid = 0x1004;                // 0xC12004 MMU_ASID
+constexpr uint64_t kHop0Pa43_12 = 0x1008;            // 0xC12008 MMU_HOP0_PA43_12
+constexpr uint64_t kHop0Pa49_44 = 0x100C;            // 0xC1200C MMU_HOP0_PA49_44
+constexpr uint64_t kStlbCacheInv = 0x1010;           // 0xC12010 STLB_CACHE_INV
+constexpr uint64_t kStlbInvAllStart = 0x1034;        // 0xC12034 STLB_INV_ALL_START
+constexpr uint64_t kStlbInvPs = 0x103C;              // 0xC1203C STLB_INV_PS
+constexpr uint64_t kStlbInvConsumerIndex = 0x1040;   // 0xC12040 STLB_INV_CONSUMER_INDEX
+constexpr uint64_t kStlbInvSet = 0x1048;             // 0xC12048 STLB_INV_SET (storage)
+
+constexpr uint32_t kBusyBit = 0x80000000u;           // MMU_BUSY[31]
+constexpr uint32_t kAsidMask = 0x3FF;                // MMU_BUSY[9:0], MMU_ASID[9:0]
+constexpr uint32_t kHop0Pa49_44Mask = 0x3F;
+constexpr uint32_t kCaptureVa49_32Mask = 0x3FFFF;    // PAGE_ERROR_CAPTURE[17:0]
+constexpr uint32_t kCaptureEntryValid = 1u << 18;    // PAGE_ERROR_CAPTURE[18]
+// hpusim extensions of PAGE_ERROR_CAPTURE (the Gaudi 1 register has no initiator field):
+constexpr uint32_t kCaptureWrite = 1u << 19;         // the faulting access was a write
+constexpr uint32_t kCaptureEngineShift = 24;         // [30:24] enum gaudi_engine_id of the master
+constexpr uint32_t kCaptureEngineMask = 0x7F;
+constexpr uint32_t kInvPsGo = 2;                     // STLB_INV_PS value that starts an invalidation
+}  // namespace mmu_regs
+
+struct MmuControllerConfig {
+  Picoseconds period_ps = 909;       // MMU clock
+  uint32_t config_cycles = 32;       // MMU_BUSY[31] after a hop0 update
+  uint32_t invalidate_cycles = 64;   // from an invalidation's start to its completion
+};
+
+struct MmuControllerStats {
+  uint64_t register_reads = 0;
+  uint64_t register_writes = 0;       // accepted (applied or still queued)
+  uint64_t rejected_accesses = 0;     // misaligned or outside the block
+  uint64_t hop0_updates = 0;          // MMU_BUSY writes with bit 31 set
+  uint64_t hop0_errors = 0;           // of those, ASID beyond an Mmu's ASIDs (that Mmu unchanged)
+  uint64_t invalidations = 0;         // invalidations started (each reaches every Mmu)
+  uint64_t faults = 0;                // page faults reported by the Mmus
+  uint64_t captured_faults = 0;       // of those, captured in PAGE_ERROR_CAPTURE
+};
+
+class MmuController : public sc_core::sc_module, public RegisterBlock, public MmuObserver {
+ public:
+  static constexpr uint64_t kCfgOffset = 0xC11000;   // MMU_UP; STLB follows at 0xC12000
+  static constexpr uint64_t kBlockBytes = 0x2000;
+
+  MmuController(sc_core::sc_module_name name, const MmuControllerConfig& config = MmuControllerConfig{});
+  ~MmuController() override;
+
+  // Registers an Mmu: register writes reach it from now on, and the controller becomes its page
+  // fault observer. Add every Mmu before the driver programs the MMU (the current register state
+  // is not replayed into it).
+  void add(Mmu& mmu);
+  const std::vector<Mmu*>& mmus() const { return mmus_; }
+
+  // Called on every page fault with the time the fault was detected (the card wires it to the
+  // device CPU's GIC).
+  void set_interrupt_line(std::function<void(Picoseconds at)> line) { interrupt_line_ = std::move(line); }
+  // Receives every page fault the controller sees (the card's trace), after the capture logic.
+  void set_observer(MmuObserver* observer) { observer_ = observer; }
+
+  // RegisterBlock. Offsets are relative to kCfgOffset; 4-byte aligned offsets inside kBlockBytes
+  // are accepted, anything else returns false.
+  bool read_register(uint64_t offset, uint32_t& value, Picoseconds at_ps) override;
+  bool write_register(uint64_t offset, uint32_t value, Picoseconds at_ps) override;
+
+  // MmuObserver: the added Mmus report here.
+  void page_fault(const MmuFault& fault) override;
+
+  // Hard reset at the current simulation time: every register back to 0, queued writes and
+  // captures dropped, invalidations and hop0 updates in progress finished, every added Mmu reset.
+  // Stats are kept.
+  void reset();
+
+  const MmuControllerConfig& config() const { return config_; }
+  const MmuControllerStats& stats() const { return stats_; }
+
+ private:
+  enum class Kind : uint8_t { kWrite, kCapture, kInvalidationDone };
+  struct Pending {
+    Picoseconds at;
+    uint64_t seq;
+    Kind kind;
+    uint32_t offset;   // kWrite
+    uint32_t value;    // kWrite: the value; kInvalidationDone: the consumer index
+    uint64_t va;       // kCapture
+    uint32_t engine_id;
+    bool is_write;
+    bool set_ci;       // kInvalidationDone: sets STLB_INV_CONSUMER_INDEX to `value`
+  };
+  struct Later {
+    bool operator()(const Pending& a, const Pending& b) const { return a.at != b.at ? a.at > b.at : a.seq > b.seq; }
+  };
+
+  void push(Pending pending);
+  void apply_due();                  // SC_METHOD
+  void apply_until(Picoseconds at);
+  void apply(const Pending& pending);
+  void apply_write(uint32_t offset, uint32_t value, Picoseconds at);
+  void start_invalidation(Picoseconds at, bool set_ci, uint32_t ci);
+  uint32_t& reg(uint64_t offset) { return registers_[offset / 4]; }
+
+  MmuControllerConfig config_;
+  std::vector<Mmu*> mmus_;
+  std::vector<uint32_t> registers_;  // storage for every register; some are overridden on read
+  Picoseconds busy_until_ = 0;       // MMU_BUSY[31] reads 1 before this time
+  uint32_t invalidations_in_flight_ = 0;   // STLB_INV_PS / STLB_INV_ALL_START clear when it drops to 0
+  std::vector<Pending> pending_;     // min-heap on (at, seq)
+  uint64_t next_seq_ = 0;
+  bool applying_ = false;
+  sc_core::sc_event apply_event_;
+  std::function<void(Picoseconds)> interrupt_line_;
+  MmuObserver* observer_ = nullptr;
+  MmuControllerStats stats_;
+};
+
+}  // namespace hpusim::hw

@@ -1,0 +1,97 @@
+// The driver test fixture: one simulated card per test process, reached only through the
+// driver's ioctl ABI (no test touches a SystemC module).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "driver/device.h"
+#include "hw/qman/packets.h"
+
+namespace hpusim::driver {
+
+using namespace uapi;
+using qman::CommandBufferBuilder;
+using regs::QueueId;
+
+constexpr uint64_t kPage = 4096;
+
+class DriverTest : public ::testing::Test {
+ protected:
+  void make(HlDeviceOptions options = {}) {
+    options.overrides.push_back("hbm.refresh_enabled=false");
+    dev = std::make_unique<HlDevice>(options);
+  }
+  void SetUp() override {}
+
+  // Creates a CB, writes `bytes` into it through its mapping, returns the handle.
+  uint64_t cb_with(const std::vector<uint8_t>& bytes) {
+    uint64_t handle = 0;
+    EXPECT_EQ(dev->cb_create(static_cast<uint32_t>(bytes.size()), &handle), 0);
+    void* memory = nullptr;
+    const uint64_t length = (bytes.size() + kPage - 1) / kPage * kPage;
+    EXPECT_EQ(dev->mmap_cb(handle, length, &memory), 0);
+    std::memcpy(memory, bytes.data(), bytes.size());
+    EXPECT_EQ(dev->munmap_cb(memory, length), 0);
+    return handle;
+  }
+  static hl_cs_chunk ext(QueueId q, uint64_t handle, uint32_t size) {
+    hl_cs_chunk c{};
+    c.cb_handle = handle;
+    c.queue_index = queue_index(q);
+    c.cb_size = size;
+    return c;
+  }
+  hl_cs_chunk ext_cb(QueueId q, const std::vector<uint8_t>& bytes) {
+    return ext(q, cb_with(bytes), static_cast<uint32_t>(bytes.size()));
+  }
+  static hl_cs_chunk internal(QueueId q, uint64_t address, uint32_t size) {
+    hl_cs_chunk c{};
+    c.cb_handle = address;
+    c.queue_index = queue_index(q);
+    c.cb_size = size;
+    return c;
+  }
+  // Submits one CS and waits for it; returns the WAIT_CS status.
+  uint32_t run(const std::vector<hl_cs_chunk>& chunks, uint64_t timeout_us = 1000000) {
+    uint64_t seq = 0;
+    EXPECT_EQ(dev->submit(chunks, &seq), 0);
+    uint32_t status = 99;
+    dev->wait(seq, timeout_us, &status);
+    return status;
+  }
+  template <typename T>
+  T info(uint32_t op, uint32_t dcore = 0) {
+    T out{};
+    hl_info_args args{};
+    args.return_pointer = reinterpret_cast<uintptr_t>(&out);
+    args.return_size = sizeof out;
+    args.op = op;
+    args.dcore_id = dcore;
+    EXPECT_EQ(dev->ioctl(DRM_IOCTL_HL_INFO, &args), 0);
+    return out;
+  }
+  uint64_t sram(uint64_t offset) const { return dev->sram_user_base() - 0x80 + offset; }
+  static uint64_t cfg(uint64_t offset) { return regs::cfg_address(offset); }
+  // A CB fragment on DMA0 stream `stream`: arm monitor `mon` of E_N on `sob` (== or >= target)
+  // with its payload incrementing this stream's fence 2, then FENCE on it.
+  static CommandBufferBuilder& wait_on_sob(CommandBufferBuilder& cb, unsigned stream, unsigned sob, unsigned mon,
+                                           bool equal, uint16_t target) {
+    const auto en = regs::SyncManager::E_N;
+    const uint64_t fence = cfg(regs::qman_fence_rdata(regs::QmanId::DMA0, 2, stream));
+    cb.msg_long(cfg(regs::sm_mon_pay_addrl(en, mon)), static_cast<uint32_t>(fence))
+        .msg_long(cfg(regs::sm_mon_pay_addrh(en, mon)), static_cast<uint32_t>(fence >> 32))
+        .msg_long(cfg(regs::sm_mon_pay_data(en, mon)), 1)
+        .msg_long(cfg(regs::sm_mon_arm(en, mon)), qman::monitor_arm_value(sob / 8, qman::single_sob_mask(sob), equal, target))
+        .fence(2, 1, 1);
+    return cb;
+  }
+
+  std::unique_ptr<HlDevice> dev;
+};
+
+}  // namespace hpusim::driver
