@@ -28,7 +28,6 @@ constexpr uint64_t kMsiHostAddress = 0xFEE00000ull;          // x86 MSI window (
 constexpr uint64_t kCpuPqRegion = 0x100000000ull;           // CPU PQ: kCpuPqEntries BDs
 constexpr uint64_t kEqRegion = 0x100004000ull;              // event queue: kEqEntries x 64 B
 constexpr uint64_t kCpuCqRegion = 0x100008000ull;           // CPU-accessible window (CQ regs)
-constexpr uint32_t kCpuPqEntries = 64;
 constexpr uint32_t kEqEntries = firmware::eq::kDefaultLength;   // HL_EQ_LENGTH
 constexpr uint32_t kCpuCqBytes = 0x4000;
 constexpr uint64_t kCqRegion = 0x100010000ull;               // kNumCqs rings
@@ -160,10 +159,12 @@ HlDevice::HlDevice(const HlDeviceOptions& options) : options_(options) {
   for (unsigned i = 0; i < kNumCqs; ++i) cqs_[i].address = kCqRegion + i * kCqStride;
 
   if (!init_cpu_queues()) throw std::runtime_error("HlDevice: the device CPU did not come up");
+  if (!cpucp_info_get()) throw std::runtime_error("HlDevice: the device CPU did not answer INFO_GET");
   init_mmu();
   init_queues();
   status_ = HL_DEVICE_STATUS_OPERATIONAL;
-  logf("device initialised: " + preset_.name());
+  if (options_.heartbeat_period_us != 0) next_heartbeat_ps_ = sim_->host_now_ps() + options_.heartbeat_period_us * 1000000;
+  logf("device initialised: " + preset_.name() + " (" + card_name_ + ", F/W " + cpucp_version_ + ")");
 }
 
 HlDevice::~HlDevice() {
@@ -268,6 +269,7 @@ bool HlDevice::init_cpu_queues() {
   host_write(cpu_pq_address_, zeros.data(), uint64_t{kCpuPqEntries} * fw::kPqEntryBytes);
   host_write(eq_address_, zeros.data(), zeros.size());
   eq_ci_ = 0;
+  cpu_pq_pi_ = 0;
   const uint64_t pq = device_view(cpu_pq_address_), eq = device_view(eq_address_), cq = device_view(cpu_cq_address_);
   mmio_write(cif::kPqBaseAddrLow, static_cast<uint32_t>(pq));
   mmio_write(cif::kPqBaseAddrHigh, static_cast<uint32_t>(pq >> 32));
@@ -470,6 +472,11 @@ int HlDevice::open() {
   page_fault_.reset();
   ctx_dram_used_ = 0;
   prepare_mmu_asid(kUserAsid);
+  // gaudi_restore_qm_registers: a new context starts with stream arbitration off everywhere.
+  for (unsigned i = 0; i < regs::kNumQmans; ++i) {
+    const auto qman = regs::qman_from_index(i);
+    if (qman_present(qman)) mmio_write(regs::qman_reg(qman, regs::QmReg::ArbCfg0, 0), 0);
+  }
   clear_sync_managers();
   return 0;
 }
@@ -515,7 +522,7 @@ int HlDevice::info(hl_info_args& args) {
   if (!open_) return -EBADF;
   if (args.return_pointer == 0 || args.return_size == 0) return -EINVAL;
   poll_interrupts();
-  check_tdr();
+  run_timers();
   void* out = reinterpret_cast<void*>(static_cast<uintptr_t>(args.return_pointer));
   auto copy_out = [&](const auto& value) {
     std::memcpy(out, &value, std::min<size_t>(args.return_size, sizeof value));
@@ -534,10 +541,8 @@ int HlDevice::info(hl_info_args& args) {
       hw.dram_enabled = 1;
       hw.dram_page_size = 0x200000;   // 2 MB
       hw.device_mem_alloc_default_page_size = 0x200000;
-      const std::string version = "hpusim";
-      std::memcpy(hw.cpucp_version, version.data(), std::min(version.size(), sizeof hw.cpucp_version - 1));
-      const std::string name = "HL205";
-      std::memcpy(hw.card_name, name.data(), std::min(name.size(), sizeof hw.card_name - 1));
+      std::memcpy(hw.cpucp_version, cpucp_version_.data(), std::min(cpucp_version_.size(), sizeof hw.cpucp_version - 1));
+      std::memcpy(hw.card_name, card_name_.data(), std::min(card_name_.size(), sizeof hw.card_name - 1));
       return copy_out(hw);
     }
     case HL_INFO_DEVICE_STATUS: {
@@ -660,7 +665,7 @@ int HlDevice::cs(hl_cs_args& args) {
   charge(preset_.host().ioctl_ns());
   if (!open_) return -EBADF;
   poll_interrupts();
-  check_tdr();
+  run_timers();
   const hl_cs_in in = args.in;
   for (uint8_t b : in.pad) {
     if (b != 0) return -EINVAL;
@@ -923,6 +928,21 @@ void HlDevice::handle_event(uint32_t type, const uint64_t* data) {
     handle_page_fault();
     return;
   }
+  if (type == ev::kRazwiOrAdc) {
+    // gaudi_print_irq_info with razwi: the address, direction and initiator of the illegal
+    // access, as the firmware read them from the fabric's capture.
+    ++razwi_events_;
+    logf("RAZWI: illegal " + std::string(data[1] ? "write to " : "read of ") + hex(data[0]) + " by " +
+         regs::engine_name(static_cast<uint32_t>(data[2])));
+    return;
+  }
+  if (type == ev::kDevResetReq || type == ev::kPktQueueOutSync || type == ev::kFwAliveS) {
+    // gaudi_handle_eqe's reset_device cases (hard_reset_on_fw_events): the reset runs once the
+    // event handler has returned.
+    logf("Received H/W interrupt " + std::to_string(type) + " (" + ev::name(type) + "), resetting the device");
+    if (reset_request_.empty()) reset_request_ = "event " + ev::name(type);
+    return;
+  }
   if (type >= ev::dma_core(0) && type < ev::dma_core(regs::kNumDmaChannels)) {
     handle_dma_core_error(type - ev::dma_core(0));
     return;
@@ -1020,6 +1040,22 @@ uint64_t HlDevice::tdr_deadline_ps() {
   return head->head_since_ps + head->timeout_ps;
 }
 
+void HlDevice::run_timers() {
+  if (!reset_request_.empty() && status_ == HL_DEVICE_STATUS_OPERATIONAL) {
+    const std::string reason = reset_request_;
+    reset_request_.clear();
+    hard_reset(reason, nullptr);
+  }
+  if (status_ == HL_DEVICE_STATUS_OPERATIONAL && sim_->host_now_ps() >= next_heartbeat_ps_) {
+    next_heartbeat_ps_ = sim_->host_now_ps() + options_.heartbeat_period_us * 1000000;
+    if (!send_heartbeat()) {
+      logf("Device heartbeat failed!");
+      hard_reset("heartbeat", nullptr);
+    }
+  }
+  check_tdr();
+}
+
 void HlDevice::check_tdr() {
   Cs* head = oldest_in_flight();
   if (head == nullptr || sim_->host_now_ps() < tdr_deadline_ps()) return;
@@ -1031,9 +1067,10 @@ void HlDevice::check_tdr() {
 
 void HlDevice::wait_event(uint64_t until_ps) {
   poll_interrupts();
-  check_tdr();
+  run_timers();
   const uint64_t now = sim_->host_now_ps();
-  const uint64_t target = std::min(until_ps, tdr_deadline_ps());
+  uint64_t target = std::min(until_ps, tdr_deadline_ps());
+  if (status_ == HL_DEVICE_STATUS_OPERATIONAL) target = std::min(target, next_heartbeat_ps_);
   if (target == UINT64_MAX) return;   // nothing can happen: no CS in flight, no deadline
   if (target > now) {
     if (auto vector = sim_->wait_for_interrupt(target - now)) {
@@ -1042,7 +1079,7 @@ void HlDevice::wait_event(uint64_t until_ps) {
     }
   }
   poll_interrupts();
-  check_tdr();
+  run_timers();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1086,6 +1123,7 @@ void HlDevice::hard_reset(const std::string& reason, Cs* timed_out) {
   if (open_) prepare_mmu_asid(kUserAsid);
   ++hard_reset_cnt_;
   status_ = HL_DEVICE_STATUS_OPERATIONAL;
+  if (options_.heartbeat_period_us != 0) next_heartbeat_ps_ = sim_->host_now_ps() + options_.heartbeat_period_us * 1000000;
   logf("hard reset done, device is operational");
 }
 
@@ -1101,7 +1139,7 @@ int HlDevice::wait_cs(hl_wait_cs_args& args) {
   const hl_wait_cs_in in = args.in;
   if (in.flags != 0) return -EINVAL;   // multi-CS and interrupt waits are not implemented
   poll_interrupts();
-  check_tdr();
+  run_timers();
   args.out = hl_wait_cs_out{};
   if (in.seq == 0 || in.seq >= next_seq_) {
     logf("Can't wait on CS " + std::to_string(in.seq) + " because current CS is at seq " + std::to_string(next_seq_ - 1));

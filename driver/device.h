@@ -56,6 +56,9 @@ struct HlDeviceOptions {
   // CS outcomes kept for WAIT_CS; older sequence numbers report COMPLETED + FLAG_GONE.
   // Also the bound on CSs in flight (max_pending_cs); power of two.
   uint32_t max_pending_cs = 4096;
+  // Heartbeat (hl_fw_send_heartbeat): a TEST packet to the device CPU this often (host time);
+  // no answer means a hard reset. 0 turns it off. The real driver's period is 5 s.
+  uint64_t heartbeat_period_us = 5000000;
 };
 
 class HlDevice {
@@ -120,11 +123,17 @@ class HlDevice {
   uint64_t eq_events() const { return eq_events_; }
   // MMU page-fault events handled since the device was created.
   uint64_t page_faults() const { return page_faults_; }
+  // Heartbeats sent to the device CPU, and cpucp messages it answered, since creation.
+  uint64_t heartbeats() const { return heartbeats_; }
+  uint64_t cpu_messages() const { return cpu_messages_; }
+  // Illegal-access (RAZWI) events handled since creation.
+  uint64_t razwi_events() const { return razwi_events_; }
 
  private:
   static constexpr uint32_t kPageSize = 4096;
   static constexpr uint32_t kCbPoolCbSize = 0x20000;  // GAUDI_CB_POOL_CB_SIZE
   static constexpr unsigned kNumCqs = 8;
+  static constexpr uint32_t kCpuPqEntries = 64;
 
   struct CommandBuffer {
     std::vector<uint8_t> memory;   // the CB's coherent memory, mmap-able by the user
@@ -217,6 +226,12 @@ class HlDevice {
   void handle_dma_core_error(unsigned channel);
   // Boot-status wait and the CPU-queue / event-queue init handshake with the firmware.
   bool init_cpu_queues();
+  // cpucp messages (device_cpucp.cpp): 0 or -EIO (no answer in time, or an error code).
+  int send_cpu_message(uint32_t opcode, uint64_t value, uint32_t index, uint64_t timeout_us, uint64_t* result);
+  bool cpucp_info_get();
+  bool send_heartbeat();
+  // Timers that run whenever the driver runs: a reset an event asked for, the heartbeat, the TDR.
+  void run_timers();
   // The hard-reset halt request (KMD_MSG_TO_CPU = GOTO_WFE, wait for IN_WFE).
   void halt_device_cpu();
   void handle_irq(unsigned vector);
@@ -268,6 +283,11 @@ class HlDevice {
   // CPU-accessible window (CQ registers). Host bus addresses.
   uint64_t cpu_pq_address_ = 0, eq_address_ = 0, cpu_cq_address_ = 0;
   uint32_t eq_ci_ = 0;
+  uint32_t cpu_pq_pi_ = 0;
+  uint64_t cpu_messages_ = 0, heartbeats_ = 0;
+  uint64_t next_heartbeat_ps_ = UINT64_MAX;
+  std::string reset_request_;                // an event asked for a hard reset (the reason)
+  std::string card_name_ = "HL205", cpucp_version_;   // from the firmware's cpucp_info
   uint64_t eq_events_ = 0;
   std::vector<uint32_t> qman_error_words_;   // per QMAN index, from the event queue
 
@@ -283,6 +303,7 @@ class HlDevice {
   uint64_t dram_used_ = 0, ctx_dram_used_ = 0;
   std::optional<uapi::hl_page_fault_info> page_fault_;
   uint64_t page_faults_ = 0;
+  uint64_t razwi_events_ = 0;
 
   std::vector<HwQueue> queues_;
   CompletionQueue cqs_[kNumCqs];

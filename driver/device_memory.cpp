@@ -30,13 +30,6 @@ constexpr uint64_t kHostPageBytes = hw::pte::k4K;
 constexpr uint64_t kPinnedRegion = 0x400000000000ull;
 constexpr uint64_t kPinnedRegionEnd = 0x800000000000ull;
 
-std::string engine_name(uint32_t engine_id) {
-  if (engine_id < 8) return "DMA" + std::to_string(engine_id);
-  if (engine_id < 12) return "MME" + std::to_string(engine_id - 8);
-  if (engine_id < 20) return "TPC" + std::to_string(engine_id - 12);
-  return "engine " + std::to_string(engine_id);
-}
-
 }  // namespace
 
 // hl_mmu_init / gaudi_mmu_init: hop0 of every ASID, a clean cache, translation on.
@@ -267,7 +260,7 @@ void HlDevice::handle_page_fault() {
   }
   const uint64_t va = (uint64_t{capture & mmu::kCaptureVa4932Mask} << 32) | mmio_read(mmu::kPageErrorCaptureVa);
   const uint32_t engine = (capture & mmu::kCaptureEngineMask) >> mmu::kCaptureEngineShift;
-  logf("MMU page fault on va " + hex(va) + " by " + engine_name(engine) +
+  logf("MMU page fault on va " + hex(va) + " by " + regs::engine_name(engine) +
        ((capture & mmu::kCaptureWrite) ? " (write)" : " (read)"));
   mmio_write(mmu::kPageErrorCapture, 0);
   if (!page_fault_) {

@@ -130,7 +130,9 @@ SpiMeaning decode_spi(uint32_t value) {
       meaning.engine_id = q->second;
       return meaning;
     }
-    if (type == event::kMmuPageFault || type == event::kMmuWrPerm || type == event::kRazwiOrAdc) {
+    if (type == event::kMmuPageFault || type == event::kMmuWrPerm || type == event::kRazwiOrAdc ||
+        type == event::kRazwiOrAdcSw || type == event::kDevResetReq || type == event::kPktQueueOutSync ||
+        type == event::kFwAliveS) {
       meaning.kind = SpiKind::kHwError;
       meaning.event_type = type;
       return meaning;

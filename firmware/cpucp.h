@@ -158,7 +158,8 @@ std::string name(uint32_t event_type);
 // What a write of `value` to GICD_SETSPI_NSR means to the firmware. Both the SPI number
 // (cpu_id) and, as older drivers wrote it, the raw event id are accepted.
 // kQmanError: a QMAN's error message; kHwError: another block's interrupt (MMU page fault or
-// write-permission fault, RAZWI, a DMA core error). Both become event-queue entries.
+// write-permission fault, RAZWI, a DMA core error, a reset request, a queue out of sync). Both
+// become event-queue entries.
 enum class SpiKind { kPiUpdate, kHaltMachine, kQmanError, kHwError, kUnknown };
 struct SpiMeaning {
   SpiKind kind = SpiKind::kUnknown;

@@ -130,6 +130,15 @@ Card::Card(sc_core::sc_module_name name, const preset::Card& preset, const CardO
       if (config.init_region_bytes == 0) config.init_region_bytes = 0x80;
     }
     device_cpu_ = std::make_unique<firmware::DeviceCpu>("device_cpu", config);
+    // An access no target serves is a RAZWI: the firmware reports it with the address, the
+    // direction and the initiator's engine id (0xFFFF for masters that are not engines).
+    memory_.fabric().set_illegal_access_hook([this](const Fabric::IllegalAccess& access) {
+      uint64_t engine = 0xFFFF;
+      for (const auto& m : mmus_) {
+        if (m->config().engine == access.master) engine = m->config().engine_id;
+      }
+      device_cpu_->report_event(firmware::event::kRazwiOrAdc, {access.address, access.is_write ? 1u : 0u, engine});
+    });
     memory_.bind_master(device_cpu_->bus().socket, "device_cpu");
     device_cpu_->attach_registers(memory_.cfg());
     // SW_ALL_RST: the firmware's reset process resets the rest of the card, then itself.

@@ -9,6 +9,7 @@
 #include <tlm_utils/multi_passthrough_initiator_socket.h>
 #include <tlm_utils/multi_passthrough_target_socket.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,16 @@ class Fabric : public sc_core::sc_module {
   // Which target port serves `address`; -1 if none.
   int decode(uint64_t address) const;
 
+  // An access to an address no target serves (a RAZWI on Gaudi): the fabric answers it with an
+  // address error and tells the hook (the card routes it to the device CPU's event path).
+  struct IllegalAccess {
+    std::string master;
+    uint64_t address;
+    bool is_write;
+    Picoseconds at;
+  };
+  void set_illegal_access_hook(std::function<void(const IllegalAccess&)> hook) { illegal_access_hook_ = std::move(hook); }
+
   std::vector<FabricPortStats> master_stats() const;
   std::vector<FabricPortStats> target_stats() const;
   uint64_t unmapped_accesses() const { return unmapped_accesses_; }
@@ -93,6 +104,7 @@ class Fabric : public sc_core::sc_module {
   std::vector<Port> targets_;
   std::vector<Range> ranges_;   // sorted by base
   uint64_t unmapped_accesses_ = 0;
+  std::function<void(const IllegalAccess&)> illegal_access_hook_;
 };
 
 }  // namespace hpusim::hw

@@ -28,36 +28,39 @@
 #include "hw/cfg/cfg_space.h"
 #include "hw/common/mem_protocol.h"
 #include "hw/mmu/mmu.h"
+#include "hw/regs/gaudi1_map.h"
 
 namespace hpusim::hw {
 
 // Register offsets relative to the controller's block (CFG offset 0xC11000); the absolute CFG
 // offset of each is in its comment (the driver's mm* constant).
 namespace mmu_regs {
-constexpr uint64_t kMmuEnable = 0x000C;              // 0xC1100C MMU_UP_MMU_ENABLE
-constexpr uint64_t kSpiMask = 0x002C;                // 0xC1102C MMU_UP_SPI_MASK (storage)
-constexpr uint64_t kPageErrorCapture = 0x0034;       // 0xC11034 MMU_UP_PAGE_ERROR_CAPTURE
-constexpr uint64_t kPageErrorCaptureVa = 0x0038;     // 0xC11038 MMU_UP_PAGE_ERROR_CAPTURE_VA
-constexpr uint64_t kMmuBusy = 0x1000;                // 0xC12000 MMU_BUSY (MMU_ASID_BUSY)
-constexpr uint64_t kMmuAsid = 0x1004;                // 0xC12004 MMU_ASID
-constexpr uint64_t kHop0Pa43_12 = 0x1008;            // 0xC12008 MMU_HOP0_PA43_12
-constexpr uint64_t kHop0Pa49_44 = 0x100C;            // 0xC1200C MMU_HOP0_PA49_44
-constexpr uint64_t kStlbCacheInv = 0x1010;           // 0xC12010 STLB_CACHE_INV
-constexpr uint64_t kStlbInvAllStart = 0x1034;        // 0xC12034 STLB_INV_ALL_START
-constexpr uint64_t kStlbInvPs = 0x103C;              // 0xC1203C STLB_INV_PS
-constexpr uint64_t kStlbInvConsumerIndex = 0x1040;   // 0xC12040 STLB_INV_CONSUMER_INDEX
-constexpr uint64_t kStlbInvSet = 0x1048;             // 0xC12048 STLB_INV_SET (storage)
+// Offsets inside the block, from the register map (hw/regs: regs::mmu, absolute CFG offsets).
+namespace abs = regs::mmu;
+constexpr uint64_t kMmuEnable = abs::kMmuUpEnable - abs::kMmuUpBase;
+constexpr uint64_t kSpiMask = abs::kMmuUpSpiMask - abs::kMmuUpBase;             // storage
+constexpr uint64_t kPageErrorCapture = abs::kPageErrorCapture - abs::kMmuUpBase;
+constexpr uint64_t kPageErrorCaptureVa = abs::kPageErrorCaptureVa - abs::kMmuUpBase;
+constexpr uint64_t kMmuBusy = abs::kBusy - abs::kMmuUpBase;
+constexpr uint64_t kMmuAsid = abs::kAsid - abs::kMmuUpBase;
+constexpr uint64_t kHop0Pa43_12 = abs::kHop0Pa4312 - abs::kMmuUpBase;
+constexpr uint64_t kHop0Pa49_44 = abs::kHop0Pa4944 - abs::kMmuUpBase;
+constexpr uint64_t kStlbCacheInv = abs::kStlbCacheInv - abs::kMmuUpBase;
+constexpr uint64_t kStlbInvAllStart = abs::kStlbInvAllStart - abs::kMmuUpBase;
+constexpr uint64_t kStlbInvPs = abs::kStlbInvPs - abs::kMmuUpBase;
+constexpr uint64_t kStlbInvConsumerIndex = abs::kStlbInvConsumerIndex - abs::kMmuUpBase;
+constexpr uint64_t kStlbInvSet = abs::kStlbInvSet - abs::kMmuUpBase;             // storage
 
-constexpr uint32_t kBusyBit = 0x80000000u;           // MMU_BUSY[31]
-constexpr uint32_t kAsidMask = 0x3FF;                // MMU_BUSY[9:0], MMU_ASID[9:0]
+constexpr uint32_t kBusyBit = abs::kBusyBit;             // MMU_BUSY[31]
+constexpr uint32_t kAsidMask = 0x3FF;                    // MMU_BUSY[9:0], MMU_ASID[9:0]
 constexpr uint32_t kHop0Pa49_44Mask = 0x3F;
-constexpr uint32_t kCaptureVa49_32Mask = 0x3FFFF;    // PAGE_ERROR_CAPTURE[17:0]
-constexpr uint32_t kCaptureEntryValid = 1u << 18;    // PAGE_ERROR_CAPTURE[18]
+constexpr uint32_t kCaptureVa49_32Mask = abs::kCaptureVa4932Mask;   // PAGE_ERROR_CAPTURE[17:0]
+constexpr uint32_t kCaptureEntryValid = abs::kCaptureEntryValid;   // PAGE_ERROR_CAPTURE[18]
 // hpusim extensions of PAGE_ERROR_CAPTURE (the Gaudi 1 register has no initiator field):
-constexpr uint32_t kCaptureWrite = 1u << 19;         // the faulting access was a write
-constexpr uint32_t kCaptureEngineShift = 24;         // [30:24] enum gaudi_engine_id of the master
-constexpr uint32_t kCaptureEngineMask = 0x7F;
-constexpr uint32_t kInvPsGo = 2;                     // STLB_INV_PS value that starts an invalidation
+constexpr uint32_t kCaptureWrite = abs::kCaptureWrite;   // the faulting access was a write
+constexpr uint32_t kCaptureEngineShift = abs::kCaptureEngineShift;   // [30:24] enum gaudi_engine_id
+constexpr uint32_t kCaptureEngineMask = abs::kCaptureEngineMask >> abs::kCaptureEngineShift;
+constexpr uint32_t kInvPsGo = 2;                         // STLB_INV_PS value that starts an invalidation
 }  // namespace mmu_regs
 
 struct MmuControllerConfig {
@@ -79,7 +82,7 @@ struct MmuControllerStats {
 
 class MmuController : public sc_core::sc_module, public RegisterBlock, public MmuObserver {
  public:
-  static constexpr uint64_t kCfgOffset = 0xC11000;   // MMU_UP; STLB follows at 0xC12000
+  static constexpr uint64_t kCfgOffset = regs::mmu::kMmuUpBase;   // MMU_UP; STLB follows at 0xC12000
   static constexpr uint64_t kBlockBytes = 0x2000;
 
   MmuController(sc_core::sc_module_name name, const MmuControllerConfig& config = MmuControllerConfig{});

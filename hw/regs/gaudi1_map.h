@@ -850,6 +850,15 @@ inline constexpr uint64_t kCntcvu = 0xC4900C;     // counter value [63:32]
 inline constexpr uint64_t kCntfid0 = 0xC49020;
 }  // namespace psoc_timestamp
 
+// enum gaudi_engine_id: DMA_0..7 = 0..7, MME_0..3 = 8..11, TPC_0..7 = 12..19, NIC_0..9 = 20..29.
+inline std::string engine_name(uint32_t engine_id) {
+  if (engine_id < 8) return "DMA" + std::to_string(engine_id);
+  if (engine_id < 12) return "MME" + std::to_string(engine_id - 8);
+  if (engine_id < 20) return "TPC" + std::to_string(engine_id - 12);
+  if (engine_id < 30) return "NIC" + std::to_string(engine_id - 20);
+  return "engine " + std::to_string(engine_id);
+}
+
 namespace mmu {
 // The MMU's register blocks (mmu_up_regs.h, stlb_regs.h, mmu_v1_1.h): MMU_UP at 0xC11000, STLB
 // at 0xC12000.

@@ -1,0 +1,99 @@
+// HlDevice's messages to the device CPU (hl_fw_send_cpu_message and its users): the cpucp packet
+// goes in host memory, its BD on the CPU PQ, the PI doorbell and the PI_UPDATE interrupt; the
+// firmware answers by writing the result and the fence value into the packet.
+#include <cerrno>
+#include <cstring>
+
+#include "driver/device.h"
+#include "firmware/cpucp.h"
+
+namespace hpusim::driver {
+namespace {
+
+namespace fw = firmware;
+namespace cpucp = firmware::cpucp;
+
+// Host bus addresses of the message buffers (next to the CPU queues; one message at a time, as
+// the driver's send_cpu_message lock allows).
+constexpr uint64_t kCpuPacketRegion = 0x100006000ull;
+constexpr uint64_t kCpuInfoRegion = 0x100007000ull;   // struct cpucp_info (1616 bytes)
+
+std::string fixed_string(const uint8_t* data, size_t max) {
+  size_t n = 0;
+  while (n < max && data[n] != 0) ++n;
+  return std::string(reinterpret_cast<const char*>(data), n);
+}
+
+}  // namespace
+
+int HlDevice::send_cpu_message(uint32_t opcode, uint64_t value, uint32_t index, uint64_t timeout_us,
+                               uint64_t* result) {
+  cpucp::Packet packet;
+  packet.value = value;
+  packet.ctl = cpucp::make_ctl(opcode);
+  packet.index = index;
+  const auto bytes = cpucp::encode(packet);
+  host_write(kCpuPacketRegion, bytes.data(), bytes.size());
+  uint8_t bd[fw::kPqEntryBytes] = {};
+  const uint64_t ptr = device_view(kCpuPacketRegion);
+  const uint32_t len = cpucp::kPacketBytes;
+  std::memcpy(bd, &ptr, 8);
+  std::memcpy(bd + 8, &len, 4);
+  host_write(cpu_pq_address_ + uint64_t{cpu_pq_pi_ % kCpuPqEntries} * fw::kPqEntryBytes, bd, sizeof bd);
+  cpu_pq_pi_ = (cpu_pq_pi_ + 1) % (2 * kCpuPqEntries);
+  mmio_write(regs::cpu_if::kPfPqPi, cpu_pq_pi_);
+  mmio_write(regs::gic::kGicdSetspiNsr, fw::event::spi_of(fw::event::kPiUpdate));
+  // hl_poll_timeout_memory on the packet's fence, sleeping between looks.
+  const uint64_t deadline = sim_->host_now_ps() + timeout_us * 1000000;
+  uint8_t answer[cpucp::kPacketBytes];
+  while (true) {
+    sim_->sync_device();
+    host_read(kCpuPacketRegion, answer, sizeof answer);
+    if (cpucp::decode(answer).fence == cpucp::kFenceValue) break;
+    if (sim_->host_now_ps() >= deadline) {
+      logf("Device CPU packet timeout (opcode " + std::to_string(opcode) + ")");
+      return -EIO;
+    }
+    charge(1000);
+  }
+  const cpucp::Packet done = cpucp::decode(answer);
+  if (cpucp::ctl_rc(done.ctl) != static_cast<uint32_t>(cpucp::Rc::kSuccess)) {
+    logf("F/W ERROR " + std::to_string(cpucp::ctl_rc(done.ctl)) + " for CPU packet " + std::to_string(opcode));
+    return -EIO;
+  }
+  if (result != nullptr) *result = done.value;
+  ++cpu_messages_;
+  return 0;
+}
+
+// hl_fw_cpucp_info_get: the firmware fills struct cpucp_info in host memory.
+bool HlDevice::cpucp_info_get() {
+  std::vector<uint8_t> block(cpucp::info::kBytes, 0);
+  host_write(kCpuInfoRegion, block.data(), block.size());
+  uint64_t written = 0;
+  if (send_cpu_message(static_cast<uint32_t>(cpucp::Opcode::kInfoGet), device_view(kCpuInfoRegion),
+                       cpucp::info::kBytes, 1000, &written) != 0) {
+    logf("Failed to handle CPU-CP info pkt");
+    return false;
+  }
+  host_read(kCpuInfoRegion, block.data(), block.size());
+  card_name_ = fixed_string(block.data() + cpucp::info::kCardName, cpucp::info::kCardNameLen);
+  cpucp_version_ = fixed_string(block.data() + cpucp::info::kCpucpVersion, cpucp::info::kVersionLen);
+  uint64_t dram_size = 0;
+  std::memcpy(&dram_size, block.data() + cpucp::info::kDramSize, 8);
+  if (dram_size != 0 && dram_size != dram_size_) {
+    logf("F/W reports a DRAM size of " + std::to_string(dram_size) + " bytes, the device map has " +
+         std::to_string(dram_size_));
+  }
+  return true;
+}
+
+// hl_fw_send_heartbeat: a TEST packet carrying the fence value must come back with it.
+bool HlDevice::send_heartbeat() {
+  uint64_t result = 0;
+  const int rc = send_cpu_message(static_cast<uint32_t>(cpucp::Opcode::kTest), cpucp::kFenceValue, 0, 1000, &result);
+  ++heartbeats_;
+  return rc == 0 && result == cpucp::kFenceValue;
+}
+
+}  // namespace hpusim::driver
