@@ -3,14 +3,20 @@
 //   hpusim info  [--preset NAME|FILE] [--set path=value ...]
 //   hpusim bench memory [--preset ...] [--set ...] [--json FILE] [--stats FILE] [--trace FILE]
 //                       [--chrome-trace FILE] [--memory hbm,sram,pcie] [--scale X]
+//   hpusim tpc-as INPUT.s -o OUTPUT.bin [-I DIR ...] [-D NAME=VALUE ...]
+//   hpusim tpc-dis INPUT.bin [-o OUTPUT.s] [--bundle-numbers]
 #include <boost/program_options.hpp>
 #include <systemc>
 
+#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "hw/tpc/asm/assembler.h"
+#include "hw/tpc/asm/disassembler.h"
+#include "hw/tpc/asm/program.h"
 #include "sim/bench/memory_bench.h"
 #include "sim/bench/submit_bench.h"
 #include "sim/preset/preset.h"
@@ -34,7 +40,11 @@ void print_usage(std::ostream& out) {
          "  info                 print the resolved card preset\n"
          "  bench memory         HBM, SRAM and PCIe bandwidth/latency benchmark\n"
          "  bench submit         command-submission latency and throughput through the driver\n"
-         "  presets              list the built-in presets\n\n"
+         "  presets              list the built-in presets\n"
+         "  tpc-as INPUT.s -o OUTPUT.bin\n"
+         "                       assemble a TPC program (hw/tpc/ASSEMBLY.md)\n"
+         "  tpc-dis INPUT.bin [-o OUTPUT.s]\n"
+         "                       disassemble a TPC program (to stdout by default)\n\n"
          "common options:\n"
          "  --preset NAME|FILE   card preset (default hl205); built-in: ";
   auto names = hpusim::preset::builtin_preset_names();
@@ -148,6 +158,96 @@ int command_bench_submit(const std::vector<std::string>& args) {
   return 0;
 }
 
+// A command with one positional INPUT argument.
+po::variables_map parse_with_input(const std::vector<std::string>& args, const po::options_description& options) {
+  po::options_description all = options;
+  all.add_options()("input", po::value<std::vector<std::string>>(), "input file");
+  po::positional_options_description positional;
+  positional.add("input", -1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(e.what());
+  }
+  return vm;
+}
+
+std::string single_input(const po::variables_map& vm, const std::string& command) {
+  if (!vm.count("input")) throw UsageError(command + " needs an input file");
+  const auto& inputs = vm["input"].as<std::vector<std::string>>();
+  if (inputs.size() != 1) throw UsageError(command + " takes one input file, got " + std::to_string(inputs.size()));
+  return inputs[0];
+}
+
+int command_tpc_as(const std::vector<std::string>& args) {
+  po::options_description options("tpc-as");
+  options.add_options()
+      ("help,h", "this help")
+      ("output,o", po::value<std::string>(), "the program file to write")
+      ("include-dir,I", po::value<std::vector<std::string>>()->composing(),
+       "search DIR for .include files not found next to the including file (repeatable)")
+      ("define,D", po::value<std::vector<std::string>>()->composing(),
+       "NAME=VALUE: as '.equ NAME VALUE' before the source (repeatable; NAME alone is 1)");
+  po::variables_map vm = parse_with_input(args, options);
+  if (vm.count("help")) {
+    std::cout << "usage: hpusim tpc-as INPUT.s -o OUTPUT.bin [options]\n" << options;
+    return 0;
+  }
+  const std::string input = single_input(vm, "tpc-as");
+  if (!vm.count("output")) throw UsageError("tpc-as needs -o OUTPUT.bin");
+  hpusim::tpc::AssembleOptions assemble_options;
+  if (vm.count("include-dir")) assemble_options.include_dirs = vm["include-dir"].as<std::vector<std::string>>();
+  if (vm.count("define")) {
+    for (const std::string& define : vm["define"].as<std::vector<std::string>>()) {
+      const size_t eq = define.find('=');
+      if (eq == 0) throw UsageError("bad --define '" + define + "' (expected NAME=VALUE)");
+      if (eq == std::string::npos) assemble_options.defines.emplace_back(define, "1");
+      else assemble_options.defines.emplace_back(define.substr(0, eq), define.substr(eq + 1));
+    }
+  }
+  const hpusim::tpc::AssembleResult result = hpusim::tpc::assemble_file(input, assemble_options);
+  if (!result.ok()) {
+    std::cerr << result.error_text();
+    return 1;
+  }
+  std::string error;
+  if (!hpusim::tpc::write_program_file(vm["output"].as<std::string>(), result.program, &error)) {
+    throw std::runtime_error(error);
+  }
+  return 0;
+}
+
+int command_tpc_dis(const std::vector<std::string>& args) {
+  po::options_description options("tpc-dis");
+  options.add_options()
+      ("help,h", "this help")
+      ("output,o", po::value<std::string>(), "write the assembly text here (default: stdout)")
+      ("bundle-numbers", "a '// N' comment after each bundle");
+  po::variables_map vm = parse_with_input(args, options);
+  if (vm.count("help")) {
+    std::cout << "usage: hpusim tpc-dis INPUT.bin [-o OUTPUT.s] [options]\n" << options;
+    return 0;
+  }
+  const std::string input = single_input(vm, "tpc-dis");
+  std::string error;
+  const auto program = hpusim::tpc::read_program_file(input, &error);
+  if (!program) throw std::runtime_error(error);
+  hpusim::tpc::DisassemblyOptions dis;
+  dis.bundle_numbers = vm.count("bundle-numbers") != 0;
+  const std::string text = hpusim::tpc::disassemble(*program, dis);
+  if (!vm.count("output")) {
+    std::cout << text;
+    return 0;
+  }
+  const std::string path = vm["output"].as<std::string>();
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (out) out << text;
+  if (!out) throw std::runtime_error("cannot write output file '" + path + "'");
+  return 0;
+}
+
 int dispatch(const std::vector<std::string>& argv) {
   if (argv.empty() || argv[0] == "--help" || argv[0] == "-h" || argv[0] == "help") {
     print_usage(argv.empty() ? std::cerr : std::cout);
@@ -157,6 +257,8 @@ int dispatch(const std::vector<std::string>& argv) {
   std::vector<std::string> rest(argv.begin() + 1, argv.end());
   if (command == "info") return command_info(rest);
   if (command == "presets") return command_presets();
+  if (command == "tpc-as") return command_tpc_as(rest);
+  if (command == "tpc-dis") return command_tpc_dis(rest);
   if (command == "bench") {
     if (rest.empty()) throw UsageError("bench needs a benchmark name: memory or submit");
     std::string which = rest[0];

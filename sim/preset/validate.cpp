@@ -92,6 +92,14 @@ void resolve_and_validate(Card& card) {
   require_positive(card.tpc().count(), "tpc.count");
   require(card.tpc().vector_bits() >= 256 && card.tpc().vector_bits() % 256 == 0,
           "tpc.vector_bits must be a multiple of 256");
+  require_positive(card.tpc().vpu_latency(), "tpc.vpu_latency");
+  require_positive(card.tpc().spu_latency(), "tpc.spu_latency");
+  require_positive(card.tpc().special_latency(), "tpc.special_latency");
+  require_positive(card.tpc().local_latency(), "tpc.local_latency");
+  require(power_of_two(card.tpc().icache_line_bytes()) && card.tpc().icache_line_bytes() >= 32,
+          "tpc.icache_line_bytes must be a power of two >= 32 (one bundle)");
+  require(card.tpc().icache_bytes() >= card.tpc().icache_line_bytes() && card.tpc().icache_bytes() % card.tpc().icache_line_bytes() == 0,
+          "tpc.icache_bytes must be a multiple of tpc.icache_line_bytes");
   require_positive(card.mme().cores(), "mme.cores");
   require(card.mme().masters() > 0 && card.mme().masters() <= card.mme().cores(),
           "mme.masters must be between 1 and mme.cores");

@@ -184,4 +184,88 @@ TEST(Cli, BenchSubmitWritesItsJsonAndTrace) {
   EXPECT_EQ(run("bench submit --set hbm.stacks=0").exit_code, 2);
 }
 
+TEST(Cli, TpcAssembleDisassembleReassembleGivesIdenticalBytes) {
+  const std::string kernel = std::string(HPUSIM_SOURCE_DIR) + "/tests/tpc/kernels/eltwise_add.s";
+  const std::string first = temp_path("tpc_first.bin"), text = temp_path("tpc_dis.s"), second = temp_path("tpc_second.bin");
+  std::remove(first.c_str());
+  std::remove(second.c_str());
+  ProgramRun r = run("tpc-as " + kernel + " -o " + first);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string bytes = slurp(first);
+  ASSERT_EQ(bytes.size(), 16u + 39 * 32);
+  EXPECT_EQ(bytes.substr(0, 6), std::string("HPTPC\0", 6));
+  r = run("tpc-dis " + first + " -o " + text);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(slurp(text).find("add.f32 V3, V1, V2"), std::string::npos) << slurp(text);
+  r = run("tpc-as " + text + " -o " + second);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(slurp(second), bytes);
+  // Without -o the text goes to stdout.
+  r = run("tpc-dis --bundle-numbers " + first);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("st_tnsr I2, 2, V3  // 32"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("halt  // 38"), std::string::npos) << r.output;
+}
+
+TEST(Cli, TpcAssemblerOptions) {
+  const std::string dir = ::testing::TempDir() + "hpusim_cli_tpc_inc";
+  std::system(("mkdir -p " + dir).c_str());
+  std::ofstream(dir + "/consts.inc") << ".equ BASE 0x100\n";
+  const std::string source = temp_path("tpc_opts.s"), out = temp_path("tpc_opts.bin");
+  std::ofstream(source) << ".include \"consts.inc\"\nld_vlm.f32 V1, BASE + OFFSET\n";
+  ProgramRun r = run("tpc-as " + source + " -I " + dir + " -D OFFSET=0x40 -o " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run("tpc-dis " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("ld_vlm.f32 V1, 320"), std::string::npos) << r.output;
+}
+
+TEST(Cli, TpcAssemblyErrorsNameTheFileAndLine) {
+  const std::string source = temp_path("tpc_bad.s"), out = temp_path("tpc_bad.bin");
+  std::remove(out.c_str());
+  std::ofstream(source) << "// a kernel with mistakes\n"
+                           "        ld_tnsr V1, I0, 0\n"
+                           "        add.f32 V2, V1, V40\n"
+                           "        frobnicate S1\n"
+                           "        jmp nowhere\n";
+  ProgramRun r = run("tpc-as " + source + " -o " + out);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find(source + ":3:25: V40 is out of range (V0..V39)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(source + ":4:9: unknown mnemonic 'frobnicate'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(source + ":5:13: undefined label 'nowhere'"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::ifstream(out).good()) << "no output for a failed assembly";
+  r = run("tpc-as " + temp_path("no_such_file.s") + " -o " + out);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("no_such_file.s: cannot read the file"), std::string::npos) << r.output;
+}
+
+TEST(Cli, TpcUsageAndFileErrors) {
+  const std::string source = temp_path("tpc_ok.s"), bin = temp_path("tpc_ok.bin");
+  std::ofstream(source) << "halt\n";
+  EXPECT_EQ(run("tpc-as").exit_code, 2);
+  ProgramRun r = run("tpc-as " + source);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("tpc-as needs -o OUTPUT.bin"), std::string::npos) << r.output;
+  EXPECT_EQ(run("tpc-as " + source + " " + source + " -o " + bin).exit_code, 2);
+  EXPECT_EQ(run("tpc-as " + source + " -o " + bin + " --no-such-option").exit_code, 2);
+  EXPECT_EQ(run("tpc-dis").exit_code, 2);
+  EXPECT_EQ(run("tpc-as --help").exit_code, 0);
+  EXPECT_EQ(run("tpc-dis --help").exit_code, 0);
+  r = run("tpc-as " + source + " -o /nonexistent-dir/x.bin");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("cannot write output file '/nonexistent-dir/x.bin'"), std::string::npos) << r.output;
+  // tpc-dis of something that is not a program.
+  r = run("tpc-dis " + source);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("not a TPC program"), std::string::npos) << r.output;
+  ASSERT_EQ(run("tpc-as " + source + " -o " + bin).exit_code, 0);
+  std::string bytes = slurp(bin);
+  bytes[16 + 7] = 70;   // bundle 0, SPU opcode 70: a VPU opcode
+  std::ofstream(bin, std::ios::binary | std::ios::trunc) << bytes;
+  r = run("tpc-dis " + bin);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("bundle 0: SPU slot, opcode: 70 is not defined in the SPU slot"), std::string::npos)
+      << r.output;
+}
+
 }  // namespace

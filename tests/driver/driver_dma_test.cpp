@@ -11,20 +11,8 @@
 namespace hpusim::driver {
 namespace {
 
-std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<uint8_t> v(n);
-  for (auto& b : v) b = static_cast<uint8_t>(rng());
-  return v;
-}
-
 class DriverDmaTest : public DriverTest {
  protected:
-  uint64_t map(const void* p, uint64_t bytes) {
-    uint64_t va = 0;
-    EXPECT_EQ(dev->map_host(p, bytes, &va), 0);
-    return va;
-  }
   // One CS with one LIN_DMA on `queue`; returns the WAIT_CS status.
   uint32_t dma(QueueId queue, uint64_t src, uint64_t dst, uint32_t bytes) {
     return run({ext_cb(queue, CommandBufferBuilder().lin_dma(src, dst, bytes).bytes())}, 10000000);

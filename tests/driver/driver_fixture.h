@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <random>
 #include <vector>
 
 #include "driver/device.h"
@@ -19,6 +20,14 @@ using qman::CommandBufferBuilder;
 using regs::QueueId;
 
 constexpr uint64_t kPage = 4096;
+
+// n bytes from a seeded generator: test data that differs per seed and is the same on every run.
+inline std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> v(n);
+  for (auto& b : v) b = static_cast<uint8_t>(rng());
+  return v;
+}
 
 class DriverTest : public ::testing::Test {
  protected:
@@ -55,6 +64,12 @@ class DriverTest : public ::testing::Test {
     c.queue_index = queue_index(q);
     c.cb_size = size;
     return c;
+  }
+  // Maps user memory for the device (MEMORY ioctl, USERPTR); returns the device VA.
+  uint64_t map(const void* p, uint64_t bytes) {
+    uint64_t va = 0;
+    EXPECT_EQ(dev->map_host(p, bytes, &va), 0);
+    return va;
   }
   // Submits one CS and waits for it; returns the WAIT_CS status.
   uint32_t run(const std::vector<hl_cs_chunk>& chunks, uint64_t timeout_us = 1000000) {

@@ -22,20 +22,8 @@ using regs::QmanId;
 using regs::QmReg;
 constexpr auto kEn = regs::SyncManager::E_N;
 
-std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<uint8_t> v(n);
-  for (auto& b : v) b = static_cast<uint8_t>(rng());
-  return v;
-}
-
 class DriverStreamsTest : public DriverTest {
  protected:
-  uint64_t map(const void* p, uint64_t bytes) {
-    uint64_t va = 0;
-    EXPECT_EQ(dev->map_host(p, bytes, &va), 0);
-    return va;
-  }
   static uint64_t qm(QmanId qman, QmReg reg, unsigned index = 0) { return cfg(regs::qman_reg(qman, reg, index)); }
   static uint64_t sob(unsigned id) { return cfg(regs::sm_sob(kEn, id)); }
   // Arms monitor `mon` of E_N on sync object `id` (>= target) with its payload adding 1 to fence
