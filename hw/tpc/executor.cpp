@@ -1183,7 +1183,7 @@ struct TpcExecutor::Impl {
         if (st.loop_depth >= kLoopDepth)
           return fail(FaultKind::LoopTooDeep, "loop nested deeper than " + std::to_string(kLoopDepth));
         e.latency = LatencyClass::None;
-        const bool uns = t == DType::U32;
+        const bool uns = false;   // loop iterators and bounds are signed 32-bit (ISA.md); loop takes no dtype
         const bool go = step > 0 ? (uns ? it < bound : static_cast<int32_t>(it) < static_cast<int32_t>(bound))
                                  : (uns ? it > bound : static_cast<int32_t>(it) > static_cast<int32_t>(bound));
         if (go) {

