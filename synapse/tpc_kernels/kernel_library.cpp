@@ -1,0 +1,437 @@
+// The kernel library's glue: the GUID table, validation, index-space geometry, access patterns,
+// descriptor templates, and the assembly (on first use, cached) of the kernel variants.
+#include "synapse/tpc_kernels/kernel_library.h"
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+
+#include "hw/tpc/asm/assembler.h"
+#include "synapse/tpc_kernels/embedded_sources.h"
+
+namespace hpusim::synapse::tpc_kernels {
+
+namespace {
+
+enum class Kind : uint8_t { Binary, Backward, Unary, Fill, Cast };
+
+}  // namespace
+
+struct KernelLibrary::KernelDef {
+  std::string guid;
+  Kind kind;
+  std::string op_macro;   // ops.inc macro (Binary, Backward, Unary, Fill) or kernel file (Cast)
+  DType in;               // the inputs' dtype (Fill: unused)
+  DType out;
+  std::vector<std::string> input_names;
+  std::vector<std::string> output_names;
+};
+
+namespace {
+
+using KernelDef = KernelLibrary::KernelDef;
+
+const std::vector<KernelDef>& kernel_table() {
+  static const std::vector<KernelDef> table = [] {
+    std::vector<KernelDef> t;
+    const std::pair<const char*, const char*> binary[] = {
+        {"add", "OP_ADD"}, {"sub", "OP_SUB"}, {"mul", "OP_MUL"},
+        {"div", "OP_DIV"}, {"max", "OP_MAX"}, {"min", "OP_MIN"}};
+    const std::pair<const char*, const char*> unary[] = {
+        {"relu", "OP_RELU"}, {"tanh", "OP_TANH"}, {"sigmoid", "OP_SIGMOID"}, {"exp", "OP_EXP"},
+        {"log", "OP_LOG"},   {"sqrt", "OP_SQRT"}, {"rsqrt", "OP_RSQRT"},     {"abs", "OP_ABS"},
+        {"neg", "OP_NEG"}};
+    struct Bwd {
+      const char* name;
+      const char* macro;
+      const char* fwd_tensor;
+    };
+    const Bwd backward[] = {{"relu", "OP_RELU_BWD", "x"},
+                            {"tanh", "OP_TANH_BWD", "y"},
+                            {"sigmoid", "OP_SIGMOID_BWD", "y"}};
+    for (DType d : {DType::F32, DType::BF16}) {
+      const std::string sfx = std::string("_") + tpc::dtype_name(d);
+      for (const auto& [name, macro] : binary)
+        t.push_back({name + std::string("_fwd") + sfx, Kind::Binary, macro, d, d, {"A", "B"}, {"C"}});
+      for (const auto& [name, macro] : unary)
+        t.push_back({name + std::string("_fwd") + sfx, Kind::Unary, macro, d, d, {"X"}, {"Y"}});
+      for (const Bwd& b : backward)
+        t.push_back({b.name + std::string("_bwd") + sfx, Kind::Backward, b.macro, d, d,
+                     {"grad", b.fwd_tensor}, {"dx"}});
+      t.push_back({"fill" + sfx, Kind::Fill, "FILL", d, d, {}, {"Y"}});
+    }
+    t.push_back({"cast_f32_to_bf16", Kind::Cast, "cast_f32_to_bf16.s", DType::F32, DType::BF16, {"X"}, {"Y"}});
+    t.push_back({"cast_bf16_to_f32", Kind::Cast, "cast_bf16_to_f32.s", DType::BF16, DType::F32, {"X"}, {"Y"}});
+    return t;
+  }();
+  return table;
+}
+
+unsigned lanes_of(DType t) { return 2048 / tpc::dtype_bits(t); }
+
+std::string shape_text(const std::vector<uint32_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+// The shape padded to 5 dims with 1s (a scalar is [1]).
+std::array<uint32_t, kMaxDims> padded(const std::vector<uint32_t>& shape) {
+  std::array<uint32_t, kMaxDims> p{1, 1, 1, 1, 1};
+  for (size_t d = 0; d < shape.size() && d < kMaxDims; ++d) p[d] = shape[d];
+  return p;
+}
+
+// Element strides of the tensor (given or dense), padded to 5 dims.
+std::array<int64_t, kMaxDims> strides_of(const TensorParams& t) {
+  std::array<int64_t, kMaxDims> s{};
+  const auto p = padded(t.shape);
+  int64_t dense = 1;
+  for (unsigned d = 0; d < kMaxDims; ++d) {
+    s[d] = d < t.strides.size() ? t.strides[d] : dense;
+    dense *= p[d];
+  }
+  return s;
+}
+
+struct Failure {
+  GlueStatus status;
+  std::string message;
+};
+
+// "input 1 (B)" / "output 0 (C)".
+std::string tensor_label(bool is_input, size_t index, const std::vector<std::string>& names) {
+  std::string s = std::string(is_input ? "input " : "output ") + std::to_string(index);
+  if (index < names.size()) s += " (" + names[index] + ")";
+  return s;
+}
+
+std::optional<Failure> check_tensor(const TensorParams& t, bool is_input, const std::string& label,
+                                    const KernelDef& def) {
+  const GlueStatus size_status = is_input ? GlueStatus::IncompatibleInputSize : GlueStatus::IncompatibleOutputSize;
+  const DType want = is_input ? def.in : def.out;
+  if (t.dtype != want)
+    return Failure{GlueStatus::IncompatibleDataType, label + ": dtype " + tpc::dtype_name(t.dtype) + ", but " +
+                                                         def.guid + " takes " + tpc::dtype_name(want)};
+  if (t.shape.size() > kMaxDims)
+    return Failure{size_status, label + ": " + std::to_string(t.shape.size()) + " dims, at most " +
+                                    std::to_string(kMaxDims) + " are supported"};
+  for (size_t d = 0; d < t.shape.size(); ++d) {
+    if (t.shape[d] == 0 || t.shape[d] > 0x7FFFFFFFu)
+      return Failure{size_status, label + ": dim " + std::to_string(d) + " has size " + std::to_string(t.shape[d]) +
+                                      " (must be 1 .. 2^31-1)"};
+  }
+  if (!t.strides.empty()) {
+    if (t.strides.size() != t.shape.size())
+      return Failure{size_status, label + ": " + std::to_string(t.strides.size()) + " strides for " +
+                                      std::to_string(t.shape.size()) + " dims"};
+    if (t.strides[0] != 1)
+      return Failure{size_status, label + ": dim 0 stride " + std::to_string(t.strides[0]) +
+                                      ", but dim 0 must be contiguous (stride 1)"};
+  }
+  return std::nullopt;
+}
+
+std::optional<Failure> check_same_shape(const TensorParams& t, const std::string& label, const TensorParams& ref,
+                                        const std::string& ref_label, GlueStatus status) {
+  if (padded(t.shape) == padded(ref.shape) && std::max<size_t>(t.shape.size(), 1) == std::max<size_t>(ref.shape.size(), 1))
+    return std::nullopt;
+  return Failure{status, label + ": shape " + shape_text(t.shape) + " differs from " + ref_label + "'s " +
+                             shape_text(ref.shape) + " (" + "no broadcasting in this kernel)"};
+}
+
+// numpy broadcasting of the inputs to the output, dims aligned at dim 0 (the innermost).
+std::optional<Failure> check_broadcast(const KernelParams& p, const KernelDef& def) {
+  const TensorParams& out = p.outputs[0];
+  const auto po = padded(out.shape);
+  const std::string out_label = tensor_label(false, 0, def.output_names);
+  for (size_t k = 0; k < p.inputs.size(); ++k) {
+    const TensorParams& in = p.inputs[k];
+    const std::string label = tensor_label(true, k, def.input_names);
+    if (in.shape.size() > std::max<size_t>(out.shape.size(), 1))
+      return Failure{GlueStatus::IncompatibleInputSize, label + ": " + std::to_string(in.shape.size()) +
+                                                            " dims, more than the output's " +
+                                                            std::to_string(out.shape.size())};
+    const auto pi = padded(in.shape);
+    for (unsigned d = 0; d < kMaxDims; ++d) {
+      if (pi[d] != po[d] && pi[d] != 1)
+        return Failure{GlueStatus::IncompatibleInputSize,
+                       label + ": dim " + std::to_string(d) + " has size " + std::to_string(pi[d]) +
+                           ", which does not broadcast to the output's " + std::to_string(po[d]) +
+                           " (shapes " + shape_text(in.shape) + " and " + shape_text(out.shape) +
+                           "; a dim must be equal or 1)"};
+    }
+  }
+  for (unsigned d = 0; d < kMaxDims; ++d) {
+    if (po[d] == 1) continue;
+    bool found = false;
+    for (const TensorParams& in : p.inputs) found = found || padded(in.shape)[d] == po[d];
+    if (!found)
+      return Failure{GlueStatus::IncompatibleOutputSize,
+                     out_label + ": dim " + std::to_string(d) + " has size " + std::to_string(po[d]) +
+                         ", but the inputs broadcast to 1 there (shape " + shape_text(out.shape) + ")"};
+  }
+  return std::nullopt;
+}
+
+std::optional<Failure> validate(const KernelDef& def, const KernelParams& p) {
+  const size_t n_in = def.input_names.size(), n_out = def.output_names.size();
+  auto names = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
+    return s;
+  };
+  if (p.inputs.size() != n_in)
+    return Failure{GlueStatus::IncompatibleInputCount,
+                   def.guid + " takes " + std::to_string(n_in) + " input" + (n_in == 1 ? "" : "s") +
+                       (n_in ? " (" + names(def.input_names) + ")" : "") + ", got " +
+                       std::to_string(p.inputs.size())};
+  if (p.outputs.size() != n_out)
+    return Failure{GlueStatus::IncompatibleOutputCount,
+                   def.guid + " takes " + std::to_string(n_out) + " output (" + names(def.output_names) +
+                       "), got " + std::to_string(p.outputs.size())};
+  const size_t n_scalars = def.kind == Kind::Fill ? 1 : 0;
+  if (p.scalars.size() != n_scalars)
+    return Failure{GlueStatus::IncompatibleScalarParams,
+                   def.guid + " takes " + std::to_string(n_scalars) + " scalar parameter" +
+                       (n_scalars == 1 ? " (the fill value)" : "s") + ", got " + std::to_string(p.scalars.size())};
+  for (size_t k = 0; k < p.inputs.size(); ++k)
+    if (auto f = check_tensor(p.inputs[k], true, tensor_label(true, k, def.input_names), def)) return f;
+  for (size_t k = 0; k < p.outputs.size(); ++k)
+    if (auto f = check_tensor(p.outputs[k], false, tensor_label(false, k, def.output_names), def)) return f;
+  switch (def.kind) {
+    case Kind::Binary:
+      return check_broadcast(p, def);
+    case Kind::Backward:
+      if (auto f = check_same_shape(p.inputs[1], tensor_label(true, 1, def.input_names), p.inputs[0],
+                                    tensor_label(true, 0, def.input_names), GlueStatus::IncompatibleInputSize))
+        return f;
+      [[fallthrough]];
+    case Kind::Unary:
+    case Kind::Cast:
+      return check_same_shape(p.outputs[0], tensor_label(false, 0, def.output_names), p.inputs[0],
+                              tensor_label(true, 0, def.input_names), GlueStatus::IncompatibleOutputSize);
+    case Kind::Fill:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::string base_name(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace
+
+const char* glue_status_name(GlueStatus status) {
+  switch (status) {
+    case GlueStatus::Success: return "GLUE_SUCCESS";
+    case GlueStatus::UnsupportedGuid: return "GLUE_NODE_NOT_FOUND";
+    case GlueStatus::IncompatibleInputCount: return "GLUE_INCOMPATIBLE_INPUT_COUNT";
+    case GlueStatus::IncompatibleOutputCount: return "GLUE_INCOMPATIBLE_OUTPUT_COUNT";
+    case GlueStatus::IncompatibleInputSize: return "GLUE_INCOMPATIBLE_INPUT_SIZE";
+    case GlueStatus::IncompatibleOutputSize: return "GLUE_INCOMPATIBLE_OUTPUT_SIZE";
+    case GlueStatus::IncompatibleDataType: return "GLUE_INCOMPATIBLE_DATA_TYPE";
+    case GlueStatus::IncompatibleScalarParams: return "GLUE_UNSUPPORTED_LAYER_CONFIGURATION";
+    case GlueStatus::InternalError: return "GLUE_FAILED";
+  }
+  return "?";
+}
+
+tpc::TensorDescriptor DescriptorTemplate::make(uint64_t base) const {
+  tpc::TensorDescriptor d;
+  d.base = base;
+  d.dtype = dtype;
+  d.dims = dims;
+  d.size = size;
+  d.stride = stride;
+  d.padding = padding;
+  return d;
+}
+
+tpc::LaunchContext Instantiation::launch_context(const std::vector<uint64_t>& input_bases,
+                                                 const std::vector<uint64_t>& output_bases,
+                                                 const std::array<int32_t, kMaxDims>& ispace_offset,
+                                                 const std::array<int32_t, kMaxDims>& ispace_size) const {
+  tpc::LaunchContext ctx;
+  size_t t = 0;
+  for (size_t k = 0; k < inputs.size(); ++k) ctx.tensors[t++] = inputs[k].make(k < input_bases.size() ? input_bases[k] : 0);
+  for (size_t k = 0; k < outputs.size(); ++k)
+    ctx.tensors[t++] = outputs[k].make(k < output_bases.size() ? output_bases[k] : 0);
+  ctx.ispace_offset = ispace_offset;
+  ctx.ispace_size = ispace_size;
+  ctx.srf = srf;
+  return ctx;
+}
+
+KernelLibrary::KernelLibrary() {
+  for (const KernelDef& def : kernel_table()) {
+    defs_[def.guid] = &def;
+    guid_list_.push_back(def.guid);
+  }
+  std::sort(guid_list_.begin(), guid_list_.end());
+}
+
+KernelLibrary& KernelLibrary::instance() {
+  static KernelLibrary lib;
+  return lib;
+}
+
+std::vector<std::string> KernelLibrary::guids() const { return guid_list_; }
+
+bool KernelLibrary::has_guid(const std::string& guid) const { return defs_.count(guid) != 0; }
+
+size_t KernelLibrary::assembled_count() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return cache_.size();
+}
+
+std::optional<std::string> KernelLibrary::embedded_source(const std::string& name) {
+  for (const EmbeddedSource& s : embedded_sources())
+    if (name == s.name) return std::string(s.text);
+  return std::nullopt;
+}
+
+std::shared_ptr<const tpc::Program> KernelLibrary::program_for(const std::string& variant_source,
+                                                               const std::string& key, std::string* error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = cache_.find(variant_source);
+  if (it != cache_.end()) return it->second;
+  tpc::AssembleOptions options;
+  options.read_file = [](const std::string& path) { return embedded_source(base_name(path)); };
+  tpc::AssembleResult r = tpc::assemble(variant_source, key + ".prelude.s", options);
+  if (!r.ok()) {
+    *error = "kernel variant '" + key + "' does not assemble:\n" + r.error_text();
+    return nullptr;
+  }
+  auto program = std::make_shared<const tpc::Program>(std::move(r.program));
+  cache_.emplace(variant_source, program);
+  return program;
+}
+
+InstantiateResult KernelLibrary::instantiate(const std::string& guid, const KernelParams& params) {
+  InstantiateResult result;
+  auto it = defs_.find(guid);
+  if (it == defs_.end()) {
+    result.status = GlueStatus::UnsupportedGuid;
+    result.message = "unknown GUID '" + guid + "' (KernelLibrary::guids() lists the " +
+                     std::to_string(guid_list_.size()) + " kernels)";
+    return result;
+  }
+  const KernelDef& def = *it->second;
+  if (auto f = validate(def, params)) {
+    result.status = f->status;
+    result.message = def.guid + ": " + f->message;
+    return result;
+  }
+
+  const TensorParams& out = params.outputs[0];
+  const unsigned lanes = def.kind == Kind::Cast ? 128 : lanes_of(def.out);
+  const uint8_t rank = static_cast<uint8_t>(std::max<size_t>(out.shape.size(), 1));
+  const auto po = padded(out.shape);
+
+  Instantiation inst;
+  inst.guid = def.guid;
+  inst.ispace_geometry = {static_cast<int32_t>((po[0] + lanes - 1) / lanes), static_cast<int32_t>(po[1]),
+                          static_cast<int32_t>(po[2]), static_cast<int32_t>(po[3]), static_cast<int32_t>(po[4])};
+  // The dense access pattern: dim 0 a vector of `lanes` per step, the other dims one element.
+  TensorAccessPattern dense;
+  for (unsigned d = 0; d < kMaxDims; ++d)
+    dense[d] = d == 0 ? AccessPatternDim{0, static_cast<int32_t>(lanes), 0, static_cast<int32_t>(lanes) - 1}
+                      : AccessPatternDim{static_cast<uint8_t>(d), 1, 0, 0};
+
+  DescriptorTemplate out_desc;
+  out_desc.dtype = out.dtype;
+  out_desc.dims = rank;
+  out_desc.size = po;
+  out_desc.stride = strides_of(out);
+  inst.outputs.push_back(out_desc);
+  inst.output_patterns.push_back(dense);
+
+  // Inputs: broadcast dims >= 1 get the output's size and stride 0; a dim-0 broadcast is a
+  // kernel variant (bcast[k]).
+  bool bcast0[2] = {false, false};
+  for (size_t k = 0; k < params.inputs.size(); ++k) {
+    const TensorParams& in = params.inputs[k];
+    const auto pi = padded(in.shape);
+    DescriptorTemplate desc;
+    desc.dtype = in.dtype;
+    desc.dims = rank;
+    desc.stride = strides_of(in);
+    TensorAccessPattern pattern = dense;
+    for (unsigned d = 0; d < kMaxDims; ++d) {
+      desc.size[d] = pi[d];
+      if (pi[d] == 1 && po[d] != 1) {   // broadcast along d
+        pattern[d] = AccessPatternDim{static_cast<uint8_t>(d), 0, 0, 0};
+        if (d == 0) {
+          bcast0[k] = true;
+        } else {
+          desc.size[d] = po[d];
+          desc.stride[d] = 0;
+        }
+      }
+    }
+    inst.inputs.push_back(desc);
+    inst.input_patterns.push_back(pattern);
+  }
+
+  if (def.kind == Kind::Fill) {
+    uint32_t bits;
+    std::memcpy(&bits, &params.scalars[0], 4);
+    inst.srf[0] = bits;
+  }
+
+  // The variant's source: a prelude of macros, then the kernel file.
+  const std::string t = tpc::dtype_name(def.out);
+  std::ostringstream src;
+  std::ostringstream variant;
+  src << "// " << def.guid << ": the glue's prelude for the kernel file included at the end\n";
+  if (def.kind == Kind::Cast) {
+    variant << "cast " << def.op_macro;
+    src << ".include \"" << def.op_macro << "\"\n";
+  } else {
+    src << ".equ LANES " << lanes << "\n";
+    switch (def.kind) {
+      case Kind::Binary:
+      case Kind::Backward:
+        variant << (def.kind == Kind::Binary ? "binary " : "backward ") << def.op_macro << " " << t;
+        src << ".macro OP d, a, b\n        " << def.op_macro << " " << t << ", \\d, \\a, \\b\n.endm\n";
+        for (int k = 0; k < 2; ++k) {
+          src << ".macro LOAD_" << (k ? 'B' : 'A') << " v\n";
+          if (!bcast0[k]) src << "        ld_tnsr \\v, I2, " << k << "\n";
+          src << ".endm\n";
+          if (bcast0[k]) variant << (k ? " bcast-b0" : " bcast-a0");
+        }
+        src << ".macro ROW_SETUP\n";
+        for (int k = 0; k < 2; ++k)
+          if (bcast0[k]) src << "        BCAST_ROW V" << (k + 1) << ", " << k << ", " << t << "\n";
+        src << ".endm\n.include \"eltwise_binary.s\"\n";
+        break;
+      case Kind::Unary:
+        variant << "unary " << def.op_macro << " " << t;
+        src << ".macro OP d, a\n        " << def.op_macro << " " << t << ", \\d, \\a\n.endm\n"
+            << ".macro ROW_SETUP\n.endm\n.include \"eltwise_unary.s\"\n";
+        break;
+      case Kind::Fill:
+        variant << "fill " << t;
+        src << ".macro OP d\n        FILL " << t << ", \\d\n.endm\n"
+            << ".macro ROW_SETUP\n.endm\n.include \"fill.s\"\n";
+        break;
+      case Kind::Cast:
+        break;
+    }
+  }
+  inst.variant = variant.str();
+  std::string error;
+  inst.program = program_for(src.str(), def.guid, &error);
+  if (!inst.program) {
+    result.status = GlueStatus::InternalError;
+    result.message = def.guid + ": " + error;
+    return result;
+  }
+  result.inst = std::move(inst);
+  return result;
+}
+
+}  // namespace hpusim::synapse::tpc_kernels

@@ -1,0 +1,165 @@
+// The TPC kernel library of the Synapse layer: kernels in hpusim's TPC assembly (kernels/*.s,
+// compiled into the library as text and assembled on first use) and their host glue, in the shape
+// of the real stack's glue code (GetKernelNames / GetGcDefinitions, see README.md):
+//
+//   KernelLibrary& lib = KernelLibrary::instance();
+//   KernelParams p;
+//   p.inputs = {{DType::F32, {150, 3, 4}}, {DType::F32, {1, 3, 1}}};   // dim 0 innermost
+//   p.outputs = {{DType::F32, {150, 3, 4}}};
+//   InstantiateResult r = lib.instantiate("add_fwd_f32", p);
+//   if (!r.ok()) std::cerr << glue_status_name(r.status) << ": " << r.message;
+//   // r.inst: program, index-space geometry, access patterns, SRFs, descriptor templates.
+//
+// Thread-safe: the assembled programs are cached under a mutex and shared (read-only).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hw/tpc/asm/program.h"
+#include "hw/tpc/executor.h"
+#include "hw/tpc/isa.h"
+
+namespace hpusim::synapse::tpc_kernels {
+
+using hpusim::tpc::DType;
+
+inline constexpr unsigned kMaxDims = 5;
+
+// One tensor as the graph compiler describes it to the glue. shape[0] is the innermost
+// (contiguous) dim; 0 dims is a scalar (one element). strides (elements, one per dim) are optional:
+// empty means dense; strides[0] must be 1.
+struct TensorParams {
+  DType dtype = DType::F32;
+  std::vector<uint32_t> shape;
+  std::vector<int64_t> strides;
+};
+
+struct KernelParams {
+  std::vector<TensorParams> inputs;
+  std::vector<TensorParams> outputs;
+  std::vector<float> scalars;   // per GUID (README.md): fill_* takes {value}; the others none
+};
+
+// The glue's answer (the real glue's gcapi status names in comments).
+enum class GlueStatus : uint8_t {
+  Success,                    // GLUE_SUCCESS
+  UnsupportedGuid,            // GLUE_NODE_NOT_FOUND: no kernel of that name
+  IncompatibleInputCount,     // GLUE_INCOMPATIBLE_INPUT_COUNT
+  IncompatibleOutputCount,    // GLUE_INCOMPATIBLE_OUTPUT_COUNT
+  IncompatibleInputSize,      // GLUE_INCOMPATIBLE_INPUT_SIZE: rank, empty dim, broadcast, strides
+  IncompatibleOutputSize,     // GLUE_INCOMPATIBLE_OUTPUT_SIZE
+  IncompatibleDataType,       // GLUE_INCOMPATIBLE_DATA_TYPE
+  IncompatibleScalarParams,   // GLUE_UNSUPPORTED_LAYER_CONFIGURATION: wrong scalar parameter count
+  InternalError,              // a kernel source did not assemble (a bug in the library)
+};
+const char* glue_status_name(GlueStatus status);   // "GLUE_INCOMPATIBLE_INPUT_COUNT", ...
+
+// One dim of a tensor's access pattern: index-space step i of dim `ispace_dim` touches the
+// tensor's elements a*i + start_b .. a*i + end_b (inclusive) along this dim. a == 0 is a
+// broadcast dim (always start_b .. end_b).
+struct AccessPatternDim {
+  uint8_t ispace_dim = 0;
+  int32_t a = 1;
+  int32_t start_b = 0;
+  int32_t end_b = 0;
+  bool operator==(const AccessPatternDim& o) const {
+    return ispace_dim == o.ispace_dim && a == o.a && start_b == o.start_b && end_b == o.end_b;
+  }
+};
+using TensorAccessPattern = std::array<AccessPatternDim, kMaxDims>;
+
+// How to build a tensor's descriptor: everything but the address, which the runtime supplies.
+// A broadcast input has the output's size and stride 0 in the dims it broadcasts (dims >= 1).
+struct DescriptorTemplate {
+  DType dtype = DType::F32;
+  uint8_t dims = 1;
+  std::array<uint32_t, kMaxDims> size{};
+  std::array<int64_t, kMaxDims> stride{};
+  uint32_t padding = 0;
+  tpc::TensorDescriptor make(uint64_t base) const;
+};
+
+struct Instantiation {
+  std::string guid;
+  std::string variant;   // the assembled variant, e.g. "binary OP_ADD f32 bcast-a0"
+  std::shared_ptr<const tpc::Program> program;
+  std::array<int32_t, kMaxDims> ispace_geometry{};   // dims beyond the rank are 1
+  // Tensor descriptor numbers: inputs 0 .. n-1, then the outputs.
+  std::vector<TensorAccessPattern> input_patterns;
+  std::vector<TensorAccessPattern> output_patterns;
+  std::vector<DescriptorTemplate> inputs;
+  std::vector<DescriptorTemplate> outputs;
+  std::array<uint32_t, 32> srf{};   // S0..S31 (fill: S0 = the value's f32 bits)
+
+  // The launch of one core: descriptors at these base addresses (inputs then outputs) and the
+  // core's slice of the index space.
+  tpc::LaunchContext launch_context(const std::vector<uint64_t>& input_bases,
+                                    const std::vector<uint64_t>& output_bases,
+                                    const std::array<int32_t, kMaxDims>& ispace_offset,
+                                    const std::array<int32_t, kMaxDims>& ispace_size) const;
+};
+
+struct InstantiateResult {
+  GlueStatus status = GlueStatus::Success;
+  std::string message;   // names the tensor and the problem ("input 1 (B): dim 0 size 3 ...")
+  std::optional<Instantiation> inst;
+  bool ok() const { return status == GlueStatus::Success; }
+};
+
+class KernelLibrary {
+ public:
+  KernelLibrary();
+  static KernelLibrary& instance();   // a process-wide library (its cache is shared)
+
+  // Every GUID, sorted.
+  std::vector<std::string> guids() const;
+  bool has_guid(const std::string& guid) const;
+
+  // GetGcDefinitions: validates params against the GUID and builds the instantiation (assembling
+  // the kernel variant on first use).
+  InstantiateResult instantiate(const std::string& guid, const KernelParams& params);
+
+  // Number of kernel variants assembled so far (for tests of the cache).
+  size_t assembled_count() const;
+
+  // The assembly text of a variant (the glue's prelude followed by its .include of the kernel
+  // file) and the assembler over the embedded sources; for tests and tools.
+  static std::optional<std::string> embedded_source(const std::string& name);
+
+  struct KernelDef;   // kernel_library.cpp
+
+ private:
+  std::shared_ptr<const tpc::Program> program_for(const std::string& variant_source,
+                                                  const std::string& key, std::string* error);
+  std::vector<std::string> guid_list_;
+  std::map<std::string, const KernelDef*> defs_;
+  mutable std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<const tpc::Program>> cache_;
+};
+
+// ---- Splitting the index space among cores ----
+
+struct CoreSlice {
+  std::array<int32_t, kMaxDims> offset{};
+  std::array<int32_t, kMaxDims> size{};
+};
+
+// The rule: split the outermost dim (4 down to 0) whose size is >= cores into `cores` contiguous
+// chunks, sizes differing by at most one (the first ones larger). If no dim is that large, split
+// the largest dim (the outermost of equals) into one-step chunks: fewer slices than cores. Every
+// slice is non-empty; a geometry with a 0 dim gives no slices.
+std::vector<CoreSlice> partition_index_space(const std::array<int32_t, kMaxDims>& geometry,
+                                             unsigned cores);
+
+// The elements of one tensor dim that a slice touches by its access pattern: [first, last]
+// (clipped to nothing else; may pass the tensor's size, the accessors pad there).
+std::pair<int64_t, int64_t> touched_range(const AccessPatternDim& pattern, const CoreSlice& slice);
+
+}  // namespace hpusim::synapse::tpc_kernels

@@ -1,0 +1,263 @@
+// Helpers of the TPC kernel library tests: host tensors (f32 / bf16 element bits, optional
+// strides) in an in-memory GlobalMemory, running an instantiation on N simulated cores
+// (TpcExecutor, the index space split by partition_index_space), number formats and ulp distance.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "hw/tpc/executor.h"
+#include "synapse/tpc_kernels/kernel_library.h"
+
+namespace hpusim::synapse::tpc_kernels::testing {
+
+using tpc::DType;
+
+// ---- Number formats (independent of hw/tpc/numerics.h) ----
+
+inline uint32_t bits_of(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+inline float float_of(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+// f32 -> bf16, round to nearest even; NaN stays NaN.
+inline uint16_t to_bf16(float f) {
+  const uint32_t u = bits_of(f);
+  if (std::isnan(f)) return static_cast<uint16_t>((u >> 16) | 0x40);
+  const uint32_t lower = u & 0xFFFF, upper = u >> 16;
+  const bool up = lower > 0x8000 || (lower == 0x8000 && (upper & 1));
+  return static_cast<uint16_t>(upper + (up ? 1 : 0));
+}
+inline float from_bf16(uint16_t b) { return float_of(static_cast<uint32_t>(b) << 16); }
+// double -> bf16 correctly rounded (nearest even) without a double rounding through f32.
+inline uint16_t double_to_bf16(double x) {
+  if (std::isnan(x)) return 0x7FC0;
+  const float f = static_cast<float>(x);   // nearest f32
+  const uint16_t lo = static_cast<uint16_t>(bits_of(f) >> 16);   // truncation of f toward zero
+  // The two bf16 candidates around x (by magnitude): lo and lo + 1; pick by the exact midpoint.
+  const float a = from_bf16(lo), b = from_bf16(static_cast<uint16_t>(lo + 1));
+  if (std::isinf(a)) return lo;
+  const double da = std::fabs(x - static_cast<double>(a));
+  const double db = std::isinf(b) ? INFINITY : std::fabs(static_cast<double>(b) - x);
+  if (da < db) return lo;
+  if (db < da) return static_cast<uint16_t>(lo + 1);
+  return (lo & 1) ? static_cast<uint16_t>(lo + 1) : lo;
+}
+
+// The value of an element's bits as a float.
+inline float value_of(DType t, uint32_t bits) {
+  return t == DType::F32 ? float_of(bits) : from_bf16(static_cast<uint16_t>(bits));
+}
+// A float rounded to the dtype, as element bits.
+inline uint32_t round_to(DType t, float f) { return t == DType::F32 ? bits_of(f) : to_bf16(f); }
+inline uint32_t round_to(DType t, double x) {
+  return t == DType::F32 ? bits_of(static_cast<float>(x)) : double_to_bf16(x);
+}
+
+// Distance in units in the last place between two values of dtype t (NaN vs NaN: 0; NaN vs
+// number: huge). Works through the sign-magnitude ordering of the bits.
+inline int64_t ulp_distance(DType t, uint32_t a, uint32_t b) {
+  const float fa = value_of(t, a), fb = value_of(t, b);
+  if (std::isnan(fa) || std::isnan(fb)) return std::isnan(fa) && std::isnan(fb) ? 0 : INT64_MAX;
+  auto ordered = [&](uint32_t v) -> int64_t {
+    const unsigned bits = t == DType::F32 ? 32 : 16;
+    const uint32_t sign = 1u << (bits - 1);
+    return (v & sign) ? -static_cast<int64_t>(v & (sign - 1)) : static_cast<int64_t>(v);
+  };
+  const int64_t d = ordered(a) - ordered(b);
+  return d < 0 ? -d : d;
+}
+
+// ---- Tensors ----
+
+struct HostTensor {
+  DType dtype = DType::F32;
+  std::vector<uint32_t> shape;    // dim 0 innermost
+  std::vector<int64_t> strides;   // empty: dense
+  std::vector<uint32_t> data;     // element bits in dense order (dim 0 fastest)
+
+  HostTensor() = default;
+  HostTensor(DType t, std::vector<uint32_t> s, std::vector<int64_t> st = {})
+      : dtype(t), shape(std::move(s)), strides(std::move(st)), data(count(), 0) {}
+  size_t count() const {
+    size_t n = 1;
+    for (uint32_t d : shape) n *= d;
+    return n;
+  }
+  TensorParams params() const { return {dtype, shape, strides}; }
+  unsigned elem_bytes() const { return dtype == DType::F32 ? 4 : 2; }
+  uint32_t dim(unsigned d) const { return d < shape.size() ? shape[d] : 1; }
+  int64_t stride(unsigned d) const {
+    if (d < strides.size()) return strides[d];
+    int64_t s = 1;
+    for (unsigned k = 0; k < d && k < shape.size(); ++k) s *= shape[k];
+    return s;
+  }
+  // Elements spanned in memory (strides may leave gaps).
+  int64_t span() const {
+    int64_t last = 0;
+    for (unsigned d = 0; d < shape.size(); ++d) last += (static_cast<int64_t>(shape[d]) - 1) * stride(d);
+    return last + 1;
+  }
+  float at(size_t i) const { return value_of(dtype, data[i]); }
+};
+
+// Fills a tensor with values from gen, rounded to its dtype.
+inline void fill(HostTensor& t, const std::function<float()>& gen) {
+  for (uint32_t& v : t.data) v = round_to(t.dtype, gen());
+}
+
+// ---- Memory and launch ----
+
+inline constexpr uint8_t kSentinel = 0xEE;
+
+// A flat memory at [kBase, kBase + size) with a bump allocator; unallocated bytes hold kSentinel.
+class SimMemory : public tpc::GlobalMemory {
+ public:
+  static constexpr uint64_t kBase = 0x100000;
+  uint64_t alloc(uint64_t bytes) {
+    const uint64_t addr = kBase + bytes_.size();
+    bytes_.resize(bytes_.size() + ((bytes + 255) / 256 + 1) * 256, kSentinel);
+    return addr;
+  }
+  bool access(uint64_t address, uint32_t bytes, void* data, bool is_write) override {
+    if (address < kBase || address - kBase + bytes > bytes_.size()) return false;
+    uint8_t* p = bytes_.data() + (address - kBase);
+    if (is_write) std::memcpy(p, data, bytes);
+    else std::memcpy(data, p, bytes);
+    ++accesses;
+    return true;
+  }
+  uint8_t* at(uint64_t address) { return bytes_.data() + (address - kBase); }
+  uint64_t accesses = 0;
+
+ private:
+  std::vector<uint8_t> bytes_;
+};
+
+// Writes (or reads back) a tensor through its strides.
+inline void store_tensor(SimMemory& mem, uint64_t base, const HostTensor& t) {
+  for (size_t i = 0; i < t.count(); ++i) {
+    size_t rest = i;
+    int64_t off = 0;
+    for (unsigned d = 0; d < t.shape.size(); ++d) {
+      off += static_cast<int64_t>(rest % t.shape[d]) * t.stride(d);
+      rest /= t.shape[d];
+    }
+    std::memcpy(mem.at(base + off * t.elem_bytes()), &t.data[i], t.elem_bytes());
+  }
+}
+inline void load_tensor(SimMemory& mem, uint64_t base, HostTensor& t) {
+  for (size_t i = 0; i < t.count(); ++i) {
+    size_t rest = i;
+    int64_t off = 0;
+    for (unsigned d = 0; d < t.shape.size(); ++d) {
+      off += static_cast<int64_t>(rest % t.shape[d]) * t.stride(d);
+      rest /= t.shape[d];
+    }
+    uint32_t v = 0;
+    std::memcpy(&v, mem.at(base + off * t.elem_bytes()), t.elem_bytes());
+    t.data[i] = v;
+  }
+}
+// Every byte of the output's span that is not an element still holds the sentinel.
+inline bool gaps_untouched(SimMemory& mem, uint64_t base, const HostTensor& t) {
+  std::vector<bool> is_elem(static_cast<size_t>(t.span()), false);
+  for (size_t i = 0; i < t.count(); ++i) {
+    size_t rest = i;
+    int64_t off = 0;
+    for (unsigned d = 0; d < t.shape.size(); ++d) {
+      off += static_cast<int64_t>(rest % t.shape[d]) * t.stride(d);
+      rest /= t.shape[d];
+    }
+    is_elem[static_cast<size_t>(off)] = true;
+  }
+  for (size_t e = 0; e < is_elem.size(); ++e)
+    if (!is_elem[e])
+      for (unsigned b = 0; b < t.elem_bytes(); ++b)
+        if (*mem.at(base + e * t.elem_bytes() + b) != kSentinel) return false;
+  // And the bytes right after the span (the last vector's lanes past the end).
+  for (unsigned b = 0; b < 256; ++b)
+    if (*mem.at(base + t.span() * t.elem_bytes() + b) != kSentinel) return false;
+  return true;
+}
+
+struct RunOutcome {
+  bool ok = false;
+  std::string error;
+  size_t cores_used = 0;
+  uint64_t bundles = 0;
+  bool gaps_ok = true;
+};
+
+// Instantiates `guid`, runs it on `cores` simulated cores (partition_index_space) over the
+// tensors in a fresh memory, and reads the outputs back into `outputs` (their shapes given).
+inline RunOutcome run_kernel(const std::string& guid, const std::vector<HostTensor>& inputs,
+                             std::vector<HostTensor>& outputs, unsigned cores,
+                             const std::vector<float>& scalars = {}) {
+  RunOutcome out;
+  KernelParams p;
+  for (const HostTensor& t : inputs) p.inputs.push_back(t.params());
+  for (const HostTensor& t : outputs) p.outputs.push_back(t.params());
+  p.scalars = scalars;
+  const InstantiateResult r = KernelLibrary::instance().instantiate(guid, p);
+  if (!r.ok()) {
+    out.error = std::string(glue_status_name(r.status)) + ": " + r.message;
+    return out;
+  }
+  const Instantiation& inst = *r.inst;
+  SimMemory mem;
+  std::vector<uint64_t> in_bases, out_bases;
+  for (const HostTensor& t : inputs) in_bases.push_back(mem.alloc(t.span() * t.elem_bytes()));
+  for (const HostTensor& t : outputs) out_bases.push_back(mem.alloc(t.span() * t.elem_bytes()));
+  for (size_t k = 0; k < inputs.size(); ++k) store_tensor(mem, in_bases[k], inputs[k]);
+  const auto slices = partition_index_space(inst.ispace_geometry, cores);
+  out.cores_used = slices.size();
+  for (const CoreSlice& s : slices) {
+    tpc::TpcExecutor ex;
+    ex.set_global_memory(&mem);
+    ex.launch(inst.launch_context(in_bases, out_bases, s.offset, s.size));
+    const tpc::RunResult res = ex.run(inst.program->bundles, 100'000'000);
+    out.bundles += res.bundles;
+    if (res.status != tpc::CoreStatus::Halted) {
+      out.error = "core did not halt: " + ex.state().fault.message;
+      return out;
+    }
+  }
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    load_tensor(mem, out_bases[k], outputs[k]);
+    out.gaps_ok = out.gaps_ok && gaps_untouched(mem, out_bases[k], outputs[k]);
+  }
+  out.ok = true;
+  return out;
+}
+
+// The input element a broadcast output element reads: dims of size 1 (and missing outer dims)
+// use index 0.
+inline size_t broadcast_index(const HostTensor& in, const HostTensor& out, size_t i) {
+  size_t rest = i, idx = 0, mul = 1;
+  for (unsigned d = 0; d < 5; ++d) {
+    const uint32_t od = out.dim(d);
+    const uint32_t c = static_cast<uint32_t>(rest % od);
+    rest /= od;
+    if (d < in.shape.size()) {
+      idx += (in.shape[d] == 1 ? 0 : c) * mul;
+      mul *= in.shape[d];
+    }
+  }
+  return idx;
+}
+
+}  // namespace hpusim::synapse::tpc_kernels::testing
