@@ -947,6 +947,15 @@ void HlDevice::handle_event(uint32_t type, const uint64_t* data) {
     handle_dma_core_error(type - ev::dma_core(0));
     return;
   }
+  if (ev::tpc_of_krn_err(type) >= 0) {
+    // gaudi_tpc_read_interrupts: the TPC's interrupt causes are printed and cleared.
+    const unsigned tpc = static_cast<unsigned>(ev::tpc_of_krn_err(type));
+    const uint64_t cause_reg = regs::tpc_cfg_base(tpc) + regs::tpc_cfg::kTpcIntrCause;
+    const uint32_t causes = mmio_read(cause_reg);
+    logf("TPC" + std::to_string(tpc) + " kernel error (" + ev::name(type) + "): TPC_INTR_CAUSE " + hex(causes));
+    if (causes != 0) mmio_write(cause_reg, causes);
+    return;
+  }
   for (unsigned i = 0; i < regs::kNumQmans; ++i) {
     const auto qman = regs::qman_from_index(i);
     if (qman_event_type(qman) != type) continue;

@@ -2,6 +2,7 @@
 // invalidation, the engines' ASIDs), the MEMORY ioctl and page-fault events. Gaudi 1 rules
 // (memory.c / gaudi.c): host memory is always reached through the MMU (4 KB pages in the PMMU
 // half of VA_HOST_SPACE); DRAM is not virtualised, so ALLOC / FREE only keep the books.
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <sstream>
@@ -95,6 +96,11 @@ void HlDevice::prepare_mmu_asid(uint32_t asid) {
   }
   for (unsigned ch = 0; ch < dma_channels(); ++ch) {
     mmio_write(regs::dma_core_base(ch) + regs::dma_core::kNonSecureProps, props);
+  }
+  // The TPCs carry the ASID in their AXI user fields.
+  for (unsigned tpc = 0; tpc < std::min(preset_.tpc().count(), regs::kNumTpcEngines); ++tpc) {
+    mmio_write(regs::tpc_cfg_base(tpc) + regs::tpc_cfg::kAruserLo, props);
+    mmio_write(regs::tpc_cfg_base(tpc) + regs::tpc_cfg::kAwuserLo, props);
   }
 }
 

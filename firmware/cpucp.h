@@ -128,6 +128,8 @@ inline constexpr uint32_t kHeartbeat = 7;          // EQ_EVENT_HEARTBEAT (generi
 inline constexpr uint32_t kMmuPageFault = 380;     // GAUDI_EVENT_MMU_PAGE_FAULT
 inline constexpr uint32_t kMmuWrPerm = 381;        // GAUDI_EVENT_MMU_WR_PERM
 inline constexpr uint32_t kRazwiOrAdc = 548;       // GAUDI_EVENT_RAZWI_OR_ADC (illegal access)
+inline constexpr uint32_t kTpc0KrnErr = 301;       // TPCn_KRN_ERR = 301 + 6n (tpc_krn_event_to_tpc_id)
+inline constexpr uint32_t kTpcKrnErrStride = 6;
 inline constexpr uint32_t kTpc0Qm = 572;           // TPC0..7_QM = 572..579
 inline constexpr uint32_t kMme0Qm = 581;
 inline constexpr uint32_t kMme2Qm = 582;
@@ -142,6 +144,13 @@ inline constexpr uint32_t kPktQueueOutSync = 647;
 inline constexpr uint32_t kRazwiOrAdcSw = 662;
 
 constexpr uint32_t tpc_qm(unsigned tpc) { return kTpc0Qm + tpc; }
+constexpr uint32_t tpc_krn_err(unsigned tpc) { return kTpc0KrnErr + kTpcKrnErrStride * tpc; }
+// The TPC of a TPCn_KRN_ERR event, or -1.
+constexpr int tpc_of_krn_err(uint32_t type) {
+  return type >= kTpc0KrnErr && type < kTpc0KrnErr + 8 * kTpcKrnErrStride && (type - kTpc0KrnErr) % kTpcKrnErrStride == 0
+             ? static_cast<int>((type - kTpc0KrnErr) / kTpcKrnErrStride)
+             : -1;
+}
 constexpr uint32_t dma_qm(unsigned ch) { return kDma0Qm + ch; }
 constexpr uint32_t dma_core(unsigned ch) { return kDma0Core + ch; }
 constexpr uint32_t mme_qm(unsigned mme) { return mme == 0 ? kMme0Qm : kMme2Qm; }   // masters 0 and 2
@@ -158,7 +167,8 @@ std::string name(uint32_t event_type);
 // What a write of `value` to GICD_SETSPI_NSR means to the firmware. Both the SPI number
 // (cpu_id) and, as older drivers wrote it, the raw event id are accepted.
 // kQmanError: a QMAN's error message; kHwError: another block's interrupt (MMU page fault or
-// write-permission fault, RAZWI, a DMA core error, a reset request, a queue out of sync). Both
+// write-permission fault, RAZWI, a DMA core error, a TPC kernel error, a reset request, a queue
+// out of sync). Both
 // become event-queue entries.
 enum class SpiKind { kPiUpdate, kHaltMachine, kQmanError, kHwError, kUnknown };
 struct SpiMeaning {

@@ -91,6 +91,22 @@ Card::Card(sc_core::sc_module_name name, const preset::Card& preset, const CardO
     dma_cores_.push_back(std::move(core));
   }
 
+  // The TPCs: a CFG block each, a fabric master through its own MMU (engine id TPC_n = 12 + n;
+  // MMU props from the TPC's ARUSER_LO, where the driver writes the ASID), and the kernel-error
+  // interrupt wired to the device CPU's GIC (TPCn_KRN_ERR).
+  const uint32_t tpcs = std::min(preset.tpc().count(), regs::kNumTpcEngines);
+  for (uint32_t n = 0; n < tpcs; ++n) {
+    auto core = std::make_unique<TpcCore>(tpc_core_params_from(preset, n));
+    memory_.cfg().attach(core->params().name, regs::cfg_address(regs::tpc_cfg_base(n)), TpcCore::size_bytes(), *core);
+    TpcCore* engine = core.get();
+    core->bus().socket.bind(
+        add_mmu(core->params().name, gaudi1_engine::kTpc0 + n, [engine] { return engine->mmu_props(); }).target);
+    core->set_interrupt_line([this, n](Picoseconds at) {
+      if (device_cpu_) device_cpu_->raise_spi(firmware::event::spi_of(firmware::event::tpc_krn_err(n)), at);
+    });
+    tpc_cores_.push_back(std::move(core));
+  }
+
   qmans_.resize(regs::kNumQmans);
   for (unsigned i = 0; i < regs::kNumQmans; ++i) {
     const regs::QmanId id = regs::qman_from_index(i);
@@ -108,6 +124,10 @@ Card::Card(sc_core::sc_module_name name, const preset::Card& preset, const CardO
     // The engine barrier (EB) of a DMA QMAN waits for that channel's DMA core.
     if (regs::qman_family(id) == regs::QmanFamily::Dma && regs::qman_engine(id) < dma_cores_.size()) {
       config.engine = dma_cores_[regs::qman_engine(id)].get();
+    }
+    // The EB of a TPC QMAN waits for its TPC core (the TPC_CMD write before the next TPC_EXECUTE).
+    if (regs::qman_family(id) == regs::QmanFamily::Tpc && regs::qman_engine(id) < tpc_cores_.size()) {
+      config.engine = tpc_cores_[regs::qman_engine(id)].get();
     }
     auto qman = std::make_unique<Qman>(regs::qman_name(id), config);
     memory_.cfg().attach(regs::qman_name(id), config.block_address, Qman::kBlockBytes, *qman);
@@ -197,6 +217,7 @@ void Card::reset_blocks() {
     if (qman) qman->reset();
   }
   for (auto& core : dma_cores_) core->reset();
+  for (auto& core : tpc_cores_) core->reset();
   mmu_controller_->reset();   // and every MMU
 }
 

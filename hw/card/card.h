@@ -2,7 +2,8 @@
 // addresses: the four sync managers, the DMA cores, and the QMANs of the DMA channels, the two MME
 // masters and the TPCs, the MMU (one translation stage in front of every DMA core and QMAN, one
 // register front end), and optionally (CardOptions::device_cpu) the device CPU running the firmware.
-// The TPC and MME engines join as their models land.
+// The TPC cores (hw/tpc/tpc_core.h) sit behind the TPC QMANs; the MME engines join as their model
+// lands.
 #pragma once
 
 #include <systemc>
@@ -19,6 +20,7 @@
 #include "hw/qman/qman.h"
 #include "hw/regs/gaudi1_map.h"
 #include "hw/syncmgr/sync_manager.h"
+#include "hw/tpc/tpc_core.h"
 
 namespace hpusim::hw {
 
@@ -45,6 +47,8 @@ class Card : public sc_core::sc_module {
   Qman* qman(regs::QmanId id) { return qmans_.at(regs::to_index(id)).get(); }
   // nullptr when this card has no such channel.
   DmaCore* dma_core(unsigned channel) { return channel < dma_cores_.size() ? dma_cores_[channel].get() : nullptr; }
+  // nullptr when this card has no such TPC (preset tpc.count, at most 8).
+  TpcCore* tpc_core(unsigned tpc) { return tpc < tpc_cores_.size() ? tpc_cores_[tpc].get() : nullptr; }
 
   MmuController& mmu_controller() { return *mmu_controller_; }
   // The MMU in front of an engine master, by its fabric port name ("dma0", "DMA0_QM", ...).
@@ -67,6 +71,7 @@ class Card : public sc_core::sc_module {
   std::vector<std::unique_ptr<SyncManager>> sync_managers_;
   std::vector<std::unique_ptr<Qman>> qmans_;   // indexed by QmanId
   std::vector<std::unique_ptr<DmaCore>> dma_cores_;
+  std::vector<std::unique_ptr<TpcCore>> tpc_cores_;
   std::unique_ptr<MmuController> mmu_controller_;
   std::vector<std::unique_ptr<Mmu>> mmus_;
   MsiBlock msi_;
@@ -76,7 +81,7 @@ class Card : public sc_core::sc_module {
   // A translation stage bound as the fabric master `master` (plus its page-table walker); the
   // engine binds its own initiator socket to the returned MMU's target.
   Mmu& add_mmu(const std::string& master, uint32_t engine_id, std::function<uint32_t()> props);
-  void reset_blocks();   // QMANs, sync managers, DMA cores: what SW_ALL_RST resets besides the CPU
+  void reset_blocks();   // QMANs, sync managers, DMA and TPC cores: what SW_ALL_RST resets besides the CPU
 };
 
 }  // namespace hpusim::hw

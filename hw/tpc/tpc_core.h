@@ -1,0 +1,237 @@
+// One TPC of a Gaudi-1 class card as a SystemC module: its CFG register block (descriptor sets,
+// TPC_CMD, TPC_EXECUTE, STATUS...), an instruction cache filled through the core's fabric port,
+// the functional executor (tpc::TpcExecutor) and a cycle model around it (one bundle per TPC
+// cycle, a register scoreboard with the preset latencies, taken-branch penalty, global loads and
+// stores as timed fabric accesses), the end-of-kernel sync-object message and the kernel-error
+// interrupt. README.md (section "The TPC core") documents the registers, the timing and what is
+// not modelled.
+#pragma once
+
+#include <systemc>
+#include <tlm>
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "card_preset.pb.h"
+#include "hw/cfg/cfg_space.h"
+#include "hw/common/engine_status.h"
+#include "hw/common/mem_protocol.h"
+#include "hw/dma/dma_port.h"
+#include "hw/regs/gaudi1_map.h"
+#include "hw/tpc/executor.h"
+
+namespace hpusim::hw {
+
+// TPC_CMD bits (hpusim's reading of tpc0_cfg_masks.h: the cache-invalidate bits the driver and
+// Synapse write before TPC_EXECUTE). Only ICACHE_INVALIDATE acts; the others are accepted.
+namespace tpc_cmd {
+inline constexpr uint32_t kIcacheInvalidate = 1u << 0;
+inline constexpr uint32_t kDcacheInvalidate = 1u << 1;
+inline constexpr uint32_t kLcacheInvalidate = 1u << 2;
+inline constexpr uint32_t kTcacheInvalidate = 1u << 3;
+inline constexpr uint32_t kIcachePrefetch64K = 1u << 4;
+inline constexpr uint32_t kIcachePrefetch32K = 1u << 5;
+inline constexpr uint32_t kAllInvalidate = kIcacheInvalidate | kDcacheInvalidate | kLcacheInvalidate | kTcacheInvalidate;
+}  // namespace tpc_cmd
+
+// STATUS (0x91C) as this model reads it: bits [5:0] (scalar pipe empty, vector pipe empty, IQ
+// empty, SB empty, QM idle, QM ready) all set when no kernel runs or is queued, all clear
+// otherwise (the driver's IS_TPC_IDLE tests them together). Bit 8 (hpusim): the last kernel
+// faulted (cleared by the next TPC_EXECUTE).
+namespace tpc_status {
+inline constexpr uint32_t kIdleMask = 0x3F;
+inline constexpr uint32_t kFaulted = 1u << 8;
+}  // namespace tpc_status
+
+// Tensor descriptor tensor_config fields (block_tpc_tensor): data_type [2:0] (hpusim: the ISA's
+// dtype encoding, 0 f32, 1 bf16, 2 i32, 3 i16, 4 i8, 5 u32, 6 u16, 7 u8), valid_dim_mask [12:8]
+// (0 = the tensor is not set), last_dim [18:16] (dims = last_dim + 1, at most 5).
+namespace tpc_tensor_config {
+inline constexpr uint32_t kDataTypeMask = 0x7;
+inline constexpr unsigned kValidDimMaskShift = 8;
+inline constexpr uint32_t kValidDimMaskMask = 0x1F;
+inline constexpr unsigned kLastDimShift = 16;
+inline constexpr uint32_t kLastDimMask = 0x7;
+constexpr uint32_t make(tpc::DType dtype, unsigned dims) {
+  return (static_cast<uint32_t>(dtype) & kDataTypeMask) |
+         ((((1u << dims) - 1) & kValidDimMaskMask) << kValidDimMaskShift) |
+         (((dims == 0 ? 0 : dims - 1) & kLastDimMask) << kLastDimShift);
+}
+}  // namespace tpc_tensor_config
+
+struct TpcCoreParams {
+  std::string name = "tpc0";        // sc_module name and fabric master name
+  unsigned index = 0;               // TPC number (informational; events, names)
+  tpc::TpcCoreConfig exec;          // vector width, SLM, VLM
+  Picoseconds cycle_ps = 556;       // clocks.tpc_mhz
+  uint32_t spu_latency = 1;         // result latency per LatencyClass, in cycles
+  uint32_t vpu_latency = 4;
+  uint32_t special_latency = 8;
+  uint32_t local_latency = 4;
+  uint32_t branch_penalty = 2;      // extra cycles after a taken jmp
+  uint32_t icache_bytes = 16384;    // fully associative, LRU
+  uint32_t icache_line_bytes = 64;  // a multiple of 32 (one bundle), a power of two
+  uint32_t quantum_cycles = 1000;   // local time runs at most this far ahead of SystemC time
+  uint32_t max_outstanding = 64;    // global loads + stores in flight; the core stalls beyond
+  // Hook for the cost of narrow accesses: a global read narrower than this is sent to the fabric
+  // as a read of this many bytes, aligned down to a multiple of it (the memories then charge the
+  // wider access). 0 = every access is charged its own size. Writes are never widened (they carry
+  // the data; a wider write would need byte enables).
+  uint32_t min_access_bytes = 0;
+  uint32_t launch_queue_depth = 4;  // TPC_EXECUTEs latched behind the running kernel
+  uint32_t sm_base_high_reset = 0;  // reset value of SM_BASE_ADDRESS_HIGH (the card: CFG base >> 32)
+};
+
+// The parameters of TPC `index` on `card` (preset `tpc` section and clocks.tpc_mhz).
+TpcCoreParams tpc_core_params_from(const preset::Card& card, unsigned index);
+
+// What a kernel did, for tests and traces.
+struct TpcKernelStats {
+  uint64_t kernel = 0;             // 1, 2, ... per core
+  Picoseconds start_ps = 0;        // the TPC_EXECUTE took effect (the kernel's cycle 0)
+  Picoseconds end_ps = 0;          // idle again (after the completion message, if any)
+  uint64_t cycles = 0;             // from cycle 0 to the cycle after the halt bundle issued
+  uint64_t bundles = 0;            // bundles executed
+  uint64_t stall_cycles = 0;       // cycles a bundle waited at issue (scoreboard, full window)
+  uint64_t fetch_stall_cycles = 0; // cycles waiting for instruction-cache fills
+  uint64_t icache_misses = 0;
+  uint64_t loads = 0, stores = 0;  // global accesses
+  uint64_t load_bytes = 0, store_bytes = 0;
+  bool faulted = false;
+  bool message_sent = false;       // the sync-object message was answered OK
+};
+
+struct TpcFaultRecord {
+  tpc::FaultKind kind = tpc::FaultKind::None;
+  uint32_t pc = 0;
+  std::string message;
+  uint64_t kernel = 0;
+  Picoseconds at = 0;
+};
+
+class TpcCore : public sc_core::sc_module, public RegisterBlock, public EngineStatus, private DmaPort::Client {
+ public:
+  // Throws std::invalid_argument for a bad configuration.
+  explicit TpcCore(const TpcCoreParams& params);
+  ~TpcCore() override;
+
+  // The fabric master (bind through the core's MMU): core.bus().socket.
+  DmaPort& bus() { return bus_; }
+  static constexpr uint64_t size_bytes() { return 0x1000; }
+
+  // RegisterBlock over the TPC CFG block (offsets of regs::tpc_cfg).
+  bool read_register(uint64_t offset, uint32_t& value, Picoseconds at_ps) override;
+  bool write_register(uint64_t offset, uint32_t value, Picoseconds at_ps) override;
+
+  // EngineStatus: idle = no kernel running or latched behind it.
+  bool engine_idle() const override { return !running_ && queue_.empty(); }
+  const sc_core::sc_event& engine_idle_event() const override { return idle_event_; }
+
+  // The kernel-error interrupt line (the card wires it to the device CPU's GIC: TPCn_KRN_ERR).
+  void set_interrupt_line(std::function<void(Picoseconds at)> line) { interrupt_ = std::move(line); }
+
+  // MMU props of this engine: ARUSER_LO (the driver writes the ASID there; [9:0] ASID, bit 10
+  // MMU bypass).
+  uint32_t mmu_props() const { return regs_[regs::tpc_cfg::kAruserLo / 4]; }
+
+  const TpcCoreParams& params() const { return params_; }
+  const tpc::TpcExecutor& executor() const { return *executor_; }
+  // The last fault (kind None when no kernel has faulted since construction or reset()).
+  const TpcFaultRecord& last_fault() const { return fault_; }
+  const std::vector<TpcKernelStats>& kernels() const { return kernels_; }   // finished kernels
+  uint64_t refused_executes() const { return refused_; }
+  uint64_t faults() const { return faults_; }
+  void invalidate_icache();
+
+  // Decodes the descriptor set starting at block offset `set` (regs::tpc_cfg::kKernelDesc or
+  // kQmDesc) into a launch context. Unknown / malformed fields: a tensor whose last_dim is above 4
+  // gets dims 0 and `error` names it.
+  tpc::LaunchContext decode_descriptor(uint32_t set, std::string* error = nullptr) const;
+
+  // Modelled reset: registers to reset values, the queue dropped, a running kernel abandoned at
+  // its next synchronisation point (no message, no interrupt), the icache emptied.
+  void reset();
+
+ private:
+  struct Launch {
+    std::vector<uint32_t> desc;    // the latched QM set (kDescSize bytes)
+    Picoseconds at = 0;
+    uint32_t sm_base_high = 0;
+  };
+  struct Line {
+    uint64_t tag = ~uint64_t{0};
+    uint64_t used = 0;
+    bool valid = false;
+    std::vector<uint8_t> bytes;
+    std::vector<uint8_t> state;    // per bundle: 0 undecoded, 1 decoded, 2 bad
+    std::vector<tpc::Bundle> bundles;
+    std::vector<std::string> errors;
+  };
+  enum AccessKind : uint32_t { kFetch = 1, kLoad, kStore, kMessage };
+  class Memory;
+
+  TpcCore(sc_core::sc_module_name name, const TpcCoreParams& params);
+
+  void thread();                   // SC_THREAD: runs kernels
+  void run_kernel(const Launch& launch, uint64_t epoch);
+  void access_done(DmaPort::Access& access) override;
+
+  // Local time helpers.
+  Picoseconds at_cycle(uint64_t cycle) const { return start_ps_ + cycle * params_.cycle_ps; }
+  uint64_t cycle_at(Picoseconds ps) const {
+    return ps <= start_ps_ ? 0 : (ps - start_ps_ + params_.cycle_ps - 1) / params_.cycle_ps;
+  }
+  void sync_to(uint64_t cycle);    // wait until SystemC time reaches cycle `cycle`
+  bool wait_progress();            // false if reset() abandoned the kernel
+
+  const tpc::Bundle* fetch(uint64_t address, uint64_t& cycle, std::string& error, bool& fetch_failed);
+  Line* find_line(uint64_t tag);
+  uint32_t latency_of(tpc::LatencyClass c) const;
+  static unsigned reg_slot(const tpc::RegRef& r);
+
+  TpcCoreParams params_;
+  DmaPort bus_;
+  std::unique_ptr<tpc::TpcExecutor> executor_;
+  std::unique_ptr<Memory> memory_;
+  std::function<void(Picoseconds)> interrupt_;
+
+  std::vector<uint32_t> regs_;     // one word per 4-byte offset
+  std::deque<Launch> queue_;
+  bool running_ = false;
+  uint64_t epoch_ = 0;
+  sc_core::sc_event work_event_, idle_event_, progress_event_;
+
+  // Instruction cache.
+  std::vector<Line> lines_;
+  std::unordered_map<uint64_t, unsigned> line_index_;
+  uint64_t use_counter_ = 0;
+  uint64_t icache_generation_ = 0;
+
+  // The running kernel.
+  Picoseconds start_ps_ = 0;
+  static constexpr unsigned kRegSlots = 40 + 36 + 8 + 16 + 8;
+  static constexpr uint64_t kPending = ~uint64_t{0};
+  std::array<uint64_t, kRegSlots> ready_{};
+  uint32_t in_flight_ = 0;         // loads + stores of the running kernel
+  uint32_t fetches_in_flight_ = 0;
+  bool late_error_ = false;        // a timed access failed after its functional check passed
+  std::string late_message_;
+  DmaPort::Access* fetch_done_ = nullptr;
+  TpcKernelStats stats_;
+
+  TpcFaultRecord fault_;
+  std::vector<TpcKernelStats> kernels_;
+  uint64_t next_kernel_ = 1;
+  uint64_t refused_ = 0;
+  uint64_t faults_ = 0;
+};
+
+}  // namespace hpusim::hw
