@@ -1,5 +1,7 @@
 #include "hw/tpc/tpc_core.h"
 
+#include <optional>
+
 #include <algorithm>
 #include <cstring>
 #include <sstream>
@@ -109,13 +111,28 @@ class TpcCore::Memory : public tpc::GlobalMemory {
       scratch_.resize(bytes);
       target = scratch_.data();
     }
-    if (!debug(address, bytes, target)) return false;
+    if (!debug(address, bytes, target)) {
+      failed_ = Failed{address, bytes, is_write};
+      return false;
+    }
     if (is_write) {
       release_store();
       store_ = &core_.bus_.acquire(true, address, bytes);
       std::memcpy(store_->buffer.data(), data, bytes);
     }
     return true;
+  }
+
+  // The global access whose functional check failed in the last execute(), if any (taken once).
+  struct Failed {
+    uint64_t address;
+    uint32_t bytes;
+    bool is_write;
+  };
+  std::optional<Failed> take_failed() {
+    std::optional<Failed> f = failed_;
+    failed_.reset();
+    return f;
   }
 
   DmaPort::Access* take_store() {
@@ -144,6 +161,7 @@ class TpcCore::Memory : public tpc::GlobalMemory {
   TpcCore& core_;
   std::vector<uint8_t> scratch_;
   DmaPort::Access* store_ = nullptr;
+  std::optional<Failed> failed_;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -439,6 +457,16 @@ void TpcCore::run_kernel(const Launch& launch, uint64_t epoch) {
     executor_->execute(*bundle, info);
     if (info.faulted) {
       memory_->release_store();
+      if (auto failed = memory_->take_failed()) {
+        // The bad access still goes out, so the MMU reports a page fault (or the fabric a RAZWI)
+        // naming this TPC, as for any engine; the kernel waits for its answer before it ends.
+        DmaPort::Access& probe = bus_.acquire(failed->is_write, failed->address, failed->bytes);
+        if (failed->is_write) std::fill(probe.buffer.begin(), probe.buffer.end(), 0);
+        probe.kind = kProbe;
+        probe.tag2 = epoch;
+        ++in_flight_;
+        bus_.issue(probe);
+      }
       break;
     }
     ++stats_.bundles;
@@ -573,6 +601,10 @@ void TpcCore::access_done(DmaPort::Access& access) {
                         std::to_string(access.get_data_length()) + " bytes at " + hex(access.get_address()) +
                         " failed";
       }
+      bus_.release(access);
+      break;
+    case kProbe:
+      --in_flight_;   // its failure is the fault the kernel already has
       bus_.release(access);
       break;
     default:

@@ -175,7 +175,9 @@ class TpcCore : public sc_core::sc_module, public RegisterBlock, public EngineSt
     std::vector<tpc::Bundle> bundles;
     std::vector<std::string> errors;
   };
-  enum AccessKind : uint32_t { kFetch = 1, kLoad, kStore, kMessage };
+  // kProbe: the timed copy of an access whose functional check failed, sent so the MMU and the
+  // fabric see (and report) it like any other engine's bad access; its answer is ignored.
+  enum AccessKind : uint32_t { kFetch = 1, kLoad, kStore, kMessage, kProbe };
   class Memory;
 
   TpcCore(sc_core::sc_module_name name, const TpcCoreParams& params);
