@@ -3,6 +3,7 @@
 #include "synapse/tpc_kernels/kernel_library.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <sstream>
 
@@ -13,7 +14,11 @@ namespace hpusim::synapse::tpc_kernels {
 
 namespace {
 
-enum class Kind : uint8_t { Binary, Backward, Unary, Fill, Cast };
+// Binary / Unary / Fill / Cast: the first batch's elementwise kernels (ops in the dtype).
+// Backward, UnaryF32, Ternary: eltwise_f32.s (computed in f32, bf16 rounded once). Backward and
+// UnaryF32 take same-shape tensors; Ternary (addcmul / addcdiv) broadcasts like Binary.
+// Reduce: reduce_dim0.s / reduce_outer.s. Softmax / SoftmaxBwd: softmax_fwd.s / softmax_bwd.s.
+enum class Kind : uint8_t { Binary, Backward, Unary, Fill, Cast, UnaryF32, Ternary, Reduce, Softmax, SoftmaxBwd };
 
 }  // namespace
 
@@ -48,7 +53,8 @@ const std::vector<KernelDef>& kernel_table() {
     };
     const Bwd backward[] = {{"relu", "OP_RELU_BWD", "x"},
                             {"tanh", "OP_TANH_BWD", "y"},
-                            {"sigmoid", "OP_SIGMOID_BWD", "y"}};
+                            {"sigmoid", "OP_SIGMOID_BWD", "y"},
+                            {"gelu_tanh", "OP_GELU_TANH_BWD", "x"}};
     for (DType d : {DType::F32, DType::BF16}) {
       const std::string sfx = std::string("_") + tpc::dtype_name(d);
       for (const auto& [name, macro] : binary)
@@ -59,6 +65,15 @@ const std::vector<KernelDef>& kernel_table() {
         t.push_back({b.name + std::string("_bwd") + sfx, Kind::Backward, b.macro, d, d,
                      {"grad", b.fwd_tensor}, {"dx"}});
       t.push_back({"fill" + sfx, Kind::Fill, "FILL", d, d, {}, {"Y"}});
+      t.push_back({"gelu_tanh_fwd" + sfx, Kind::UnaryF32, "OP_GELU_TANH", d, d, {"X"}, {"Y"}});
+      t.push_back({"addcmul_fwd" + sfx, Kind::Ternary, "OP_ADDCMUL", d, d, {"A", "B", "C"}, {"Y"}});
+      t.push_back({"addcdiv_fwd" + sfx, Kind::Ternary, "OP_ADDCDIV", d, d, {"A", "B", "C"}, {"Y"}});
+      for (const char* r : {"sum", "mean", "max"})
+        t.push_back({"reduce_" + std::string(r) + "_fwd" + sfx, Kind::Reduce, r, d, d, {"X"}, {"Y"}});
+      for (const char* r : {"softmax", "log_softmax"}) {
+        t.push_back({r + std::string("_fwd") + sfx, Kind::Softmax, r, d, d, {"X"}, {"Y"}});
+        t.push_back({r + std::string("_bwd") + sfx, Kind::SoftmaxBwd, r, d, d, {"grad", "y"}, {"dx"}});
+      }
     }
     t.push_back({"cast_f32_to_bf16", Kind::Cast, "cast_f32_to_bf16.s", DType::F32, DType::BF16, {"X"}, {"Y"}});
     t.push_back({"cast_bf16_to_f32", Kind::Cast, "cast_bf16_to_f32.s", DType::BF16, DType::F32, {"X"}, {"Y"}});
@@ -190,27 +205,54 @@ std::optional<Failure> validate(const KernelDef& def, const KernelParams& p) {
     return Failure{GlueStatus::IncompatibleOutputCount,
                    def.guid + " takes " + std::to_string(n_out) + " output (" + names(def.output_names) +
                        "), got " + std::to_string(p.outputs.size())};
-  const size_t n_scalars = def.kind == Kind::Fill ? 1 : 0;
+  const size_t n_scalars = def.kind == Kind::Fill || def.kind == Kind::Ternary || def.kind == Kind::Reduce ? 1 : 0;
+  const char* scalar_what = def.kind == Kind::Fill ? " (the fill value)"
+                            : def.kind == Kind::Ternary ? " (value)"
+                                                        : " (the dim to reduce)";
   if (p.scalars.size() != n_scalars)
     return Failure{GlueStatus::IncompatibleScalarParams,
                    def.guid + " takes " + std::to_string(n_scalars) + " scalar parameter" +
-                       (n_scalars == 1 ? " (the fill value)" : "s") + ", got " + std::to_string(p.scalars.size())};
+                       (n_scalars == 1 ? scalar_what : "s") + ", got " + std::to_string(p.scalars.size())};
   for (size_t k = 0; k < p.inputs.size(); ++k)
     if (auto f = check_tensor(p.inputs[k], true, tensor_label(true, k, def.input_names), def)) return f;
   for (size_t k = 0; k < p.outputs.size(); ++k)
     if (auto f = check_tensor(p.outputs[k], false, tensor_label(false, k, def.output_names), def)) return f;
   switch (def.kind) {
     case Kind::Binary:
+    case Kind::Ternary:
       return check_broadcast(p, def);
     case Kind::Backward:
+    case Kind::SoftmaxBwd:
       if (auto f = check_same_shape(p.inputs[1], tensor_label(true, 1, def.input_names), p.inputs[0],
                                     tensor_label(true, 0, def.input_names), GlueStatus::IncompatibleInputSize))
         return f;
       [[fallthrough]];
     case Kind::Unary:
+    case Kind::UnaryF32:
     case Kind::Cast:
+    case Kind::Softmax:
       return check_same_shape(p.outputs[0], tensor_label(false, 0, def.output_names), p.inputs[0],
                               tensor_label(true, 0, def.input_names), GlueStatus::IncompatibleOutputSize);
+    case Kind::Reduce: {
+      // scalars[0] = the dim (an integer 0 .. rank-1); Y = X's shape with size 1 there (keepdim).
+      const float dim = p.scalars[0];
+      const size_t rank = std::max<size_t>(p.inputs[0].shape.size(), 1);
+      if (!(dim >= 0.0f) || dim != std::floor(dim) || dim >= static_cast<float>(rank))
+        return Failure{GlueStatus::IncompatibleScalarParams,
+                       "the dim to reduce (scalar 0) is " + std::to_string(dim) + ", must be an integer 0 .. " +
+                           std::to_string(rank - 1) + " (input 0 (X) has " + std::to_string(rank) + " dims)"};
+      TensorParams want = p.inputs[0];
+      if (want.shape.empty()) want.shape = {1};
+      want.shape[static_cast<size_t>(dim)] = 1;
+      const TensorParams& y = p.outputs[0];
+      const bool same_rank = std::max<size_t>(y.shape.size(), 1) == want.shape.size();
+      if (!same_rank || padded(y.shape) != padded(want.shape))
+        return Failure{GlueStatus::IncompatibleOutputSize,
+                       tensor_label(false, 0, def.output_names) + ": shape " + shape_text(y.shape) + ", but reducing " +
+                           shape_text(p.inputs[0].shape) + " over dim " + std::to_string(static_cast<int>(dim)) +
+                           " gives " + shape_text(want.shape) + " (size 1 in the reduced dim, keepdim)"};
+      return std::nullopt;
+    }
     case Kind::Fill:
       return std::nullopt;
   }
@@ -330,16 +372,23 @@ InstantiateResult KernelLibrary::instantiate(const std::string& guid, const Kern
   const unsigned lanes = def.kind == Kind::Cast ? 128 : lanes_of(def.out);
   const uint8_t rank = static_cast<uint8_t>(std::max<size_t>(out.shape.size(), 1));
   const auto po = padded(out.shape);
+  // Row kernels (softmax, reductions over dim 0) take a whole dim-0 row per index-space step.
+  const int reduce_dim = def.kind == Kind::Reduce ? static_cast<int>(params.scalars[0]) : -1;
+  const bool row_kernel = def.kind == Kind::Softmax || def.kind == Kind::SoftmaxBwd || reduce_dim == 0;
+  const uint32_t n0_in = params.inputs.empty() ? po[0] : padded(params.inputs[0].shape)[0];
 
   Instantiation inst;
   inst.guid = def.guid;
-  inst.ispace_geometry = {static_cast<int32_t>((po[0] + lanes - 1) / lanes), static_cast<int32_t>(po[1]),
-                          static_cast<int32_t>(po[2]), static_cast<int32_t>(po[3]), static_cast<int32_t>(po[4])};
+  inst.ispace_geometry = {row_kernel ? 1 : static_cast<int32_t>((po[0] + lanes - 1) / lanes),
+                          static_cast<int32_t>(po[1]), static_cast<int32_t>(po[2]), static_cast<int32_t>(po[3]),
+                          static_cast<int32_t>(po[4])};
   // The dense access pattern: dim 0 a vector of `lanes` per step, the other dims one element.
+  // Row kernels: dim 0 is the whole row (a = 0).
   TensorAccessPattern dense;
   for (unsigned d = 0; d < kMaxDims; ++d)
     dense[d] = d == 0 ? AccessPatternDim{0, static_cast<int32_t>(lanes), 0, static_cast<int32_t>(lanes) - 1}
                       : AccessPatternDim{static_cast<uint8_t>(d), 1, 0, 0};
+  if (row_kernel) dense[0] = AccessPatternDim{0, 0, 0, static_cast<int32_t>(po[0]) - 1};
 
   DescriptorTemplate out_desc;
   out_desc.dtype = out.dtype;
@@ -350,19 +399,21 @@ InstantiateResult KernelLibrary::instantiate(const std::string& guid, const Kern
   inst.output_patterns.push_back(dense);
 
   // Inputs: broadcast dims >= 1 get the output's size and stride 0; a dim-0 broadcast is a
-  // kernel variant (bcast[k]).
-  bool bcast0[2] = {false, false};
+  // kernel variant (bcast0[k]). A reduction's input instead covers the reduced dim whole.
+  bool bcast0[3] = {false, false, false};
   for (size_t k = 0; k < params.inputs.size(); ++k) {
     const TensorParams& in = params.inputs[k];
     const auto pi = padded(in.shape);
     DescriptorTemplate desc;
     desc.dtype = in.dtype;
-    desc.dims = rank;
+    desc.dims = static_cast<uint8_t>(std::max<size_t>(rank, std::max<size_t>(in.shape.size(), 1)));
     desc.stride = strides_of(in);
     TensorAccessPattern pattern = dense;
     for (unsigned d = 0; d < kMaxDims; ++d) {
       desc.size[d] = pi[d];
-      if (pi[d] == 1 && po[d] != 1) {   // broadcast along d
+      if (static_cast<int>(d) == reduce_dim) {
+        pattern[d] = AccessPatternDim{static_cast<uint8_t>(d), 0, 0, static_cast<int32_t>(pi[d]) - 1};
+      } else if (pi[d] == 1 && po[d] != 1) {   // broadcast along d
         pattern[d] = AccessPatternDim{static_cast<uint8_t>(d), 0, 0, 0};
         if (d == 0) {
           bcast0[k] = true;
@@ -372,11 +423,22 @@ InstantiateResult KernelLibrary::instantiate(const std::string& guid, const Kern
         }
       }
     }
+    // Padding past a row's end: -inf where a max runs over it, else 0.
+    const bool neg_inf = def.kind == Kind::Softmax || (def.kind == Kind::Reduce && def.op_macro == "max");
+    if (neg_inf) desc.padding = in.dtype == DType::BF16 ? 0xFF80u : 0xFF800000u;
     inst.inputs.push_back(desc);
     inst.input_patterns.push_back(pattern);
   }
+  if (reduce_dim >= 0) {   // Y has size 1 in the reduced dim
+    inst.output_patterns[0][reduce_dim] = AccessPatternDim{static_cast<uint8_t>(reduce_dim), 0, 0, 0};
+    const uint32_t n = padded(params.inputs[0].shape)[reduce_dim];
+    const float nf = static_cast<float>(n);
+    inst.srf[0] = n;
+    std::memcpy(&inst.srf[1], &nf, 4);
+  }
+  if (def.kind == Kind::Softmax || def.kind == Kind::SoftmaxBwd) inst.srf[0] = n0_in;
 
-  if (def.kind == Kind::Fill) {
+  if (def.kind == Kind::Fill || def.kind == Kind::Ternary) {
     uint32_t bits;
     std::memcpy(&bits, &params.scalars[0], 4);
     inst.srf[0] = bits;
@@ -387,6 +449,7 @@ InstantiateResult KernelLibrary::instantiate(const std::string& guid, const Kern
   std::ostringstream src;
   std::ostringstream variant;
   src << "// " << def.guid << ": the glue's prelude for the kernel file included at the end\n";
+  const char* io = def.out == DType::BF16 ? "io_bf16.inc" : "io_f32.inc";
   if (def.kind == Kind::Cast) {
     variant << "cast " << def.op_macro;
     src << ".include \"" << def.op_macro << "\"\n";
@@ -394,8 +457,7 @@ InstantiateResult KernelLibrary::instantiate(const std::string& guid, const Kern
     src << ".equ LANES " << lanes << "\n";
     switch (def.kind) {
       case Kind::Binary:
-      case Kind::Backward:
-        variant << (def.kind == Kind::Binary ? "binary " : "backward ") << def.op_macro << " " << t;
+        variant << "binary " << def.op_macro << " " << t;
         src << ".macro OP d, a, b\n        " << def.op_macro << " " << t << ", \\d, \\a, \\b\n.endm\n";
         for (int k = 0; k < 2; ++k) {
           src << ".macro LOAD_" << (k ? 'B' : 'A') << " v\n";
@@ -408,6 +470,66 @@ InstantiateResult KernelLibrary::instantiate(const std::string& guid, const Kern
           if (bcast0[k]) src << "        BCAST_ROW V" << (k + 1) << ", " << k << ", " << t << "\n";
         src << ".endm\n.include \"eltwise_binary.s\"\n";
         break;
+      case Kind::Backward:
+      case Kind::UnaryF32:
+      case Kind::Ternary: {
+        const size_t nin = params.inputs.size();
+        variant << (def.kind == Kind::Backward ? "backward " : def.kind == Kind::UnaryF32 ? "unary-f32 " : "ternary ")
+                << def.op_macro << " " << t;
+        src << ".include \"" << io << "\"\n.equ OUT_T " << nin << "\n";
+        src << ".macro OP d, a, b, c\n        " << def.op_macro << " f32, \\d, \\a";
+        if (nin >= 2) src << ", \\b";
+        if (nin >= 3) src << ", \\c";
+        src << "\n.endm\n";
+        for (size_t k = 0; k < 3; ++k) {
+          src << ".macro LOAD_" << k << "\n";
+          if (k < nin && !bcast0[k]) src << "        LDW V1" << k << ", V2" << k << ", I2, " << k << "\n";
+          src << ".endm\n";
+          if (k < nin && bcast0[k]) variant << " bcast-" << k << "0";
+        }
+        src << ".macro ROW_SETUP\n";
+        for (size_t k = 0; k < nin; ++k)
+          if (bcast0[k])
+            src << "        BCAST_ROW V1" << k << ", " << k << ", f32\n        mov.f32 V2" << k << ", V1" << k << "\n";
+        src << ".endm\n.include \"eltwise_f32.s\"\n";
+        break;
+      }
+      case Kind::Reduce: {
+        const bool is_max = def.op_macro == "max";
+        variant << "reduce " << def.op_macro << " dim " << reduce_dim << " " << t;
+        src << ".include \"" << io << "\"\n";
+        if (reduce_dim > 0) src << ".equ RDIM " << reduce_dim << "\n";
+        src << ".equ RINIT " << (is_max ? "0xFF800000" : "0.0") << "\n";
+        src << ".macro RACC d, a, b\n        " << (is_max ? "max" : "add") << ".f32 \\d, \\a, \\b\n.endm\n";
+        src << ".macro RLANES d, a\n        reduce." << (is_max ? "max" : "add") << ".f32 \\d, \\a\n.endm\n";
+        src << ".macro RFINISH d, a\n";
+        if (def.op_macro == "mean") src << "        div.f32 \\d, \\a, S1\n";
+        src << ".endm\n.include \"" << (reduce_dim == 0 ? "reduce_dim0.s" : "reduce_outer.s") << "\"\n";
+        break;
+      }
+      case Kind::Softmax: {
+        const bool log = def.op_macro == "log_softmax";
+        variant << def.op_macro << " fwd " << t;
+        src << ".include \"" << io << "\"\n.macro SM_ROW s\n";
+        if (log) src << "        special.log.f32 \\s, \\s\n";
+        src << ".endm\n.macro SM_OUT d, a\n        sub.f32 \\d, \\a, V14\n";
+        if (log) src << "        sub.f32 \\d, \\d, V15\n";
+        else src << "        special.exp.f32 \\d, \\d\n        div.f32 \\d, \\d, V15\n";
+        src << ".endm\n.include \"softmax_fwd.s\"\n";
+        break;
+      }
+      case Kind::SoftmaxBwd: {
+        const bool log = def.op_macro == "log_softmax";
+        variant << def.op_macro << " bwd " << t;
+        src << ".include \"" << io << "\"\n.macro SMB_ACC acc, g, y\n";
+        if (log) src << "        add.f32 \\acc, \\acc, \\g\n";
+        else src << "        mul.f32 V4, \\g, \\y\n        add.f32 \\acc, \\acc, V4\n";
+        src << ".endm\n.macro SMB_OUT d, g, y\n";
+        if (log) src << "        special.exp.f32 V4, \\y\n        mul.f32 V4, V4, V15\n        sub.f32 \\d, \\g, V4\n";
+        else src << "        sub.f32 V4, \\g, V15\n        mul.f32 \\d, \\y, V4\n";
+        src << ".endm\n.include \"softmax_bwd.s\"\n";
+        break;
+      }
       case Kind::Unary:
         variant << "unary " << def.op_macro << " " << t;
         src << ".macro OP d, a\n        " << def.op_macro << " " << t << ", \\d, \\a\n.endm\n"

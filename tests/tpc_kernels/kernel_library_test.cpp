@@ -29,7 +29,11 @@ TEST(TpcKernelLibrary, ListsEveryGuid) {
     for (const char* op : {"add", "sub", "mul", "div", "max", "min", "relu", "tanh", "sigmoid", "exp", "log", "sqrt",
                            "rsqrt", "abs", "neg"})
       want.push_back(std::string(op) + "_fwd_" + t);
-    for (const char* op : {"relu", "tanh", "sigmoid"}) want.push_back(std::string(op) + "_bwd_" + t);
+    for (const char* op : {"relu", "tanh", "sigmoid", "gelu_tanh", "softmax", "log_softmax"})
+      want.push_back(std::string(op) + "_bwd_" + t);
+    for (const char* op : {"gelu_tanh", "softmax", "log_softmax", "addcmul", "addcdiv", "reduce_sum", "reduce_mean",
+                           "reduce_max"})
+      want.push_back(std::string(op) + "_fwd_" + t);
     want.push_back(std::string("fill_") + t);
   }
   for (const std::string& g : want) EXPECT_TRUE(have.count(g)) << g;
@@ -45,12 +49,19 @@ TEST(TpcKernelLibrary, EveryGuidAndVariantAssembles) {
                          ? DType::BF16 : DType::F32;
     const DType out = g == "cast_f32_to_bf16" ? DType::BF16 : g == "cast_bf16_to_f32" ? DType::F32 : in;
     const bool is_binary = g.find("_bwd_") != std::string::npos ||
-                           g.rfind("add", 0) == 0 || g.rfind("sub", 0) == 0 || g.rfind("mul", 0) == 0 ||
+                           g.rfind("add_", 0) == 0 || g.rfind("sub", 0) == 0 || g.rfind("mul", 0) == 0 ||
                            g.rfind("div", 0) == 0 || g.rfind("max", 0) == 0 || g.rfind("min", 0) == 0;
+    const bool is_ternary = g.rfind("addc", 0) == 0;
+    std::vector<uint32_t> out_shape = {100, 2};
     if (g.rfind("fill", 0) == 0) p.scalars = {1.0f};
+    else if (is_ternary) p.inputs = {{in, {100, 2}, {}}, {in, {100, 2}, {}}, {in, {100, 2}, {}}}, p.scalars = {0.5f};
     else if (is_binary) p.inputs = {{in, {100, 2}, {}}, {in, {100, 2}, {}}};
     else p.inputs = {{in, {100, 2}, {}}};
-    p.outputs = {{out, {100, 2}, {}}};
+    if (g.rfind("reduce_", 0) == 0) {
+      p.scalars = {1.0f};
+      out_shape = {100, 1};
+    }
+    p.outputs = {{out, out_shape, {}}};
     const InstantiateResult r = lib.instantiate(g, p);
     ASSERT_TRUE(r.ok()) << g << ": " << r.message;
     EXPECT_EQ(r.inst->guid, g);

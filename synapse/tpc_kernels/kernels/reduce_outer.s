@@ -1,0 +1,30 @@
+// reduce_outer.s: Y = reduction of X over dim RDIM >= 1 (sum, mean, max), computed in f32.
+//
+// Tensors: 0 X, 1 Y (X's shape with size 1 at RDIM). The index space is Y's: each step makes one
+// output vector by accumulating the N = S0 vectors of X along RDIM in order (k = 0 .. N-1,
+// starting from RINIT), a software loop inside the nest (the nest holds all 4 hardware loops).
+// SRF: S0 = N (i32), S1 = N as f32 (mean).
+//
+// The glue's prelude defines: LANES, the io include, .equ RDIM, .equ RINIT (0.0 or -inf),
+// .macro RACC d, a, b (add.f32 / max.f32), .macro RFINISH d, a (mean: divide by S1; else empty),
+// .macro RLANES d, a (unused here).
+.macro ROW_SETUP
+.endm
+.include "nest.inc"
+
+        NEST_BEGIN
+        mov.f32 V10, RINIT
+        mov.f32 V20, RINIT
+        imov I3, I2; ld_smov S17, 0
+red:    cmp.ge.i32 SP2, S17, S0
+        jmp red_done @SP2
+        imov_dim I3, S17 dim=RDIM
+        LDW V11, V21, I3, 0
+        EACH3 RACC, V10, V10, V11, V20, V20, V21
+        add.i32 S17, S17, 1
+        jmp red
+red_done:
+        EACH2 RFINISH, V10, V10, V20, V20
+        NARROW V10, V20
+end_d0: st_tnsr I2, 1, V9; iadd_dim I2, LANES dim=0
+        NEST_END

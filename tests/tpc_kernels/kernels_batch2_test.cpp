@@ -1,0 +1,475 @@
+// The second batch of kernels against C++ references, on 1 and 8 simulated cores (bit-identical):
+// reductions (sum / mean / max over any dim: bit-exact against a reference in the kernel's
+// order, including ISA.md's reduce.add tree for dim 0), softmax / log_softmax and their backward
+// over dim 0, gelu (tanh form) and its backward (within stated tolerances of a double
+// reference), addcmul / addcdiv (bit-exact, with broadcasting), and their validation errors.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tests/tpc_kernels/kernel_test_util.h"
+
+namespace hpusim::synapse::tpc_kernels::testing {
+namespace {
+
+using Shape = std::vector<uint32_t>;
+
+std::string sfx(DType t) { return t == DType::F32 ? "_f32" : "_bf16"; }
+std::string shape_str(const Shape& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? "," : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+float uniform(std::mt19937& rng, float lo, float hi) { return std::uniform_real_distribution<float>(lo, hi)(rng); }
+
+void fill_random(HostTensor& t, uint32_t seed, float lo, float hi, bool zeros = true) {
+  std::mt19937 rng(seed);
+  for (uint32_t& v : t.data) {
+    const uint32_t pick = rng() % 32;
+    const float x = zeros && pick == 0 ? 0.0f : zeros && pick == 1 ? -0.0f : uniform(rng, lo, hi);
+    v = round_to(t.dtype, x);
+  }
+}
+
+std::vector<HostTensor> run_1_and_8(const std::string& guid, const std::vector<HostTensor>& inputs,
+                                    const std::vector<HostTensor>& outputs, const std::vector<float>& scalars = {}) {
+  std::vector<HostTensor> one = outputs, eight = outputs;
+  const RunOutcome r1 = run_kernel(guid, inputs, one, 1, scalars);
+  EXPECT_TRUE(r1.ok) << guid << ": " << r1.error;
+  EXPECT_TRUE(r1.gaps_ok) << guid << ": 1 core wrote outside the output's elements";
+  const RunOutcome r8 = run_kernel(guid, inputs, eight, 8, scalars);
+  EXPECT_TRUE(r8.ok) << guid << ": " << r8.error;
+  EXPECT_TRUE(r8.gaps_ok) << guid << ": 8 cores wrote outside the output's elements";
+  for (size_t k = 0; k < one.size(); ++k) EXPECT_EQ(one[k].data, eight[k].data) << guid << ": 1 core vs 8 cores differ";
+  return one;
+}
+
+float fmax_ieee(float a, float b) {
+  if (std::isnan(a) || std::isnan(b)) return NAN;
+  if (a == b) return std::signbit(a) ? b : a;
+  return a > b ? a : b;
+}
+
+// Shapes 1-D to 5-D, sizes around the lane counts, single elements.
+const std::vector<Shape>& shapes() {
+  static const std::vector<Shape> s = {{1},       {63},         {64},           {65},          {127},
+                                       {129},     {300},        {1, 1, 1},      {150, 3},      {130, 3, 4},
+                                       {70, 2, 3, 2}, {65, 2, 2, 3, 2}, {1, 5, 1, 2, 3}, {257, 1, 1, 1, 2}, {3, 7}};
+  return s;
+}
+
+// Coordinates of dense element i of a shape (5 dims).
+std::array<uint32_t, 5> coords(const HostTensor& t, size_t i) {
+  std::array<uint32_t, 5> c{};
+  for (unsigned d = 0; d < 5; ++d) {
+    c[d] = static_cast<uint32_t>(i % t.dim(d));
+    i /= t.dim(d);
+  }
+  return c;
+}
+size_t index_of(const HostTensor& t, const std::array<uint32_t, 5>& c) {
+  size_t idx = 0, mul = 1;
+  for (unsigned d = 0; d < 5; ++d) {
+    idx += c[d] * mul;
+    mul *= t.dim(d);
+  }
+  return idx;
+}
+
+// ---- Reductions: the kernel's order, in f32, rounded once ----
+
+// ISA.md's reduce.add tree over 64 f32 lanes: lane 2i with 2i+1, then pairs of those.
+float tree_sum(std::vector<float> v) {
+  for (size_t m = v.size(); m > 1; m /= 2)
+    for (size_t i = 0; i < m / 2; ++i) v[i] = v[2 * i] + v[2 * i + 1];
+  return v[0];
+}
+
+// One output element: the values of the reduced line (in order) -> result bits.
+uint32_t ref_reduce(const std::string& kind, DType t, unsigned dim, const std::vector<float>& line) {
+  const bool is_max = kind == "max";
+  const float init = is_max ? -INFINITY : 0.0f;
+  auto acc_op = [&](float a, float b) { return is_max ? fmax_ieee(a, b) : a + b; };
+  float r;
+  if (dim != 0) {
+    r = init;
+    for (float x : line) r = acc_op(r, x);
+  } else {
+    // Lane j of the f32 accumulator(s) takes elements L*k + j (bf16: lo j, hi 64 + j), past the
+    // row's end the padding (0 or -inf), from RINIT; bf16 combines lo and hi lane-wise.
+    const size_t lanes = t == DType::F32 ? 64 : 128;
+    const size_t vecs = (line.size() + lanes - 1) / lanes;
+    auto elem = [&](size_t e) { return e < line.size() ? line[e] : init; };
+    std::vector<float> acc(64);
+    for (size_t j = 0; j < 64; ++j) {
+      float lo = init, hi = init;
+      for (size_t k = 0; k < vecs; ++k) {
+        lo = acc_op(lo, elem(lanes * k + j));
+        if (lanes == 128) hi = acc_op(hi, elem(lanes * k + 64 + j));
+      }
+      acc[j] = lanes == 128 ? acc_op(lo, hi) : lo;
+    }
+    if (is_max) {
+      r = acc[0];
+      for (size_t j = 1; j < 64; ++j) r = fmax_ieee(r, acc[j]);
+    } else {
+      r = tree_sum(acc);
+    }
+  }
+  if (kind == "mean") r = r / static_cast<float>(line.size());
+  return round_to(t, r);
+}
+
+class TpcKernelReduce : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TpcKernelReduce, MatchesTheReferenceBitExactOverEveryDim) {
+  const std::string kind = GetParam();
+  for (DType t : {DType::F32, DType::BF16}) {
+    const std::string guid = "reduce_" + kind + "_fwd" + sfx(t);
+    uint32_t seed = 1;
+    for (const Shape& s : shapes()) {
+      for (unsigned dim = 0; dim < std::max<size_t>(s.size(), 1); ++dim) {
+        HostTensor x(t, s);
+        fill_random(x, seed++, -1e3f, 1e3f);
+        Shape ys = s;
+        ys[dim] = 1;
+        HostTensor y(t, ys);
+        const auto got = run_1_and_8(guid, {x}, {y}, {static_cast<float>(dim)});
+        size_t bad = 0;
+        for (size_t i = 0; i < y.count() && bad < 3; ++i) {
+          auto c = coords(y, i);
+          std::vector<float> line;
+          for (uint32_t k = 0; k < x.dim(dim); ++k) {
+            c[dim] = k;
+            line.push_back(x.at(index_of(x, c)));
+          }
+          const uint32_t want = ref_reduce(kind, t, dim, line);
+          if (ulp_distance(t, got[0].data[i], want) != 0) {
+            ++bad;
+            ADD_FAILURE() << guid << " " << shape_str(s) << " dim " << dim << " output " << i << ": got "
+                          << value_of(t, got[0].data[i]) << ", want " << value_of(t, want);
+          }
+        }
+      }
+    }
+  }
+}
+
+// The kernel's order is one valid f32 summation: close to the exact sum (double).
+TEST_P(TpcKernelReduce, IsCloseToTheExactResultAndPropagatesNaN) {
+  const std::string kind = GetParam();
+  for (DType t : {DType::F32, DType::BF16}) {
+    const std::string guid = "reduce_" + kind + "_fwd" + sfx(t);
+    HostTensor x(t, {1000, 3}), y(t, {1, 3});
+    fill_random(x, 77, 0.5f, 2.0f, false);
+    x.data[2000 + 517] = round_to(t, NAN);   // row 2 has a NaN
+    const auto got = run_1_and_8(guid, {x}, {y}, {0.0f});
+    for (uint32_t r = 0; r < 2; ++r) {
+      double exact = kind == "max" ? -INFINITY : 0.0;
+      for (uint32_t k = 0; k < 1000; ++k)
+        exact = kind == "max" ? std::max<double>(exact, x.at(r * 1000 + k)) : exact + x.at(r * 1000 + k);
+      if (kind == "mean") exact /= 1000;
+      const double tol = (t == DType::F32 ? 1e-5 : 8e-3) * std::fabs(exact);
+      EXPECT_NEAR(value_of(t, got[0].data[r]), exact, tol) << guid << " row " << r;
+    }
+    EXPECT_TRUE(std::isnan(value_of(t, got[0].data[2]))) << guid;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, TpcKernelReduce, ::testing::Values("sum", "mean", "max"),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
+
+// ---- softmax / log_softmax over dim 0, forward and backward ----
+
+// |got - ref| <= rtol * |ref| + atol, with ref the formula in double on the (rounded) inputs.
+struct Tol {
+  double rtol, atol;
+};
+Tol softmax_tol(DType t) { return t == DType::F32 ? Tol{1e-5, 1e-6} : Tol{1.0 / 128, 1e-5}; }
+Tol gelu_tol(DType t) { return t == DType::F32 ? Tol{1e-5, 1e-6} : Tol{1.0 / 128, 1e-5}; }
+
+bool within(double got, double ref, Tol tol) {
+  if (std::isnan(ref)) return std::isnan(got);
+  if (std::isinf(ref)) return got == ref;
+  return std::fabs(got - ref) <= tol.rtol * std::fabs(ref) + tol.atol;
+}
+
+// Rows along dim 0 of a dense tensor: row r is elements r*n0 .. r*n0 + n0-1.
+void ref_softmax_rows(const std::string& op, const HostTensor& x, const HostTensor* g, std::vector<double>& out) {
+  const size_t n0 = x.dim(0), rows = x.count() / n0;
+  out.assign(x.count(), 0.0);
+  for (size_t r = 0; r < rows; ++r) {
+    const size_t b = r * n0;
+    if (op == "softmax_fwd" || op == "log_softmax_fwd") {
+      double m = -INFINITY, s = 0;
+      for (size_t k = 0; k < n0; ++k) m = std::max<double>(m, x.at(b + k));
+      for (size_t k = 0; k < n0; ++k) s += std::exp(x.at(b + k) - m);
+      for (size_t k = 0; k < n0; ++k)
+        out[b + k] = op == "softmax_fwd" ? std::exp(x.at(b + k) - m) / s : (x.at(b + k) - m) - std::log(s);
+    } else {   // x is y, g the gradient
+      double s = 0;
+      for (size_t k = 0; k < n0; ++k) s += op == "softmax_bwd" ? g->at(b + k) * x.at(b + k) : g->at(b + k);
+      for (size_t k = 0; k < n0; ++k)
+        out[b + k] = op == "softmax_bwd" ? x.at(b + k) * (g->at(b + k) - s) : g->at(b + k) - std::exp(x.at(b + k)) * s;
+    }
+  }
+}
+
+class TpcKernelSoftmax : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TpcKernelSoftmax, MatchesTheDoubleReferenceWithinTolerance) {
+  const std::string op = GetParam();
+  const bool bwd = op.find("_bwd") != std::string::npos;
+  for (DType t : {DType::F32, DType::BF16}) {
+    const std::string guid = op + sfx(t);
+    uint32_t seed = 300;
+    for (const Shape& s : shapes()) {
+      HostTensor x(t, s), g(t, s), out(t, s);
+      std::vector<double> ref;
+      if (!bwd) {
+        fill_random(x, seed++, -10.0f, 10.0f);
+        ref_softmax_rows(op, x, nullptr, ref);
+      } else {
+        // y: a real forward output (softmax of random logits), g random.
+        HostTensor logits(t, s);
+        fill_random(logits, seed++, -4.0f, 4.0f);
+        std::vector<double> y;
+        ref_softmax_rows(op == "softmax_bwd" ? "softmax_fwd" : "log_softmax_fwd", logits, nullptr, y);
+        for (size_t i = 0; i < x.count(); ++i) x.data[i] = round_to(t, y[i]);
+        fill_random(g, seed++, -1.0f, 1.0f);
+        ref_softmax_rows(op, x, &g, ref);
+      }
+      const auto got = bwd ? run_1_and_8(guid, {g, x}, {out}) : run_1_and_8(guid, {x}, {out});
+      size_t bad = 0;
+      for (size_t i = 0; i < out.count() && bad < 3; ++i) {
+        // bwd: the sum over the row cancels; scale the absolute tolerance by the row's magnitude.
+        Tol tol = softmax_tol(t);
+        if (bwd) tol.atol *= 10;
+        if (!within(value_of(t, got[0].data[i]), ref[i], tol)) {
+          ++bad;
+          ADD_FAILURE() << guid << " " << shape_str(s) << " element " << i << ": got " << value_of(t, got[0].data[i])
+                        << ", want " << ref[i];
+        }
+      }
+    }
+  }
+}
+
+TEST(TpcKernelSoftmaxRows, SumToOneAndHandleLargeAndInfiniteLogits) {
+  for (DType t : {DType::F32, DType::BF16}) {
+    HostTensor x(t, {200, 3}), y(t, {200, 3});
+    fill_random(x, 5, -50.0f, 50.0f);
+    for (size_t k = 0; k < 200; ++k) x.data[200 + k] = round_to(t, 1e30f + 1e28f * k);   // row 1: huge, no overflow
+    x.data[400 + 7] = round_to(t, -INFINITY);                                            // row 2: a -inf logit
+    const auto got = run_1_and_8("softmax_fwd" + sfx(t), {x}, {y});
+    for (size_t r = 0; r < 3; ++r) {
+      double sum = 0;
+      for (size_t k = 0; k < 200; ++k) {
+        const float v = value_of(t, got[0].data[r * 200 + k]);
+        ASSERT_FALSE(std::isnan(v)) << r << " " << k;
+        sum += v;
+      }
+      EXPECT_NEAR(sum, 1.0, t == DType::F32 ? 1e-5 : 2e-2) << "row " << r;
+    }
+    EXPECT_EQ(value_of(t, got[0].data[407]), 0.0f);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, TpcKernelSoftmax,
+                         ::testing::Values("softmax_fwd", "log_softmax_fwd", "softmax_bwd", "log_softmax_bwd"),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
+
+// ---- gelu (tanh form, PyTorch's approximate='tanh') ----
+
+double gelu_tanh(double x) {
+  const double beta = std::sqrt(2.0 / M_PI), kappa = 0.044715;
+  return 0.5 * x * (1.0 + std::tanh(beta * (x + kappa * x * x * x)));
+}
+double gelu_tanh_grad(double x) {
+  const double beta = std::sqrt(2.0 / M_PI), kappa = 0.044715;
+  const double th = std::tanh(beta * (x + kappa * x * x * x));
+  return 0.5 * (1 + th) + 0.5 * x * (1 - th * th) * beta * (1 + 3 * kappa * x * x);
+}
+
+TEST(TpcKernelGelu, ForwardAndBackwardMatchTheTanhFormulaWithinTolerance) {
+  for (DType t : {DType::F32, DType::BF16}) {
+    uint32_t seed = 900;
+    for (const Shape& s : shapes()) {
+      HostTensor x(t, s), g(t, s), y(t, s), dx(t, s);
+      fill_random(x, seed++, -8.0f, 8.0f);
+      fill_random(g, seed++, -2.0f, 2.0f);
+      const auto fy = run_1_and_8("gelu_tanh_fwd" + sfx(t), {x}, {y});
+      const auto fdx = run_1_and_8("gelu_tanh_bwd" + sfx(t), {g, x}, {dx});
+      size_t bad = 0;
+      for (size_t i = 0; i < x.count() && bad < 3; ++i) {
+        const double want_y = gelu_tanh(x.at(i)), want_dx = g.at(i) * gelu_tanh_grad(x.at(i));
+        // dx: the absolute part scales with |g| (in the left tail f32 tanh saturates to -1 and
+        // 1 + tanh cancels to 0, as in PyTorch's f32 kernel).
+        Tol dx_tol = gelu_tol(t);
+        dx_tol.atol *= std::max(1.0, std::fabs(static_cast<double>(g.at(i))));
+        if (!within(value_of(t, fy[0].data[i]), want_y, gelu_tol(t)) ||
+            !within(value_of(t, fdx[0].data[i]), want_dx, dx_tol)) {
+          ++bad;
+          ADD_FAILURE() << sfx(t) << " " << shape_str(s) << " x = " << x.at(i) << " g = " << g.at(i) << ": y "
+                        << value_of(t, fy[0].data[i]) << " (want " << want_y << "), dx "
+                        << value_of(t, fdx[0].data[i]) << " (want " << want_dx << ")";
+        }
+      }
+    }
+  }
+}
+
+TEST(TpcKernelGelu, SpecialValuesAndDistanceToTheErfForm) {
+  const float xs[] = {0.0f, -0.0f, 1.0f, -1.0f, INFINITY, -INFINITY, NAN, 1e20f, -1e20f, 3.0f};
+  HostTensor x(DType::F32, {10}), y(DType::F32, {10});
+  for (int i = 0; i < 10; ++i) x.data[i] = bits_of(xs[i]);
+  const auto got = run_1_and_8("gelu_tanh_fwd_f32", {x}, {y});
+  for (int i = 0; i < 10; ++i) {
+    const double want = std::isinf(xs[i]) ? (xs[i] > 0 ? INFINITY : 0.0) : gelu_tanh(xs[i]);
+    const float v = float_of(got[0].data[i]);
+    if (std::isinf(xs[i]) && xs[i] < 0) {
+      // 0.5 * -inf * (1 + -1) is NaN in IEEE arithmetic (PyTorch's formula gives NaN too).
+      EXPECT_TRUE(std::isnan(v) || v == 0.0f) << v;
+      continue;
+    }
+    EXPECT_TRUE(within(v, want, gelu_tol(DType::F32))) << xs[i] << " -> " << v << " want " << want;
+  }
+  // The tanh form stays within 1e-3 of PyTorch's default (exact erf) gelu on [-8, 8].
+  HostTensor xr(DType::F32, {1601}), yr(DType::F32, {1601});
+  for (int i = 0; i <= 1600; ++i) xr.data[i] = bits_of(-8.0f + 0.01f * i);
+  const auto gr = run_1_and_8("gelu_tanh_fwd_f32", {xr}, {yr});
+  for (int i = 0; i <= 1600; ++i) {
+    const double xv = xr.at(i), erf_form = 0.5 * xv * (1 + std::erf(xv / std::sqrt(2.0)));
+    EXPECT_NEAR(float_of(gr[0].data[i]), erf_form, 1e-3) << xv;
+  }
+}
+
+// ---- addcmul / addcdiv ----
+
+struct Bcast3 {
+  Shape a, b, c, out;
+};
+
+TEST(TpcKernelAddc, MatchesTheF32ReferenceBitExactWithBroadcasting) {
+  const std::vector<Bcast3> cases = {
+      {{130, 3, 4}, {130, 3, 4}, {130, 3, 4}, {130, 3, 4}},
+      {{1}, {1}, {1}, {1}},
+      {{300}, {300}, {300}, {300}},
+      {{65, 2, 2, 3, 2}, {65, 2, 2, 3, 2}, {65, 2, 2, 3, 2}, {65, 2, 2, 3, 2}},
+      {{1, 3, 4}, {130, 3, 4}, {130, 1, 4}, {130, 3, 4}},      // A along dim 0, C along dim 1
+      {{130, 3, 4}, {1, 3, 1}, {1, 1, 1}, {130, 3, 4}},        // B, C along dim 0 and more
+      {{70, 2, 3, 2}, {70}, {}, {70, 2, 3, 2}},                // lower ranks, a 0-D C
+      {{5, 1}, {1, 3}, {5, 3}, {5, 3}},
+  };
+  for (const char* op : {"addcmul", "addcdiv"}) {
+    for (DType t : {DType::F32, DType::BF16}) {
+      const std::string guid = std::string(op) + "_fwd" + sfx(t);
+      uint32_t seed = 40;
+      for (const Bcast3& c : cases) {
+        HostTensor a(t, c.a), b(t, c.b), cc(t, c.c), y(t, c.out);
+        fill_random(a, seed++, -100.0f, 100.0f);
+        fill_random(b, seed++, -100.0f, 100.0f);
+        fill_random(cc, seed++, 0.5f, 10.0f, false);
+        for (float value : {0.5f, -3.25f}) {
+          const auto got = run_1_and_8(guid, {a, b, cc}, {y}, {value});
+          size_t bad = 0;
+          for (size_t i = 0; i < y.count() && bad < 3; ++i) {
+            const float av = a.at(broadcast_index(a, y, i)), bv = b.at(broadcast_index(b, y, i)),
+                        cv = cc.at(broadcast_index(cc, y, i));
+            const float vb = value * bv;
+            const uint32_t want = round_to(t, std::string(op) == "addcmul" ? av + vb * cv : av + vb / cv);
+            if (got[0].data[i] != want) {
+              ++bad;
+              ADD_FAILURE() << guid << " out" << shape_str(c.out) << " element " << i << ": got "
+                            << value_of(t, got[0].data[i]) << ", want " << value_of(t, want);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// ---- Glue ----
+
+void expect_error(const InstantiateResult& r, GlueStatus status, const std::vector<std::string>& parts) {
+  EXPECT_EQ(r.status, status) << glue_status_name(r.status) << ": " << r.message;
+  EXPECT_FALSE(r.inst.has_value());
+  for (const std::string& p : parts) EXPECT_NE(r.message.find(p), std::string::npos) << "'" << p << "' not in: " << r.message;
+}
+TensorParams f32(Shape s) { return {DType::F32, std::move(s), {}}; }
+TensorParams bf16(Shape s) { return {DType::BF16, std::move(s), {}}; }
+
+TEST(TpcKernelGlue2, RejectsBadReductionsSoftmaxAndAddcParams) {
+  KernelLibrary lib;
+  expect_error(lib.instantiate("reduce_sum_fwd_f32", KernelParams{{f32({5, 3})}, {f32({1, 3})}, {}}),
+               GlueStatus::IncompatibleScalarParams, {"takes 1 scalar parameter (the dim to reduce), got 0"});
+  expect_error(lib.instantiate("reduce_sum_fwd_f32", KernelParams{{f32({5, 3})}, {f32({5, 1})}, {2.0f}}),
+               GlueStatus::IncompatibleScalarParams, {"must be an integer 0 .. 1"});
+  expect_error(lib.instantiate("reduce_max_fwd_bf16", KernelParams{{bf16({5, 3})}, {bf16({5, 1})}, {0.5f}}),
+               GlueStatus::IncompatibleScalarParams, {"dim to reduce"});
+  expect_error(lib.instantiate("reduce_mean_fwd_f32", KernelParams{{f32({5, 3})}, {f32({5, 1})}, {-1.0f}}),
+               GlueStatus::IncompatibleScalarParams, {"dim to reduce"});
+  expect_error(lib.instantiate("reduce_mean_fwd_f32", KernelParams{{f32({5, 3})}, {f32({5})}, {1.0f}}),
+               GlueStatus::IncompatibleOutputSize, {"output 0 (Y)", "[5]", "gives [5, 1]"});
+  expect_error(lib.instantiate("reduce_sum_fwd_f32", KernelParams{{f32({5, 3})}, {f32({1, 1})}, {0.0f}}),
+               GlueStatus::IncompatibleOutputSize, {"gives [1, 3]"});
+  expect_error(lib.instantiate("softmax_fwd_f32", KernelParams{{f32({5, 3})}, {f32({1, 3})}, {}}),
+               GlueStatus::IncompatibleOutputSize, {"output 0 (Y)", "no broadcasting"});
+  expect_error(lib.instantiate("log_softmax_bwd_bf16", KernelParams{{bf16({5, 3}), bf16({5, 1})}, {bf16({5, 3})}, {}}),
+               GlueStatus::IncompatibleInputSize, {"input 1 (y)"});
+  expect_error(lib.instantiate("softmax_fwd_f32", KernelParams{{f32({5})}, {f32({5})}, {0.0f}}),
+               GlueStatus::IncompatibleScalarParams, {"takes 0 scalar parameters"});
+  expect_error(lib.instantiate("addcmul_fwd_f32", KernelParams{{f32({4}), f32({4}), f32({4})}, {f32({4})}, {}}),
+               GlueStatus::IncompatibleScalarParams, {"takes 1 scalar parameter (value), got 0"});
+  expect_error(lib.instantiate("addcdiv_fwd_f32", KernelParams{{f32({4}), f32({4})}, {f32({4})}, {1.0f}}),
+               GlueStatus::IncompatibleInputCount, {"takes 3 inputs (A, B, C), got 2"});
+  expect_error(lib.instantiate("addcdiv_fwd_f32", KernelParams{{f32({4}), f32({3}), f32({4})}, {f32({4})}, {1.0f}}),
+               GlueStatus::IncompatibleInputSize, {"input 1 (B)", "does not broadcast"});
+  expect_error(lib.instantiate("gelu_tanh_bwd_bf16", KernelParams{{bf16({4}), f32({4})}, {bf16({4})}, {}}),
+               GlueStatus::IncompatibleDataType, {"input 1 (x): dtype f32"});
+}
+
+TEST(TpcKernelGlue2, GeometryPatternsPaddingAndEveryReductionVariant) {
+  KernelLibrary lib;
+  auto r = lib.instantiate("reduce_max_fwd_bf16", KernelParams{{bf16({300, 5, 4})}, {bf16({1, 5, 4})}, {0.0f}});
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(r.inst->ispace_geometry, (std::array<int32_t, 5>{1, 5, 4, 1, 1}));
+  EXPECT_EQ(r.inst->input_patterns[0][0], (AccessPatternDim{0, 0, 0, 299}));
+  EXPECT_EQ(r.inst->output_patterns[0][0], (AccessPatternDim{0, 0, 0, 0}));
+  EXPECT_EQ(r.inst->inputs[0].padding, 0xFF80u);   // bf16 -inf
+  EXPECT_EQ(r.inst->srf[0], 300u);
+  r = lib.instantiate("reduce_mean_fwd_f32", KernelParams{{f32({300, 5, 4})}, {f32({300, 5, 1})}, {2.0f}});
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(r.inst->ispace_geometry, (std::array<int32_t, 5>{5, 5, 1, 1, 1}));
+  EXPECT_EQ(r.inst->input_patterns[0][2], (AccessPatternDim{2, 0, 0, 3}));
+  EXPECT_EQ(r.inst->input_patterns[0][0], (AccessPatternDim{0, 64, 0, 63}));
+  EXPECT_EQ(r.inst->inputs[0].padding, 0u);
+  EXPECT_EQ(r.inst->srf[1], bits_of(4.0f));
+  r = lib.instantiate("softmax_fwd_f32", KernelParams{{f32({100, 3})}, {f32({100, 3})}, {}});
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(r.inst->ispace_geometry, (std::array<int32_t, 5>{1, 3, 1, 1, 1}));
+  EXPECT_EQ(r.inst->inputs[0].padding, 0xFF800000u);
+  EXPECT_EQ(r.inst->output_patterns[0][0], (AccessPatternDim{0, 0, 0, 99}));
+  r = lib.instantiate("addcmul_fwd_bf16", KernelParams{{bf16({1, 3}), bf16({7, 3}), bf16({7, 1})}, {bf16({7, 3})}, {2.0f}});
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_NE(r.inst->variant.find("bcast-00"), std::string::npos) << r.inst->variant;
+  EXPECT_EQ(r.inst->srf[0], bits_of(2.0f));
+  for (const char* kind : {"sum", "mean", "max"})
+    for (unsigned dim = 0; dim < 5; ++dim)
+      for (DType t : {DType::F32, DType::BF16}) {
+        Shape ys = {3, 3, 3, 3, 3};
+        ys[dim] = 1;
+        const auto rr = lib.instantiate(std::string("reduce_") + kind + "_fwd" + sfx(t),
+                                        KernelParams{{{t, {3, 3, 3, 3, 3}, {}}}, {{t, ys, {}}}, {float(dim)}});
+        EXPECT_TRUE(rr.ok()) << rr.message;
+      }
+}
+
+}  // namespace
+}  // namespace hpusim::synapse::tpc_kernels::testing
