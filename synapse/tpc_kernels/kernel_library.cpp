@@ -18,7 +18,13 @@ namespace {
 // Backward, UnaryF32, Ternary: eltwise_f32.s (computed in f32, bf16 rounded once). Backward and
 // UnaryF32 take same-shape tensors; Ternary (addcmul / addcdiv) broadcasts like Binary.
 // Reduce: reduce_dim0.s / reduce_outer.s. Softmax / SoftmaxBwd: softmax_fwd.s / softmax_bwd.s.
-enum class Kind : uint8_t { Binary, Backward, Unary, Fill, Cast, UnaryF32, Ternary, Reduce, Softmax, SoftmaxBwd };
+// Batch 3 (instantiate_batch3): LayerNorm* (layernorm_*.s), Nll* (nll_loss_*.s), Dropout*
+// (dropout_fwd.s; the backward is eltwise_f32.s), Optim (optim.s).
+enum class Kind : uint8_t {
+  Binary, Backward, Unary, Fill, Cast, UnaryF32, Ternary, Reduce, Softmax, SoftmaxBwd,
+  LayerNormFwd, LayerNormBwd, LayerNormBwdGB, NllFwd, NllBwd, DropoutFwd, DropoutBwd, Optim
+};
+bool is_batch3(Kind k) { return k >= Kind::LayerNormFwd; }
 
 }  // namespace
 
@@ -30,6 +36,13 @@ struct KernelLibrary::KernelDef {
   DType out;
   std::vector<std::string> input_names;
   std::vector<std::string> output_names;
+  // Batch 3: per-tensor dtypes (empty: `in` / `out` for every tensor), the fewest inputs (optional
+  // trailing inputs: gamma / beta), the scalar parameters' names and how many may be left off.
+  std::vector<DType> in_types = {};
+  std::vector<DType> out_types = {};
+  size_t min_inputs = 0;
+  std::vector<std::string> scalar_names = {};
+  size_t optional_scalars = 0;
 };
 
 namespace {
@@ -75,6 +88,31 @@ const std::vector<KernelDef>& kernel_table() {
         t.push_back({r + std::string("_bwd") + sfx, Kind::SoftmaxBwd, r, d, d, {"grad", "y"}, {"dx"}});
       }
     }
+    for (DType d : {DType::F32, DType::BF16}) {
+      const std::string sfx = std::string("_") + tpc::dtype_name(d);
+      const DType f = DType::F32, i = DType::I32;
+      t.push_back({"layernorm_fwd" + sfx, Kind::LayerNormFwd, "", d, d, {"X", "gamma", "beta"},
+                   {"Y", "mean", "rstd"}, {d, d, d}, {d, f, f}, 1, {"eps"}, 0});
+      t.push_back({"layernorm_bwd" + sfx, Kind::LayerNormBwd, "", d, d, {"grad", "x", "mean", "rstd", "gamma"},
+                   {"dx"}, {d, d, f, f, d}, {d}, 4, {}, 0});
+      t.push_back({"layernorm_bwd_gamma_beta" + sfx, Kind::LayerNormBwdGB, "", d, d, {"grad", "x", "mean", "rstd"},
+                   {"dgamma", "dbeta"}, {d, d, f, f}, {d, d}, 4, {}, 0});
+      t.push_back({"nll_loss_fwd" + sfx, Kind::NllFwd, "", d, d, {"logp", "target"}, {"loss", "total_weight"},
+                   {d, i}, {d, d}, 2, {"ignore_index"}, 1});
+      t.push_back({"nll_loss_bwd" + sfx, Kind::NllBwd, "", d, d, {"grad", "target", "total_weight"}, {"dx"},
+                   {d, i, d}, {d}, 3, {"ignore_index"}, 1});
+      t.push_back({"dropout_fwd" + sfx, Kind::DropoutFwd, "", d, d, {"X"}, {"Y", "mask"}, {}, {}, 1, {"p", "seed"}, 0});
+      t.push_back({"dropout_bwd" + sfx, Kind::DropoutBwd, "OP_DROPOUT_BWD", d, d, {"grad", "mask"}, {"dx"}, {}, {}, 2,
+                   {"p"}, 0});
+    }
+    t.push_back({"sgd_momentum_f32", Kind::Optim, "OPT_SGD", DType::F32, DType::F32, {"param", "grad", "momentum_buffer"},
+                 {"param", "momentum_buffer"}, {}, {}, 3, {"lr", "momentum", "dampening", "weight_decay", "first_step"}, 0});
+    for (const char* a : {"adam_f32", "adamw_f32"})
+      t.push_back({a, Kind::Optim, "OPT_ADAM", DType::F32, DType::F32, {"param", "grad", "exp_avg", "exp_avg_sq"},
+                   {"param", "exp_avg", "exp_avg_sq"}, {}, {}, 4, {"lr", "beta1", "beta2", "eps", "weight_decay", "step"}, 0});
+    t.push_back({"adadelta_f32", Kind::Optim, "OPT_ADADELTA", DType::F32, DType::F32,
+                 {"param", "grad", "square_avg", "acc_delta"}, {"param", "square_avg", "acc_delta"}, {}, {}, 4,
+                 {"lr", "rho", "eps", "weight_decay"}, 0});
     t.push_back({"cast_f32_to_bf16", Kind::Cast, "cast_f32_to_bf16.s", DType::F32, DType::BF16, {"X"}, {"Y"}});
     t.push_back({"cast_bf16_to_f32", Kind::Cast, "cast_bf16_to_f32.s", DType::BF16, DType::F32, {"X"}, {"Y"}});
     return t;
@@ -122,9 +160,10 @@ std::string tensor_label(bool is_input, size_t index, const std::vector<std::str
 }
 
 std::optional<Failure> check_tensor(const TensorParams& t, bool is_input, const std::string& label,
-                                    const KernelDef& def) {
+                                    const KernelDef& def, size_t index = 0) {
   const GlueStatus size_status = is_input ? GlueStatus::IncompatibleInputSize : GlueStatus::IncompatibleOutputSize;
-  const DType want = is_input ? def.in : def.out;
+  const std::vector<DType>& types = is_input ? def.in_types : def.out_types;
+  const DType want = index < types.size() ? types[index] : is_input ? def.in : def.out;
   if (t.dtype != want)
     return Failure{GlueStatus::IncompatibleDataType, label + ": dtype " + tpc::dtype_name(t.dtype) + ", but " +
                                                          def.guid + " takes " + tpc::dtype_name(want)};
@@ -189,7 +228,10 @@ std::optional<Failure> check_broadcast(const KernelParams& p, const KernelDef& d
   return std::nullopt;
 }
 
+std::optional<Failure> validate_batch3(const KernelDef& def, const KernelParams& p);
+
 std::optional<Failure> validate(const KernelDef& def, const KernelParams& p) {
+  if (is_batch3(def.kind)) return validate_batch3(def, p);
   const size_t n_in = def.input_names.size(), n_out = def.output_names.size();
   auto names = [](const std::vector<std::string>& v) {
     std::string s;
@@ -254,6 +296,7 @@ std::optional<Failure> validate(const KernelDef& def, const KernelParams& p) {
       return std::nullopt;
     }
     case Kind::Fill:
+    default:
       return std::nullopt;
   }
   return std::nullopt;
@@ -263,6 +306,392 @@ std::string base_name(const std::string& path) {
   const size_t slash = path.find_last_of('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
+
+// ---- Batch 3: validation ----
+
+bool same_shape(const TensorParams& a, const std::vector<uint32_t>& shape) {
+  return padded(a.shape) == padded(shape) && std::max<size_t>(a.shape.size(), 1) == std::max<size_t>(shape.size(), 1);
+}
+uint64_t elements(const TensorParams& t) {
+  uint64_t n = 1;
+  for (uint32_t d : t.shape) n *= d;
+  return n;
+}
+// X's shape with size 1 in dim 0: the shape of layernorm's mean / rstd.
+std::vector<uint32_t> stat_shape(const TensorParams& x) {
+  std::vector<uint32_t> s = x.shape.empty() ? std::vector<uint32_t>{1} : x.shape;
+  s[0] = 1;
+  return s;
+}
+bool is_integer(float v) { return std::isfinite(v) && v == std::floor(v); }
+
+std::optional<Failure> validate_batch3(const KernelDef& def, const KernelParams& p) {
+  const size_t n_in = def.input_names.size(), n_out = def.output_names.size();
+  const bool in_ok = def.kind == Kind::LayerNormFwd ? p.inputs.size() == 1 || p.inputs.size() == 3
+                                                    : p.inputs.size() >= def.min_inputs && p.inputs.size() <= n_in;
+  auto names = [](const std::vector<std::string>& v, size_t n) {
+    std::string s;
+    for (size_t i = 0; i < n && i < v.size(); ++i) s += (i ? ", " : "") + v[i];
+    return s;
+  };
+  if (!in_ok) {
+    std::string want = std::to_string(n_in) + " inputs (" + names(def.input_names, n_in) + ")";
+    if (def.kind == Kind::LayerNormFwd) want = "1 input (X) or 3 (X, gamma, beta)";
+    else if (def.min_inputs < n_in) want = std::to_string(def.min_inputs) + " or " + want;
+    return Failure{GlueStatus::IncompatibleInputCount, def.guid + " takes " + want + ", got " + std::to_string(p.inputs.size())};
+  }
+  if (p.outputs.size() != n_out)
+    return Failure{GlueStatus::IncompatibleOutputCount, def.guid + " takes " + std::to_string(n_out) + " output" +
+                                                            (n_out == 1 ? "" : "s") + " (" + names(def.output_names, n_out) +
+                                                            "), got " + std::to_string(p.outputs.size())};
+  const size_t n_sc = def.scalar_names.size();
+  if (p.scalars.size() > n_sc || p.scalars.size() + def.optional_scalars < n_sc)
+    return Failure{GlueStatus::IncompatibleScalarParams,
+                   def.guid + " takes " + (def.optional_scalars ? std::to_string(n_sc - def.optional_scalars) + " or " : "") +
+                       std::to_string(n_sc) + " scalar parameter" + (n_sc == 1 ? "" : "s") +
+                       (n_sc ? " (" + names(def.scalar_names, n_sc) + ")" : "") + ", got " + std::to_string(p.scalars.size())};
+  auto bad_scalar = [&](size_t k, const std::string& why) {
+    return Failure{GlueStatus::IncompatibleScalarParams, "scalar " + std::to_string(k) + " (" + def.scalar_names[k] +
+                                                             ") is " + std::to_string(p.scalars[k]) + ", " + why};
+  };
+  for (size_t k = 0; k < p.scalars.size(); ++k)
+    if (!std::isfinite(p.scalars[k])) return bad_scalar(k, "must be finite");
+  switch (def.kind) {
+    case Kind::LayerNormFwd:
+      if (p.scalars[0] < 0.0f) return bad_scalar(0, "must be >= 0");
+      break;
+    case Kind::NllFwd:
+    case Kind::NllBwd:
+      if (!p.scalars.empty() && !is_integer(p.scalars[0])) return bad_scalar(0, "must be an integer");
+      break;
+    case Kind::DropoutFwd:
+    case Kind::DropoutBwd:
+      if (!(p.scalars[0] >= 0.0f && p.scalars[0] <= 1.0f)) return bad_scalar(0, "must be in [0, 1]");
+      if (def.kind == Kind::DropoutFwd && !(is_integer(p.scalars[1]) && p.scalars[1] >= 0.0f && p.scalars[1] <= 16777216.0f))
+        return bad_scalar(1, "must be an integer 0 .. 2^24");
+      break;
+    case Kind::Optim:
+      if (def.op_macro == "OPT_SGD" && p.scalars[4] != 0.0f && p.scalars[4] != 1.0f)
+        return bad_scalar(4, "must be 0 or 1");
+      if (def.op_macro == "OPT_ADAM" && !(is_integer(p.scalars[5]) && p.scalars[5] >= 1.0f))
+        return bad_scalar(5, "must be an integer >= 1");
+      break;
+    default:
+      break;
+  }
+  for (size_t k = 0; k < p.inputs.size(); ++k)
+    if (auto f = check_tensor(p.inputs[k], true, tensor_label(true, k, def.input_names), def, k)) return f;
+  for (size_t k = 0; k < p.outputs.size(); ++k)
+    if (auto f = check_tensor(p.outputs[k], false, tensor_label(false, k, def.output_names), def, k)) return f;
+
+  // Shapes against each other.
+  auto want_shape = [&](bool is_input, size_t k, const std::vector<uint32_t>& shape, const std::string& what) -> std::optional<Failure> {
+    const TensorParams& t = is_input ? p.inputs[k] : p.outputs[k];
+    if (same_shape(t, shape)) return std::nullopt;
+    return Failure{is_input ? GlueStatus::IncompatibleInputSize : GlueStatus::IncompatibleOutputSize,
+                   tensor_label(is_input, k, is_input ? def.input_names : def.output_names) + ": shape " +
+                       shape_text(t.shape) + ", but " + what + " " + shape_text(shape)};
+  };
+  auto one_element = [&](bool is_input, size_t k) -> std::optional<Failure> {
+    const TensorParams& t = is_input ? p.inputs[k] : p.outputs[k];
+    if (elements(t) == 1) return std::nullopt;
+    return Failure{is_input ? GlueStatus::IncompatibleInputSize : GlueStatus::IncompatibleOutputSize,
+                   tensor_label(is_input, k, is_input ? def.input_names : def.output_names) + ": shape " +
+                       shape_text(t.shape) + ", must hold one element"};
+  };
+  const TensorParams& x = p.inputs.empty() ? p.outputs[0] : p.inputs[0];
+  const std::vector<uint32_t> xs = x.shape.empty() ? std::vector<uint32_t>{1} : x.shape;
+  const std::vector<uint32_t> row = {xs[0]};
+  switch (def.kind) {
+    case Kind::LayerNormFwd:
+      for (size_t k = 1; k < p.inputs.size(); ++k)
+        if (auto f = want_shape(true, k, row, "gamma and beta must have X's dim 0 only:")) return f;
+      if (auto f = want_shape(false, 0, x.shape, "it must have X's shape")) return f;
+      for (size_t k = 1; k < 3; ++k)
+        if (auto f = want_shape(false, k, stat_shape(x), "it must have X's shape with size 1 in dim 0:")) return f;
+      break;
+    case Kind::LayerNormBwd:
+    case Kind::LayerNormBwdGB:
+      if (auto f = want_shape(true, 1, x.shape, "it must have grad's shape")) return f;
+      for (size_t k = 2; k < 4; ++k)
+        if (auto f = want_shape(true, k, stat_shape(x), "it must have grad's shape with size 1 in dim 0:")) return f;
+      if (p.inputs.size() == 5)
+        if (auto f = want_shape(true, 4, row, "gamma must have grad's dim 0 only:")) return f;
+      for (size_t k = 0; k < p.outputs.size(); ++k)
+        if (auto f = def.kind == Kind::LayerNormBwd ? want_shape(false, k, x.shape, "it must have grad's shape")
+                                                    : want_shape(false, k, row, "it must have grad's dim 0 only:"))
+          return f;
+      break;
+    case Kind::NllFwd:
+    case Kind::NllBwd: {
+      const TensorParams& logp = def.kind == Kind::NllFwd ? p.inputs[0] : p.outputs[0];
+      const bool is_in = def.kind == Kind::NllFwd;
+      if (logp.shape.size() > 2)
+        return Failure{is_in ? GlueStatus::IncompatibleInputSize : GlueStatus::IncompatibleOutputSize,
+                       tensor_label(is_in, 0, is_in ? def.input_names : def.output_names) + ": shape " +
+                           shape_text(logp.shape) + ", must be [C, N] or [C] (dim 0 = classes)"};
+      const uint32_t n = padded(logp.shape)[1];
+      const TensorParams& target = p.inputs[1];
+      if (target.shape.size() > 1 || elements(target) != n)
+        return Failure{GlueStatus::IncompatibleInputSize,
+                       tensor_label(true, 1, def.input_names) + ": shape " + shape_text(target.shape) + ", must be [" +
+                           std::to_string(n) + "] (one class index per sample of " + shape_text(logp.shape) + ")"};
+      if (is_in) {
+        for (size_t k = 0; k < 2; ++k)
+          if (auto f = one_element(false, k)) return f;
+      } else {
+        for (size_t k : {size_t{0}, size_t{2}})
+          if (auto f = one_element(true, k)) return f;
+      }
+      break;
+    }
+    case Kind::DropoutFwd:
+    case Kind::DropoutBwd:
+    case Kind::Optim:
+      for (size_t k = 1; k < p.inputs.size(); ++k)
+        if (auto f = want_shape(true, k, x.shape, "it must have input 0's shape")) return f;
+      for (size_t k = 0; k < p.outputs.size(); ++k)
+        if (auto f = want_shape(false, k, x.shape, "it must have input 0's shape")) return f;
+      break;
+    default:
+      break;
+  }
+  return std::nullopt;
+}
+
+// The dense descriptor of a tensor (its own rank, sizes, strides).
+DescriptorTemplate descriptor_of(const TensorParams& t) {
+  DescriptorTemplate d;
+  d.dtype = t.dtype;
+  d.dims = static_cast<uint8_t>(std::max<size_t>(t.shape.size(), 1));
+  d.size = padded(t.shape);
+  d.stride = strides_of(t);
+  return d;
+}
+// Access pattern: dim 0 `dim0`, dims >= 1 one element per step (or the whole dim when whole).
+TensorAccessPattern pattern_of(AccessPatternDim dim0, const std::array<uint32_t, kMaxDims>& size, bool whole) {
+  TensorAccessPattern pat;
+  pat[0] = dim0;
+  for (unsigned d = 1; d < kMaxDims; ++d)
+    pat[d] = whole ? AccessPatternDim{static_cast<uint8_t>(d), 0, 0, static_cast<int32_t>(size[d]) - 1}
+                   : AccessPatternDim{static_cast<uint8_t>(d), 1, 0, 0};
+  return pat;
+}
+uint32_t f32_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+uint32_t mix32(uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x7feb352du;
+  x ^= x >> 15;
+  x *= 0x846ca68bu;
+  x ^= x >> 16;
+  return x;
+}
+
+}  // namespace
+
+InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const KernelParams& p) {
+  InstantiateResult result;
+  Instantiation inst;
+  inst.guid = def.guid;
+  const unsigned lanes = lanes_of(def.out);
+  const std::string t = tpc::dtype_name(def.out);
+  const char* io = def.out == DType::BF16 ? "io_bf16.inc" : "io_f32.inc";
+  const TensorParams& x = p.inputs.empty() ? p.outputs[0] : p.inputs[0];
+  const auto px = padded(x.shape);
+  const int32_t L = static_cast<int32_t>(lanes);
+  const AccessPatternDim vec0{0, L, 0, L - 1};
+  const AccessPatternDim row0{0, 0, 0, static_cast<int32_t>(px[0]) - 1};
+  const AccessPatternDim first0{0, 0, 0, 0};
+  auto vectors = [&](uint32_t n) { return static_cast<int32_t>((n + lanes - 1) / lanes); };
+  for (const TensorParams& tp : p.inputs) inst.inputs.push_back(descriptor_of(tp));
+  for (const TensorParams& tp : p.outputs) inst.outputs.push_back(descriptor_of(tp));
+  inst.input_patterns.resize(p.inputs.size());
+  inst.output_patterns.resize(p.outputs.size());
+  std::ostringstream src, variant;
+  src << "// " << def.guid << ": the glue's prelude for the kernel file included at the end\n.equ LANES " << lanes << "\n";
+  // gamma / beta ([N0]) repeated along X's dims 1..4 with stride 0.
+  auto repeat_row = [&](DescriptorTemplate& d) {
+    d.dims = static_cast<uint8_t>(std::max<size_t>(x.shape.size(), 1));
+    for (unsigned k = 1; k < kMaxDims; ++k) {
+      d.size[k] = px[k];
+      d.stride[k] = 0;
+    }
+  };
+  switch (def.kind) {
+    case Kind::LayerNormFwd:
+    case Kind::LayerNormBwd: {
+      const bool fwd = def.kind == Kind::LayerNormFwd;
+      const bool affine = p.inputs.size() == (fwd ? 3u : 5u);
+      inst.ispace_geometry = {1, static_cast<int32_t>(px[1]), static_cast<int32_t>(px[2]), static_cast<int32_t>(px[3]),
+                              static_cast<int32_t>(px[4])};
+      for (size_t k = 0; k < p.inputs.size(); ++k) {
+        const bool stat = !fwd && (k == 2 || k == 3);
+        const bool param = (fwd && k >= 1) || (!fwd && k == 4);
+        inst.input_patterns[k] = pattern_of(stat ? first0 : row0, px, false);
+        if (param) {
+          repeat_row(inst.inputs[k]);
+          for (unsigned d = 1; d < kMaxDims; ++d) inst.input_patterns[k][d] = AccessPatternDim{static_cast<uint8_t>(d), 0, 0, 0};
+        }
+      }
+      for (size_t k = 0; k < p.outputs.size(); ++k) inst.output_patterns[k] = pattern_of(k == 0 ? row0 : first0, px, false);
+      inst.srf[0] = px[0];
+      inst.srf[1] = f32_bits(static_cast<float>(px[0]));
+      variant << (fwd ? "layernorm fwd " : "layernorm bwd ") << t << (affine ? " affine" : "");
+      src << ".include \"" << io << "\"\n";
+      if (fwd) {
+        inst.srf[2] = f32_bits(p.scalars[0]);
+        src << ".equ OUT_Y " << p.inputs.size() << "\n.macro LN_AFFINE d, D\n";
+        if (affine)
+          src << "        LDW V12, V22, I3, 1\n        EACH3 mul.f32, \\d, \\d, V12, \\D, \\D, V22\n"
+              << "        LDW V12, V22, I3, 2\n        EACH3 add.f32, \\d, \\d, V12, \\D, \\D, V22\n";
+        src << ".endm\n.include \"layernorm_fwd.s\"\n";
+      } else {
+        src << ".equ OUT_T " << p.inputs.size() << "\n.macro LN_GAMMA d, D\n";
+        if (affine) src << "        LDW V13, V23, I3, 4\n        EACH3 mul.f32, \\d, \\d, V13, \\D, \\D, V23\n";
+        src << ".endm\n.include \"layernorm_bwd.s\"\n";
+      }
+      break;
+    }
+    case Kind::LayerNormBwdGB: {
+      inst.ispace_geometry = {vectors(px[0]), 1, 1, 1, 1};
+      for (size_t k = 0; k < 4; ++k) inst.input_patterns[k] = pattern_of(k < 2 ? vec0 : first0, px, true);
+      for (size_t k = 0; k < 2; ++k) inst.output_patterns[k] = pattern_of(vec0, padded({px[0]}), false);
+      for (unsigned d = 1; d < kMaxDims; ++d) inst.srf[3 + d] = px[d];
+      variant << "layernorm bwd gamma beta " << t;
+      src << ".include \"" << io << "\"\n.include \"layernorm_bwd_gb.s\"\n";
+      break;
+    }
+    case Kind::NllFwd:
+    case Kind::NllBwd: {
+      const bool fwd = def.kind == Kind::NllFwd;
+      const TensorParams& logp = fwd ? p.inputs[0] : p.outputs[0];
+      const auto pl = padded(logp.shape);
+      TensorAccessPattern scalar_pat;
+      for (unsigned d = 0; d < kMaxDims; ++d) scalar_pat[d] = AccessPatternDim{static_cast<uint8_t>(d), 0, 0, 0};
+      const bool ignore = !p.scalars.empty();
+      const int32_t ignore_index = ignore ? static_cast<int32_t>(p.scalars[0]) : 0;
+      if (fwd) {
+        inst.ispace_geometry = {1, 1, 1, 1, 1};
+        TensorAccessPattern all = scalar_pat;
+        all[0].end_b = static_cast<int32_t>(pl[0]) - 1;
+        all[1].end_b = static_cast<int32_t>(pl[1]) - 1;
+        inst.input_patterns[0] = all;
+        inst.input_patterns[1] = scalar_pat;
+        inst.input_patterns[1][0].end_b = static_cast<int32_t>(pl[1]) - 1;
+        inst.output_patterns = {scalar_pat, scalar_pat};
+        inst.inputs[0].padding = def.out == DType::BF16 ? 0x7FC0u : 0x7FC00000u;   // NaN: a bad target
+        inst.srf[0] = pl[1];
+        inst.srf[1] = static_cast<uint32_t>(ignore_index);
+        inst.srf[2] = ignore ? 1 : 0;
+        variant << "nll_loss fwd " << t;
+        src << ".include \"nll_loss_fwd.s\"\n";
+      } else {
+        inst.ispace_geometry = {vectors(pl[0]), static_cast<int32_t>(pl[1]), 1, 1, 1};
+        inst.input_patterns = {scalar_pat, scalar_pat, scalar_pat};
+        inst.input_patterns[1][0] = AccessPatternDim{1, 1, 0, 0};   // target[n] for dx's row n
+        inst.output_patterns[0] = pattern_of(vec0, pl, false);
+        inst.srf[0] = static_cast<uint32_t>(ignore_index);
+        inst.srf[1] = ignore ? 1 : 0;
+        variant << "nll_loss bwd " << t;
+        src << ".include \"" << io << "\"\n.include \"nll_loss_bwd.s\"\n";
+      }
+      break;
+    }
+    case Kind::DropoutFwd:
+    case Kind::DropoutBwd:
+    case Kind::Optim: {
+      inst.ispace_geometry = {vectors(px[0]), static_cast<int32_t>(px[1]), static_cast<int32_t>(px[2]),
+                              static_cast<int32_t>(px[3]), static_cast<int32_t>(px[4])};
+      for (auto& pat : inst.input_patterns) pat = pattern_of(vec0, px, false);
+      for (auto& pat : inst.output_patterns) pat = pattern_of(vec0, px, false);
+      if (def.kind == Kind::DropoutFwd || def.kind == Kind::DropoutBwd) {
+        const float prob = p.scalars[0];
+        const float scale = prob == 1.0f ? 0.0f : static_cast<float>(1.0 / (1.0 - static_cast<double>(prob)));
+        if (def.kind == Kind::DropoutFwd) {
+          inst.srf[0] = f32_bits(prob);
+          inst.srf[1] = f32_bits(scale);
+          inst.srf[2] = mix32(static_cast<uint32_t>(p.scalars[1]) ^ 0x9e3779b9u);
+          for (unsigned d = 0; d < 4; ++d) inst.srf[3 + d] = px[d];
+          variant << "dropout fwd " << t;
+          src << ".include \"" << io << "\"\n.include \"dropout_fwd.s\"\n";
+        } else {
+          inst.srf[0] = f32_bits(scale);
+          variant << "backward " << def.op_macro << " " << t;
+          src << ".include \"" << io << "\"\n.equ OUT_T 2\n.macro OP d, a, b, c\n        " << def.op_macro
+              << " f32, \\d, \\a, \\b\n.endm\n.macro LOAD_0\n        LDW V10, V20, I2, 0\n.endm\n"
+              << ".macro LOAD_1\n        LDW V11, V21, I2, 1\n.endm\n.macro LOAD_2\n.endm\n.macro ROW_SETUP\n.endm\n"
+              << ".include \"eltwise_f32.s\"\n";
+        }
+        break;
+      }
+      // Optimizers: scalars host-computed in double and rounded to f32 (as PyTorch's Python floats).
+      const std::vector<float>& s = p.scalars;
+      auto set = [&](unsigned r, double v) { inst.srf[r] = f32_bits(static_cast<float>(v)); };
+      int wd_reg = -1;
+      bool decoupled = false;
+      if (def.op_macro == "OPT_SGD") {
+        set(0, -static_cast<double>(s[0]));
+        set(1, s[1]);
+        set(2, 1.0 - static_cast<double>(s[2]));
+        set(3, s[3]);
+        inst.srf[15] = s[4] != 0.0f ? 1 : 0;
+        if (s[3] != 0.0f) wd_reg = 3;
+      } else if (def.op_macro == "OPT_ADAM") {
+        const double lr = s[0], b1 = s[1], b2 = s[2], step = s[5];
+        set(0, b1);
+        set(1, 1.0 - b1);
+        set(2, b2);
+        set(3, 1.0 - b2);
+        set(4, -(lr / (1.0 - std::pow(b1, step))));
+        set(5, std::sqrt(1.0 - std::pow(b2, step)));
+        set(6, s[3]);
+        set(7, s[4]);
+        set(8, 1.0 - lr * static_cast<double>(s[4]));
+        decoupled = def.guid == "adamw_f32";
+        if (s[4] != 0.0f && !decoupled) wd_reg = 7;
+      } else {
+        set(0, -static_cast<double>(s[0]));
+        set(1, s[1]);
+        set(2, 1.0 - static_cast<double>(s[1]));
+        set(3, s[2]);
+        set(4, s[3]);
+        if (s[3] != 0.0f) wd_reg = 4;
+      }
+      const size_t nin = p.inputs.size();
+      variant << "optim " << def.op_macro << (decoupled ? " decoupled-wd" : "") << (wd_reg >= 0 ? " wd" : "");
+      src << ".equ NIN " << nin << "\n.macro WD_GRAD\n";
+      if (wd_reg >= 0) src << "        mul.f32 V4, V10, S" << wd_reg << "\n        add.f32 V11, V11, V4\n";
+      src << ".endm\n.macro DECOUPLED_WD\n";
+      if (decoupled) src << "        mul.f32 V10, V10, S8\n";
+      src << ".endm\n.macro LOAD_STATES\n";
+      for (size_t k = 2; k < nin; ++k) src << "        ld_tnsr V1" << k << ", I2, " << k << "\n";
+      src << ".endm\n.macro STORE_STATES\n";
+      for (size_t k = 2; k + 1 < nin; ++k) src << "        st_tnsr I2, " << nin + k - 1 << ", V1" << k << "\n";
+      src << ".endm\n.macro STORE_LAST\n        st_tnsr I2, " << 2 * nin - 2 << ", V1" << nin - 1
+          << "; iadd_dim I2, LANES dim=0\n.endm\n"
+          << ".macro OPT_STEP\n        " << def.op_macro << "\n.endm\n.include \"optim.s\"\n";
+      break;
+    }
+    default:
+      break;
+  }
+  inst.variant = variant.str();
+  std::string error;
+  inst.program = program_for(src.str(), def.guid, &error);
+  if (!inst.program) {
+    result.status = GlueStatus::InternalError;
+    result.message = def.guid + ": " + error;
+    return result;
+  }
+  result.inst = std::move(inst);
+  return result;
+}
+
+namespace {
 
 }  // namespace
 
@@ -355,6 +784,8 @@ std::shared_ptr<const tpc::Program> KernelLibrary::program_for(const std::string
 InstantiateResult KernelLibrary::instantiate(const std::string& guid, const KernelParams& params) {
   InstantiateResult result;
   auto it = defs_.find(guid);
+  if (it != defs_.end() && is_batch3(it->second->kind) && !validate(*it->second, params))
+    return instantiate_batch3(*it->second, params);
   if (it == defs_.end()) {
     result.status = GlueStatus::UnsupportedGuid;
     result.message = "unknown GUID '" + guid + "' (KernelLibrary::guids() lists the " +
@@ -541,6 +972,7 @@ InstantiateResult KernelLibrary::instantiate(const std::string& guid, const Kern
             << ".macro ROW_SETUP\n.endm\n.include \"fill.s\"\n";
         break;
       case Kind::Cast:
+      default:
         break;
     }
   }

@@ -44,7 +44,7 @@ struct TensorParams {
 struct KernelParams {
   std::vector<TensorParams> inputs;
   std::vector<TensorParams> outputs;
-  std::vector<float> scalars;   // per GUID (README.md): fill_* takes {value}; the others none
+  std::vector<float> scalars;   // per GUID (README.md): fill_* takes {value}, layernorm_fwd {eps} ...
 };
 
 // The glue's answer (the real glue's gcapi status names in comments).
@@ -136,6 +136,7 @@ class KernelLibrary {
   struct KernelDef;   // kernel_library.cpp
 
  private:
+  InstantiateResult instantiate_batch3(const KernelDef& def, const KernelParams& params);
   std::shared_ptr<const tpc::Program> program_for(const std::string& variant_source,
                                                   const std::string& key, std::string* error);
   std::vector<std::string> guid_list_;

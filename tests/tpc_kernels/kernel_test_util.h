@@ -97,7 +97,7 @@ struct HostTensor {
     return n;
   }
   TensorParams params() const { return {dtype, shape, strides}; }
-  unsigned elem_bytes() const { return dtype == DType::F32 ? 4 : 2; }
+  unsigned elem_bytes() const { return tpc::dtype_bits(dtype) / 8; }
   uint32_t dim(unsigned d) const { return d < shape.size() ? shape[d] : 1; }
   int64_t stride(unsigned d) const {
     if (d < strides.size()) return strides[d];

@@ -1,0 +1,67 @@
+// dropout_fwd.s: Y = X * mask * scale with a counter-based generator, computed in f32.
+//
+// Tensors: 0 X, 1 Y, 2 mask (X's shape and dtype; 1 kept, 0 dropped). The generator (README.md):
+// element i (its index in X's dense order, 32-bit) draws h = mix32(i ^ key), mix32 the
+// "lowbias32" integer hash (x ^= x >> 16; x *= 0x7feb352d; x ^= x >> 15; x *= 0x846ca68b;
+// x ^= x >> 16), key = mix32(seed ^ 0x9e3779b9) from the glue, u = (h >> 8) * 2^-24 in [0, 1);
+// the element is kept when u >= p. It depends only on (seed, i), so any split of the index space
+// gives the same mask. Y = (X * mask) * scale (PyTorch's order). The index math is done for both
+// halves of a 128-lane step (lo: lanes 0..63, hi: 64..127); f32 uses lo only.
+// SRF: S0 = p, S1 = scale = 1 / (1 - p) (0 when p = 1), S2 = key (u32), S3..S6 = sizes of dims 0..3.
+.macro MIX32 v
+        shr.u32 V4, \v, 16
+        xor.u32 \v, \v, V4
+        mul.u32 \v, \v, 0x7feb352d
+        shr.u32 V4, \v, 15
+        xor.u32 \v, \v, V4
+        mul.u32 \v, \v, 0x846ca68b
+        shr.u32 V4, \v, 16
+        xor.u32 \v, \v, V4
+.endm
+// S8 = the dense index of the row's element at dim 0 = 0.
+.macro ROW_SETUP
+        iget_dim S8, I2 dim=4
+        mul.i32 S8, S8, S6
+        iget_dim S9, I2 dim=3
+        add.i32 S8, S8, S9
+        mul.i32 S8, S8, S5
+        iget_dim S9, I2 dim=2
+        add.i32 S8, S8, S9
+        mul.i32 S8, S8, S4
+        iget_dim S9, I2 dim=1
+        add.i32 S8, S8, S9
+        mul.i32 S8, S8, S3
+.endm
+.include "nest.inc"
+
+        lane_id.i32 V16
+        add.i32 V17, V16, 64
+        NEST_BEGIN
+        iget_dim S9, I2 dim=0
+        add.i32 S9, S9, S8
+        add.i32 V11, V16, S9
+        add.i32 V21, V17, S9
+        xor.u32 V11, V11, S2
+        xor.u32 V21, V21, S2
+        MIX32 V11
+        MIX32 V21
+        shr.u32 V11, V11, 8
+        shr.u32 V21, V21, 8
+        convert.i32.f32 V11, V11
+        convert.i32.f32 V21, V21
+        mul.f32 V11, V11, 0x33800000
+        mul.f32 V21, V21, 0x33800000
+        cmp.ge.f32 VP2, V11, S0
+        cmp.ge.f32 VP3, V21, S0
+        mov.f32 V18, 0.0
+        mov.f32 V28, 0.0
+        mov.f32 V18, 1.0 @VP2
+        mov.f32 V28, 1.0 @VP3
+        LDW V12, V22, I2, 0
+        EACH3 mul.f32, V13, V12, V18, V23, V22, V28
+        EACH3 mul.f32, V13, V13, S1, V23, V23, S1
+        NARROW V13, V23
+        st_tnsr I2, 1, V9
+        NARROW V18, V28
+end_d0: st_tnsr I2, 2, V9; iadd_dim I2, LANES dim=0
+        NEST_END

@@ -1,0 +1,59 @@
+// layernorm_bwd_gb.s: dgamma and dbeta of layer normalization over dim 0, computed in f32.
+//
+// Tensors: 0 grad, 1 x, 2 mean, 3 rstd (as layernorm_bwd.s), 4 dgamma, 5 dbeta ([N0]). The index
+// space is {ceil(N0 / LANES)}: each step owns one vector of dgamma / dbeta and walks every row
+// (software loops over dims 4..1, dim 1 fastest, i.e. the rows in memory order), accumulating
+// dgamma += g * ((x - mean) * rstd) and dbeta += g in f32; no two cores write the same element.
+// SRF: S4..S7 = the sizes of dims 1..4 (i32).
+.macro ROW_SETUP
+.endm
+.include "nest.inc"
+
+        NEST_BEGIN
+        mov.f32 V10, 0.0
+        mov.f32 V20, 0.0
+        mov.f32 V18, 0.0
+        mov.f32 V28, 0.0
+        imov I3, I2; ld_smov S8, 0
+r4:     cmp.ge.i32 SP2, S8, S7
+        jmp r4_done @SP2
+        imov_dim I3, S8 dim=4; ld_smov S9, 0
+r3:     cmp.ge.i32 SP2, S9, S6
+        jmp r3_done @SP2
+        imov_dim I3, S9 dim=3; ld_smov S10, 0
+r2:     cmp.ge.i32 SP2, S10, S5
+        jmp r2_done @SP2
+        imov_dim I3, S10 dim=2; ld_smov S11, 0
+r1:     cmp.ge.i32 SP2, S11, S4
+        jmp r1_done @SP2
+        imov_dim I3, S11 dim=1
+        imov I4, I3
+        imov_dim I4, 0 dim=0
+        ld_tnsr_s S12, I4, 2
+        ld_tnsr_s S13, I4, 3
+        mov.f32 V14, S12
+        mov.f32 V15, S13
+        LDW V11, V21, I3, 0
+        LDW V12, V22, I3, 1
+        EACH3 sub.f32, V12, V12, V14, V22, V22, V14
+        EACH3 mul.f32, V12, V12, V15, V22, V22, V15
+        EACH3 mul.f32, V12, V11, V12, V22, V21, V22
+        EACH3 add.f32, V10, V10, V12, V20, V20, V22
+        EACH3 add.f32, V18, V18, V11, V28, V28, V21
+        add.i32 S11, S11, 1
+        jmp r1
+r1_done:
+        add.i32 S10, S10, 1
+        jmp r2
+r2_done:
+        add.i32 S9, S9, 1
+        jmp r3
+r3_done:
+        add.i32 S8, S8, 1
+        jmp r4
+r4_done:
+        NARROW V10, V20
+        st_tnsr I2, 4, V9
+        NARROW V18, V28
+end_d0: st_tnsr I2, 5, V9; iadd_dim I2, LANES dim=0
+        NEST_END
