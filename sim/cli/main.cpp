@@ -3,6 +3,9 @@
 //   hpusim info  [--preset NAME|FILE] [--set path=value ...]
 //   hpusim bench memory [--preset ...] [--set ...] [--json FILE] [--stats FILE] [--trace FILE]
 //                       [--chrome-trace FILE] [--memory hbm,sram,pcie] [--scale X]
+//   hpusim bench submit [--preset ...] [--set ...] [--json FILE] [--trace FILE] [--scale X]
+//   hpusim bench tpc [--preset ...] [--set ...] [--json FILE] [--kernel add,scale,triad,load_latency,mac_chain]
+//                    [--scale X]
 //   hpusim tpc-as INPUT.s -o OUTPUT.bin [-I DIR ...] [-D NAME=VALUE ...]
 //   hpusim tpc-dis INPUT.bin [-o OUTPUT.s] [--bundle-numbers]
 #include <boost/program_options.hpp>
@@ -19,6 +22,7 @@
 #include "hw/tpc/asm/program.h"
 #include "sim/bench/memory_bench.h"
 #include "sim/bench/submit_bench.h"
+#include "sim/bench/tpc_bench.h"
 #include "sim/preset/preset.h"
 
 namespace po = boost::program_options;
@@ -40,6 +44,7 @@ void print_usage(std::ostream& out) {
          "  info                 print the resolved card preset\n"
          "  bench memory         HBM, SRAM and PCIe bandwidth/latency benchmark\n"
          "  bench submit         command-submission latency and throughput through the driver\n"
+         "  bench tpc            TPC kernels (STREAM add/scale/triad, a mac chain) against the VPU and HBM peaks\n"
          "  presets              list the built-in presets\n"
          "  tpc-as INPUT.s -o OUTPUT.bin\n"
          "                       assemble a TPC program (hw/tpc/ASSEMBLY.md)\n"
@@ -158,6 +163,27 @@ int command_bench_submit(const std::vector<std::string>& args) {
   return 0;
 }
 
+int command_bench_tpc(const std::vector<std::string>& args) {
+  po::options_description options = preset_options();
+  options.add_options()
+      ("help,h", "this help")
+      ("json", po::value<std::string>(), "write results as a JSON array of objects")
+      ("kernel", po::value<std::string>()->default_value("add,scale,triad,load_latency,mac_chain"), "kernels to run")
+      ("scale", po::value<double>()->default_value(1.0), "multiply every case's tensor size");
+  po::variables_map vm = parse(args, options);
+  if (vm.count("help")) {
+    std::cout << "usage: hpusim bench tpc [options]\n" << options;
+    return 0;
+  }
+  hpusim::bench::TpcBenchOptions bench;
+  bench.card = load_card(vm);
+  bench.kernels = split_list(vm["kernel"].as<std::string>());
+  bench.scale = vm["scale"].as<double>();
+  if (vm.count("json")) bench.json_path = vm["json"].as<std::string>();
+  hpusim::bench::run_tpc_bench(bench, std::cout);
+  return 0;
+}
+
 // A command with one positional INPUT argument.
 po::variables_map parse_with_input(const std::vector<std::string>& args, const po::options_description& options) {
   po::options_description all = options;
@@ -260,12 +286,13 @@ int dispatch(const std::vector<std::string>& argv) {
   if (command == "tpc-as") return command_tpc_as(rest);
   if (command == "tpc-dis") return command_tpc_dis(rest);
   if (command == "bench") {
-    if (rest.empty()) throw UsageError("bench needs a benchmark name: memory or submit");
+    if (rest.empty()) throw UsageError("bench needs a benchmark name: memory, submit or tpc");
     std::string which = rest[0];
     std::vector<std::string> bench_args(rest.begin() + 1, rest.end());
     if (which == "memory") return command_bench_memory(bench_args);
     if (which == "submit") return command_bench_submit(bench_args);
-    throw UsageError("unknown benchmark '" + which + "' (available: memory, submit)");
+    if (which == "tpc") return command_bench_tpc(bench_args);
+    throw UsageError("unknown benchmark '" + which + "' (available: memory, submit, tpc)");
   }
   throw UsageError("unknown command '" + command + "'");
 }

@@ -268,4 +268,59 @@ TEST(Cli, TpcUsageAndFileErrors) {
       << r.output;
 }
 
+TEST(Cli, BenchTpcPrintsTheTableAndWritesItsJson) {
+  const std::string json = temp_path("tpc.json");
+  std::remove(json.c_str());
+  ProgramRun r = run("bench tpc --scale 0.02 --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("%vpu"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("load latency:"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("M simulated bundles per wall second"), std::string::npos) << r.output;
+  boost::property_tree::ptree results;
+  boost::property_tree::read_json(json, results);
+  std::set<std::string> kernels;
+  for (const auto& [key, row] : results) {
+    for (const char* field : {"kernel", "shape", "dtype", "cycles", "pct_vpu_peak", "pct_mem_bw", "bound",
+                              "sim_bundles_per_s"}) {
+      ASSERT_TRUE(row.get_child_optional(field)) << "missing " << field;
+    }
+    const std::string kernel = row.get<std::string>("kernel");
+    kernels.insert(kernel);
+    EXPECT_GT(row.get<uint64_t>("cycles"), 0u) << kernel;
+    EXPECT_GT(row.get<double>("sim_bundles_per_s"), 0.0) << kernel;
+    EXPECT_GT(row.get<double>("pct_mem_bw"), 0.0) << kernel;
+    EXPECT_LE(row.get<double>("pct_mem_bw"), 100.0) << kernel;
+    EXPECT_LE(row.get<double>("pct_vpu_peak"), 100.0) << kernel;
+    EXPECT_EQ(row.get<std::string>("bound"), kernel == "mac_chain" ? "compute" : "memory") << kernel;
+  }
+  EXPECT_EQ(kernels, (std::set<std::string>{"add", "scale", "triad", "load_latency", "mac_chain"}));
+  EXPECT_GE(results.size(), 10u);
+}
+
+TEST(Cli, BenchTpcMacChainReachesNinetyPercentOfVpuPeak) {
+  const std::string json = temp_path("tpc_mac.json");
+  ProgramRun r = run("bench tpc --kernel mac_chain --scale 0.4 --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  boost::property_tree::ptree results;
+  boost::property_tree::read_json(json, results);
+  ASSERT_EQ(results.size(), 2u);
+  for (const auto& [key, row] : results) {
+    EXPECT_GE(row.get<double>("pct_vpu_peak"), 90.0) << row.get<std::string>("dtype");
+  }
+}
+
+TEST(Cli, BenchTpcUsageErrors) {
+  ProgramRun r = run("bench tpc --kernel copy");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("unknown kernel 'copy'"), std::string::npos) << r.output;
+  r = run("bench tpc --scale 0");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--scale must be greater than 0"), std::string::npos) << r.output;
+  r = run("bench tpc --json /nonexistent-dir/tpc.json");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("cannot write output file"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("add "), std::string::npos) << "the run should not start";
+  EXPECT_EQ(run("bench tpc --help").exit_code, 0);
+}
+
 }  // namespace
