@@ -265,6 +265,7 @@ void TpcCore::reset() {
   ++epoch_;
   running_ = false;
   in_flight_ = 0;
+  stores_in_flight_ = 0;
   fetches_in_flight_ = 0;
   fetch_done_ = nullptr;
   memory_->release_store();
@@ -410,6 +411,7 @@ void TpcCore::run_kernel(const Launch& launch, uint64_t epoch) {
   stats_.start_ps = start_ps_;
   ready_.fill(0);
   in_flight_ = 0;
+  stores_in_flight_ = 0;
   late_error_ = false;
   late_message_.clear();
 
@@ -448,10 +450,18 @@ void TpcCore::run_kernel(const Launch& launch, uint64_t epoch) {
     if (global) {
       // A full window stalls the bundle; then SystemC catches up with the core so the functional
       // data is read, and the timed request enters the fabric, at this bundle's time.
-      while (in_flight_ >= params_.max_outstanding) {
+      bool waited = false;
+      while (in_flight_ - stores_in_flight_ >= params_.max_outstanding ||
+             stores_in_flight_ >= params_.max_posted_writes) {
+        waited = true;
         if (!wait_progress()) return;
       }
-      cyc = std::max(cyc, cycle_at(now_ps()));
+      const uint64_t now_cycle = cycle_at(now_ps());
+      if (waited && now_cycle > cyc) {
+        stats_.window_stall_cycles += now_cycle - cyc;
+        stats_.stall_cycles += now_cycle - cyc;
+      }
+      cyc = std::max(cyc, now_cycle);
       sync_to(cyc);
     }
     executor_->execute(*bundle, info);
@@ -496,6 +506,7 @@ void TpcCore::run_kernel(const Launch& launch, uint64_t epoch) {
           access = memory_->take_store();
           if (access == nullptr) continue;
           access->kind = kStore;
+          ++stores_in_flight_;
           ++stats_.stores;
           stats_.store_bytes += ga.bytes;
         } else {
@@ -594,6 +605,7 @@ void TpcCore::access_done(DmaPort::Access& access) {
     case kStore:
     case kMessage:
       --in_flight_;
+      if (access.kind == kStore) --stores_in_flight_;
       if (access.kind == kLoad) ready_[access.tag] = cycle_at(access.done_ps);
       if (!access.ok() && !late_error_) {
         late_error_ = true;

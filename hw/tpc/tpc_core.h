@@ -80,7 +80,8 @@ struct TpcCoreParams {
   uint32_t icache_bytes = 16384;    // fully associative, LRU
   uint32_t icache_line_bytes = 64;  // a multiple of 32 (one bundle), a power of two
   uint32_t quantum_cycles = 1000;   // local time runs at most this far ahead of SystemC time
-  uint32_t max_outstanding = 64;    // global loads + stores in flight; the core stalls beyond
+  uint32_t max_outstanding = 64;    // global loads in flight; the core stalls beyond
+  uint32_t max_posted_writes = 256; // global stores sent and unanswered (posted, as the DMA's are)
   // Hook for the cost of narrow accesses: a global read narrower than this is sent to the fabric
   // as a read of this many bytes, aligned down to a multiple of it (the memories then charge the
   // wider access). 0 = every access is charged its own size. Writes are never widened (they carry
@@ -100,7 +101,8 @@ struct TpcKernelStats {
   Picoseconds end_ps = 0;          // idle again (after the completion message, if any)
   uint64_t cycles = 0;             // from cycle 0 to the cycle after the halt bundle issued
   uint64_t bundles = 0;            // bundles executed
-  uint64_t stall_cycles = 0;       // cycles a bundle waited at issue (scoreboard, full window)
+  uint64_t stall_cycles = 0;       // cycles a bundle waited at issue (scoreboard, full windows)
+  uint64_t window_stall_cycles = 0;  // of those, waiting for room in the load or store window
   uint64_t fetch_stall_cycles = 0; // cycles waiting for instruction-cache fills
   uint64_t icache_misses = 0;
   uint64_t loads = 0, stores = 0;  // global accesses
@@ -223,6 +225,7 @@ class TpcCore : public sc_core::sc_module, public RegisterBlock, public EngineSt
   static constexpr uint64_t kPending = ~uint64_t{0};
   std::array<uint64_t, kRegSlots> ready_{};
   uint32_t in_flight_ = 0;         // loads + stores of the running kernel
+  uint32_t stores_in_flight_ = 0;  // of those, stores (their own, posted window)
   uint32_t fetches_in_flight_ = 0;
   bool late_error_ = false;        // a timed access failed after its functional check passed
   std::string late_message_;
