@@ -19,10 +19,12 @@ namespace {
 // UnaryF32 take same-shape tensors; Ternary (addcmul / addcdiv) broadcasts like Binary.
 // Reduce: reduce_dim0.s / reduce_outer.s. Softmax / SoftmaxBwd: softmax_fwd.s / softmax_bwd.s.
 // Batch 3 (instantiate_batch3): LayerNorm* (layernorm_*.s), Nll* (nll_loss_*.s), Dropout*
-// (dropout_fwd.s; the backward is eltwise_f32.s), Optim (optim.s).
+// (dropout_fwd.s; the backward is eltwise_f32.s), Optim (optim.s), Permute (permute / transpose:
+// permute_view.s or permute_gather.s), Embedding* (embedding_fwd.s / embedding_bwd.s).
 enum class Kind : uint8_t {
   Binary, Backward, Unary, Fill, Cast, UnaryF32, Ternary, Reduce, Softmax, SoftmaxBwd,
-  LayerNormFwd, LayerNormBwd, LayerNormBwdGB, NllFwd, NllBwd, DropoutFwd, DropoutBwd, Optim
+  LayerNormFwd, LayerNormBwd, LayerNormBwdGB, NllFwd, NllBwd, DropoutFwd, DropoutBwd, Optim,
+  Permute, EmbeddingFwd, EmbeddingBwd
 };
 bool is_batch3(Kind k) { return k >= Kind::LayerNormFwd; }
 
@@ -104,6 +106,14 @@ const std::vector<KernelDef>& kernel_table() {
       t.push_back({"dropout_fwd" + sfx, Kind::DropoutFwd, "", d, d, {"X"}, {"Y", "mask"}, {}, {}, 1, {"p", "seed"}, 0});
       t.push_back({"dropout_bwd" + sfx, Kind::DropoutBwd, "OP_DROPOUT_BWD", d, d, {"grad", "mask"}, {"dx"}, {}, {}, 2,
                    {"p"}, 0});
+      // Permute: scalars = the permutation, one per dim of X (Y's dim k is X's dim perm[k]).
+      t.push_back({"permute" + sfx, Kind::Permute, "permute", d, d, {"X"}, {"Y"}, {}, {}, 1,
+                   {"perm[0]", "perm[1]", "perm[2]", "perm[3]", "perm[4]"}, 5});
+      t.push_back({"transpose" + sfx, Kind::Permute, "transpose", d, d, {"X"}, {"Y"}, {}, {}, 1, {"dim0", "dim1"}, 0});
+      t.push_back({"embedding_fwd" + sfx, Kind::EmbeddingFwd, "", d, d, {"weight", "indices"}, {"Y"}, {d, i}, {d}, 2,
+                   {}, 0});
+      t.push_back({"embedding_bwd" + sfx, Kind::EmbeddingBwd, "", d, d, {"grad", "indices"}, {"grad_weight"}, {d, i},
+                   {d}, 2, {"padding_idx"}, 1});
     }
     t.push_back({"sgd_momentum_f32", Kind::Optim, "OPT_SGD", DType::F32, DType::F32, {"param", "grad", "momentum_buffer"},
                  {"param", "momentum_buffer"}, {}, {}, 3, {"lr", "momentum", "dampening", "weight_decay", "first_step"}, 0});
@@ -325,6 +335,17 @@ std::vector<uint32_t> stat_shape(const TensorParams& x) {
 }
 bool is_integer(float v) { return std::isfinite(v) && v == std::floor(v); }
 
+// The permutation of a permute / transpose kernel, the identity past X's rank (after validation):
+// Y's dim k is X's dim perm[k].
+std::array<unsigned, kMaxDims> permutation_of(const KernelDef& def, const KernelParams& p) {
+  std::array<unsigned, kMaxDims> perm{0, 1, 2, 3, 4};
+  if (def.op_macro == "transpose")
+    std::swap(perm[static_cast<unsigned>(p.scalars[0])], perm[static_cast<unsigned>(p.scalars[1])]);
+  else
+    for (size_t k = 0; k < p.scalars.size() && k < kMaxDims; ++k) perm[k] = static_cast<unsigned>(p.scalars[k]);
+  return perm;
+}
+
 std::optional<Failure> validate_batch3(const KernelDef& def, const KernelParams& p) {
   const size_t n_in = def.input_names.size(), n_out = def.output_names.size();
   const bool in_ok = def.kind == Kind::LayerNormFwd ? p.inputs.size() == 1 || p.inputs.size() == 3
@@ -345,7 +366,13 @@ std::optional<Failure> validate_batch3(const KernelDef& def, const KernelParams&
                                                             (n_out == 1 ? "" : "s") + " (" + names(def.output_names, n_out) +
                                                             "), got " + std::to_string(p.outputs.size())};
   const size_t n_sc = def.scalar_names.size();
-  if (p.scalars.size() > n_sc || p.scalars.size() + def.optional_scalars < n_sc)
+  const bool by_rank = def.kind == Kind::Permute && def.op_macro == "permute";   // one scalar per dim of X
+  const size_t x_rank = p.inputs.empty() ? 0 : p.inputs[0].shape.size();
+  if (by_rank && x_rank <= kMaxDims && p.scalars.size() != x_rank)
+    return Failure{GlueStatus::IncompatibleScalarParams,
+                   def.guid + " takes one scalar parameter per dim of input 0 (X), " + std::to_string(x_rank) +
+                       " (the permutation: Y's dim k is X's dim perm[k]), got " + std::to_string(p.scalars.size())};
+  if (!by_rank && (p.scalars.size() > n_sc || p.scalars.size() + def.optional_scalars < n_sc))
     return Failure{GlueStatus::IncompatibleScalarParams,
                    def.guid + " takes " + (def.optional_scalars ? std::to_string(n_sc - def.optional_scalars) + " or " : "") +
                        std::to_string(n_sc) + " scalar parameter" + (n_sc == 1 ? "" : "s") +
@@ -375,6 +402,22 @@ std::optional<Failure> validate_batch3(const KernelDef& def, const KernelParams&
         return bad_scalar(4, "must be 0 or 1");
       if (def.op_macro == "OPT_ADAM" && !(is_integer(p.scalars[5]) && p.scalars[5] >= 1.0f))
         return bad_scalar(5, "must be an integer >= 1");
+      break;
+    case Kind::Permute: {
+      if (x_rank > kMaxDims) break;   // the tensor check reports it
+      const size_t limit = by_rank ? x_rank : std::max<size_t>(x_rank, 1);
+      for (size_t k = 0; k < p.scalars.size(); ++k) {
+        if (!is_integer(p.scalars[k]) || p.scalars[k] < 0.0f || p.scalars[k] >= static_cast<float>(limit))
+          return bad_scalar(k, "must be an integer 0 .. " + std::to_string(limit - 1) + " (input 0 (X) has " +
+                                   std::to_string(x_rank) + " dims)");
+        for (size_t j = 0; by_rank && j < k; ++j)
+          if (p.scalars[j] == p.scalars[k])
+            return bad_scalar(k, "repeats " + def.scalar_names[j] + " (a permutation names each dim once)");
+      }
+      break;
+    }
+    case Kind::EmbeddingBwd:
+      if (!p.scalars.empty() && !is_integer(p.scalars[0])) return bad_scalar(0, "must be an integer");
       break;
     default:
       break;
@@ -445,6 +488,38 @@ std::optional<Failure> validate_batch3(const KernelDef& def, const KernelParams&
       }
       break;
     }
+    case Kind::Permute: {
+      const auto perm = permutation_of(def, p);
+      std::vector<uint32_t> want(x.shape.size());
+      for (size_t d = 0; d < want.size(); ++d) want[d] = x.shape[perm[d]];
+      if (auto f = want_shape(false, 0, want, "permuting X's shape " + shape_text(x.shape) + " gives")) return f;
+      break;
+    }
+    case Kind::EmbeddingFwd:
+    case Kind::EmbeddingBwd: {
+      const bool fwd = def.kind == Kind::EmbeddingFwd;
+      const TensorParams& idx = p.inputs[1];
+      if (idx.shape.size() > 4)
+        return Failure{GlueStatus::IncompatibleInputSize,
+                       tensor_label(true, 1, def.input_names) + ": " + std::to_string(idx.shape.size()) +
+                           " dims, at most 4 (the " + (fwd ? "output" : "grad") + " [D, indices' shape...] has at most 5)"};
+      const TensorParams& table = fwd ? p.inputs[0] : p.outputs[0];
+      if (table.shape.size() != 2)
+        return Failure{fwd ? GlueStatus::IncompatibleInputSize : GlueStatus::IncompatibleOutputSize,
+                       tensor_label(fwd, 0, fwd ? def.input_names : def.output_names) + ": shape " +
+                           shape_text(table.shape) + ", must be [D, V] (dim 0 = the embedding dim D, dim 1 = V rows)"};
+      std::vector<uint32_t> rows = {table.shape[0]};
+      rows.insert(rows.end(), idx.shape.begin(), idx.shape.end());
+      if (fwd) {
+        if (auto f = want_shape(false, 0, rows, "gathering weight's rows by indices gives [D, indices' shape...] =")) return f;
+      } else {
+        if (auto f = want_shape(true, 0, rows, "it must be [D, indices' shape...] with grad_weight's D:")) return f;
+        const float v = static_cast<float>(table.shape[1]);
+        if (!p.scalars.empty() && (p.scalars[0] < -v || p.scalars[0] >= v))
+          return bad_scalar(0, "must be in -V .. V-1 (V = " + std::to_string(table.shape[1]) + ", grad_weight's dim 1)");
+      }
+      break;
+    }
     case Kind::DropoutFwd:
     case Kind::DropoutBwd:
     case Kind::Optim:
@@ -512,7 +587,8 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
   inst.input_patterns.resize(p.inputs.size());
   inst.output_patterns.resize(p.outputs.size());
   std::ostringstream src, variant;
-  src << "// " << def.guid << ": the glue's prelude for the kernel file included at the end\n.equ LANES " << lanes << "\n";
+  src << "// " << def.guid << ": the glue's prelude for the kernel file included at the end\n";
+  if (def.kind != Kind::Permute) src << ".equ LANES " << lanes << "\n";   // permute: per variant
   // gamma / beta ([N0]) repeated along X's dims 1..4 with stride 0.
   auto repeat_row = [&](DescriptorTemplate& d) {
     d.dims = static_cast<uint8_t>(std::max<size_t>(x.shape.size(), 1));
@@ -599,6 +675,89 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
         variant << "nll_loss bwd " << t;
         src << ".include \"" << io << "\"\n.include \"nll_loss_bwd.s\"\n";
       }
+      break;
+    }
+    case Kind::Permute: {
+      const auto perm = permutation_of(def, p);
+      std::array<unsigned, kMaxDims> inv{};
+      for (unsigned d = 0; d < kMaxDims; ++d) inv[perm[d]] = d;
+      const auto py = padded(p.outputs[0].shape);
+      const auto xs = strides_of(x);
+      const bool gather = perm[0] != 0;
+      inst.ispace_geometry = {gather ? static_cast<int32_t>(py[0]) : vectors(py[0]), static_cast<int32_t>(py[1]),
+                              static_cast<int32_t>(py[2]), static_cast<int32_t>(py[3]), static_cast<int32_t>(py[4])};
+      // X's dim k is walked by the index space's dim inv[k] (Y's dim inv[k]).
+      for (unsigned k = 0; k < kMaxDims; ++k)
+        inst.input_patterns[0][k] = AccessPatternDim{static_cast<uint8_t>(inv[k]), 1, 0, 0};
+      inst.output_patterns[0] = pattern_of(AccessPatternDim{0, 1, 0, 0}, py, false);
+      if (!gather) {
+        // A view of X in Y's coordinates: Y's dim d reads X's dim perm[d] (dim 0 stays contiguous).
+        DescriptorTemplate& view = inst.inputs[0];
+        view.dims = inst.outputs[0].dims;
+        for (unsigned d = 0; d < kMaxDims; ++d) {
+          view.size[d] = py[d];
+          view.stride[d] = xs[perm[d]];
+        }
+        inst.input_patterns[0][0] = vec0;
+        inst.output_patterns[0][0] = vec0;
+        variant << "permute view " << t;
+        src << ".equ LANES " << lanes << "\n.macro ROW_SETUP\n.endm\n.include \"permute_view.s\"\n";
+      } else {
+        // Raw bits through the scalar moves: the unsigned type of the element's width.
+        const DType raw = def.out == DType::BF16 ? DType::U16 : DType::U32;
+        inst.inputs[0].dtype = raw;
+        inst.outputs[0].dtype = raw;
+        variant << "permute gather " << t << " perm";
+        for (unsigned d = 0; d < kMaxDims; ++d) variant << " " << perm[d];
+        src << ".equ LANES 1\n.equ XDIM0 " << perm[0] << "\n.macro ROW_SETUP\n";
+        for (unsigned d = 0; d < kMaxDims; ++d)
+          src << "        iget_dim S16, I2 dim=" << d << "\n        imov_dim I3, S16 dim=" << perm[d] << "\n";
+        src << ".endm\n.include \"permute_gather.s\"\n";
+      }
+      break;
+    }
+    case Kind::EmbeddingFwd: {
+      const auto py = padded(p.outputs[0].shape);
+      const auto pw = padded(p.inputs[0].shape);
+      inst.ispace_geometry = {vectors(py[0]), static_cast<int32_t>(py[1]), static_cast<int32_t>(py[2]),
+                              static_cast<int32_t>(py[3]), static_cast<int32_t>(py[4])};
+      // weight: any row (data-dependent); indices: dim k is walked by the index space's dim k + 1.
+      inst.input_patterns[0] = pattern_of(vec0, pw, true);
+      for (unsigned k = 0; k < kMaxDims; ++k)
+        inst.input_patterns[1][k] = k < 4 ? AccessPatternDim{static_cast<uint8_t>(k + 1), 1, 0, 0}
+                                          : AccessPatternDim{static_cast<uint8_t>(k), 0, 0, 0};
+      inst.output_patterns[0] = pattern_of(vec0, py, false);
+      variant << "embedding fwd " << t;
+      src << ".include \"embedding_fwd.s\"\n";
+      break;
+    }
+    case Kind::EmbeddingBwd: {
+      const auto pg = padded(p.inputs[0].shape);
+      const auto pi = padded(p.inputs[1].shape);
+      const auto pw = padded(p.outputs[0].shape);
+      // Chunks of rows accumulated in VLM: 256 vectors (64 KB of the 80), one f32 vector per row
+      // (two for bf16: 128 lanes widen into lo / hi).
+      const bool bf = def.out == DType::BF16;
+      const int32_t rows = bf ? 128 : 256, row_bytes = bf ? 512 : 256;
+      inst.ispace_geometry = {vectors(pw[0]), static_cast<int32_t>((pw[1] + rows - 1) / rows), 1, 1, 1};
+      inst.input_patterns[0] = pattern_of(vec0, pg, true);
+      inst.input_patterns[1] = pattern_of(AccessPatternDim{0, 0, 0, static_cast<int32_t>(pi[0]) - 1}, pi, true);
+      inst.output_patterns[0] = pattern_of(vec0, pw, false);
+      inst.output_patterns[0][1] = AccessPatternDim{1, rows, 0, rows - 1};
+      const bool has_pad = !p.scalars.empty();
+      int32_t pad = has_pad ? static_cast<int32_t>(p.scalars[0]) : 0;
+      if (pad < 0) pad += static_cast<int32_t>(pw[1]);   // PyTorch's negative padding_idx
+      inst.srf[0] = pw[1];
+      inst.srf[1] = static_cast<uint32_t>(pad);
+      inst.srf[2] = has_pad ? 1 : 0;
+      for (unsigned d = 0; d < 4; ++d) inst.srf[4 + d] = pi[d];
+      variant << "embedding bwd " << t;
+      src << ".include \"" << io << "\"\n.equ ROWS " << rows << "\n.equ ROWB " << row_bytes << "\n"
+          << ".macro VLD lo, hi, addr\n        ld_vlm.f32 \\lo, \\addr\n";
+      if (bf) src << "        add.i32 S18, \\addr, 256\n        ld_vlm.f32 \\hi, S18\n";
+      src << ".endm\n.macro VST addr, lo, hi\n        st_vlm \\addr, \\lo\n";
+      if (bf) src << "        add.i32 S18, \\addr, 256\n        st_vlm S18, \\hi\n";
+      src << ".endm\n.include \"embedding_bwd.s\"\n";
       break;
     }
     case Kind::DropoutFwd:

@@ -36,7 +36,7 @@ TEST(TpcKernelLibrary, ListsEveryGuid) {
       want.push_back(std::string(op) + "_fwd_" + t);
     want.push_back(std::string("fill_") + t);
     for (const char* g : {"layernorm_fwd_", "layernorm_bwd_", "layernorm_bwd_gamma_beta_", "nll_loss_fwd_", "nll_loss_bwd_",
-                          "dropout_fwd_", "dropout_bwd_"})
+                          "dropout_fwd_", "dropout_bwd_", "permute_", "transpose_", "embedding_fwd_", "embedding_bwd_"})
       want.push_back(g + std::string(t));
   }
   for (const char* g : {"sgd_momentum_f32", "adam_f32", "adamw_f32", "adadelta_f32"}) want.push_back(g);
@@ -46,7 +46,8 @@ TEST(TpcKernelLibrary, ListsEveryGuid) {
 }
 
 bool batch3_guid(const std::string& g) {
-  for (const char* prefix : {"layernorm_", "nll_loss_", "dropout_", "sgd_", "adam", "adadelta_"})
+  for (const char* prefix : {"layernorm_", "nll_loss_", "dropout_", "sgd_", "adam", "adadelta_", "permute_", "transpose_",
+                             "embedding_"})
     if (g.rfind(prefix, 0) == 0) return true;
   return false;
 }
@@ -54,7 +55,7 @@ bool batch3_guid(const std::string& g) {
 TEST(TpcKernelLibrary, EveryGuidAndVariantAssembles) {
   KernelLibrary lib;
   for (const std::string& g : lib.guids()) {
-    if (batch3_guid(g)) continue;   // kernels_batch3_test.cpp instantiates each of them
+    if (batch3_guid(g)) continue;   // kernels_batch3/4_test.cpp instantiate each of them
     KernelParams p;
     const DType in = g == "cast_bf16_to_f32" || (g.find("bf16") != std::string::npos && g != "cast_f32_to_bf16")
                          ? DType::BF16 : DType::F32;

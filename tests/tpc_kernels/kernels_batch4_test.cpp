@@ -1,0 +1,413 @@
+// The fourth batch against C++ references, on 1 and 8 simulated cores (bit-identical outputs, no
+// writes outside the outputs): permute / transpose up to 5-D (the view variant when dim 0 stays,
+// the per-element gather when it moves; raw bits, NaN payloads included), embedding forward (a
+// gather; out-of-range indices give zero rows) and backward (scatter-add into a zeroed
+// grad_weight, bit-exact against a reference that adds in f32 in the indices' memory order and
+// rounds once; padding_idx; out-of-range indices add nothing; several VLM row chunks), the validation errors and the geometries / patterns.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tests/tpc_kernels/kernel_test_util.h"
+
+namespace hpusim::synapse::tpc_kernels::testing {
+namespace {
+
+using Shape = std::vector<uint32_t>;
+
+std::string sfx(DType t) { return t == DType::F32 ? "_f32" : "_bf16"; }
+std::string shape_str(const Shape& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? "," : "") + std::to_string(s[i]);
+  return r + "]";
+}
+// Raw element bits (any pattern: NaNs with payloads, infinities, denormals).
+void fill_bits(HostTensor& t, uint32_t seed) {
+  std::mt19937 rng(seed);
+  for (uint32_t& v : t.data) v = t.dtype == DType::BF16 ? (rng() & 0xFFFFu) : static_cast<uint32_t>(rng());
+}
+void fill_uniform(HostTensor& t, uint32_t seed, float lo, float hi) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  for (uint32_t& v : t.data) v = round_to(t.dtype, u(rng));
+}
+std::vector<HostTensor> run_1_and_8(const std::string& guid, const std::vector<HostTensor>& inputs,
+                                    const std::vector<HostTensor>& outputs, const std::vector<float>& scalars = {}) {
+  std::vector<HostTensor> one = outputs, eight = outputs;
+  const RunOutcome r1 = run_kernel(guid, inputs, one, 1, scalars);
+  EXPECT_TRUE(r1.ok) << guid << ": " << r1.error;
+  EXPECT_TRUE(r1.gaps_ok) << guid << ": 1 core wrote outside the outputs' elements";
+  const RunOutcome r8 = run_kernel(guid, inputs, eight, 8, scalars);
+  EXPECT_TRUE(r8.ok) << guid << ": " << r8.error;
+  EXPECT_TRUE(r8.gaps_ok) << guid << ": 8 cores wrote outside the outputs' elements";
+  for (size_t k = 0; k < one.size(); ++k) EXPECT_EQ(one[k].data, eight[k].data) << guid << ": 1 vs 8 cores, output " << k;
+  return one;
+}
+TensorParams tp(DType t, std::vector<uint32_t> shape) { return {t, std::move(shape), {}}; }
+void expect_error(const InstantiateResult& r, GlueStatus status, const std::vector<std::string>& parts) {
+  EXPECT_EQ(r.status, status) << glue_status_name(r.status) << ": " << r.message;
+  for (const std::string& part : parts) EXPECT_NE(r.message.find(part), std::string::npos) << r.message << " / " << part;
+}
+// Dense index of coordinates c in shape s (dim 0 fastest).
+size_t linear(const Shape& s, const std::array<uint32_t, 5>& c) {
+  size_t i = 0, mul = 1;
+  for (size_t d = 0; d < s.size(); ++d) {
+    i += c[d] * mul;
+    mul *= s[d];
+  }
+  return i;
+}
+std::array<uint32_t, 5> coords(const Shape& s, size_t i) {
+  std::array<uint32_t, 5> c{};
+  for (size_t d = 0; d < s.size(); ++d) {
+    c[d] = static_cast<uint32_t>(i % s[d]);
+    i /= s[d];
+  }
+  return c;
+}
+
+// ---- permute / transpose ----
+
+// The reference: Y's element at c is X's element at x_c[perm[d]] = c[d].
+HostTensor permute_ref(const HostTensor& x, const std::vector<unsigned>& perm, const Shape& y_shape) {
+  HostTensor y(x.dtype, y_shape);
+  for (size_t i = 0; i < y.count(); ++i) {
+    const auto c = coords(y_shape, i);
+    std::array<uint32_t, 5> xc{};
+    for (size_t d = 0; d < perm.size(); ++d) xc[perm[d]] = c[d];
+    y.data[i] = x.data[linear(x.shape, xc)];
+  }
+  return y;
+}
+Shape permuted(const Shape& s, const std::vector<unsigned>& perm) {
+  Shape r(s.size());
+  for (size_t d = 0; d < s.size(); ++d) r[d] = s[perm[d]];
+  return r;
+}
+std::vector<float> as_scalars(const std::vector<unsigned>& perm) { return {perm.begin(), perm.end()}; }
+
+void check_permute(DType t, const Shape& s, const std::vector<unsigned>& perm, uint32_t seed) {
+  HostTensor x(t, s);
+  fill_bits(x, seed);
+  const Shape ys = permuted(s, perm);
+  const std::string guid = "permute" + sfx(t);
+  const auto got = run_1_and_8(guid, {x}, {HostTensor(t, ys)}, as_scalars(perm));
+  const HostTensor want = permute_ref(x, perm, ys);
+  std::string ps;
+  for (unsigned p : perm) ps += std::to_string(p);
+  EXPECT_EQ(got[0].data, want.data) << guid << " " << shape_str(s) << " perm " << ps;
+}
+
+TEST(TpcKernelPermute, EveryPermutationUpToRank3) {
+  const std::vector<Shape> shapes = {{1}, {65}, {300}, {65, 3}, {3, 129}, {1, 70}, {130, 1}, {70, 3, 2}, {5, 66, 3}, {2, 3, 129}};
+  uint32_t seed = 1;
+  for (DType t : {DType::F32, DType::BF16})
+    for (const Shape& s : shapes) {
+      std::vector<unsigned> perm(s.size());
+      std::iota(perm.begin(), perm.end(), 0u);
+      do check_permute(t, s, perm, seed++);
+      while (std::next_permutation(perm.begin(), perm.end()));
+    }
+}
+
+TEST(TpcKernelPermute, Rank4And5IncludingDim0Moves) {
+  const std::vector<std::pair<Shape, std::vector<unsigned>>> cases = {
+      {{65, 3, 2, 2}, {0, 3, 1, 2}},          {{65, 3, 2, 2}, {3, 2, 1, 0}},    {{7, 5, 3, 2}, {1, 0, 3, 2}},
+      {{7, 5, 3, 2}, {2, 3, 0, 1}},           {{129, 2, 1, 3}, {0, 2, 3, 1}},   {{5, 4, 3, 2, 3}, {4, 3, 2, 1, 0}},
+      {{5, 4, 3, 2, 3}, {0, 4, 1, 3, 2}},     {{5, 4, 3, 2, 3}, {2, 0, 4, 1, 3}}, {{3, 2, 2, 2, 65}, {4, 0, 1, 2, 3}},
+      {{66, 2, 1, 2, 3}, {0, 2, 1, 4, 3}},    {{66, 2, 1, 2, 3}, {1, 2, 3, 4, 0}}, {{1, 1, 1, 1, 1}, {3, 1, 4, 0, 2}}};
+  uint32_t seed = 100;
+  for (DType t : {DType::F32, DType::BF16})
+    for (const auto& [s, perm] : cases) check_permute(t, s, perm, seed++);
+  // Random permutations of 5-D shapes with odd sizes.
+  std::mt19937 rng(7);
+  for (int n = 0; n < 8; ++n) {
+    std::vector<unsigned> perm = {0, 1, 2, 3, 4};
+    std::shuffle(perm.begin(), perm.end(), rng);
+    const Shape s = {static_cast<uint32_t>(1 + rng() % 70), 1 + rng() % 4, 1 + rng() % 3, 1 + rng() % 3, 1 + rng() % 3};
+    check_permute(n % 2 ? DType::BF16 : DType::F32, s, perm, seed++);
+  }
+}
+
+TEST(TpcKernelPermute, ZeroDimAndVariants) {
+  // 0-D: no scalars, a one-element copy.
+  for (DType t : {DType::F32, DType::BF16}) {
+    HostTensor x(t, {});
+    x.data[0] = t == DType::F32 ? 0x7FA12345u : 0xFF81u;   // a NaN with a payload
+    const auto got = run_1_and_8("permute" + sfx(t), {x}, {HostTensor(t, {})}, {});
+    EXPECT_EQ(got[0].data, x.data);
+  }
+  KernelLibrary& lib = KernelLibrary::instance();
+  auto r = lib.instantiate("permute_f32", {{tp(DType::F32, {70, 3, 4})}, {tp(DType::F32, {70, 4, 3})}, {0, 2, 1}});
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_NE(r.inst->variant.find("view"), std::string::npos) << r.inst->variant;
+  r = lib.instantiate("permute_bf16", {{tp(DType::BF16, {70, 3, 4})}, {tp(DType::BF16, {4, 70, 3})}, {2, 0, 1}});
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_NE(r.inst->variant.find("gather"), std::string::npos) << r.inst->variant;
+}
+
+TEST(TpcKernelPermute, StridedTensors) {
+  for (DType t : {DType::F32, DType::BF16}) {
+    for (const std::vector<unsigned>& perm : {std::vector<unsigned>{0, 2, 1}, std::vector<unsigned>{1, 2, 0}}) {
+      HostTensor x(t, {70, 3, 4}, {1, 80, 300});
+      fill_bits(x, 5);
+      const Shape ys = permuted(x.shape, perm);
+      const int64_t row = ys[0] + 9;
+      HostTensor y(t, ys, {1, row, row * ys[1] + 5});
+      const auto got = run_1_and_8("permute" + sfx(t), {x}, {y}, as_scalars(perm));
+      EXPECT_EQ(got[0].data, permute_ref(x, perm, ys).data) << perm[0] << perm[1] << perm[2];
+    }
+  }
+}
+
+// The performance caveat in numbers (bundles executed, functional): the view variant moves a
+// vector per step; the gather moves one element per step (2 bundles each, plus the row overhead).
+TEST(TpcKernelPermute, GatherCostsBundlesPerElement) {
+  HostTensor x(DType::F32, {256, 64});
+  fill_bits(x, 3);
+  std::vector<HostTensor> view = {HostTensor(DType::F32, {256, 64})}, gather = {HostTensor(DType::F32, {64, 256})};
+  const RunOutcome rv = run_kernel("transpose_f32", {x}, view, 1, {1.0f, 1.0f});
+  const RunOutcome rg = run_kernel("transpose_f32", {x}, gather, 1, {0.0f, 1.0f});
+  ASSERT_TRUE(rv.ok && rg.ok) << rv.error << rg.error;
+  EXPECT_EQ(gather[0].data, permute_ref(x, {1, 0}, {64, 256}).data);
+  EXPECT_LT(rv.bundles, x.count() / 8) << rv.bundles;
+  EXPECT_GE(rg.bundles, 2 * x.count()) << rg.bundles;
+  EXPECT_LT(rg.bundles, 3 * x.count()) << rg.bundles;
+}
+
+TEST(TpcKernelTranspose, SwapsTwoDims) {
+  const std::vector<std::pair<Shape, std::pair<unsigned, unsigned>>> cases = {
+      {{70, 3, 4}, {0, 2}}, {{70, 3, 4}, {1, 2}}, {{65, 129}, {1, 0}}, {{5, 4, 3, 2, 3}, {0, 4}}, {{300}, {0, 0}},
+      {{3, 2, 2, 2, 65}, {3, 1}}};
+  uint32_t seed = 200;
+  for (DType t : {DType::F32, DType::BF16})
+    for (const auto& [s, ab] : cases) {
+      std::vector<unsigned> perm(s.size());
+      std::iota(perm.begin(), perm.end(), 0u);
+      std::swap(perm[ab.first], perm[ab.second]);
+      HostTensor x(t, s);
+      fill_bits(x, seed++);
+      const Shape ys = permuted(s, perm);
+      const auto got = run_1_and_8("transpose" + sfx(t), {x}, {HostTensor(t, ys)},
+                                   {static_cast<float>(ab.first), static_cast<float>(ab.second)});
+      EXPECT_EQ(got[0].data, permute_ref(x, perm, ys).data) << shape_str(s) << " " << ab.first << "," << ab.second;
+    }
+}
+
+// ---- embedding ----
+
+Shape embedding_shape(uint32_t d, const Shape& idx) {
+  Shape s = {d};
+  s.insert(s.end(), idx.begin(), idx.end());
+  return s;
+}
+HostTensor random_indices(const Shape& s, int32_t lo, int32_t hi, uint32_t seed) {
+  HostTensor idx(DType::I32, s);
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> u(lo, hi);
+  for (uint32_t& v : idx.data) v = static_cast<uint32_t>(u(rng));
+  return idx;
+}
+
+const std::vector<Shape>& index_shapes() {
+  static const std::vector<Shape> s = {{}, {1}, {9}, {3, 4}, {2, 3, 2}, {2, 1, 3, 2}};
+  return s;
+}
+
+TEST(TpcKernelEmbedding, ForwardGathersRowsAndZeroesOutOfRange) {
+  uint32_t seed = 1;
+  for (DType t : {DType::F32, DType::BF16})
+    for (uint32_t d : {1u, 63u, 65u, 129u, 300u})
+      for (uint32_t v : {1u, 7u, 50u})
+        for (const Shape& is : index_shapes()) {
+          HostTensor w(t, {d, v});
+          fill_bits(w, seed++);
+          // Indices in -2 .. V+1: some out of range (negative and >= V).
+          const HostTensor idx = random_indices(is, -2, static_cast<int32_t>(v) + 1, seed++);
+          const Shape ys = embedding_shape(d, is);
+          const auto got = run_1_and_8("embedding_fwd" + sfx(t), {w, idx}, {HostTensor(t, ys)});
+          size_t bad = 0;
+          for (size_t n = 0; n < idx.count() && bad < 3; ++n) {
+            const int32_t r = static_cast<int32_t>(idx.data[n]);
+            for (uint32_t j = 0; j < d && bad < 3; ++j) {
+              const uint32_t want = r >= 0 && r < static_cast<int32_t>(v) ? w.data[static_cast<size_t>(r) * d + j] : 0u;
+              if (got[0].data[n * d + j] != want) {
+                ++bad;
+                ADD_FAILURE() << "embedding_fwd" << sfx(t) << " D " << d << " V " << v << " indices " << shape_str(is)
+                              << " n " << n << " (index " << r << ") elem " << j << ": got " << got[0].data[n * d + j]
+                              << ", want " << want;
+              }
+            }
+          }
+        }
+}
+
+// The reference: acc = 0 (f32), then for n in the indices' memory order, in range and not
+// padding_idx: acc[:, idx[n]] += grad[:, n] in f32; grad_weight = acc rounded once to the dtype.
+HostTensor embedding_bwd_ref(const HostTensor& grad, const HostTensor& idx, uint32_t v, int32_t pad) {
+  const uint32_t d = grad.shape[0];
+  std::vector<float> acc(static_cast<size_t>(d) * v, 0.0f);
+  for (size_t n = 0; n < idx.count(); ++n) {
+    const int32_t r = static_cast<int32_t>(idx.data[n]);
+    if (r < 0 || r >= static_cast<int32_t>(v) || r == pad) continue;
+    for (uint32_t j = 0; j < d; ++j) acc[static_cast<size_t>(r) * d + j] += grad.at(n * d + j);
+  }
+  HostTensor gw(grad.dtype, {d, v});
+  for (size_t i = 0; i < acc.size(); ++i) gw.data[i] = round_to(grad.dtype, acc[i]);
+  return gw;
+}
+
+TEST(TpcKernelEmbedding, BackwardScatterAddsBitExact) {
+  uint32_t seed = 1000;
+  for (DType t : {DType::F32, DType::BF16})
+    for (uint32_t d : {1u, 65u, 129u, 300u})
+      for (uint32_t v : {1u, 7u, 50u})
+        for (const Shape& is : index_shapes())
+          for (int pad_case = 0; pad_case < 3; ++pad_case) {
+            if (pad_case && (d == 1 || v == 1)) continue;
+            HostTensor grad(t, embedding_shape(d, is));
+            fill_uniform(grad, seed++, -2.0f, 2.0f);
+            // Few rows so that indices repeat; some out of range.
+            const HostTensor idx = random_indices(is, -1, static_cast<int32_t>(std::min(v, 5u)), seed++);
+            std::vector<float> scalars;
+            int32_t pad = -1000;
+            if (pad_case == 1) scalars = {2.0f}, pad = 2;
+            if (pad_case == 2) scalars = {-static_cast<float>(v)}, pad = 0;   // -V is row 0
+            const auto got = run_1_and_8("embedding_bwd" + sfx(t), {grad, idx}, {HostTensor(t, {d, v})}, scalars);
+            const HostTensor want = embedding_bwd_ref(grad, idx, v, pad);
+            EXPECT_EQ(got[0].data, want.data) << "embedding_bwd" << sfx(t) << " D " << d << " V " << v << " indices "
+                                              << shape_str(is) << " padding case " << pad_case;
+          }
+}
+
+// Many contributions to one row: the additions are sequential in the indices' order (not a tree),
+// in f32 (a big first term makes the order visible).
+TEST(TpcKernelEmbedding, BackwardOrderIsTheIndicesMemoryOrder) {
+  for (DType t : {DType::F32, DType::BF16}) {
+    HostTensor grad(t, {130, 40, 3}), idx(DType::I32, {40, 3});
+    fill_uniform(grad, 9, -1.0f, 1.0f);
+    for (size_t n = 0; n < idx.count(); ++n) idx.data[n] = n % 7 == 0 ? 1u : 0u;
+    for (size_t j = 0; j < 130; ++j) grad.data[j] = round_to(t, 1e8f);   // big first: later small terms round away
+    const auto got = run_1_and_8("embedding_bwd" + sfx(t), {grad, idx}, {HostTensor(t, {130, 2})});
+    EXPECT_EQ(got[0].data, embedding_bwd_ref(grad, idx, 2, -1000).data) << sfx(t);
+    // And the 8-core run used ceil(130 / lanes) cores, each owning a slice of every row.
+    std::vector<HostTensor> out = {HostTensor(t, {130, 2})};
+    const RunOutcome r = run_kernel("embedding_bwd" + sfx(t), {grad, idx}, out, 8);
+    EXPECT_EQ(r.cores_used, t == DType::F32 ? 3u : 2u);
+  }
+}
+
+// V beyond one VLM chunk (256 rows f32, 128 bf16): the chunks are index-space steps too (more
+// cores), each rereads the indices; rows at the chunk edges and the last partial chunk.
+TEST(TpcKernelEmbedding, BackwardOverSeveralRowChunks) {
+  uint32_t seed = 5000;
+  for (DType t : {DType::F32, DType::BF16})
+    for (uint32_t d : {3u, 129u})
+      for (uint32_t v : {255u, 256u, 257u, 600u}) {
+        HostTensor grad(t, {d, 40, 5});
+        fill_uniform(grad, seed++, -2.0f, 2.0f);
+        HostTensor idx = random_indices({40, 5}, -3, static_cast<int32_t>(v) + 2, seed++);
+        for (uint32_t e : {0u, 127u, 128u, 255u, 256u, 599u}) idx.data[e % idx.count()] = std::min(e, v - 1);
+        const auto got = run_1_and_8("embedding_bwd" + sfx(t), {grad, idx}, {HostTensor(t, {d, v})}, {});
+        EXPECT_EQ(got[0].data, embedding_bwd_ref(grad, idx, v, -1000).data) << sfx(t) << " D " << d << " V " << v;
+      }
+  KernelLibrary& lib = KernelLibrary::instance();
+  const auto r = lib.instantiate("embedding_bwd_bf16", {{tp(DType::BF16, {129, 7}), tp(DType::I32, {7})},
+                                                        {tp(DType::BF16, {129, 600})}, {}});
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(r.inst->ispace_geometry, (std::array<int32_t, 5>{2, 5, 1, 1, 1}));
+  EXPECT_EQ(r.inst->output_patterns[0][1], (AccessPatternDim{1, 128, 0, 127}));
+}
+
+// ---- glue ----
+
+TEST(TpcKernelGlue4, RejectsBadParams) {
+  KernelLibrary& lib = KernelLibrary::instance();
+  const DType F = DType::F32, B = DType::BF16, I = DType::I32;
+  expect_error(lib.instantiate("permute_f32", {{tp(F, {8, 2, 3})}, {tp(F, {8, 3, 2})}, {0, 2}}),
+               GlueStatus::IncompatibleScalarParams, {"permute_f32", "one scalar parameter per dim", "3", "got 2"});
+  expect_error(lib.instantiate("permute_f32", {{tp(F, {8, 2, 3})}, {tp(F, {8, 3, 2})}, {0, 2, 2}}),
+               GlueStatus::IncompatibleScalarParams, {"scalar 2 (perm[2])", "repeats perm[1]"});
+  expect_error(lib.instantiate("permute_f32", {{tp(F, {8, 2, 3})}, {tp(F, {8, 3, 2})}, {0, 3, 1}}),
+               GlueStatus::IncompatibleScalarParams, {"scalar 1 (perm[1])", "0 .. 2"});
+  expect_error(lib.instantiate("permute_bf16", {{tp(B, {8, 2, 3})}, {tp(B, {8, 3, 2})}, {0, 1.5f, 1}}),
+               GlueStatus::IncompatibleScalarParams, {"scalar 1 (perm[1])", "integer"});
+  expect_error(lib.instantiate("permute_f32", {{tp(F, {8, 2, 3})}, {tp(F, {8, 2, 3})}, {0, 2, 1}}),
+               GlueStatus::IncompatibleOutputSize, {"output 0 (Y)", "[8, 2, 3]", "gives", "[8, 3, 2]"});
+  expect_error(lib.instantiate("permute_f32", {{tp(F, {8, 2, 3})}, {tp(B, {8, 3, 2})}, {0, 2, 1}}),
+               GlueStatus::IncompatibleDataType, {"output 0 (Y)"});
+  expect_error(lib.instantiate("permute_f32", {{tp(F, {8, 2, 3, 1, 1, 2})}, {tp(F, {8, 2, 3, 1, 1, 2})}, {0, 1, 2, 3, 4, 5}}),
+               GlueStatus::IncompatibleInputSize, {"input 0 (X)", "at most 5"});
+  expect_error(lib.instantiate("transpose_f32", {{tp(F, {8, 2})}, {tp(F, {2, 8})}, {0}}),
+               GlueStatus::IncompatibleScalarParams, {"dim0, dim1"});
+  expect_error(lib.instantiate("transpose_f32", {{tp(F, {8, 2})}, {tp(F, {2, 8})}, {0, 2}}),
+               GlueStatus::IncompatibleScalarParams, {"scalar 1 (dim1)", "0 .. 1"});
+  expect_error(lib.instantiate("transpose_f32", {{tp(F, {8, 2})}, {tp(F, {8, 2})}, {0, 1}}),
+               GlueStatus::IncompatibleOutputSize, {"[2, 8]"});
+  expect_error(lib.instantiate("embedding_fwd_f32", {{tp(F, {8, 5}), tp(F, {3})}, {tp(F, {8, 3})}, {}}),
+               GlueStatus::IncompatibleDataType, {"input 1 (indices)", "i32"});
+  expect_error(lib.instantiate("embedding_fwd_f32", {{tp(F, {8, 5, 2}), tp(I, {3})}, {tp(F, {8, 3})}, {}}),
+               GlueStatus::IncompatibleInputSize, {"input 0 (weight)", "[D, V]"});
+  expect_error(lib.instantiate("embedding_fwd_f32", {{tp(F, {8, 5}), tp(I, {3, 1, 1, 1, 2})}, {tp(F, {8, 3, 1, 1, 1})}, {}}),
+               GlueStatus::IncompatibleInputSize, {"input 1 (indices)", "at most 4"});
+  expect_error(lib.instantiate("embedding_fwd_bf16", {{tp(B, {8, 5}), tp(I, {3, 2})}, {tp(B, {8, 2, 3})}, {}}),
+               GlueStatus::IncompatibleOutputSize, {"output 0 (Y)", "[8, 3, 2]"});
+  expect_error(lib.instantiate("embedding_fwd_f32", {{tp(F, {8, 5}), tp(I, {3})}, {tp(F, {8, 3})}, {0.0f}}),
+               GlueStatus::IncompatibleScalarParams, {"takes 0 scalar"});
+  expect_error(lib.instantiate("embedding_bwd_f32", {{tp(F, {8, 3}), tp(I, {3})}, {tp(F, {8, 5})}, {5.0f}}),
+               GlueStatus::IncompatibleScalarParams, {"scalar 0 (padding_idx)", "-V .. V-1", "V = 5"});
+  expect_error(lib.instantiate("embedding_bwd_f32", {{tp(F, {8, 3}), tp(I, {3})}, {tp(F, {8, 5})}, {0.5f}}),
+               GlueStatus::IncompatibleScalarParams, {"scalar 0 (padding_idx)", "integer"});
+  expect_error(lib.instantiate("embedding_bwd_f32", {{tp(F, {9, 3}), tp(I, {3})}, {tp(F, {8, 5})}, {}}),
+               GlueStatus::IncompatibleInputSize, {"input 0 (grad)", "[8, 3]"});
+  expect_error(lib.instantiate("embedding_bwd_bf16", {{tp(B, {8, 3}), tp(I, {3})}, {tp(B, {8})}, {}}),
+               GlueStatus::IncompatibleOutputSize, {"output 0 (grad_weight)", "[D, V]"});
+  expect_error(lib.instantiate("embedding_bwd_bf16", {{tp(B, {8, 3})}, {tp(B, {8, 5})}, {}}),
+               GlueStatus::IncompatibleInputCount, {"grad, indices"});
+}
+
+TEST(TpcKernelGlue4, GeometryAndPatterns) {
+  KernelLibrary& lib = KernelLibrary::instance();
+  const DType F = DType::F32, B = DType::BF16, I = DType::I32;
+  // View: Y [70, 4, 3] from X [70, 3, 4]; X's descriptor in Y's coordinates.
+  auto r = lib.instantiate("permute_f32", {{tp(F, {70, 3, 4})}, {tp(F, {70, 4, 3})}, {0, 2, 1}});
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(r.inst->ispace_geometry, (std::array<int32_t, 5>{2, 4, 3, 1, 1}));
+  EXPECT_EQ(r.inst->inputs[0].size[1], 4u);
+  EXPECT_EQ(r.inst->inputs[0].stride[1], 210);
+  EXPECT_EQ(r.inst->inputs[0].stride[2], 70);
+  EXPECT_EQ(r.inst->input_patterns[0][0], (AccessPatternDim{0, 64, 0, 63}));
+  EXPECT_EQ(r.inst->input_patterns[0][1], (AccessPatternDim{2, 1, 0, 0}));   // X's dim 1 is Y's dim 2
+  EXPECT_EQ(r.inst->output_patterns[0][1], (AccessPatternDim{1, 1, 0, 0}));
+  // Gather: the index space is Y's shape in elements; raw-bit descriptors.
+  r = lib.instantiate("permute_bf16", {{tp(B, {70, 3, 4})}, {tp(B, {4, 70, 3})}, {2, 0, 1}});
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(r.inst->ispace_geometry, (std::array<int32_t, 5>{4, 70, 3, 1, 1}));
+  EXPECT_EQ(r.inst->inputs[0].dtype, DType::U16);
+  EXPECT_EQ(r.inst->input_patterns[0][2], (AccessPatternDim{0, 1, 0, 0}));   // X's dim 2 is Y's dim 0
+  EXPECT_EQ(r.inst->output_patterns[0][0], (AccessPatternDim{0, 1, 0, 0}));
+  // Embedding forward: Y's index space, indices' dim k on the index space's dim k + 1.
+  r = lib.instantiate("embedding_fwd_bf16", {{tp(B, {300, 50}), tp(I, {3, 4})}, {tp(B, {300, 3, 4})}, {}});
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(r.inst->ispace_geometry, (std::array<int32_t, 5>{3, 3, 4, 1, 1}));
+  EXPECT_EQ(r.inst->input_patterns[0][1], (AccessPatternDim{1, 0, 0, 49}));
+  EXPECT_EQ(r.inst->input_patterns[1][0], (AccessPatternDim{1, 1, 0, 0}));
+  EXPECT_EQ(r.inst->input_patterns[1][1], (AccessPatternDim{2, 1, 0, 0}));
+  // Embedding backward: dim-0 vectors only; every row of grad_weight, every index.
+  r = lib.instantiate("embedding_bwd_f32", {{tp(F, {130, 3, 4}), tp(I, {3, 4})}, {tp(F, {130, 50})}, {-1.0f}});
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(r.inst->ispace_geometry, (std::array<int32_t, 5>{3, 1, 1, 1, 1}));
+  EXPECT_EQ(r.inst->output_patterns[0][1], (AccessPatternDim{1, 256, 0, 255}));   // chunks of 256 rows
+  EXPECT_EQ(r.inst->input_patterns[0][2], (AccessPatternDim{2, 0, 0, 3}));
+  EXPECT_EQ(r.inst->srf[0], 50u);
+  EXPECT_EQ(r.inst->srf[1], 49u);   // padding_idx -1 is row V-1
+  EXPECT_EQ(r.inst->srf[2], 1u);
+}
+
+}  // namespace
+}  // namespace hpusim::synapse::tpc_kernels::testing
