@@ -22,3 +22,20 @@ function(hpusim_add_gtest name)
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60
     PROPERTIES ENVIRONMENT "SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1")
 endfunction()
+
+# hpusim_embed_text_files(OUTPUT cpp FILES ... HEADER h NAMESPACE ns FUNCTION fn TYPE t
+#                         KEY STEM|NAME COMMENT text) : a generated C++ source that holds the files'
+# text, returned by `const std::vector<t>& ns::fn()` as {key, text} entries (presets, kernels).
+set(HPUSIM_EMBED_SCRIPT ${CMAKE_CURRENT_LIST_DIR}/embed_text_files.cmake)
+function(hpusim_embed_text_files)
+  cmake_parse_arguments(ARG "" "OUTPUT;HEADER;NAMESPACE;FUNCTION;TYPE;KEY;COMMENT" "FILES" ${ARGN})
+  string(REPLACE ";" "|" inputs "${ARG_FILES}")
+  add_custom_command(
+    OUTPUT ${ARG_OUTPUT}
+    COMMAND ${CMAKE_COMMAND} -DOUTPUT=${ARG_OUTPUT} "-DINPUTS=${inputs}" -DHEADER=${ARG_HEADER}
+            -DNAMESPACE=${ARG_NAMESPACE} -DFUNCTION=${ARG_FUNCTION} -DTYPE=${ARG_TYPE} -DKEY=${ARG_KEY}
+            -P ${HPUSIM_EMBED_SCRIPT}
+    DEPENDS ${ARG_FILES} ${HPUSIM_EMBED_SCRIPT}
+    COMMENT "${ARG_COMMENT}"
+    VERBATIM)
+endfunction()
