@@ -553,12 +553,12 @@ struct TpcExecutor::Impl {
         plane(e.state_.pred_lanes()),
         vres(aligned_bytes(vbytes)),
         lres(aligned_bytes(vbytes)),
-        bcast0(aligned_bytes(vbytes)),
-        bcast1(aligned_bytes(vbytes)),
+        bcast0{aligned_bytes(vbytes)},
+        bcast1{aligned_bytes(vbytes)},
         pres(aligned_bytes(plane)),
         tree(aligned_bytes(static_cast<size_t>(plane) * 4)) {}
   ~Impl() {
-    for (uint8_t* p : {vres, lres, bcast0, bcast1, pres, tree}) std::free(p);
+    for (uint8_t* p : {vres, lres, bcast0.data, bcast1.data, pres, tree}) std::free(p);
   }
 
   enum class Pred { Skip, Run, Fault };
@@ -594,8 +594,14 @@ struct TpcExecutor::Impl {
   const unsigned plane;
   uint8_t* vres;     // VPU vector result
   uint8_t* lres;     // Load-slot vector result
-  uint8_t* bcast0;   // broadcast operands
-  uint8_t* bcast1;
+  // A broadcast operand buffer and the element it holds (ebytes 0: nothing yet), so broadcasting
+  // the same value again (a mac by a loop-invariant scalar) does not refill it.
+  struct Broadcast {
+    uint8_t* data;
+    uint8_t ebytes = 0;
+    uint32_t elem = 0;
+  };
+  Broadcast bcast0, bcast1;   // broadcast operands
   uint8_t* pres;     // VPU predicate result
   uint8_t* tree;     // reduction scratch
 
@@ -619,6 +625,7 @@ struct TpcExecutor::Impl {
 
   FaultKind fault_kind = FaultKind::None;
   std::string fault_msg;
+  bool prechecked = false;   // the bundle passed bundle_well_formed(): skip check_slot()
 
   // ---- helpers ----
 
@@ -685,24 +692,30 @@ struct TpcExecutor::Impl {
   }
   // A VorS operand in field `r`: the vector register, the broadcast immediate (use_imm) or a
   // broadcast scalar register (kSwScalarSrc). `buf` receives a broadcast.
-  const uint8_t* vors(const SlotInstr& in, uint8_t r, uint32_t imm, SlotExec& e, DType t, uint8_t* buf) {
-    if (in.use_imm) {
-      fill_elem(buf, vbytes, elem_bits(t) / 8, scalar_to_elem(t, imm));
-      return buf;
-    }
+  const uint8_t* vors(const SlotInstr& in, uint8_t r, uint32_t imm, SlotExec& e, DType t, Broadcast& buf) {
+    if (in.use_imm) return broadcast(buf, t, imm);
     if (in.switches & kSwScalarSrc) {
       rd(e, RegFile::S, r);
-      fill_elem(buf, vbytes, elem_bits(t) / 8, scalar_to_elem(t, st.s[r]));
-      return buf;
+      return broadcast(buf, t, st.s[r]);
     }
     return vreg_src(r, e);
+  }
+  const uint8_t* broadcast(Broadcast& buf, DType t, uint32_t scalar) {
+    const auto ebytes = static_cast<uint8_t>(elem_bits(t) / 8);
+    const uint32_t elem = scalar_to_elem(t, scalar);
+    if (buf.ebytes != ebytes || buf.elem != elem) {
+      fill_elem(buf.data, vbytes, ebytes, elem);
+      buf.ebytes = ebytes;
+      buf.elem = elem;
+    }
+    return buf.data;
   }
 
   bool exec_vpu(const SlotInstr& in, uint32_t imm, SlotExec& e) {
     constexpr Slot kSlot = Slot::Vpu;
     e.op = in.op;
     if (in.op == Op::Nop) return true;
-    if (const char* why = check_slot(kSlot, in)) return illegal(kSlot, in, why);
+    if (const char* why = prechecked ? nullptr : check_slot(kSlot, in)) return illegal(kSlot, in, why);
     const uint8_t* mask;
     uint8_t inv;
     const Pred p = predicate(kSlot, in, e, mask, inv);
@@ -1014,7 +1027,7 @@ struct TpcExecutor::Impl {
     constexpr Slot kSlot = Slot::Spu;
     e.op = in.op;
     if (in.op == Op::Nop) return true;
-    if (const char* why = check_slot(kSlot, in)) return illegal(kSlot, in, why);
+    if (const char* why = prechecked ? nullptr : check_slot(kSlot, in)) return illegal(kSlot, in, why);
     const uint8_t* mask;
     uint8_t inv;
     const Pred p = predicate(kSlot, in, e, mask, inv);
@@ -1286,7 +1299,7 @@ struct TpcExecutor::Impl {
     constexpr Slot kSlot = Slot::Load;
     e.op = in.op;
     if (in.op == Op::Nop) return true;
-    if (const char* why = check_slot(kSlot, in)) return illegal(kSlot, in, why);
+    if (const char* why = prechecked ? nullptr : check_slot(kSlot, in)) return illegal(kSlot, in, why);
     if (tensor_op(in.op) && in.src2 >= kMaxTensors)   // faults even when predicated off, like decode
       return fail(FaultKind::BadTensor, std::string(slot_name(kSlot)) + " slot: tensor number " +
                                             std::to_string(in.src2) + " out of range (16 descriptors)");
@@ -1398,7 +1411,7 @@ struct TpcExecutor::Impl {
     constexpr Slot kSlot = Slot::Store;
     e.op = in.op;
     if (in.op == Op::Nop) return true;
-    if (const char* why = check_slot(kSlot, in)) return illegal(kSlot, in, why);
+    if (const char* why = prechecked ? nullptr : check_slot(kSlot, in)) return illegal(kSlot, in, why);
     if (tensor_op(in.op) && in.src2 >= kMaxTensors)   // faults even when predicated off, like decode
       return fail(FaultKind::BadTensor, std::string(slot_name(kSlot)) + " slot: tensor number " +
                                             std::to_string(in.src2) + " out of range (16 descriptors)");
@@ -1550,7 +1563,8 @@ struct TpcExecutor::Impl {
     return epc + 1;
   }
 
-  void execute(const Bundle& b, ExecInfo& info) {
+  void execute(const Bundle& b, ExecInfo& info, bool checked) {
+    prechecked = checked;
     for (SlotExec& e : info.slot) {   // (the reads beyond num_reads are left as they were)
       e.op = Op::Nop;
       e.executed = false;
@@ -1642,7 +1656,17 @@ void TpcExecutor::launch(const LaunchContext& ctx) {
   state_.reset(ctx);
 }
 
-void TpcExecutor::execute(const Bundle& bundle, ExecInfo& info) { impl_->execute(bundle, info); }
+void TpcExecutor::execute(const Bundle& bundle, ExecInfo& info) { impl_->execute(bundle, info, false); }
+
+void TpcExecutor::execute_checked(const Bundle& bundle, ExecInfo& info) { impl_->execute(bundle, info, true); }
+
+bool TpcExecutor::bundle_well_formed(const Bundle& bundle) {
+  for (unsigned s = 0; s < kSlots; ++s) {
+    const SlotInstr& in = bundle.slot[s];
+    if (in.op != Op::Nop && check_slot(static_cast<Slot>(s), in) != nullptr) return false;
+  }
+  return true;
+}
 
 void TpcExecutor::raise_fault(FaultKind kind, const std::string& message) {
   state_.status = CoreStatus::Faulted;
@@ -1658,7 +1682,7 @@ RunResult TpcExecutor::run(const Bundle* program, size_t count, uint64_t max_bun
                                              std::to_string(count) + " bundles)");
       break;
     }
-    impl_->execute(program[state_.pc], info);
+    impl_->execute(program[state_.pc], info, false);
     if (!info.faulted) ++r.bundles;
   }
   r.status = state_.status;

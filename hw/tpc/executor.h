@@ -280,6 +280,15 @@ class TpcExecutor {
   // Running does nothing (info.halted or info.faulted says why).
   void execute(const Bundle& bundle, ExecInfo& info);
 
+  // The same for a bundle the caller has checked once with bundle_well_formed() (e.g. when it
+  // decoded it into an instruction cache): skips the per-slot static check. The result is
+  // identical to execute() for such a bundle.
+  void execute_checked(const Bundle& bundle, ExecInfo& info);
+
+  // True when no slot of `bundle` has a decode-level error (the static check execute() makes on
+  // every non-NOP slot, predicated or not). A bundle that fails it faults in execute().
+  static bool bundle_well_formed(const Bundle& bundle);
+
   // For the fetcher: stop the core with a fault at the current pc (e.g. a fetch error).
   void raise_fault(FaultKind kind, const std::string& message);
 

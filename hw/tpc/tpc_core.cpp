@@ -255,6 +255,7 @@ tpc::LaunchContext TpcCore::decode_descriptor(uint32_t set, std::string* error) 
 void TpcCore::invalidate_icache() {
   for (Line& line : lines_) line.valid = false;
   line_index_.clear();
+  last_line_ = nullptr;
   ++icache_generation_;
 }
 
@@ -278,18 +279,6 @@ void TpcCore::reset() {
 // ---------------------------------------------------------------------------------------------
 // The core
 // ---------------------------------------------------------------------------------------------
-
-unsigned TpcCore::reg_slot(const tpc::RegRef& r) {
-  switch (r.file) {
-    case tpc::RegFile::V: return r.index;
-    case tpc::RegFile::S: return 40 + r.index;
-    case tpc::RegFile::I: return 76 + r.index;
-    case tpc::RegFile::SP: return 84 + r.index;
-    case tpc::RegFile::VP: return 100 + r.index;
-    case tpc::RegFile::None: break;
-  }
-  return 0;
-}
 
 uint32_t TpcCore::latency_of(tpc::LatencyClass c) const {
   switch (c) {
@@ -315,11 +304,13 @@ bool TpcCore::wait_progress() {
 }
 
 TpcCore::Line* TpcCore::find_line(uint64_t tag) {
+  if (last_line_ != nullptr && last_line_->tag == tag) return last_line_;   // straight-line code, loops
   auto it = line_index_.find(tag);
   return it == line_index_.end() ? nullptr : &lines_[it->second];
 }
 
-const tpc::Bundle* TpcCore::fetch(uint64_t address, uint64_t& cycle, std::string& error, bool& fetch_failed) {
+const tpc::Bundle* TpcCore::fetch(uint64_t address, uint64_t& cycle, std::string& error, bool& fetch_failed,
+                                  bool& checked) {
   const uint64_t line_bytes = params_.icache_line_bytes;
   const uint64_t tag = address / line_bytes;
   Line* line = find_line(tag);
@@ -368,23 +359,25 @@ const tpc::Bundle* TpcCore::fetch(uint64_t address, uint64_t& cycle, std::string
     line_index_[tag] = index;
     bus_.release(*done);
   }
+  last_line_ = line;
   line->used = ++use_counter_;
   const size_t slot = (address % line_bytes) / tpc::kBundleBytes;
-  if (line->state[slot] == 0) {
+  if (line->state[slot] == kUndecoded) {
     std::string why;
     auto bundle = tpc::decode(line->bytes.data() + slot * tpc::kBundleBytes, &why);
     if (bundle) {
       line->bundles[slot] = *bundle;
-      line->state[slot] = 1;
+      line->state[slot] = tpc::TpcExecutor::bundle_well_formed(*bundle) ? kChecked : kDecoded;
     } else {
       line->errors[slot] = why;
-      line->state[slot] = 2;
+      line->state[slot] = kBad;
     }
   }
-  if (line->state[slot] == 2) {
+  if (line->state[slot] == kBad) {
     error = "bundle at " + hex(address) + " does not decode: " + line->errors[slot];
     return nullptr;
   }
+  checked = line->state[slot] == kChecked;
   return &line->bundles[slot];
 }
 
@@ -433,17 +426,20 @@ void TpcCore::run_kernel(const Launch& launch, uint64_t epoch) {
 
   const Picoseconds quantum_ps = Picoseconds{params_.quantum_cycles} * params_.cycle_ps;
   tpc::ExecInfo info;
+  std::string fetch_error;
   while (st.status == tpc::CoreStatus::Running) {
     if (at_cycle(cyc) > now_ps() + quantum_ps) {
       sync_to(cyc);
       if (epoch != epoch_) return;
     }
-    std::string error;
     bool fetch_failed = false;
-    const tpc::Bundle* bundle = fetch(kernel_base + uint64_t{st.pc} * tpc::kBundleBytes, cyc, error, fetch_failed);
+    bool checked = false;
+    const tpc::Bundle* bundle =
+        fetch(kernel_base + uint64_t{st.pc} * tpc::kBundleBytes, cyc, fetch_error, fetch_failed, checked);
     if (epoch != epoch_) return;
     if (bundle == nullptr) {
-      executor_->raise_fault(fetch_failed ? tpc::FaultKind::FetchError : tpc::FaultKind::IllegalInstruction, error);
+      executor_->raise_fault(fetch_failed ? tpc::FaultKind::FetchError : tpc::FaultKind::IllegalInstruction,
+                             fetch_error);
       break;
     }
     const bool global = may_access_global(*bundle);
@@ -464,7 +460,8 @@ void TpcCore::run_kernel(const Launch& launch, uint64_t epoch) {
       cyc = std::max(cyc, now_cycle);
       sync_to(cyc);
     }
-    executor_->execute(*bundle, info);
+    if (checked) executor_->execute_checked(*bundle, info);
+    else executor_->execute(*bundle, info);
     if (info.faulted) {
       memory_->release_store();
       if (auto failed = memory_->take_failed()) {

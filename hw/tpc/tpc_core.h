@@ -168,12 +168,16 @@ class TpcCore : public sc_core::sc_module, public RegisterBlock, public EngineSt
     Picoseconds at = 0;
     uint32_t sm_base_high = 0;
   };
+  // What the icache knows of one bundle of a line. kChecked: decoded and it passed
+  // TpcExecutor::bundle_well_formed() (executed with execute_checked()); kDecoded: decoded, but
+  // a slot is ill formed (execute() faults on it); kBad: it does not decode.
+  enum BundleState : uint8_t { kUndecoded, kDecoded, kChecked, kBad };
   struct Line {
     uint64_t tag = ~uint64_t{0};
     uint64_t used = 0;
     bool valid = false;
     std::vector<uint8_t> bytes;
-    std::vector<uint8_t> state;    // per bundle: 0 undecoded, 1 decoded, 2 bad
+    std::vector<uint8_t> state;    // per bundle: a BundleState
     std::vector<tpc::Bundle> bundles;
     std::vector<std::string> errors;
   };
@@ -196,10 +200,15 @@ class TpcCore : public sc_core::sc_module, public RegisterBlock, public EngineSt
   void sync_to(uint64_t cycle);    // wait until SystemC time reaches cycle `cycle`
   bool wait_progress();            // false if reset() abandoned the kernel
 
-  const tpc::Bundle* fetch(uint64_t address, uint64_t& cycle, std::string& error, bool& fetch_failed);
+  // The bundle at `address` (nullptr on an error); `checked`: it passed bundle_well_formed().
+  const tpc::Bundle* fetch(uint64_t address, uint64_t& cycle, std::string& error, bool& fetch_failed, bool& checked);
   Line* find_line(uint64_t tag);
   uint32_t latency_of(tpc::LatencyClass c) const;
-  static unsigned reg_slot(const tpc::RegRef& r);
+  // The scoreboard entry of a register: V0..V39, S0..S35, I0..I7, SP0..SP15, VP0..VP7.
+  static unsigned reg_slot(const tpc::RegRef& r) {
+    static constexpr uint8_t kBase[] = {0, 0, 40, 76, 84, 100};   // indexed by RegFile
+    return r.file == tpc::RegFile::None ? 0 : kBase[static_cast<uint8_t>(r.file)] + r.index;
+  }
 
   TpcCoreParams params_;
   DmaPort bus_;
@@ -218,6 +227,7 @@ class TpcCore : public sc_core::sc_module, public RegisterBlock, public EngineSt
   std::unordered_map<uint64_t, unsigned> line_index_;
   uint64_t use_counter_ = 0;
   uint64_t icache_generation_ = 0;
+  Line* last_line_ = nullptr;      // the line of the last fetch (nullptr after an invalidate)
 
   // The running kernel.
   Picoseconds start_ps_ = 0;
