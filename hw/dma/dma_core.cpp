@@ -67,7 +67,7 @@ DmaCore::DmaCore(sc_core::sc_module_name name, const DmaCoreConfig& config)
   bus_.set_client(this);
   SC_HAS_PROCESS(DmaCore);
   SC_METHOD(apply_due);
-  sensitive << apply_event_;
+  sensitive << pending_.event();
   dont_initialize();
   SC_THREAD(engine);
 }
@@ -112,29 +112,11 @@ bool DmaCore::read_register(uint64_t offset, uint32_t& value, Picoseconds at_ps)
 
 bool DmaCore::write_register(uint64_t offset, uint32_t value, Picoseconds at_ps) {
   if (offset >= size_bytes() || !known_register(static_cast<uint32_t>(offset))) return false;
-  push({std::max(at_ps, now_ps()), next_seq_++, static_cast<uint32_t>(offset), value});
+  pending_.submit(static_cast<uint32_t>(offset), value, std::max(at_ps, now_ps()));
   return true;
 }
 
-void DmaCore::push(const PendingWrite& write) {
-  pending_.push_back(write);
-  std::push_heap(pending_.begin(), pending_.end(), std::greater<PendingWrite>());
-  apply_event_.notify(delay_until(pending_.front().at));
-}
-
-void DmaCore::apply_due() {
-  apply_until(now_ps());
-  if (!pending_.empty()) apply_event_.notify(delay_until(pending_.front().at));
-}
-
-void DmaCore::apply_until(Picoseconds at) {
-  while (!pending_.empty() && pending_.front().at <= at) {
-    std::pop_heap(pending_.begin(), pending_.end(), std::greater<PendingWrite>());
-    const PendingWrite write = pending_.back();
-    pending_.pop_back();
-    apply(write.offset, write.value, write.at);
-  }
-}
+void DmaCore::apply_due() { pending_.on_event(); }
 
 void DmaCore::apply(uint32_t offset, uint32_t value, Picoseconds at) {
   switch (offset) {

@@ -21,6 +21,7 @@
 #include "hw/cfg/cfg_space.h"
 #include "hw/common/engine_status.h"
 #include "hw/common/mem_protocol.h"
+#include "hw/common/timed_writes.h"
 #include "hw/dma/dma_port.h"
 
 namespace hpusim::hw {
@@ -161,13 +162,6 @@ class DmaCore : public sc_core::sc_module, public RegisterBlock, public EngineSt
   void reset();
 
  private:
-  struct PendingWrite {
-    Picoseconds at;
-    uint64_t seq;
-    uint32_t offset;
-    uint32_t value;
-    bool operator>(const PendingWrite& o) const { return at != o.at ? at > o.at : seq > o.seq; }
-  };
   // A walk over a strided box: bytes of dimension 0 contiguous, then the outer dimensions.
   struct Cursor {
     uint64_t base = 0;
@@ -184,9 +178,8 @@ class DmaCore : public sc_core::sc_module, public RegisterBlock, public EngineSt
   DmaCore(sc_core::sc_module_name name, const DmaCoreConfig& config);
 
   static bool known_register(uint32_t offset);
-  void push(const PendingWrite& write);
   void apply_due();                 // SC_METHOD
-  void apply_until(Picoseconds at);
+  void apply_until(Picoseconds at) { pending_.apply_due(at); }
   void apply(uint32_t offset, uint32_t value, Picoseconds at);
   void commit(uint32_t value, Picoseconds at);
   uint32_t status0() const;
@@ -212,9 +205,12 @@ class DmaCore : public sc_core::sc_module, public RegisterBlock, public EngineSt
   DmaObserver* observer_ = nullptr;
 
   std::vector<uint32_t> regs_;      // one word per 4-byte offset of the page
-  std::vector<PendingWrite> pending_;   // min-heap on (at, seq)
-  uint64_t next_seq_ = 0;
-  sc_core::sc_event apply_event_;
+  // Every write queues (a due one applies at the next delta cycle, or at a read or query first).
+  TimedWrites<> pending_{[this](const RegisterWrite& w, Picoseconds at) {
+                           apply(static_cast<uint32_t>(w.offset), w.value, at);
+                         },
+                         {/*apply_if_due_and_idle=*/false, /*notify_earliest=*/true,
+                          /*queue_while_applying=*/false}};
 
   std::deque<DmaTransfer> queue_;
   uint64_t next_id_ = 1;

@@ -15,7 +15,7 @@ MmuController::MmuController(sc_core::sc_module_name name, const MmuControllerCo
   pending_.reserve(64);
   SC_HAS_PROCESS(MmuController);
   SC_METHOD(apply_due);
-  sensitive << apply_event_;
+  sensitive << pending_.event();
   dont_initialize();
 }
 
@@ -48,56 +48,31 @@ bool MmuController::write_register(uint64_t offset, uint32_t value, Picoseconds 
   }
   ++stats_.register_writes;
   Pending p{};
-  p.at = at_ps;
   p.kind = Kind::kWrite;
   p.offset = static_cast<uint32_t>(offset);
   p.value = value;
-  push(p);
+  push(at_ps, p);
   return true;
 }
 
 void MmuController::page_fault(const MmuFault& fault) {
   ++stats_.faults;
   Pending p{};
-  p.at = fault.at;
   p.kind = Kind::kCapture;
   p.va = fault.virtual_address;
   p.engine_id = fault.engine_id;
   p.is_write = fault.is_write;
-  push(p);
+  push(fault.at, p);
   if (interrupt_line_) interrupt_line_(fault.at);
   if (observer_ != nullptr) observer_->page_fault(fault);
 }
 
-void MmuController::push(Pending pending) {
-  pending.seq = next_seq_++;
-  pending_.push_back(pending);
-  std::push_heap(pending_.begin(), pending_.end(), Later{});
-  // An earlier pending notification wins over a later one.
-  apply_event_.notify(delay_until(pending.at));
-}
+void MmuController::apply_due() { pending_.on_event(); }
 
-void MmuController::apply_due() {
-  apply_until(now_ps());
-  if (!pending_.empty()) apply_event_.notify(delay_until(pending_.front().at));
-}
-
-void MmuController::apply_until(Picoseconds at) {
-  if (applying_) return;
-  applying_ = true;
-  while (!pending_.empty() && pending_.front().at <= at) {
-    std::pop_heap(pending_.begin(), pending_.end(), Later{});
-    const Pending p = pending_.back();
-    pending_.pop_back();
-    apply(p);
-  }
-  applying_ = false;
-}
-
-void MmuController::apply(const Pending& p) {
+void MmuController::apply(const Pending& p, Picoseconds at) {
   switch (p.kind) {
     case Kind::kWrite:
-      apply_write(p.offset, p.value, p.at);
+      apply_write(p.offset, p.value, at);
       return;
     case Kind::kCapture:
       if ((reg(kPageErrorCapture) & kCaptureEntryValid) != 0) return;   // the first fault stays
@@ -154,17 +129,15 @@ void MmuController::start_invalidation(Picoseconds at, bool set_ci, uint32_t ci)
   for (Mmu* mmu : mmus_) mmu->invalidate_all();
   ++invalidations_in_flight_;
   Pending done{};
-  done.at = at + Picoseconds{config_.invalidate_cycles} * config_.period_ps;
   done.kind = Kind::kInvalidationDone;
   done.value = ci;
   done.set_ci = set_ci;
-  push(done);
+  push(at + Picoseconds{config_.invalidate_cycles} * config_.period_ps, done);
 }
 
 void MmuController::reset() {
   apply_until(now_ps());
   pending_.clear();
-  apply_event_.cancel();
   std::fill(registers_.begin(), registers_.end(), 0u);
   busy_until_ = 0;
   invalidations_in_flight_ = 0;

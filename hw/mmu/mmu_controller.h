@@ -27,6 +27,7 @@
 
 #include "hw/cfg/cfg_space.h"
 #include "hw/common/mem_protocol.h"
+#include "hw/common/timed_writes.h"
 #include "hw/mmu/mmu.h"
 #include "hw/regs/gaudi1_map.h"
 
@@ -119,8 +120,6 @@ class MmuController : public sc_core::sc_module, public RegisterBlock, public Mm
  private:
   enum class Kind : uint8_t { kWrite, kCapture, kInvalidationDone };
   struct Pending {
-    Picoseconds at;
-    uint64_t seq;
     Kind kind;
     uint32_t offset;   // kWrite
     uint32_t value;    // kWrite: the value; kInvalidationDone: the consumer index
@@ -129,14 +128,11 @@ class MmuController : public sc_core::sc_module, public RegisterBlock, public Mm
     bool is_write;
     bool set_ci;       // kInvalidationDone: sets STLB_INV_CONSUMER_INDEX to `value`
   };
-  struct Later {
-    bool operator()(const Pending& a, const Pending& b) const { return a.at != b.at ? a.at > b.at : a.seq > b.seq; }
-  };
 
-  void push(Pending pending);
+  void push(Picoseconds at, const Pending& pending) { pending_.submit(at, pending); }
   void apply_due();                  // SC_METHOD
-  void apply_until(Picoseconds at);
-  void apply(const Pending& pending);
+  void apply_until(Picoseconds at) { pending_.apply_due(at); }
+  void apply(const Pending& pending, Picoseconds at);
   void apply_write(uint32_t offset, uint32_t value, Picoseconds at);
   void start_invalidation(Picoseconds at, bool set_ci, uint32_t ci);
   uint32_t& reg(uint64_t offset) { return registers_[offset / 4]; }
@@ -146,10 +142,10 @@ class MmuController : public sc_core::sc_module, public RegisterBlock, public Mm
   std::vector<uint32_t> registers_;  // storage for every register; some are overridden on read
   Picoseconds busy_until_ = 0;       // MMU_BUSY[31] reads 1 before this time
   uint32_t invalidations_in_flight_ = 0;   // STLB_INV_PS / STLB_INV_ALL_START clear when it drops to 0
-  std::vector<Pending> pending_;     // min-heap on (at, seq)
-  uint64_t next_seq_ = 0;
-  bool applying_ = false;
-  sc_core::sc_event apply_event_;
+  // Every write, capture and completion queues; one made while another applies only queues.
+  TimedWrites<Pending> pending_{[this](const Pending& p, Picoseconds at) { apply(p, at); },
+                                {/*apply_if_due_and_idle=*/false, /*notify_earliest=*/false,
+                                 /*queue_while_applying=*/true}};
   std::function<void(Picoseconds)> interrupt_line_;
   MmuObserver* observer_ = nullptr;
   MmuControllerStats stats_;

@@ -40,7 +40,7 @@ Qman::Qman(sc_core::sc_module_name name, const QmanConfig& config)
   }
   SC_THREAD(run_lower_cp);
   SC_METHOD(apply_due_writes);
-  sensitive << apply_event_;
+  sensitive << pending_writes_.event();
   dont_initialize();
   SC_METHOD(arbitration_decision);
   sensitive << arbitration_event_;
@@ -57,7 +57,6 @@ std::string Qman::describe(unsigned cp) const { return name_ + " CP" + std::to_s
 void Qman::reset() {
   ++generation_;
   pending_writes_.clear();
-  apply_event_.cancel();
   bus_.clear_posted_failures();
   for (Cp& cp : cps_) {
     cp.fence.fill(0);
@@ -87,7 +86,7 @@ void Qman::reset() {
 // --- registers --------------------------------------------------------------------------------
 
 bool Qman::read_register(uint64_t offset, uint32_t& value, Picoseconds at_ps) {
-  apply_writes_due(at_ps);
+  pending_writes_.apply_due(at_ps);
   auto ref = regs::decode_qm_reg(static_cast<uint32_t>(offset));
   if (!ref) return false;
   const unsigned i = ref->index;
@@ -137,27 +136,11 @@ bool Qman::write_register(uint64_t offset, uint32_t value, Picoseconds at_ps) {
   // the CPs before its time.
   auto ref = regs::decode_qm_reg(static_cast<uint32_t>(offset));
   if (!ref || (ref->reg == QmReg::PqSize && value > 16)) return false;
-  if (at_ps <= now_ps() && pending_writes_.empty()) {
-    apply_write(offset, value, at_ps);
-  } else {
-    pending_writes_.emplace(at_ps, PendingWrite{offset, value});
-    apply_event_.notify(delay_until(pending_writes_.begin()->first));
-  }
+  pending_writes_.submit(offset, value, at_ps);
   return true;
 }
 
-void Qman::apply_writes_due(Picoseconds until_ps) {
-  while (!pending_writes_.empty() && pending_writes_.begin()->first <= until_ps) {
-    const auto [at, write] = *pending_writes_.begin();
-    pending_writes_.erase(pending_writes_.begin());
-    apply_write(write.offset, write.value, at);
-  }
-}
-
-void Qman::apply_due_writes() {
-  apply_writes_due(now_ps());
-  if (!pending_writes_.empty()) apply_event_.notify(delay_until(pending_writes_.begin()->first));
-}
+void Qman::apply_due_writes() { pending_writes_.on_event(); }
 
 void Qman::apply_write(uint64_t offset, uint32_t value, Picoseconds at_ps) {
   auto ref = regs::decode_qm_reg(static_cast<uint32_t>(offset));

@@ -17,7 +17,6 @@
 #include <array>
 #include <deque>
 #include <functional>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,6 +24,7 @@
 #include "hw/cfg/cfg_space.h"
 #include "hw/common/bus_master.h"
 #include "hw/common/engine_status.h"
+#include "hw/common/timed_writes.h"
 #include "hw/qman/packets.h"
 #include "hw/regs/gaudi1_map.h"
 
@@ -131,12 +131,7 @@ class Qman : public sc_core::sc_module, public RegisterBlock {
     uint32_t pi = 0, ci = 0;
   };
 
-  struct PendingWrite {
-    uint64_t offset;
-    uint32_t value;
-  };
   void apply_write(uint64_t offset, uint32_t value, Picoseconds at_ps);
-  void apply_writes_due(Picoseconds until_ps);
   void apply_due_writes();   // SC_METHOD
   void run_upper_cp(unsigned stream);
   void run_lower_cp();
@@ -181,8 +176,10 @@ class Qman : public sc_core::sc_module, public RegisterBlock {
   unsigned wrr_next_ = 0;     // WRR: stream whose turn it is
   uint32_t wrr_credit_ = 0;   // WRR: grants left for the stream at wrr_next_
   bool decision_pending_ = false;
-  std::multimap<Picoseconds, PendingWrite> pending_writes_;   // accepted, not yet arrived
-  sc_core::sc_event apply_event_;
+  // Accepted, not yet arrived; a due write with nothing queued applies at once.
+  TimedWrites<> pending_writes_{[this](const RegisterWrite& w, Picoseconds at) { apply_write(w.offset, w.value, at); },
+                                {/*apply_if_due_and_idle=*/true, /*notify_earliest=*/true,
+                                 /*queue_while_applying=*/false}};
   sc_core::sc_event arbitration_event_;   // the arbiter decides one arbitration window after a release
 };
 

@@ -15,14 +15,6 @@ constexpr uint32_t kMaxGroups = 256;            // sid is 8 bits
 constexpr uint32_t kStatusValidBit = 1u << 0;
 constexpr unsigned kStatusPendingShift = 1;     // pending[8:1]
 
-// Orders the pending-write heap so that the earliest (at, seq) is on top.
-struct Later {
-  template <typename W>
-  bool operator()(const W& a, const W& b) const {
-    return a.at != b.at ? a.at > b.at : a.seq > b.seq;
-  }
-};
-
 std::string hex(uint64_t v) {
   std::ostringstream out;
   out << "0x" << std::hex << v;
@@ -102,7 +94,7 @@ SyncManager::SyncManager(sc_core::sc_module_name name, const SyncManagerConfig& 
   payload_socket.register_nb_transport_bw(this, &SyncManager::payload_response);
   SC_HAS_PROCESS(SyncManager);
   SC_METHOD(apply_due);
-  sensitive << apply_event_;
+  sensitive << pending_.event();
   dont_initialize();
 }
 
@@ -127,7 +119,7 @@ bool SyncManager::write_register(uint64_t offset, uint32_t value, Picoseconds at
     ++stats_.rejected_accesses;
     return false;
   }
-  push(PendingWrite{at_ps, next_seq_++, index, value, reg});
+  pending_.submit(at_ps, PendingWrite{index, value, reg});
   return true;
 }
 
@@ -151,37 +143,15 @@ bool SyncManager::read_register(uint64_t offset, uint32_t& value, Picoseconds at
   return true;
 }
 
-void SyncManager::push(const PendingWrite& write) {
-  pending_.push_back(write);
-  std::push_heap(pending_.begin(), pending_.end(), Later{});
-  // A pending notification for an earlier time wins; a later one is replaced by this one.
-  apply_event_.notify(delay_until(write.at));
-}
+void SyncManager::apply_due() { pending_.on_event(); }
 
-void SyncManager::apply_due() {
-  apply_until(now_ps());
-  if (!pending_.empty()) apply_event_.notify(delay_until(pending_.front().at));
-}
-
-void SyncManager::apply_until(Picoseconds at) {
-  if (applying_) return;  // a payload write re-entered the block: it only queues
-  applying_ = true;
-  while (!pending_.empty() && pending_.front().at <= at) {
-    std::pop_heap(pending_.begin(), pending_.end(), Later{});
-    const PendingWrite write = pending_.back();
-    pending_.pop_back();
-    apply(write);
-  }
-  applying_ = false;
-}
-
-void SyncManager::apply(const PendingWrite& w) {
+void SyncManager::apply(const PendingWrite& w, Picoseconds at) {
   switch (w.reg) {
-    case Reg::kSob: write_sob(w.index, w.value, w.at); break;
+    case Reg::kSob: write_sob(w.index, w.value, at); break;
     case Reg::kPayAddrL: monitors_[w.index].pay_addrl = w.value; break;
     case Reg::kPayAddrH: monitors_[w.index].pay_addrh = w.value; break;
     case Reg::kPayData: monitors_[w.index].pay_data = w.value; break;
-    case Reg::kArm: arm(w.index, w.value, w.at); break;
+    case Reg::kArm: arm(w.index, w.value, at); break;
     case Reg::kStatus:
       // Clearing valid (what the driver does when it scrubs a context) disarms; a monitor is only
       // armed through mon_arm.

@@ -20,6 +20,7 @@
 
 #include "hw/cfg/cfg_space.h"
 #include "hw/common/mem_protocol.h"
+#include "hw/common/timed_writes.h"
 
 namespace hpusim::hw {
 
@@ -113,8 +114,6 @@ class SyncManager : public sc_core::sc_module, public RegisterBlock {
     Reg reg;
   };
   struct PendingWrite {
-    Picoseconds at;
-    uint64_t seq;
     uint32_t index;
     uint32_t value;
     Reg reg;
@@ -137,10 +136,9 @@ class SyncManager : public sc_core::sc_module, public RegisterBlock {
   SyncManager(sc_core::sc_module_name name, const SyncManagerConfig& config);
 
   bool decode(uint64_t offset, Reg& reg, uint32_t& index) const;
-  void push(const PendingWrite& write);
   void apply_due();                   // SC_METHOD
-  void apply_until(Picoseconds at);
-  void apply(const PendingWrite& write);
+  void apply_until(Picoseconds at) { pending_.apply_due(at); }
+  void apply(const PendingWrite& write, Picoseconds at);
   void write_sob(uint32_t sob, uint32_t value, Picoseconds at);
   void arm(uint32_t monitor, uint32_t value, Picoseconds at);
   void disarm(uint32_t monitor);
@@ -163,10 +161,10 @@ class SyncManager : public sc_core::sc_module, public RegisterBlock {
   std::vector<int32_t> group_head_;   // first armed monitor watching each group, -1 if none
   std::vector<int32_t> group_tail_;
 
-  std::vector<PendingWrite> pending_;  // min-heap on (at, seq)
-  uint64_t next_seq_ = 0;
-  bool applying_ = false;
-  sc_core::sc_event apply_event_;
+  // Every write queues; a payload write re-entering the block while one applies only queues.
+  TimedWrites<PendingWrite> pending_{[this](const PendingWrite& w, Picoseconds at) { apply(w, at); },
+                                     {/*apply_if_due_and_idle=*/false, /*notify_earliest=*/false,
+                                      /*queue_while_applying=*/true}};
 
   std::vector<std::unique_ptr<PayloadSlot>> slots_;
   std::vector<uint32_t> free_slots_;
