@@ -672,6 +672,36 @@ struct TpcExecutor::Impl {
     return v != in.pred_invert ? Pred::Run : Pred::Skip;
   }
 
+  // What every slot does before its operation: NOP, the instruction check (unless the bundle was
+  // prechecked), the tensor number of a tensor op (it faults even when predicated off, as decode
+  // does), the predicate and the dtype. Run: execute it (the slot's latency class is set); Skip:
+  // nothing to do (a NOP or predicated off); Fault: the fault is recorded.
+  Pred begin_slot(Slot slot, const SlotInstr& in, SlotExec& e, LatencyClass latency, const uint8_t*& mask,
+                  uint8_t& inv) {
+    e.op = in.op;
+    mask = nullptr;
+    inv = 0;
+    if (in.op == Op::Nop) return Pred::Skip;
+    if (const char* why = prechecked ? nullptr : check_slot(slot, in)) {
+      illegal(slot, in, why);
+      return Pred::Fault;
+    }
+    if (tensor_op(in.op) && in.src2 >= kMaxTensors) {
+      fail(FaultKind::BadTensor, std::string(slot_name(slot)) + " slot: tensor number " + std::to_string(in.src2) +
+                                     " out of range (16 descriptors)");
+      return Pred::Fault;
+    }
+    const Pred p = predicate(slot, in, e, mask, inv);
+    if (p != Pred::Run) return p;
+    if (!valid_dtype(in.dtype)) {
+      illegal(slot, in, "bad dtype");
+      return Pred::Fault;
+    }
+    e.executed = true;
+    e.latency = latency;
+    return Pred::Run;
+  }
+
   void set_vwrite(VWrite& w, unsigned reg, DType t, const uint8_t* data, const uint8_t* mask, uint8_t inv) {
     w.on = true;
     w.reg = static_cast<uint8_t>(reg);
@@ -713,17 +743,10 @@ struct TpcExecutor::Impl {
 
   bool exec_vpu(const SlotInstr& in, uint32_t imm, SlotExec& e) {
     constexpr Slot kSlot = Slot::Vpu;
-    e.op = in.op;
-    if (in.op == Op::Nop) return true;
-    if (const char* why = prechecked ? nullptr : check_slot(kSlot, in)) return illegal(kSlot, in, why);
     const uint8_t* mask;
     uint8_t inv;
-    const Pred p = predicate(kSlot, in, e, mask, inv);
-    if (p == Pred::Fault) return false;
-    if (p == Pred::Skip) return true;
-    if (!valid_dtype(in.dtype)) return illegal(kSlot, in, "bad dtype");
-    e.executed = true;
-    e.latency = LatencyClass::Vpu;
+    const Pred p = begin_slot(kSlot, in, e, LatencyClass::Vpu, mask, inv);
+    if (p != Pred::Run) return p == Pred::Skip;
     const DType t = in.dtype;
     const unsigned n = st.lanes(t);
     const bool is_float = elem_is_float(t);
@@ -1025,17 +1048,10 @@ struct TpcExecutor::Impl {
 
   bool exec_spu(const SlotInstr& in, uint32_t imm, SlotExec& e) {
     constexpr Slot kSlot = Slot::Spu;
-    e.op = in.op;
-    if (in.op == Op::Nop) return true;
-    if (const char* why = prechecked ? nullptr : check_slot(kSlot, in)) return illegal(kSlot, in, why);
     const uint8_t* mask;
     uint8_t inv;
-    const Pred p = predicate(kSlot, in, e, mask, inv);
-    if (p == Pred::Fault) return false;
-    if (p == Pred::Skip) return true;
-    if (!valid_dtype(in.dtype)) return illegal(kSlot, in, "bad dtype");
-    e.executed = true;
-    e.latency = LatencyClass::Spu;
+    const Pred p = begin_slot(kSlot, in, e, LatencyClass::Spu, mask, inv);
+    if (p != Pred::Run) return p == Pred::Skip;
     const DType t = in.dtype;
     const auto& S = st.s;
 
@@ -1297,20 +1313,10 @@ struct TpcExecutor::Impl {
 
   bool exec_load(const SlotInstr& in, uint32_t imm, SlotExec& e, ExecInfo& info) {
     constexpr Slot kSlot = Slot::Load;
-    e.op = in.op;
-    if (in.op == Op::Nop) return true;
-    if (const char* why = prechecked ? nullptr : check_slot(kSlot, in)) return illegal(kSlot, in, why);
-    if (tensor_op(in.op) && in.src2 >= kMaxTensors)   // faults even when predicated off, like decode
-      return fail(FaultKind::BadTensor, std::string(slot_name(kSlot)) + " slot: tensor number " +
-                                            std::to_string(in.src2) + " out of range (16 descriptors)");
     const uint8_t* mask;
     uint8_t inv;
-    const Pred p = predicate(kSlot, in, e, mask, inv);
-    if (p == Pred::Fault) return false;
-    if (p == Pred::Skip) return true;
-    if (!valid_dtype(in.dtype)) return illegal(kSlot, in, "bad dtype");
-    e.executed = true;
-    e.latency = LatencyClass::Local;
+    const Pred p = begin_slot(kSlot, in, e, LatencyClass::Local, mask, inv);
+    if (p != Pred::Run) return p == Pred::Skip;
     const bool vdst_op = in.op == Op::LdTnsr || in.op == Op::LdVlm || in.op == Op::LdMov;
     if (vdst_op && in.dst >= kVectorRegs) return illegal(kSlot, in, "vector register out of range");
     if (!vdst_op && in.dst >= kScalarRegs) return illegal(kSlot, in, "scalar register out of range");
@@ -1409,20 +1415,10 @@ struct TpcExecutor::Impl {
 
   bool exec_store(const SlotInstr& in, uint32_t imm, SlotExec& e, ExecInfo& info) {
     constexpr Slot kSlot = Slot::Store;
-    e.op = in.op;
-    if (in.op == Op::Nop) return true;
-    if (const char* why = prechecked ? nullptr : check_slot(kSlot, in)) return illegal(kSlot, in, why);
-    if (tensor_op(in.op) && in.src2 >= kMaxTensors)   // faults even when predicated off, like decode
-      return fail(FaultKind::BadTensor, std::string(slot_name(kSlot)) + " slot: tensor number " +
-                                            std::to_string(in.src2) + " out of range (16 descriptors)");
     const uint8_t* mask;
     uint8_t inv;
-    const Pred p = predicate(kSlot, in, e, mask, inv);
-    if (p == Pred::Fault) return false;
-    if (p == Pred::Skip) return true;
-    if (!valid_dtype(in.dtype)) return illegal(kSlot, in, "bad dtype");
-    e.executed = true;
-    e.latency = LatencyClass::None;
+    const Pred p = begin_slot(kSlot, in, e, LatencyClass::None, mask, inv);
+    if (p != Pred::Run) return p == Pred::Skip;
     auto sreg = [&](uint8_t r, uint32_t& v) -> bool {
       if (r >= kScalarRegs) return illegal(kSlot, in, "scalar register out of range");
       rd(e, RegFile::S, r);
