@@ -90,6 +90,7 @@ TpcCoreParams tpc_core_params_from(const preset::Card& card, unsigned index) {
   p.branch_penalty = t.branch_penalty();
   p.icache_bytes = t.icache_bytes();
   p.icache_line_bytes = t.icache_line_bytes();
+  p.icache_fill_lines = t.icache_fill_lines();
   p.sm_base_high_reset = static_cast<uint32_t>(regs::cfg_address(0) >> 32);
   return p;
 }
@@ -188,6 +189,7 @@ TpcCore::TpcCore(sc_core::sc_module_name name, const TpcCoreParams& params)
   executor_ = std::make_unique<tpc::TpcExecutor>(params_.exec);   // validates exec
   memory_ = std::make_unique<Memory>(*this);
   executor_->set_global_memory(memory_.get());
+  if (params_.icache_fill_lines == 0) throw std::invalid_argument(who + "icache_fill_lines must be at least 1");
   lines_.resize(params_.icache_bytes / params_.icache_line_bytes);
   regs_[tc::kSmBaseAddressHigh / 4] = params_.sm_base_high_reset;
   bus_.set_client(this);
@@ -309,6 +311,31 @@ TpcCore::Line* TpcCore::find_line(uint64_t tag) {
   return it == line_index_.end() ? nullptr : &lines_[it->second];
 }
 
+TpcCore::Line* TpcCore::fill_line(uint64_t tag, const uint8_t* bytes) {
+  // A free line, else the least recently used one.
+  unsigned index = 0;
+  if (line_index_.size() < lines_.size()) {
+    while (lines_[index].valid) ++index;
+  } else {
+    for (unsigned i = 1; i < lines_.size(); ++i) {
+      if (lines_[i].used < lines_[index].used) index = i;
+    }
+    line_index_.erase(lines_[index].tag);
+  }
+  const uint64_t line_bytes = params_.icache_line_bytes;
+  Line& line = lines_[index];
+  line.valid = true;
+  line.tag = tag;
+  line.used = ++use_counter_;
+  line.bytes.assign(bytes, bytes + line_bytes);
+  const size_t per_line = line_bytes / tpc::kBundleBytes;
+  line.state.assign(per_line, 0);
+  line.bundles.resize(per_line);
+  line.errors.resize(per_line);
+  line_index_[tag] = index;
+  return &line;
+}
+
 const tpc::Bundle* TpcCore::fetch(uint64_t address, uint64_t& cycle, std::string& error, bool& fetch_failed,
                                   bool& checked) {
   const uint64_t line_bytes = params_.icache_line_bytes;
@@ -317,18 +344,31 @@ const tpc::Bundle* TpcCore::fetch(uint64_t address, uint64_t& cycle, std::string
   if (line == nullptr) {
     ++stats_.icache_misses;
     sync_to(cycle);
-    const uint64_t epoch = epoch_;
-    DmaPort::Access& access = bus_.acquire(false, tag * line_bytes, static_cast<uint32_t>(line_bytes));
-    access.kind = kFetch;
-    access.tag2 = epoch;
-    fetch_done_ = nullptr;
-    ++fetches_in_flight_;
-    bus_.issue(access);
-    while (fetch_done_ == nullptr) {
-      if (!wait_progress()) return nullptr;
+    // One read brings the missed line and up to icache_fill_lines - 1 lines after it (not past
+    // its 4 KB page, so a prefetch never reaches a page the kernel does not own). If that read
+    // fails, the missed line alone is read again: only its own failure is a fetch fault.
+    const uint64_t to_page_end = (kFillPageBytes - (tag * line_bytes) % kFillPageBytes) / line_bytes;
+    uint64_t lines = std::min<uint64_t>({params_.icache_fill_lines, to_page_end, lines_.size()});
+    DmaPort::Access* done = nullptr;
+    while (done == nullptr) {
+      const uint64_t epoch = epoch_;
+      DmaPort::Access& access = bus_.acquire(false, tag * line_bytes, static_cast<uint32_t>(lines * line_bytes));
+      access.kind = kFetch;
+      access.tag2 = epoch;
+      fetch_done_ = nullptr;
+      ++fetches_in_flight_;
+      bus_.issue(access);
+      while (fetch_done_ == nullptr) {
+        if (!wait_progress()) return nullptr;
+      }
+      done = fetch_done_;
+      fetch_done_ = nullptr;
+      if (!done->ok() && lines > 1) {
+        bus_.release(*done);
+        done = nullptr;
+        lines = 1;
+      }
     }
-    DmaPort::Access* done = fetch_done_;
-    fetch_done_ = nullptr;
     const uint64_t arrived = std::max(cycle, cycle_at(now_ps()));
     stats_.fetch_stall_cycles += arrived - cycle;
     cycle = arrived;
@@ -338,25 +378,11 @@ const tpc::Bundle* TpcCore::fetch(uint64_t address, uint64_t& cycle, std::string
       bus_.release(*done);
       return nullptr;
     }
-    // Fill: a free line, else the least recently used one.
-    unsigned index = 0;
-    if (line_index_.size() < lines_.size()) {
-      while (lines_[index].valid) ++index;
-    } else {
-      for (unsigned i = 1; i < lines_.size(); ++i) {
-        if (lines_[i].used < lines_[index].used) index = i;
-      }
-      line_index_.erase(lines_[index].tag);
+    // The prefetched lines first, the missed one last (so it is the most recently used).
+    for (uint64_t i = lines; i-- > 0;) {
+      if (i > 0 && find_line(tag + i) != nullptr) continue;
+      line = fill_line(tag + i, done->buffer.data() + i * line_bytes);
     }
-    line = &lines_[index];
-    line->valid = true;
-    line->tag = tag;
-    line->bytes.assign(done->buffer.begin(), done->buffer.end());
-    const size_t per_line = line_bytes / tpc::kBundleBytes;
-    line->state.assign(per_line, 0);
-    line->bundles.resize(per_line);
-    line->errors.resize(per_line);
-    line_index_[tag] = index;
     bus_.release(*done);
   }
   last_line_ = line;

@@ -79,6 +79,7 @@ struct TpcCoreParams {
   uint32_t branch_penalty = 2;      // extra cycles after a taken jmp
   uint32_t icache_bytes = 16384;    // fully associative, LRU
   uint32_t icache_line_bytes = 64;  // a multiple of 32 (one bundle), a power of two
+  uint32_t icache_fill_lines = 4;   // lines one miss reads (the missed one and the next, within its 4 KB page)
   uint32_t quantum_cycles = 1000;   // local time runs at most this far ahead of SystemC time
   uint32_t max_outstanding = 64;    // global loads in flight; the core stalls beyond
   uint32_t max_posted_writes = 256; // global stores sent and unanswered (posted, as the DMA's are)
@@ -203,6 +204,8 @@ class TpcCore : public sc_core::sc_module, public RegisterBlock, public EngineSt
   // The bundle at `address` (nullptr on an error); `checked`: it passed bundle_well_formed().
   const tpc::Bundle* fetch(uint64_t address, uint64_t& cycle, std::string& error, bool& fetch_failed, bool& checked);
   Line* find_line(uint64_t tag);
+  Line* fill_line(uint64_t tag, const uint8_t* bytes);
+  static constexpr uint64_t kFillPageBytes = 4096;
   uint32_t latency_of(tpc::LatencyClass c) const;
   // The scoreboard entry of a register: V0..V39, S0..S35, I0..I7, SP0..SP15, VP0..VP7.
   static unsigned reg_slot(const tpc::RegRef& r) {

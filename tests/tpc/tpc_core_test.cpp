@@ -445,7 +445,8 @@ TEST_F(TpcCardTest, CycleCountsFollowTheScoreboard) {
   // Independent: 3 prologue bundles + n macs + halt, one per cycle, plus the instruction fetches.
   const uint64_t compute0 = stats[0].cycles - stats[0].fetch_stall_cycles;
   EXPECT_EQ(stats[0].bundles, n + 4);
-  EXPECT_EQ(stats[0].stall_cycles, 0u);
+  // At most the loop iterator's ld_smov (local_latency) can stall, unless a fill hides it.
+  EXPECT_LE(stats[0].stall_cycles, preset.tpc().local_latency());
   EXPECT_GE(compute0, n + 4);
   EXPECT_LE(compute0, n + 4 + 4);
   // Dependent chain: every mac after the first waits vpu_latency cycles for its accumulator.
@@ -473,7 +474,9 @@ TEST_F(TpcCardTest, ColdInstructionCacheCostsMemoryLatency) {
   ASSERT_TRUE(wait_sob(3));
   const auto stats = kernel_stats(0);
   ASSERT_EQ(stats.size(), 3u);
-  EXPECT_EQ(stats[0].icache_misses, 256u / preset.tpc().icache_line_bytes());   // 8 bundles
+  // 8 bundles = 256 bytes; one miss reads icache_fill_lines lines.
+  const uint32_t fill_bytes = preset.tpc().icache_line_bytes() * preset.tpc().icache_fill_lines();
+  EXPECT_EQ(stats[0].icache_misses, (256u + fill_bytes - 1) / fill_bytes);
   EXPECT_EQ(stats[1].icache_misses, 0u);
   EXPECT_EQ(stats[2].icache_misses, stats[0].icache_misses);
   EXPECT_GT(stats[0].fetch_stall_cycles, 50u) << "a DRAM read costs tens of cycles at least";
