@@ -8,7 +8,9 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <ostream>
+#include <regex>
 #include <stdexcept>
 
 #include "hw/card/card.h"
@@ -32,12 +34,29 @@ const char* find_source(const std::string& name) {
   return nullptr;
 }
 
+// ADD and TRIAD share stream_binary.s; its `COMPUTE Vd, Vb` becomes the kernel's vector op.
+std::optional<std::string> stream_binary_source(const std::string& name) {
+  std::string op;
+  if (name == "stream_add") op = "add.f32 $1, $1, $2";
+  else if (name == "stream_triad") op = "mac.f32 $1, $2, S0";
+  else return std::nullopt;
+  const char* shared = find_source("stream_binary");
+  if (shared == nullptr) throw std::logic_error("the bench kernel stream_binary is not embedded");
+  static const std::regex compute(R"(COMPUTE (V[^,]+), (V[^,;\s]+))");
+  return std::regex_replace(std::string(shared), compute, op);
+}
+
 }  // namespace
 
 tpc::Program assemble_tpc_bench_kernel(const std::string& name, tpc::DType dtype) {
-  const char* text = find_source(name);
-  if (text == nullptr) throw std::invalid_argument("unknown bench TPC kernel '" + name + "'");
-  std::string source = text;
+  std::string source;
+  if (auto binary = stream_binary_source(name)) {
+    source = *binary;
+  } else {
+    const char* text = name == "stream_binary" ? nullptr : find_source(name);
+    if (text == nullptr) throw std::invalid_argument("unknown bench TPC kernel '" + name + "'");
+    source = text;
+  }
   if (name == "mac_chain") {
     if (dtype == tpc::DType::F32) source += "\n        MAC_CHAIN f32, 64\n";
     else if (dtype == tpc::DType::BF16) source += "\n        MAC_CHAIN bf16, 128\n";

@@ -1,12 +1,16 @@
-// STREAM TRIAD for `hpusim bench tpc`: C[i] = A[i] + s * B[i], f32, over this core's slice of dim 0.
+// STREAM ADD and TRIAD for `hpusim bench tpc`, f32, over this core's slice of dim 0:
+//   ADD   C[i] = A[i] + B[i]          (COMPUTE Vd, Vb becomes add.f32 Vd, Vd, Vb)
+//   TRIAD C[i] = A[i] + s * B[i]      (COMPUTE Vd, Vb becomes mac.f32 Vd, Vb, S0; not fused: ISA.md)
+// The bench rewrites COMPUTE before assembling (sim/bench/tpc_bench.cpp); the schedule is shared.
 //
-// Tensors: 0 = A, 1 = B, 2 = C (1-D f32); S0 = s (f32 bits). The slice size must be a positive multiple of GROUP
-// (1024 elements = 16 vectors of 64 lanes); the bench partitions with that granule.
+// Tensors: 0 = A, 1 = B, 2 = C (1-D f32); TRIAD: S0 = s (f32 bits). The slice size must be a
+// positive multiple of GROUP (1024 elements = 16 vectors of 64 lanes); the bench partitions with
+// that granule.
 //
 // Schedule (software pipelined): a group of 16 vectors lives in V0..V15 (A) and V16..V31 (B).
-// The loop body computes the current group in place with one mac per vector
-// (Vj = Vj + V(16+j) * S0, not fused: ISA.md), stores each result four bundles later (vpu_latency) and, in the same bundle, reloads Vj and then V(16+j) with the
-// next group, so about 32 loads (8 KB) stay in flight per TPC while the macs wait for them.
+// The loop body computes the current group in place, one COMPUTE per vector, stores each result
+// four bundles later (vpu_latency) and, in the same bundle, reloads Vj and then V(16+j) with the
+// next group, so about 32 loads (8 KB) stay in flight per TPC while the computes wait for them.
 // Every access is one 256-byte vector. I2 walks the loads, I3 the stores (one iadd each per
 // vector: the SPU slot is the limit of two bundles per vector, not the Load slot).
 .equ LANES 64
@@ -15,10 +19,10 @@
 // Store vector \j (computed four bundles ago), reload it and its B partner \bj with the next
 // group; the VPU slot computes vector \n of the current group.
 .macro STEP j, bj, n, bn
-        mac.f32 V\n, V\bn, S0; st_tnsr I3, 2, V\j; ld_tnsr V\j, I2, 0; iadd_dim I3, LANES dim=0
+        COMPUTE V\n, V\bn; st_tnsr I3, 2, V\j; ld_tnsr V\j, I2, 0; iadd_dim I3, LANES dim=0
         ld_tnsr V\bj, I2, 1; iadd_dim I2, LANES dim=0
 .endm
-// The same without a mac (the last two vectors of a group).
+// The same without a compute (the last two vectors of a group).
 .macro TAIL j, bj
         st_tnsr I3, 2, V\j; ld_tnsr V\j, I2, 0; iadd_dim I3, LANES dim=0
         ld_tnsr V\bj, I2, 1; iadd_dim I2, LANES dim=0
@@ -30,7 +34,7 @@
 .endm
 // Epilogue: compute vector \n of the last group and store vector \j (computed four bundles ago).
 .macro LAST n, bn, j
-        mac.f32 V\n, V\bn, S0; st_tnsr I3, 2, V\j; iadd_dim I3, LANES dim=0
+        COMPUTE V\n, V\bn; st_tnsr I3, 2, V\j; iadd_dim I3, LANES dim=0
 .endm
 
         ispace_offset I0
@@ -60,9 +64,9 @@
         LOAD 14, 30
         LOAD 15, 31
         loop S20, S21, group_end
-        mac.f32 V0, V16, S0
+        COMPUTE V0, V16
         nop
-        mac.f32 V1, V17, S0
+        COMPUTE V1, V17
         nop
         STEP 0, 16, 2, 18
         STEP 1, 17, 3, 19
@@ -82,10 +86,10 @@
         st_tnsr I3, 2, V15; ld_tnsr V15, I2, 0; iadd_dim I3, LANES dim=0
 group_end: ld_tnsr V31, I2, 1; iadd_dim I2, LANES dim=0
         // The last group: compute and store without reloading.
-        mac.f32 V0, V16, S0
-        mac.f32 V1, V17, S0
-        mac.f32 V2, V18, S0
-        mac.f32 V3, V19, S0
+        COMPUTE V0, V16
+        COMPUTE V1, V17
+        COMPUTE V2, V18
+        COMPUTE V3, V19
         LAST 4, 20, 0
         LAST 5, 21, 1
         LAST 6, 22, 2
