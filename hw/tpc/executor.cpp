@@ -444,6 +444,7 @@ const char* check_slot(Slot slot, const SlotInstr& in) {
         case Op::LdSlm: case Op::LdSMov: o = {R::S, imm ? R::None : R::S}; break;
         case Op::LdVlm: o = {R::V, imm ? R::None : R::S}; vector_pred_ok = true; break;
         case Op::LdMov: o = {R::V, R::V}; vector_pred_ok = true; break;
+        case Op::Prefetch: o = {R::None, R::I}; break;
         default: return "opcode not defined in this slot";
       }
       break;
@@ -1294,6 +1295,7 @@ struct TpcExecutor::Impl {
     g.address = addr;
     g.bytes = bytes;
     g.is_write = write;
+    g.prefetch = false;
     g.slot = slot;
     g.dst = dst;
     return true;
@@ -1404,6 +1406,24 @@ struct TpcExecutor::Impl {
         uint32_t v = 0;
         if (!addr_operand(v)) return false;
         swrite(v);
+        return true;
+      }
+      case Op::Prefetch: {
+        // The span ld_tnsr would read; nothing is read now and nothing can fault (a hint).
+        if (in.src0 >= kIndexRegs) return illegal(kSlot, in, "index register out of range");
+        rd(e, RegFile::I, in.src0);
+        const TensorDescriptor* t = tensor(kSlot, in.src2);
+        if (!t) return false;
+        const Span s = span(*t, st.i[in.src0], st.lanes(t->dtype));
+        if (s.any && ex.memory_ != nullptr) {
+          GlobalAccess& g = info.global[info.num_global++];
+          g.address = s.addr;
+          g.bytes = (s.hi - s.lo) * (elem_bits(t->dtype) / 8);
+          g.is_write = false;
+          g.prefetch = true;
+          g.slot = kSlot;
+          g.dst = RegRef{};
+        }
         return true;
       }
       default: return illegal(kSlot, in, "opcode not defined in this slot");

@@ -233,6 +233,7 @@ struct GlobalAccess {
   uint64_t address = 0;
   uint32_t bytes = 0;
   bool is_write = false;
+  bool prefetch = false;   // a prefetch: timing only, no data and no register
   Slot slot = Slot::Load;
   RegRef dst;              // loads: the register the data goes to
 };

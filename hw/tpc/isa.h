@@ -96,6 +96,7 @@ enum class Op : uint8_t {
   LdVlm,            // Vd = VLM[Sa|imm] (byte address, aligned to the vector size)
   LdMov,            // Vd = Va (a second mover, as the real load slot has)
   LdSMov,           // Sd = Sa|imm
+  Prefetch,         // start reading tensor[t] at I[a] into the prefetch buffer (timing only, see ISA.md)
 
   // --- Store slot ---
   StTnsr = 192,     // tensor[t] at I[a] = Vb (lanes past the tensor's dim-0 size are not written)

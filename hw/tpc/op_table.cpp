@@ -92,6 +92,7 @@ constexpr OpInfo kTable[] = {
   {Op::LdVlm,        Slot::Load,  "ld_vlm",        O::V,  O::SorImm, N,         N,         true,  false},
   {Op::LdMov,        Slot::Load,  "ld_mov",        O::V,  O::V,      N,         N,         true,  false},
   {Op::LdSMov,       Slot::Load,  "ld_smov",       O::S,  O::SorImm, N,         N,         false, false},
+  {Op::Prefetch,     Slot::Load,  "prefetch",      N,     O::I,      N,         O::Tensor, false, false},
 
   // --- Store ---
   {Op::StTnsr,       Slot::Store, "st_tnsr",       N,     O::I,      O::V,      O::Tensor, false, false},

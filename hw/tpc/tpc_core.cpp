@@ -29,7 +29,7 @@ bool is_power_of_two(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 bool may_access_global(const tpc::Bundle& b) {
   const tpc::Op load = b[tpc::Slot::Load].op;
   const tpc::Op store = b[tpc::Slot::Store].op;
-  return load == tpc::Op::LdTnsr || load == tpc::Op::LdTnsrS || store == tpc::Op::StTnsr ||
+  return load == tpc::Op::LdTnsr || load == tpc::Op::LdTnsrS || load == tpc::Op::Prefetch || store == tpc::Op::StTnsr ||
          store == tpc::Op::StTnsrS;
 }
 
@@ -91,6 +91,9 @@ TpcCoreParams tpc_core_params_from(const preset::Card& card, unsigned index) {
   p.icache_bytes = t.icache_bytes();
   p.icache_line_bytes = t.icache_line_bytes();
   p.icache_fill_lines = t.icache_fill_lines();
+  p.max_outstanding = t.max_outstanding_loads();
+  p.prefetch_entries = t.prefetch_entries();
+  p.prefetch_hit_latency = t.prefetch_hit_latency();
   p.sm_base_high_reset = static_cast<uint32_t>(regs::cfg_address(0) >> 32);
   return p;
 }
@@ -172,7 +175,7 @@ class TpcCore::Memory : public tpc::GlobalMemory {
 TpcCore::TpcCore(const TpcCoreParams& params) : TpcCore(sc_core::sc_module_name(params.name.c_str()), params) {}
 
 TpcCore::TpcCore(sc_core::sc_module_name name, const TpcCoreParams& params)
-    : sc_module(name), params_(params), bus_("bus"), regs_(size_bytes() / 4, 0) {
+    : sc_module(name), params_(params), bus_("bus"), prefetch_(params.prefetch_entries), regs_(size_bytes() / 4, 0) {
   const std::string who = "TPC core '" + params_.name + "': ";
   if (params_.cycle_ps == 0) throw std::invalid_argument(who + "cycle_ps must be positive");
   if (params_.icache_line_bytes < tpc::kBundleBytes || !is_power_of_two(params_.icache_line_bytes)) {
@@ -270,6 +273,8 @@ void TpcCore::reset() {
   in_flight_ = 0;
   stores_in_flight_ = 0;
   fetches_in_flight_ = 0;
+  prefetches_in_flight_ = 0;
+  prefetch_.clear();
   fetch_done_ = nullptr;
   memory_->release_store();
   invalidate_icache();
@@ -281,6 +286,15 @@ void TpcCore::reset() {
 // ---------------------------------------------------------------------------------------------
 // The core
 // ---------------------------------------------------------------------------------------------
+
+void TpcCore::widen(uint64_t& address, uint64_t& length) const {
+  const uint64_t m = params_.min_access_bytes;
+  if (m != 0 && length < m) {
+    const uint64_t end = address + length;
+    address = address / m * m;
+    length = (end + m - 1) / m * m - address;
+  }
+}
 
 uint32_t TpcCore::latency_of(tpc::LatencyClass c) const {
   switch (c) {
@@ -431,6 +445,8 @@ void TpcCore::run_kernel(const Launch& launch, uint64_t epoch) {
   ready_.fill(0);
   in_flight_ = 0;
   stores_in_flight_ = 0;
+  prefetches_in_flight_ = 0;
+  prefetch_.clear();
   late_error_ = false;
   late_message_.clear();
 
@@ -473,7 +489,7 @@ void TpcCore::run_kernel(const Launch& launch, uint64_t epoch) {
       // A full window stalls the bundle; then SystemC catches up with the core so the functional
       // data is read, and the timed request enters the fabric, at this bundle's time.
       bool waited = false;
-      while (in_flight_ - stores_in_flight_ >= params_.max_outstanding ||
+      while (in_flight_ - stores_in_flight_ - prefetches_in_flight_ >= params_.max_outstanding ||
              stores_in_flight_ >= params_.max_posted_writes) {
         waited = true;
         if (!wait_progress()) return;
@@ -520,14 +536,28 @@ void TpcCore::run_kernel(const Launch& launch, uint64_t epoch) {
     }
     stats_.stall_cycles += issue - cyc;
 
+    prefetch_ready_.fill(kPending);
     if (info.num_global > 0) {
       sync_to(issue);
       for (unsigned g = 0; g < info.num_global; ++g) {
         const tpc::GlobalAccess& ga = info.global[g];
         DmaPort::Access* access;
-        if (ga.is_write) {
+        if (ga.prefetch) {
+          uint64_t address = ga.address;
+          uint64_t length = ga.bytes;
+          widen(address, length);
+          if (prefetch_.covers(address, static_cast<uint32_t>(length))) continue;
+          const std::optional<uint32_t> entry = prefetch_.allocate(address, static_cast<uint32_t>(length));
+          if (!entry) continue;
+          access = &bus_.acquire(false, address, static_cast<uint32_t>(length));
+          access->kind = kPrefetch;
+          access->tag = *entry;
+          ++prefetches_in_flight_;
+          ++stats_.prefetches;
+        } else if (ga.is_write) {
           access = memory_->take_store();
           if (access == nullptr) continue;
+          prefetch_.invalidate(ga.address, ga.bytes);
           access->kind = kStore;
           ++stores_in_flight_;
           ++stats_.stores;
@@ -535,16 +565,24 @@ void TpcCore::run_kernel(const Launch& launch, uint64_t epoch) {
         } else {
           uint64_t address = ga.address;
           uint64_t length = ga.bytes;
-          const uint64_t m = params_.min_access_bytes;
-          if (m != 0 && length < m) {
-            address = ga.address / m * m;
-            length = (ga.address + ga.bytes + m - 1) / m * m - address;
+          widen(address, length);
+          ++stats_.loads;
+          stats_.load_bytes += ga.bytes;
+          const unsigned dst = reg_slot(ga.dst);
+          uint64_t arrival = 0;
+          const auto taken = prefetch_.capacity() == 0
+                                 ? TpcPrefetchBuffer::Take::Miss
+                                 : prefetch_.take(address, static_cast<uint32_t>(length), static_cast<int>(dst), arrival);
+          if (taken != TpcPrefetchBuffer::Take::Miss) {
+            ++stats_.prefetch_hits;
+            prefetch_ready_[g] = taken == TpcPrefetchBuffer::Take::Arrived
+                                     ? std::max(arrival, issue) + params_.prefetch_hit_latency
+                                     : kPending;
+            continue;
           }
           access = &bus_.acquire(false, address, static_cast<uint32_t>(length));
           access->kind = kLoad;
-          access->tag = reg_slot(ga.dst);
-          ++stats_.loads;
-          stats_.load_bytes += ga.bytes;
+          access->tag = dst;
         }
         access->tag2 = epoch;
         ++in_flight_;
@@ -561,7 +599,8 @@ void TpcCore::run_kernel(const Launch& launch, uint64_t epoch) {
           slot.latency == tpc::LatencyClass::GlobalLoad ? kPending : issue + latency_of(slot.latency);
     }
     for (unsigned g = 0; g < info.num_global; ++g) {
-      if (!info.global[g].is_write) ready_[reg_slot(info.global[g].dst)] = kPending;
+      const tpc::GlobalAccess& ga = info.global[g];
+      if (!ga.is_write && !ga.prefetch) ready_[reg_slot(ga.dst)] = prefetch_ready_[g];
     }
     cyc = issue + 1 + (info.branch_taken ? params_.branch_penalty : 0);
   }
@@ -610,6 +649,7 @@ void TpcCore::run_kernel(const Launch& launch, uint64_t epoch) {
     if (interrupt_) interrupt_(now_ps());
   }
   stats_.end_ps = now_ps();
+  stats_.prefetch_dropped = prefetch_.dropped();
   kernels_.push_back(stats_);
 }
 
@@ -627,9 +667,20 @@ void TpcCore::access_done(DmaPort::Access& access) {
     case kLoad:
     case kStore:
     case kMessage:
+    case kPrefetch:
       --in_flight_;
       if (access.kind == kStore) --stores_in_flight_;
       if (access.kind == kLoad) ready_[access.tag] = cycle_at(access.done_ps);
+      if (access.kind == kPrefetch) {
+        // A hint: a failed prefetch is not the kernel's error (the load that needs the data
+        // reads it itself, and faults then).
+        --prefetches_in_flight_;
+        const uint64_t arrival = cycle_at(access.done_ps);
+        const int waiter = prefetch_.arrived(access.tag, arrival);
+        if (waiter != TpcPrefetchBuffer::kNoWaiter) ready_[waiter] = arrival + params_.prefetch_hit_latency;
+        bus_.release(access);
+        break;
+      }
       if (!access.ok() && !late_error_) {
         late_error_ = true;
         late_message_ = (access.kind == kMessage ? "completion message " : "global ") + what + " of " +

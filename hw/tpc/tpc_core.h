@@ -27,6 +27,7 @@
 #include "hw/dma/dma_port.h"
 #include "hw/regs/gaudi1_map.h"
 #include "hw/tpc/executor.h"
+#include "hw/tpc/prefetch_buffer.h"
 
 namespace hpusim::hw {
 
@@ -83,6 +84,8 @@ struct TpcCoreParams {
   uint32_t quantum_cycles = 1000;   // local time runs at most this far ahead of SystemC time
   uint32_t max_outstanding = 64;    // global loads in flight; the core stalls beyond
   uint32_t max_posted_writes = 256; // global stores sent and unanswered (posted, as the DMA's are)
+  uint32_t prefetch_entries = 64;   // prefetch buffer entries (one prefetch each); 0: prefetch does nothing
+  uint32_t prefetch_hit_latency = 4; // a load served by the prefetch buffer: cycles after issue or arrival
   // Hook for the cost of narrow accesses: a global read narrower than this is sent to the fabric
   // as a read of this many bytes, aligned down to a multiple of it (the memories then charge the
   // wider access). 0 = every access is charged its own size. Writes are never widened (they carry
@@ -108,6 +111,9 @@ struct TpcKernelStats {
   uint64_t icache_misses = 0;
   uint64_t loads = 0, stores = 0;  // global accesses
   uint64_t load_bytes = 0, store_bytes = 0;
+  uint64_t prefetches = 0;         // prefetch reads sent (a prefetch of a range already buffered sends none)
+  uint64_t prefetch_hits = 0;      // loads served by the prefetch buffer
+  uint64_t prefetch_dropped = 0;   // prefetches dropped because every buffer entry was in use
   bool faulted = false;
   bool message_sent = false;       // the sync-object message was answered OK
 };
@@ -184,7 +190,7 @@ class TpcCore : public sc_core::sc_module, public RegisterBlock, public EngineSt
   };
   // kProbe: the timed copy of an access whose functional check failed, sent so the MMU and the
   // fabric see (and report) it like any other engine's bad access; its answer is ignored.
-  enum AccessKind : uint32_t { kFetch = 1, kLoad, kStore, kMessage, kProbe };
+  enum AccessKind : uint32_t { kFetch = 1, kLoad, kStore, kMessage, kProbe, kPrefetch };
   class Memory;
 
   TpcCore(sc_core::sc_module_name name, const TpcCoreParams& params);
@@ -207,6 +213,8 @@ class TpcCore : public sc_core::sc_module, public RegisterBlock, public EngineSt
   Line* fill_line(uint64_t tag, const uint8_t* bytes);
   static constexpr uint64_t kFillPageBytes = 4096;
   uint32_t latency_of(tpc::LatencyClass c) const;
+  // The fabric read a global load or prefetch sends: widened to min_access_bytes.
+  void widen(uint64_t& address, uint64_t& length) const;
   // The scoreboard entry of a register: V0..V39, S0..S35, I0..I7, SP0..SP15, VP0..VP7.
   static unsigned reg_slot(const tpc::RegRef& r) {
     static constexpr uint8_t kBase[] = {0, 0, 40, 76, 84, 100};   // indexed by RegFile
@@ -237,9 +245,12 @@ class TpcCore : public sc_core::sc_module, public RegisterBlock, public EngineSt
   static constexpr unsigned kRegSlots = 40 + 36 + 8 + 16 + 8;
   static constexpr uint64_t kPending = ~uint64_t{0};
   std::array<uint64_t, kRegSlots> ready_{};
+  std::array<uint64_t, 2> prefetch_ready_{};   // per global access of a bundle: a load the buffer served
   uint32_t in_flight_ = 0;         // loads + stores of the running kernel
   uint32_t stores_in_flight_ = 0;  // of those, stores (their own, posted window)
   uint32_t fetches_in_flight_ = 0;
+  uint32_t prefetches_in_flight_ = 0;   // of in_flight_, prefetches (their own window: the buffer)
+  TpcPrefetchBuffer prefetch_;
   bool late_error_ = false;        // a timed access failed after its functional check passed
   std::string late_message_;
   DmaPort::Access* fetch_done_ = nullptr;

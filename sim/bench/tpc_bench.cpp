@@ -435,6 +435,10 @@ std::vector<TpcCaseResult> run_tpc_bench(const TpcBenchOptions& options, std::os
         r.bundles += k.bundles;
         r.stall_cycles += k.stall_cycles;
         r.fetch_stall_cycles += k.fetch_stall_cycles;
+        r.window_stall_cycles += k.window_stall_cycles;
+        r.prefetches += k.prefetches;
+        r.prefetch_hits += k.prefetch_hits;
+        r.prefetch_dropped += k.prefetch_dropped;
         r.bytes += k.load_bytes + k.store_bytes;
         if (k.faulted && fault.empty()) {
           fault = "TPC " + std::to_string(cb.tpc) + ": " + bench.card().tpc_core(cb.tpc)->last_fault().message;
@@ -528,6 +532,10 @@ void write_tpc_bench_json(const std::vector<TpcCaseResult>& results, const std::
         .add("bundles", r.bundles)
         .add("stall_cycles", r.stall_cycles)
         .add("fetch_stall_cycles", r.fetch_stall_cycles)
+        .add("window_stall_cycles", r.window_stall_cycles)
+        .add("prefetches", r.prefetches)
+        .add("prefetch_hits", r.prefetch_hits)
+        .add("prefetch_dropped", r.prefetch_dropped)
         .add("bytes", r.bytes)
         .add("flops", r.flops)
         .add("gflops", r.gflops)

@@ -51,6 +51,8 @@ struct TpcCaseResult {
   uint64_t bundles = 0;            // over all TPCs
   uint64_t stall_cycles = 0;       // scoreboard / window stalls, summed over the TPCs
   uint64_t fetch_stall_cycles = 0;
+  uint64_t window_stall_cycles = 0;   // of stall_cycles, waiting for the load, store or prefetch window
+  uint64_t prefetches = 0, prefetch_hits = 0, prefetch_dropped = 0;
   uint64_t bytes = 0;              // global loads + stores
   double flops = 0;
   double gflops = 0;

@@ -25,10 +25,10 @@ TEST(TpcOpTable, EveryOpcodeHasOneRowInItsSlotRange) {
     EXPECT_EQ(info->slot, slot_of_opcode(v)) << info->mnemonic;
     ++per_slot[info->slot];
   }
-  // The enum in isa.h: SPU SMov..Halt, VPU VMov..VPOr, Load LdTnsr..LdSMov, Store StTnsr..StVlm.
+  // The enum in isa.h: SPU SMov..Halt, VPU VMov..VPOr, Load LdTnsr..Prefetch, Store StTnsr..StVlm.
   EXPECT_EQ(per_slot[Slot::Spu], static_cast<int>(Op::Halt) - static_cast<int>(Op::SMov) + 1);
   EXPECT_EQ(per_slot[Slot::Vpu], static_cast<int>(Op::VPOr) - static_cast<int>(Op::VMov) + 1);
-  EXPECT_EQ(per_slot[Slot::Load], static_cast<int>(Op::LdSMov) - static_cast<int>(Op::LdTnsr) + 1);
+  EXPECT_EQ(per_slot[Slot::Load], static_cast<int>(Op::Prefetch) - static_cast<int>(Op::LdTnsr) + 1);
   EXPECT_EQ(per_slot[Slot::Store], static_cast<int>(Op::StVlm) - static_cast<int>(Op::StTnsr) + 1);
   EXPECT_EQ(op_info(static_cast<Op>(33)), nullptr);
   EXPECT_EQ(op_info(static_cast<Op>(255)), nullptr);

@@ -489,6 +489,64 @@ TEST_F(TpcCardTest, ColdInstructionCacheCostsMemoryLatency) {
   EXPECT_GT(stats[2].cycles, stats[1].cycles + 50);
 }
 
+// One vector of tensor 0 is read by LOAD after a 2000-iteration wait loop, then stored to
+// tensor 1; FIRST runs before the wait (a prefetch, or a store that overwrites the vector).
+std::string prefetch_probe(const std::string& first, const std::string& load) {
+  return "        imov I0, 0\n        ld_smov S1, 0\n        mov S2, 2000\n        " + first +
+         "\n        loop S1, S2, wait\nwait:   nop\n        " + load +
+         "\n        st_tnsr I0, 1, V0\n        halt\n";
+}
+
+TEST_F(TpcCardTest, PrefetchedLoadsAreServedByThePrefetchBuffer) {
+  ASSERT_EQ(preset.tpc().prefetch_hit_latency(), preset.tpc().local_latency())
+      << "this test compares a buffered load with a VLM load";
+  const std::vector<std::pair<std::string, std::string>> kernels = {
+      {"prefetch I0, 0", "ld_tnsr V0, I0, 0"},         // 0: the load finds the prefetched read
+      {"nop", "ld_tnsr V0, I0, 0"},                    // 1: the load goes to memory
+      {"nop", "ld_vlm.f32 V0, 0"},                     // 2: a local load (as fast as a hit)
+      {"prefetch I0, 0; st_tnsr I0, 0, V1", "ld_tnsr V0, I0, 0"},   // 3: a store drops the entry
+  };
+  std::vector<float> a(64), fresh(64, 0.0f);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = 1.0f + static_cast<float>(i);
+  std::vector<hw::TpcKernelStats> stats;
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    const uint64_t address = kKernel + k * 0x1000;
+    place(assemble(prefetch_probe(kernels[k].first, kernels[k].second)), address);
+    dram_write(kData, a.data(), a.size() * 4);
+    tpc::TpcLaunchSpec spec;
+    spec.kernel_address = address;
+    spec.tensors = {tensor(kData, {64}), tensor(kData + 0x1000, {64})};
+    spec.sob_address = sob_address();
+    launch(spec);
+    ASSERT_TRUE(wait_sob(static_cast<uint32_t>(k + 1))) << k;
+    stats = kernel_stats(0);
+    ASSERT_EQ(stats.size(), k + 1);
+    ASSERT_FALSE(stats[k].faulted) << k;
+    if (k < 2) {   // the stored vector is what the load read
+      std::vector<float> out(64);
+      dram_read(kData + 0x1000, out.data(), out.size() * 4);
+      EXPECT_EQ(out, a) << k;
+    }
+  }
+  const auto busy = [&](size_t k) { return stats[k].cycles - stats[k].fetch_stall_cycles; };
+  EXPECT_EQ(stats[0].prefetches, 1u);
+  EXPECT_EQ(stats[0].prefetch_hits, 1u);
+  EXPECT_EQ(stats[0].loads, 1u);
+  EXPECT_EQ(stats[1].prefetch_hits, 0u);
+  // The prefetch arrived during the wait, so the load costs what a local load costs, and the
+  // memory latency the second kernel pays is hidden.
+  EXPECT_EQ(busy(0), busy(2));
+  EXPECT_GT(busy(1), busy(0) + 50);
+  std::cout << "load after a wait: " << busy(0) << " cycles prefetched, " << busy(1) << " from memory, " << busy(2)
+            << " from VLM\n";
+  // After the store the load reads memory again, and it sees the stored values (V1 = 0).
+  EXPECT_EQ(stats[3].prefetches, 1u);
+  EXPECT_EQ(stats[3].prefetch_hits, 0u);
+  std::vector<float> out(64);
+  dram_read(kData + 0x1000, out.data(), out.size() * 4);
+  EXPECT_EQ(out, fresh);
+}
+
 TEST_F(TpcCardTest, ReportsSimulatedBundlesPerWallSecond) {
   const uint32_t n = 4'000'000;
   place(assemble(mac_loop(4, n / 4)), kKernel);

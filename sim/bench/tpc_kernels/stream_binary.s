@@ -9,28 +9,38 @@
 //
 // Schedule (software pipelined): a group of 16 vectors lives in V0..V15 (A) and V16..V31 (B).
 // The loop body computes the current group in place, one COMPUTE per vector, stores each result
-// four bundles later (vpu_latency) and, in the same bundle, reloads Vj and then V(16+j) with the
-// next group, so about 32 loads (8 KB) stay in flight per TPC while the computes wait for them.
-// Every access is one 256-byte vector. I2 walks the loads, I3 the stores (one iadd each per
-// vector: the SPU slot is the limit of two bundles per vector, not the Load slot).
+// two vectors later and, in the same bundle, reloads Vj and then V(16+j) with the next group.
+// Those loads find their data in the prefetch buffer: I4 runs AHEAD vectors in front of the
+// loads (I2) and prefetches A and B there, so about 2 x (AHEAD + 16) reads (20 KB) are in flight
+// per TPC, enough to cover the loaded memory latency at this core's share of the bandwidth. Every
+// access is one 256-byte vector; I2, I3 (stores) and I4 take one iadd each per vector.
 .equ LANES 64
 .equ GROUP 1024
+.equ AHEAD 48                            // prefetch distance in vectors (2 entries each)
 
-// Store vector \j (computed four bundles ago), reload it and its B partner \bj with the next
+// Prefetch A and B at I4 and step I4 to the next vector.
+.macro PREFETCH_AB
+        prefetch I4, 0
+        prefetch I4, 1; iadd_dim I4, LANES dim=0
+.endm
+// Store vector \j (computed two vectors ago), reload it and its B partner \bj with the next
 // group; the VPU slot computes vector \n of the current group.
 .macro STEP j, bj, n, bn
         COMPUTE V\n, V\bn; st_tnsr I3, 2, V\j; ld_tnsr V\j, I2, 0; iadd_dim I3, LANES dim=0
         ld_tnsr V\bj, I2, 1; iadd_dim I2, LANES dim=0
+        PREFETCH_AB
 .endm
 // The same without a compute (the last two vectors of a group).
 .macro TAIL j, bj
         st_tnsr I3, 2, V\j; ld_tnsr V\j, I2, 0; iadd_dim I3, LANES dim=0
         ld_tnsr V\bj, I2, 1; iadd_dim I2, LANES dim=0
+        PREFETCH_AB
 .endm
 // Prologue: load vector \j of the first group.
 .macro LOAD j, bj
         ld_tnsr V\j, I2, 0
         ld_tnsr V\bj, I2, 1; iadd_dim I2, LANES dim=0
+        PREFETCH_AB
 .endm
 // Epilogue: compute vector \n of the last group and store vector \j (computed four bundles ago).
 .macro LAST n, bn, j
@@ -47,6 +57,12 @@
         imov I2, 0
         imov_dim I2, S22 dim=0
         imov I3, I2
+        imov I4, I2
+        mov S18, 0
+        mov S19, AHEAD
+        loop S18, S19, prefetched                // prefetch the first AHEAD vectors
+        prefetch I4, 0
+prefetched: prefetch I4, 1; iadd_dim I4, LANES dim=0
         LOAD 0, 16
         LOAD 1, 17
         LOAD 2, 18
@@ -84,7 +100,9 @@
         STEP 13, 29, 15, 31
         TAIL 14, 30
         st_tnsr I3, 2, V15; ld_tnsr V15, I2, 0; iadd_dim I3, LANES dim=0
-group_end: ld_tnsr V31, I2, 1; iadd_dim I2, LANES dim=0
+        ld_tnsr V31, I2, 1; iadd_dim I2, LANES dim=0
+        prefetch I4, 0
+group_end: prefetch I4, 1; iadd_dim I4, LANES dim=0
         // The last group: compute and store without reloading.
         COMPUTE V0, V16
         COMPUTE V1, V17

@@ -4,26 +4,31 @@
 // multiple of GROUP (2048 elements = 32 vectors of 64 lanes); the bench partitions with that
 // granule.
 //
-// Schedule (software pipelined, as stream_add.s): a group of 32 vectors lives in V0..V31. The
-// loop body scales the current group in place, stores each product four bundles later
-// (vpu_latency) and, in the same bundle, reloads the register with the next group, so about 32
-// loads (8 KB) stay in flight per TPC. Every access is one 256-byte vector. I2 walks the loads,
-// I3 the stores: two SPU ops per vector, so two bundles per vector.
+// Schedule (software pipelined, as stream_binary.s): a group of 32 vectors lives in V0..V31. The
+// loop body scales the current group in place, stores each product two vectors later and, in the
+// same bundle, reloads the register with the next group. Those loads find their data in the
+// prefetch buffer: I4 runs AHEAD vectors in front of the loads (I2), so about AHEAD + 32 reads
+// (20 KB) are in flight per TPC. Every access is one 256-byte vector. I2, I3 (stores) and I4 take
+// one iadd each per vector, so three bundles per vector.
 .equ LANES 64
 .equ GROUP 2048
+.equ AHEAD 96                            // prefetch distance in vectors
 
 // Store vector \j (scaled four bundles ago) and reload it with the next group; the VPU slot
 // scales vector \n of the current group.
 .macro STEP j, n
         mul.f32 V\n, V\n, S0; st_tnsr I3, 1, V\j; ld_tnsr V\j, I2, 0; iadd_dim I3, LANES dim=0
-        iadd_dim I2, LANES dim=0
+        prefetch I4, 0; iadd_dim I2, LANES dim=0
+        iadd_dim I4, LANES dim=0
 .endm
 .macro TAIL j
         st_tnsr I3, 1, V\j; ld_tnsr V\j, I2, 0; iadd_dim I3, LANES dim=0
-        iadd_dim I2, LANES dim=0
+        prefetch I4, 0; iadd_dim I2, LANES dim=0
+        iadd_dim I4, LANES dim=0
 .endm
 .macro LOAD j
         ld_tnsr V\j, I2, 0; iadd_dim I2, LANES dim=0
+        prefetch I4, 0; iadd_dim I4, LANES dim=0
 .endm
 // Epilogue: scale vector \n of the last group and store vector \j (scaled four bundles ago).
 .macro LAST n, j
@@ -40,6 +45,11 @@
         imov I2, 0
         imov_dim I2, S22 dim=0
         imov I3, I2
+        imov I4, I2
+        mov S18, 0
+        mov S19, AHEAD
+        loop S18, S19, prefetched                // prefetch the first AHEAD vectors
+prefetched: prefetch I4, 0; iadd_dim I4, LANES dim=0
         LOAD 0
         LOAD 1
         LOAD 2
@@ -109,7 +119,8 @@
         STEP 29, 31
         TAIL 30
         st_tnsr I3, 1, V31; ld_tnsr V31, I2, 0; iadd_dim I3, LANES dim=0
-group_end: iadd_dim I2, LANES dim=0
+        prefetch I4, 0; iadd_dim I2, LANES dim=0
+group_end: iadd_dim I4, LANES dim=0
         // The last group: scale and store without reloading.
         mul.f32 V0, V0, S0
         mul.f32 V1, V1, S0

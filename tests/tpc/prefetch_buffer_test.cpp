@@ -1,0 +1,75 @@
+// The TPC prefetch buffer's bookkeeping (hw/tpc/prefetch_buffer.h): hits on arrived and pending
+// entries, duplicates, drops when full, invalidation by stores.
+#include <gtest/gtest.h>
+
+#include "hw/tpc/prefetch_buffer.h"
+
+namespace hpusim::testing {
+namespace {
+
+using hw::TpcPrefetchBuffer;
+using Take = TpcPrefetchBuffer::Take;
+
+TEST(TpcPrefetchBuffer, ALoadTakesAnArrivedEntryAndFreesIt) {
+  TpcPrefetchBuffer buffer(2);
+  const auto id = buffer.allocate(0x1000, 256);
+  ASSERT_TRUE(id.has_value());
+  EXPECT_TRUE(buffer.covers(0x1000, 256));
+  EXPECT_TRUE(buffer.covers(0x1040, 64)) << "a narrower read inside the entry";
+  EXPECT_FALSE(buffer.covers(0x10C0, 128)) << "a read reaching past the entry";
+  EXPECT_EQ(buffer.arrived(*id, 500), TpcPrefetchBuffer::kNoWaiter);
+  uint64_t arrival = 0;
+  EXPECT_EQ(buffer.take(0x1000, 256, 7, arrival), Take::Arrived);
+  EXPECT_EQ(arrival, 500u);
+  EXPECT_EQ(buffer.take(0x1000, 256, 7, arrival), Take::Miss) << "an entry serves one load";
+  EXPECT_FALSE(buffer.covers(0x1000, 256));
+}
+
+TEST(TpcPrefetchBuffer, ALoadOfAPendingEntryWaitsForItsArrival) {
+  TpcPrefetchBuffer buffer(1);
+  const auto id = buffer.allocate(0x2000, 256);
+  ASSERT_TRUE(id.has_value());
+  uint64_t arrival = 0;
+  EXPECT_EQ(buffer.take(0x2000, 256, 12, arrival), Take::Pending);
+  EXPECT_FALSE(buffer.allocate(0x3000, 256).has_value()) << "the taken entry is in use until it arrives";
+  EXPECT_EQ(buffer.arrived(*id, 900), 12);
+  EXPECT_TRUE(buffer.allocate(0x3000, 256).has_value()) << "then it is free";
+}
+
+TEST(TpcPrefetchBuffer, APrefetchFindingEveryEntryInUseIsDropped) {
+  TpcPrefetchBuffer buffer(2);
+  ASSERT_TRUE(buffer.allocate(0x0, 256).has_value());
+  const auto second = buffer.allocate(0x100, 256);
+  ASSERT_TRUE(second.has_value());
+  buffer.arrived(*second, 10);   // arrived but unused: still in use
+  EXPECT_FALSE(buffer.allocate(0x200, 256).has_value());
+  EXPECT_EQ(buffer.dropped(), 1u);
+  uint64_t arrival = 0;
+  EXPECT_EQ(buffer.take(0x100, 256, 1, arrival), Take::Arrived);
+  EXPECT_TRUE(buffer.allocate(0x200, 256).has_value());
+  buffer.clear();
+  EXPECT_EQ(buffer.dropped(), 0u);
+  EXPECT_FALSE(buffer.covers(0x0, 256));
+}
+
+TEST(TpcPrefetchBuffer, AStoreOverlappingAnEntryDropsIt) {
+  TpcPrefetchBuffer buffer(3);
+  const auto arrived = buffer.allocate(0x0, 256);
+  const auto pending = buffer.allocate(0x100, 256);
+  const auto untouched = buffer.allocate(0x200, 256);
+  ASSERT_TRUE(arrived && pending && untouched);
+  buffer.arrived(*arrived, 5);
+  buffer.invalidate(0xF0, 0x20);   // the last bytes of the first, the first bytes of the second
+  uint64_t arrival = 0;
+  EXPECT_EQ(buffer.take(0x0, 256, 1, arrival), Take::Miss);
+  EXPECT_EQ(buffer.take(0x100, 256, 1, arrival), Take::Miss);
+  EXPECT_EQ(buffer.arrived(*pending, 8), TpcPrefetchBuffer::kNoWaiter) << "the stale entry is freed on arrival";
+  EXPECT_TRUE(buffer.covers(0x200, 256));
+  // Both dropped entries are free again: two allocations fit besides the untouched one.
+  EXPECT_TRUE(buffer.allocate(0x400, 256).has_value());
+  EXPECT_TRUE(buffer.allocate(0x500, 256).has_value());
+  EXPECT_FALSE(buffer.allocate(0x600, 256).has_value());
+}
+
+}  // namespace
+}  // namespace hpusim::testing
