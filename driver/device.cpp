@@ -9,6 +9,7 @@
 #include "firmware/cpucp.h"
 #include "hw/card/card.h"
 #include "hw/card/card_tracer.h"
+#include "hw/mme/mme_job.h"
 #include "hw/qman/packets.h"
 #include "sim/cosim/host_port.h"
 
@@ -953,6 +954,15 @@ void HlDevice::handle_event(uint32_t type, const uint64_t* data) {
     const uint64_t cause_reg = regs::tpc_cfg_base(tpc) + regs::tpc_cfg::kTpcIntrCause;
     const uint32_t causes = mmio_read(cause_reg);
     logf("TPC" + std::to_string(tpc) + " kernel error (" + ev::name(type) + "): TPC_INTR_CAUSE " + hex(causes));
+    if (causes != 0) mmio_write(cause_reg, causes);
+    return;
+  }
+  if (ev::mme_of_err(type) >= 0) {
+    // The MME's error causes (hpusim's INTR_CAUSE) are printed and cleared.
+    const unsigned mme = static_cast<unsigned>(ev::mme_of_err(type));
+    const uint64_t cause_reg = regs::mme_ctrl_base(mme) + mme::desc::kIntrCause;
+    const uint32_t causes = mmio_read(cause_reg);
+    logf("MME" + std::to_string(mme) + " job error (" + ev::name(type) + "): INTR_CAUSE " + hex(causes));
     if (causes != 0) mmio_write(cause_reg, causes);
     return;
   }

@@ -10,6 +10,7 @@
 #include "driver/device.h"
 #include "firmware/cpucp.h"
 #include "hw/card/card.h"
+#include "hw/mme/mme_job.h"
 
 namespace hpusim::driver {
 namespace {
@@ -101,6 +102,10 @@ void HlDevice::prepare_mmu_asid(uint32_t asid) {
   for (unsigned tpc = 0; tpc < std::min(preset_.tpc().count(), regs::kNumTpcEngines); ++tpc) {
     mmio_write(regs::tpc_cfg_base(tpc) + regs::tpc_cfg::kAruserLo, props);
     mmio_write(regs::tpc_cfg_base(tpc) + regs::tpc_cfg::kAwuserLo, props);
+  }
+  // The MME masters carry it in their props word (hpusim's register).
+  for (unsigned mme : {0u, 2u}) {
+    if (qman_present(regs::mme_qman(mme))) mmio_write(regs::mme_ctrl_base(mme) + mme::desc::kProps, props);
   }
 }
 

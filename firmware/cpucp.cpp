@@ -73,6 +73,7 @@ std::string name(uint32_t type) {
   if (type >= kDma0Qm && type < kDma0Qm + 8) return "DMA" + std::to_string(type - kDma0Qm) + "_QM";
   if (type >= kDma0Core && type < kDma0Core + 8) return "DMA" + std::to_string(type - kDma0Core) + "_CORE";
   if (tpc_of_krn_err(type) >= 0) return "TPC" + std::to_string(tpc_of_krn_err(type)) + "_KRN_ERR";
+  if (mme_of_err(type) >= 0) return "MME" + std::to_string(mme_of_err(type)) + "_ERR";
   if (type >= kNic0Qm0 && type < kNic0Qm0 + 10) {
     const uint32_t i = type - kNic0Qm0;
     return "NIC" + std::to_string(i / 2) + "_QM" + std::to_string(i % 2);
@@ -142,6 +143,12 @@ SpiMeaning decode_spi(uint32_t value) {
       meaning.kind = SpiKind::kHwError;
       meaning.event_type = type;
       meaning.engine_id = 12 + event::tpc_of_krn_err(type);   // enum gaudi_engine_id: TPC_0 = 12
+      return meaning;
+    }
+    if (event::mme_of_err(type) >= 0) {
+      meaning.kind = SpiKind::kHwError;
+      meaning.event_type = type;
+      meaning.engine_id = 8 + event::mme_of_err(type);   // enum gaudi_engine_id: MME_0 = 8
       return meaning;
     }
     if (type >= event::kDma0Core && type < event::kDma0Core + 8) {

@@ -142,6 +142,9 @@ inline constexpr uint32_t kFwAliveS = 645;
 inline constexpr uint32_t kDevResetReq = 646;
 inline constexpr uint32_t kPktQueueOutSync = 647;
 inline constexpr uint32_t kRazwiOrAdcSw = 662;
+// hpusim: an MME job error (bad descriptor, refused operand read or output write) of MME n. The
+// real MMEn_WBC_RSP / MMEn_SBAB0_RSP event numbers are not in the reference; these are free.
+inline constexpr uint32_t kMme0Err = 670;
 
 constexpr uint32_t tpc_qm(unsigned tpc) { return kTpc0Qm + tpc; }
 constexpr uint32_t tpc_krn_err(unsigned tpc) { return kTpc0KrnErr + kTpcKrnErrStride * tpc; }
@@ -153,6 +156,9 @@ constexpr int tpc_of_krn_err(uint32_t type) {
 }
 constexpr uint32_t dma_qm(unsigned ch) { return kDma0Qm + ch; }
 constexpr uint32_t dma_core(unsigned ch) { return kDma0Core + ch; }
+constexpr uint32_t mme_err(unsigned mme) { return kMme0Err + mme; }
+// The MME of an MMEn error event, or -1.
+constexpr int mme_of_err(uint32_t type) { return type >= kMme0Err && type < kMme0Err + 4 ? static_cast<int>(type - kMme0Err) : -1; }
 constexpr uint32_t mme_qm(unsigned mme) { return mme == 0 ? kMme0Qm : kMme2Qm; }   // masters 0 and 2
 
 // gaudi_irq_map_table: for the QMAN, CPU-queue and halt events, cpu_id (the SPI number written

@@ -107,6 +107,29 @@ Card::Card(sc_core::sc_module_name name, const preset::Card& preset, const CardO
     tpc_cores_.push_back(std::move(core));
   }
 
+  // The MME masters (MME0 and MME2 carry the QMANs; each engine models its master core with
+  // its slave): a CTRL block each, a fabric master through its own MMU (engine id MME_n = 8 + n),
+  // and the job-error interrupt (MMEn_ERR, hpusim's event).
+  mme_engines_.resize(regs::kNumMmeEngines);
+  const uint32_t masters = std::min<uint32_t>(preset.mme().masters(), 2);
+  for (uint32_t m = 0; m < masters; ++m) {
+    const unsigned mme = 2 * m;
+    MmeEngineParams params = mme_engine_params_from(preset, m);
+    params.index = mme;
+    params.name = "mme" + std::to_string(mme);
+    auto engine = std::make_unique<MmeEngine>(params);
+    memory_.cfg().attach(params.name, regs::cfg_address(regs::mme_ctrl_base(mme)), MmeEngine::size_bytes(), *engine);
+    MmeEngine* e = engine.get();
+    for (size_t i = 0; i < engine->port_count(); ++i) {
+      const std::string port = params.name + "." + engine->port(i).basename();
+      engine->port(i).socket.bind(add_mmu(port, gaudi1_engine::kMme0 + mme, [e] { return e->mmu_props(); }).target);
+    }
+    engine->set_interrupt_line([this, mme](Picoseconds at) {
+      if (device_cpu_) device_cpu_->raise_spi(firmware::event::spi_of(firmware::event::mme_err(mme)), at);
+    });
+    mme_engines_[mme] = std::move(engine);
+  }
+
   qmans_.resize(regs::kNumQmans);
   for (unsigned i = 0; i < regs::kNumQmans; ++i) {
     const regs::QmanId id = regs::qman_from_index(i);
@@ -128,6 +151,10 @@ Card::Card(sc_core::sc_module_name name, const preset::Card& preset, const CardO
     // The EB of a TPC QMAN waits for its TPC core (the TPC_CMD write before the next TPC_EXECUTE).
     if (regs::qman_family(id) == regs::QmanFamily::Tpc && regs::qman_engine(id) < tpc_cores_.size()) {
       config.engine = tpc_cores_[regs::qman_engine(id)].get();
+    }
+    // The EB of an MME QMAN waits for its MME engine.
+    if (regs::qman_family(id) == regs::QmanFamily::Mme && mme_engines_[regs::qman_engine(id)]) {
+      config.engine = mme_engines_[regs::qman_engine(id)].get();
     }
     auto qman = std::make_unique<Qman>(regs::qman_name(id), config);
     memory_.cfg().attach(regs::qman_name(id), config.block_address, Qman::kBlockBytes, *qman);
@@ -218,6 +245,9 @@ void Card::reset_blocks() {
   }
   for (auto& core : dma_cores_) core->reset();
   for (auto& core : tpc_cores_) core->reset();
+  for (auto& engine : mme_engines_) {
+    if (engine) engine->reset();
+  }
   mmu_controller_->reset();   // and every MMU
 }
 

@@ -14,6 +14,7 @@
 #include "firmware/device_cpu.h"
 #include "hw/card/memory_system.h"
 #include "hw/dma/dma_core.h"
+#include "hw/mme/mme_engine.h"
 #include "hw/mmu/mmu.h"
 #include "hw/mmu/mmu_controller.h"
 #include "hw/pcie/msi_block.h"
@@ -49,6 +50,9 @@ class Card : public sc_core::sc_module {
   DmaCore* dma_core(unsigned channel) { return channel < dma_cores_.size() ? dma_cores_[channel].get() : nullptr; }
   // nullptr when this card has no such TPC (preset tpc.count, at most 8).
   TpcCore* tpc_core(unsigned tpc) { return tpc < tpc_cores_.size() ? tpc_cores_[tpc].get() : nullptr; }
+  // The MME master `mme` (0 or 2, the Gaudi 1 masters with QMANs); nullptr for the slaves or
+  // when the preset has fewer masters.
+  MmeEngine* mme_engine(unsigned mme) { return mme < mme_engines_.size() ? mme_engines_[mme].get() : nullptr; }
 
   MmuController& mmu_controller() { return *mmu_controller_; }
   // The MMU in front of an engine master, by its fabric port name ("dma0", "DMA0_QM", ...).
@@ -72,6 +76,7 @@ class Card : public sc_core::sc_module {
   std::vector<std::unique_ptr<Qman>> qmans_;   // indexed by QmanId
   std::vector<std::unique_ptr<DmaCore>> dma_cores_;
   std::vector<std::unique_ptr<TpcCore>> tpc_cores_;
+  std::vector<std::unique_ptr<MmeEngine>> mme_engines_;   // indexed by MME number (slaves empty)
   std::unique_ptr<MmuController> mmu_controller_;
   std::vector<std::unique_ptr<Mmu>> mmus_;
   MsiBlock msi_;

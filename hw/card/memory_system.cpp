@@ -44,6 +44,7 @@ hbm::SubsystemConfig hbm_config_from(const preset::Card& card) {
   c.controller.write_low_watermark = h.write_low_watermark();
   c.controller.interleave_bytes = h.interleave_bytes();
   c.controller.address_mapping = h.address_mapping();
+  c.controller.channel_hash = h.channel_hash();
   c.controller.refresh_enabled = h.refresh_enabled();
   c.controller.refresh_mode = h.refresh_mode() == "all_bank" ? hbm::RefreshMode::kAllBank : hbm::RefreshMode::kPerBank;
   c.base = card.memory_map().dram_base();

@@ -31,7 +31,7 @@ std::string to_string(const DramAddress& a) {
 }
 
 AddressMapper::AddressMapper(const Organization& org, const Timing& timing, const ControllerConfig& cfg)
-    : org_(org), burst_bytes_(timing.burst_bytes), interleave_bytes_(cfg.interleave_bytes) {
+    : org_(org), burst_bytes_(timing.burst_bytes), interleave_bytes_(cfg.interleave_bytes), channel_hash_(cfg.channel_hash) {
   auto require_count = [](uint64_t v, const char* what) {
     if (v == 0) throw std::invalid_argument(std::string("HBM address mapper: ") + what + " must be > 0");
   };
@@ -142,7 +142,26 @@ DramAddress AddressMapper::map(uint64_t offset) const {
   const uint32_t low = static_cast<uint32_t>((offset >> burst_shift_) & ((uint64_t{1} << low_col_bits_) - 1));
   a.column = (digit(chunk, kColumnHigh) << low_col_bits_) | low;
   a.channels_per_stack = org_.channels_per_stack;
+  if (channel_hash_) {
+    const uint32_t total = total_channels();
+    const uint32_t g = (a.global_channel() + channel_rotation(a)) % total;
+    a.stack = g / org_.channels_per_stack;
+    a.channel = g % org_.channels_per_stack;
+  }
   return a;
+}
+
+uint32_t AddressMapper::channel_rotation(const DramAddress& a) const {
+  uint64_t key = a.row;
+  key = key * org_.banks_per_group + a.bank;
+  key = key * org_.bank_groups + a.bank_group;
+  key = key * org_.pseudo_channels + a.pseudo_channel;
+  key = key * count_[kColumnHigh] + (a.column >> low_col_bits_);
+  key += 0x9E3779B97F4A7C15ull;
+  key = (key ^ (key >> 30)) * 0xBF58476D1CE4E5B9ull;
+  key = (key ^ (key >> 27)) * 0x94D049BB133111EBull;
+  key ^= key >> 31;
+  return static_cast<uint32_t>(key % total_channels());
 }
 
 uint64_t AddressMapper::offset_of(const DramAddress& a) const {
@@ -153,6 +172,17 @@ uint64_t AddressMapper::offset_of(const DramAddress& a) const {
     }
   };
   check(a.stack, org_.stacks, "stack");
+  check(a.channel, org_.channels_per_stack, "channel");
+  if (channel_hash_) {
+    const uint32_t total = total_channels();
+    const uint32_t g = (a.global_channel() + total - channel_rotation(a)) % total;
+    DramAddress unhashed = a;
+    unhashed.stack = g / org_.channels_per_stack;
+    unhashed.channel = g % org_.channels_per_stack;
+    AddressMapper plain = *this;
+    plain.channel_hash_ = false;
+    return plain.offset_of(unhashed);
+  }
   check(a.channel, org_.channels_per_stack, "channel");
   check(a.pseudo_channel, org_.pseudo_channels, "pseudo_channel");
   check(a.bank_group, org_.bank_groups, "bank_group");

@@ -5,6 +5,8 @@
 //   interleave_bytes / burst_bytes    low column index: `interleave_bytes` stay on one bank row
 //   the fields of ControllerConfig::address_mapping, least significant (last in the string) first;
 //   "co" there is the remaining high column index.
+// With channel_hash, the global channel (stack, channel) of each chunk is then rotated by a hash
+// of its other fields (a bijection: offset_of() undoes it).
 // burst_bytes, interleave_bytes and columns must be powers of two. The other counts (stacks,
 // channels, pseudo-channels, bank groups, banks, rows) may be any positive number, e.g. the 6
 // stacks of a Gaudi 2 class card: the fields are then the digits of a mixed-radix number. When
@@ -93,6 +95,9 @@ class AddressMapper {
   std::array<uint32_t, kNumFields> shift_{};
   std::array<uint32_t, kNumFields> bits_{};
   uint64_t capacity_ = 0;
+  bool channel_hash_ = false;
+  // The rotation of the global channel for a chunk whose other fields are these.
+  uint32_t channel_rotation(const DramAddress& a) const;
 };
 
 }  // namespace hpusim::hbm

@@ -49,6 +49,7 @@ struct ControllerConfig {
   uint32_t write_low_watermark = 16;       // stop draining at this many
   uint32_t interleave_bytes = 256;         // contiguous bytes kept on one bank row
   std::string address_mapping = "ro-ba-co-bg-pc-ch-st";  // fields, most significant first
+  bool channel_hash = false;   // rotate (stack, channel) by a hash of the chunk's other fields
   bool refresh_enabled = true;
   RefreshMode refresh_mode = RefreshMode::kPerBank;
 };

@@ -6,10 +6,15 @@
 //   hpusim bench submit [--preset ...] [--set ...] [--json FILE] [--trace FILE] [--scale X]
 //   hpusim bench tpc [--preset ...] [--set ...] [--json FILE] [--kernel add,scale,triad,load_latency,mac_chain]
 //                    [--scale X]
+//   hpusim bench gemm [--preset hl205,hl225] [--set ...] [--json FILE] [--max-size N] [--memory hbm|sram]
 //   hpusim tpc-as INPUT.s -o OUTPUT.bin [-I DIR ...] [-D NAME=VALUE ...]
 //   hpusim tpc-dis INPUT.bin [-o OUTPUT.s] [--bundle-numbers]
 #include <boost/program_options.hpp>
 #include <systemc>
+
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <iostream>
@@ -20,6 +25,7 @@
 #include "hw/tpc/asm/assembler.h"
 #include "hw/tpc/asm/disassembler.h"
 #include "hw/tpc/asm/program.h"
+#include "sim/bench/gemm_bench.h"
 #include "sim/bench/memory_bench.h"
 #include "sim/bench/submit_bench.h"
 #include "sim/bench/tpc_bench.h"
@@ -45,6 +51,7 @@ void print_usage(std::ostream& out) {
          "  bench memory         HBM, SRAM and PCIe bandwidth/latency benchmark\n"
          "  bench submit         command-submission latency and throughput through the driver\n"
          "  bench tpc            TPC kernels (STREAM add/scale/triad, a mac chain) against the VPU and HBM peaks\n"
+         "  bench gemm           GEMMs on the MME engines against the MME peak (hl205 and hl225 by default)\n"
          "  presets              list the built-in presets\n"
          "  tpc-as INPUT.s -o OUTPUT.bin\n"
          "                       assemble a TPC program (hw/tpc/ASSEMBLY.md)\n"
@@ -184,6 +191,96 @@ int command_bench_tpc(const std::vector<std::string>& args) {
   return 0;
 }
 
+// Runs `hpusim ARGS` as a child process (SystemC elaborates once per process, so each preset of
+// a multi-preset bench gets its own); returns its exit status.
+int run_child(const std::vector<std::string>& args) {
+  std::vector<std::string> all = {"/proc/self/exe"};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::cout << std::flush;
+  pid_t pid = 0;
+  if (posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), environ) != 0) {
+    throw std::runtime_error("cannot start a child hpusim process");
+  }
+  int status = 0;
+  if (waitpid(pid, &status, 0) < 0) throw std::runtime_error("lost the child hpusim process");
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+// The JSON arrays of several files as one array.
+std::string merge_json_arrays(const std::vector<std::string>& paths) {
+  std::string merged = "[";
+  bool first = true;
+  for (const std::string& path : paths) {
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string body = text.str();
+    const size_t open = body.find('['), close = body.rfind(']');
+    if (open == std::string::npos || close == std::string::npos || close <= open) continue;
+    body = body.substr(open + 1, close - open - 1);
+    if (body.find_first_not_of(" \n\t") == std::string::npos) continue;
+    merged += (first ? "" : ",") + body;
+    first = false;
+  }
+  return merged + "]\n";
+}
+
+int command_bench_gemm(const std::vector<std::string>& args) {
+  po::options_description options("bench gemm");
+  options.add_options()
+      ("help,h", "this help")
+      ("preset", po::value<std::string>()->default_value("hl205,hl225"), "built-in preset names or files, comma separated")
+      ("set", po::value<std::vector<std::string>>()->composing(), "override PATH=VALUE (repeatable)")
+      ("json", po::value<std::string>(), "write results as a JSON array of objects")
+      ("max-size", po::value<uint32_t>()->default_value(8192), "skip shapes with a dimension above this")
+      ("memory", po::value<std::string>()->default_value("hbm"), "where the operands live: hbm or sram");
+  po::variables_map vm = parse(args, options);
+  if (vm.count("help")) {
+    std::cout << "usage: hpusim bench gemm [options]\n" << options;
+    return 0;
+  }
+  const std::vector<std::string> presets = split_list(vm["preset"].as<std::string>());
+  if (presets.empty()) throw UsageError("--preset needs at least one preset");
+  if (presets.size() > 1) {
+    std::vector<std::string> json_parts;
+    int status = 0;
+    for (size_t i = 0; i < presets.size(); ++i) {
+      std::vector<std::string> child = {"bench", "gemm", "--preset", presets[i], "--max-size",
+                                        std::to_string(vm["max-size"].as<uint32_t>()), "--memory",
+                                        vm["memory"].as<std::string>()};
+      if (vm.count("set")) {
+        for (const std::string& o : vm["set"].as<std::vector<std::string>>()) child.insert(child.end(), {"--set", o});
+      }
+      if (vm.count("json")) {
+        json_parts.push_back(vm["json"].as<std::string>() + ".part" + std::to_string(i));
+        child.insert(child.end(), {"--json", json_parts.back()});
+      }
+      if (i > 0) std::cout << "\n";
+      status = std::max(status, run_child(child));
+    }
+    if (vm.count("json")) {
+      const std::string path = vm["json"].as<std::string>();
+      std::ofstream out(path, std::ios::trunc);
+      out << merge_json_arrays(json_parts);
+      if (!out) throw std::runtime_error("cannot write output file '" + path + "'");
+      for (const std::string& part : json_parts) std::remove(part.c_str());
+    }
+    return status;
+  }
+  std::vector<std::string> overrides;
+  if (vm.count("set")) overrides = vm["set"].as<std::vector<std::string>>();
+  hpusim::bench::GemmBenchOptions bench;
+  bench.card = hpusim::preset::load_preset(presets[0], overrides);
+  bench.max_size = vm["max-size"].as<uint32_t>();
+  bench.memory = vm["memory"].as<std::string>();
+  if (vm.count("json")) bench.json_path = vm["json"].as<std::string>();
+  hpusim::bench::run_gemm_bench(bench, std::cout);
+  return 0;
+}
+
 // A command with one positional INPUT argument.
 po::variables_map parse_with_input(const std::vector<std::string>& args, const po::options_description& options) {
   po::options_description all = options;
@@ -286,13 +383,14 @@ int dispatch(const std::vector<std::string>& argv) {
   if (command == "tpc-as") return command_tpc_as(rest);
   if (command == "tpc-dis") return command_tpc_dis(rest);
   if (command == "bench") {
-    if (rest.empty()) throw UsageError("bench needs a benchmark name: memory, submit or tpc");
+    if (rest.empty()) throw UsageError("bench needs a benchmark name: memory, submit, tpc or gemm");
     std::string which = rest[0];
     std::vector<std::string> bench_args(rest.begin() + 1, rest.end());
     if (which == "memory") return command_bench_memory(bench_args);
     if (which == "submit") return command_bench_submit(bench_args);
     if (which == "tpc") return command_bench_tpc(bench_args);
-    throw UsageError("unknown benchmark '" + which + "' (available: memory, submit, tpc)");
+    if (which == "gemm") return command_bench_gemm(bench_args);
+    throw UsageError("unknown benchmark '" + which + "' (available: memory, submit, tpc, gemm)");
   }
   throw UsageError("unknown command '" + command + "'");
 }

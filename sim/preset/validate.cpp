@@ -100,6 +100,8 @@ void resolve_and_validate(Card& card) {
           "tpc.icache_line_bytes must be a power of two >= 32 (one bundle)");
   require_positive(card.tpc().icache_fill_lines(), "tpc.icache_fill_lines");
   require_positive(card.tpc().max_outstanding_loads(), "tpc.max_outstanding_loads");
+  require_positive(card.mme().read_ports(), "mme.read_ports");
+  require_positive(card.mme().write_ports(), "mme.write_ports");
   require_positive(card.tpc().prefetch_hit_latency(), "tpc.prefetch_hit_latency");
   require(card.tpc().icache_bytes() >= card.tpc().icache_line_bytes() && card.tpc().icache_bytes() % card.tpc().icache_line_bytes() == 0,
           "tpc.icache_bytes must be a multiple of tpc.icache_line_bytes");

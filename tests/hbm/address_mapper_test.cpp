@@ -328,3 +328,54 @@ TEST(HbmAddressMapper, InverseRejectsFieldsOutsideTheOrganization) {
 
 }  // namespace
 }  // namespace hpusim::hbm
+
+namespace hpusim::hbm {
+namespace {
+
+// Channel hashing stays a bijection, and a power-of-two stride that the plain map piles onto a
+// quarter of the channels of a 6-stack organization reaches them all.
+TEST(HbmAddressMapperChannelHash, IsABijectionAndSpreadsPowerOfTwoStrides) {
+  Organization org;
+  org.stacks = 3;
+  org.channels_per_stack = 2;
+  org.pseudo_channels = 2;
+  org.bank_groups = 2;
+  org.banks_per_group = 2;
+  org.rows = 5;
+  org.columns = 8;
+  ControllerConfig cfg;
+  cfg.interleave_bytes = 64;
+  cfg.channel_hash = true;
+  const Timing t = testing::hbm2_1760();
+  AddressMapper m(org, t, cfg);
+  std::set<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t>> seen;
+  for (uint64_t off = 0; off < m.capacity_bytes(); off += t.burst_bytes) {
+    const DramAddress a = m.map(off);
+    ASSERT_TRUE(seen.insert({a.stack, a.channel, a.pseudo_channel, a.bank_group, a.bank, a.row, a.column}).second);
+    ASSERT_EQ(m.offset_of(a), off);
+  }
+
+  Organization big;
+  big.stacks = 6;
+  big.channels_per_stack = 8;
+  big.pseudo_channels = 2;
+  big.bank_groups = 4;
+  big.banks_per_group = 4;
+  big.rows = 1024;
+  big.columns = 32;
+  ControllerConfig plain_cfg;
+  plain_cfg.interleave_bytes = 256;
+  ControllerConfig hashed_cfg = plain_cfg;
+  hashed_cfg.channel_hash = true;
+  const AddressMapper plain(big, t, plain_cfg), hashed(big, t, hashed_cfg);
+  std::set<uint32_t> plain_channels, hashed_channels;
+  for (uint64_t k = 0; k < 4096; ++k) {
+    plain_channels.insert(plain.map(k * 4096).global_channel());
+    hashed_channels.insert(hashed.map(k * 4096).global_channel());
+  }
+  EXPECT_EQ(plain_channels.size(), 3u) << "4 KB = 16 chunks of 256 B: 16 k mod 48 takes 3 values";
+  EXPECT_EQ(hashed_channels.size(), 48u);
+}
+
+}  // namespace
+}  // namespace hpusim::hbm

@@ -1,0 +1,232 @@
+// The MME's host-side pieces without SystemC: the vectorised arithmetic against the scalar
+// reference (bit for bit) and a float64 reference (within the stated bound), bf16 rounding and
+// NaNs, the descriptor encoding and validation, and the job plan's tiles, chunks and reads.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <set>
+#include <vector>
+
+#include "hw/mme/mme_compute.h"
+#include "hw/mme/mme_job.h"
+#include "hw/mme/mme_plan.h"
+
+namespace hpusim::testing {
+namespace {
+
+using namespace mme;
+
+std::vector<float> random_matrix(std::mt19937& rng, size_t count, bool bf16) {
+  std::uniform_real_distribution<float> d(-2.0f, 2.0f);
+  std::vector<float> v(count);
+  for (float& x : v) x = bf16 ? bf16_to_f32(f32_to_bf16(d(rng))) : d(rng);
+  return v;
+}
+
+TEST(MmeArithmetic, VectorisedGemmIsBitIdenticalToTheReferenceOrder) {
+  std::mt19937 rng(11);
+  const std::vector<std::array<size_t, 3>> shapes = {
+      {1, 1, 1}, {1, 33, 7}, {6, 32, 5}, {7, 65, 19}, {13, 100, 64}, {64, 64, 64}, {37, 129, 300}, {200, 31, 3}};
+  for (const auto& [m, n, k] : shapes) {
+    for (bool bf16 : {true, false}) {
+      const auto a = random_matrix(rng, m * k, bf16), b = random_matrix(rng, k * n, bf16);
+      std::vector<float> c(m * n, -1.0f), ref(m * n, -2.0f);
+      gemm_f32(a.data(), k, b.data(), n, c.data(), n, m, n, k);
+      gemm_f32_reference(a.data(), k, b.data(), n, ref.data(), n, m, n, k);
+      for (size_t i = 0; i < c.size(); ++i) {
+        ASSERT_EQ(f32_bits(c[i]), f32_bits(ref[i])) << m << "x" << n << "x" << k << " element " << i;
+      }
+      // Within the recursive-summation bound of a float64 result: |c - exact| <= gamma_K sum |a b|
+      // with gamma_K = K u / (1 - K u), u = 2^-24 (plus one rounding of the product per term).
+      const double u = std::ldexp(1.0, -24), gamma = (k + 1) * u / (1 - (k + 1) * u);
+      for (size_t i = 0; i < m; ++i) {
+        for (size_t j = 0; j < n; ++j) {
+          double exact = 0, magnitude = 0;
+          for (size_t kk = 0; kk < k; ++kk) {
+            exact += double(a[i * k + kk]) * double(b[kk * n + j]);
+            magnitude += std::fabs(double(a[i * k + kk]) * double(b[kk * n + j]));
+          }
+          ASSERT_LE(std::fabs(double(c[i * n + j]) - exact), gamma * magnitude) << i << "," << j;
+        }
+      }
+    }
+  }
+}
+
+TEST(MmeArithmetic, RoundsProductAndSumSeparately) {
+  // x = 1 + 2^-12: x * x = 1 + 2^-11 + 2^-24 rounds (a tie, to even) to 1 + 2^-11, so -1 + x x
+  // gives 2^-11; a fused multiply-add would give 2^-11 + 2^-24.
+  const float x = 1.0f + std::ldexp(1.0f, -12);
+  const float a[2] = {-1.0f, x}, b[2] = {1.0f, x};
+  float c = 0, ref = 0;
+  gemm_f32(a, 2, b, 1, &c, 1, 1, 1, 2);
+  gemm_f32_reference(a, 2, b, 1, &ref, 1, 1, 1, 2);
+  EXPECT_EQ(c, std::ldexp(1.0f, -11));
+  EXPECT_EQ(f32_bits(c), f32_bits(ref));
+  EXPECT_EQ(std::fmaf(x, x, -1.0f), std::ldexp(1.0f, -11) + std::ldexp(1.0f, -24));
+}
+
+TEST(MmeArithmetic, Bf16RoundingAndCanonicalNans) {
+  EXPECT_EQ(f32_to_bf16(1.0f), 0x3F80);
+  EXPECT_EQ(f32_to_bf16(f32_from_bits(0x3F808000)), 0x3F80) << "a tie rounds to even (down)";
+  EXPECT_EQ(f32_to_bf16(f32_from_bits(0x3F818000)), 0x3F82) << "a tie rounds to even (up)";
+  EXPECT_EQ(f32_to_bf16(f32_from_bits(0x3F808001)), 0x3F81);
+  EXPECT_EQ(f32_to_bf16(f32_from_bits(0x7F7FFFFF)), 0x7F80) << "the largest f32 rounds to infinity";
+  EXPECT_EQ(f32_to_bf16(f32_from_bits(0xFFC12345)), 0x7FC0);
+  EXPECT_EQ(bf16_to_f32(0xC040), -3.0f);
+  const float values[3] = {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity(), -0.0f};
+  uint8_t out[12];
+  convert_output(values, 3, MmeType::F32, out);
+  uint32_t words[3];
+  std::memcpy(words, out, 12);
+  EXPECT_EQ(words[0], 0x7FC00000u);
+  EXPECT_EQ(words[1], 0xFF800000u);
+  EXPECT_EQ(words[2], 0x80000000u);
+}
+
+MmeJob gemm_job(uint32_t m, uint32_t n, uint32_t k) {
+  MmeJob j;
+  j.m = m, j.n = n, j.k = k;
+  j.lda = k, j.ldb = n, j.ldo = n;
+  j.a = 0x20000000, j.b = 0x24000000, j.o = 0x28000000;
+  return j;
+}
+
+TEST(MmeJob, DescriptorWordsRoundTrip) {
+  MmeJob j = gemm_job(100, 200, 300);
+  j.op = MmeOp::ConvBackwardData;
+  j.in = MmeType::F32;
+  j.out = MmeType::Bf16;
+  j.transpose_a = true;
+  j.geometry = 1;
+  j.batch = 3;
+  j.batch_stride_a = 0x123456789ull;
+  j.batch_stride_o = 77;
+  j.conv = ConvShape{2, 9, 11, 3, 5, 3, 2, 2, 1, 1, 0, 1, 2};
+  j.so_address = 0x7FFC4A00000ull;
+  j.so_message = 0x80000001u;
+  std::vector<uint32_t> window(desc::kWindowEnd / 4, 0);
+  for (const auto& [offset, value] : encode(j)) window[offset / 4] = value;
+  const MmeJob d = decode(window.data());
+  EXPECT_EQ(d.op, j.op);
+  EXPECT_EQ(d.in, j.in);
+  EXPECT_EQ(d.out, j.out);
+  EXPECT_EQ(d.transpose_a, true);
+  EXPECT_EQ(d.transpose_b, false);
+  EXPECT_EQ(d.geometry, 1u);
+  EXPECT_EQ(d.a, j.a);
+  EXPECT_EQ(d.o, j.o);
+  EXPECT_EQ(d.m, 100u);
+  EXPECT_EQ(d.batch, 3u);
+  EXPECT_EQ(d.batch_stride_a, j.batch_stride_a);
+  EXPECT_EQ(d.batch_stride_o, 77u);
+  EXPECT_EQ(d.conv.w, 11u);
+  EXPECT_EQ(d.conv.stride_h, 2u);
+  EXPECT_EQ(d.conv.stride_w, 1u);
+  EXPECT_EQ(d.conv.dil_w, 2u);
+  EXPECT_EQ(d.so_address, j.so_address);
+  EXPECT_EQ(d.so_message, j.so_message);
+}
+
+TEST(MmeJob, ValidationNamesTheBadField) {
+  EXPECT_EQ(validate(gemm_job(8, 8, 8), 2), "");
+  const auto expect = [](const MmeJob& j, const std::string& text) {
+    const std::string e = validate(j, 2);
+    EXPECT_NE(e.find(text), std::string::npos) << "got: " << e;
+  };
+  expect(gemm_job(0, 8, 8), "GEMM dims must be positive");
+  MmeJob j = gemm_job(8, 8, 8);
+  j.lda = 7;
+  expect(j, "lda 7 is below A's row length 8");
+  j = gemm_job(8, 8, 8);
+  j.transpose_b = true;
+  j.ldb = 4;
+  expect(j, "ldb 4 is below B's row length 8");
+  j = gemm_job(8, 8, 8);
+  j.geometry = 2;
+  expect(j, "geometry 2 does not exist");
+  j = gemm_job(8, 8, 8);
+  j.in = static_cast<MmeType>(3);
+  expect(j, "input type 3");
+  j = gemm_job(8, 8, 8);
+  j.batch = 0;
+  expect(j, "batch must be at least 1");
+  j = gemm_job(8, 8, 8);
+  j.a = ~uint64_t{0} - 4;
+  expect(j, "operand A runs past the address space");
+  expect(gemm_job(1u << 16, 1u << 16, 1), "exceeds 2^28 elements");
+  j = gemm_job(8, 8, 8);
+  j.op = MmeOp::ConvForward;
+  j.conv = ConvShape{1, 2, 2, 1, 1, 3, 3};
+  expect(j, "the filter does not fit");
+  j.conv.stride_h = 0;
+  expect(j, "strides must be positive");
+}
+
+TEST(MmeGeometry, ParsesPeAndCoreForms) {
+  const Geometry g = parse_geometry("2wx1h", 64, 64, 2);
+  EXPECT_EQ(g.rows, 64u);
+  EXPECT_EQ(g.cols, 128u);
+  const Geometry h = parse_geometry("512x128", 128, 256, 2);
+  EXPECT_EQ(h.rows, 512u);
+  EXPECT_EQ(h.cols, 128u);
+  EXPECT_THROW(parse_geometry("4wx1h", 64, 64, 2), std::invalid_argument);   // 4 cores' worth
+  EXPECT_THROW(parse_geometry("wide", 64, 64, 2), std::invalid_argument);
+  EXPECT_EQ(tile_cycles(4, 16, 10), 3u + 15 + 10 + 4);
+}
+
+TEST(MmePlan, SuperTilesChunksAndReadsCoverTheOperands) {
+  PlanParams p;
+  p.geometry = {64, 128};
+  p.accumulators = 16;
+  p.staging_bytes = 512 * 128;
+  MmeJob j = gemm_job(1000, 700, 333);
+  j.lda = 400;   // padded rows
+  const JobPlan plan(j, p);
+  // Of the arrangements whose rows and columns take at most half the 512-line staging buffer
+  // (64 h + 128 w <= 256), 2 x 1 reads the fewest elements per tile step (128, against 192).
+  EXPECT_EQ(plan.tiles_high(), 2u);
+  EXPECT_EQ(plan.tiles_wide(), 1u);
+  EXPECT_EQ(plan.line_k(), 64u);
+  EXPECT_EQ(plan.super_rows() % 64, 0u);
+  EXPECT_LE(plan.kc() * (plan.super_rows() + plan.super_cols()) * 2 * p.min_chunks_in_buffer, p.staging_bytes);
+  // Every element of A and B is read once per super-tile column / row that needs it.
+  uint64_t bytes = 0, steps = 0, released = 0;
+  std::set<uint64_t> a_rows_seen;
+  std::vector<mme::Run> runs;
+  for (uint64_t i = 0; i < plan.chunks(); ++i) {
+    const auto c = plan.chunk(i);
+    plan.chunk_reads(c, runs);
+    uint64_t chunk_bytes = 0;
+    for (const mme::Run& r : runs) {
+      chunk_bytes += r.bytes;
+      EXPECT_LE(r.bytes, p.max_request_bytes);
+      if (r.address < j.b) a_rows_seen.insert((r.address - j.a) / (j.lda * 2));
+    }
+    EXPECT_EQ(chunk_bytes, c.bytes);
+    bytes += chunk_bytes;
+    released += c.release;
+    steps += c.tile_steps;
+  }
+  const uint64_t st_rows = (1000 + plan.super_rows() - 1) / plan.super_rows();
+  const uint64_t st_cols = (700 + plan.super_cols() - 1) / plan.super_cols();
+  EXPECT_EQ(bytes, (1000 * 333 * st_cols + 333 * 700 * st_rows) * 2);
+  EXPECT_EQ(a_rows_seen.size(), 1000u);
+  EXPECT_EQ(released, bytes) << "every byte read leaves the staging buffer once";
+  // The array steps: every tile of the output (16 x 6 of 64 x 128) over all of K.
+  EXPECT_EQ(steps, uint64_t{16} * 6 * 333);
+  // The writes cover the output once, in rows of the super-tile.
+  uint64_t written = 0;
+  std::vector<JobPlan::Write> writes;
+  for (uint64_t s = 0; s < plan.supertiles(); ++s) {
+    plan.supertile_writes(s, writes);
+    for (const auto& w : writes) written += w.run.bytes;
+  }
+  EXPECT_EQ(written, uint64_t{1000} * 700 * 4);
+}
+
+}  // namespace
+}  // namespace hpusim::testing
