@@ -9,6 +9,7 @@
 #include "firmware/cpucp.h"
 #include "hw/card/card.h"
 #include "hw/card/card_tracer.h"
+#include "hw/common/hex.h"
 #include "hw/mme/mme_job.h"
 #include "hw/qman/packets.h"
 #include "sim/cosim/host_port.h"
@@ -67,12 +68,6 @@ uint32_t log2u(uint32_t v) {
   uint32_t r = 0;
   while ((1u << r) < v) ++r;
   return r;
-}
-
-std::string hex(uint64_t v) {
-  std::ostringstream out;
-  out << "0x" << std::hex << v;
-  return out.str();
 }
 
 // Internal PQ lengths of Gaudi 1 (gaudiP.h).

@@ -10,18 +10,13 @@
 #include "driver/device.h"
 #include "firmware/cpucp.h"
 #include "hw/card/card.h"
+#include "hw/common/hex.h"
 #include "hw/mme/mme_job.h"
 
 namespace hpusim::driver {
 namespace {
 
 using namespace uapi;
-
-std::string hex(uint64_t v) {
-  std::ostringstream out;
-  out << "0x" << std::hex << v;
-  return out.str();
-}
 
 // MMU_PAGE_TABLES_ADDR / _SIZE of the Gaudi 1 DRAM reservation (below DRAM_BASE_ADDR_USER).
 constexpr uint64_t kPageTablesOffset = 0x10000000;

@@ -6,15 +6,11 @@
 #include <new>
 #include <utility>
 
+#include "hw/common/hex.h"
+
 namespace hpusim::mem {
 
 namespace {
-
-std::string hex(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 bool is_pow2(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 

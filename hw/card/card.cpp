@@ -121,7 +121,7 @@ Card::Card(sc_core::sc_module_name name, const preset::Card& preset, const CardO
     memory_.cfg().attach(params.name, regs::cfg_address(regs::mme_ctrl_base(mme)), MmeEngine::size_bytes(), *engine);
     MmeEngine* e = engine.get();
     for (size_t i = 0; i < engine->port_count(); ++i) {
-      const std::string port = params.name + "." + engine->port(i).basename();
+      const std::string port = params.name + "_" + engine->port(i).basename();
       engine->port(i).socket.bind(add_mmu(port, gaudi1_engine::kMme0 + mme, [e] { return e->mmu_props(); }).target);
     }
     engine->set_interrupt_line([this, mme](Picoseconds at) {

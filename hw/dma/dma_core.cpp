@@ -6,6 +6,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "hw/common/hex.h"
 #include "hw/regs/gaudi1_map.h"
 
 namespace hpusim::hw {
@@ -16,12 +17,6 @@ namespace {
 
 // Protection bits of the block's page (the driver's PB registers), kept as plain storage.
 constexpr uint32_t kProtectionFirst = 0xF80;
-
-std::string hex(uint64_t v) {
-  std::ostringstream out;
-  out << "0x" << std::hex << v;
-  return out.str();
-}
 
 uint64_t join(uint32_t hi, uint32_t lo) { return (uint64_t{hi} << 32) | lo; }
 

@@ -4,6 +4,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "hw/common/hex.h"
+
 namespace hpusim::hw {
 namespace {
 
@@ -25,12 +27,6 @@ FabricRoute& route_of(tlm::tlm_generic_payload& trans) {
     trans.set_extension(route);
   }
   return *route;
-}
-
-std::string hex(uint64_t v) {
-  std::ostringstream out;
-  out << "0x" << std::hex << v;
-  return out.str();
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "hw/common/hex.h"
+
 namespace hpusim::mme {
 namespace {
 
@@ -121,12 +123,6 @@ bool read_elements(const MemoryReader& read, uint64_t address, uint64_t count, M
   if (!read(address, scratch.size(), scratch.data())) return false;
   for (uint64_t i = 0; i < count; ++i) dst[i] = element(scratch.data() + i * e, type);
   return true;
-}
-
-std::string hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
 }
 
 }  // namespace

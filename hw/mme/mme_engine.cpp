@@ -7,6 +7,11 @@
 #include <mutex>
 #include <stdexcept>
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "hw/common/hex.h"
 #include "hw/mme/mme_compute.h"
 
 namespace hpusim::hw {
@@ -14,12 +19,6 @@ namespace {
 
 constexpr uint64_t kStagingLineBytes = 128;   // the MME's staging-buffer line (c_cl_size)
 constexpr uint32_t kChunkSlots = 64;          // chunks in flight at most (a ring of slots)
-
-std::string hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 }  // namespace
 
@@ -86,6 +85,9 @@ class MmeEngine::Arithmetic {
 
  private:
   void run() {
+    // Below the simulation thread: on a machine with few cores the cycle model, which the
+    // arithmetic runs ahead of, should not wait for it (values are the same either way).
+    setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 10);
     const auto start = std::chrono::steady_clock::now();
     const mme::GemmDims& d = plan_.dims();
     for (uint64_t s = 0; s < plan_.supertiles() && !stop_; ++s) {
@@ -150,7 +152,7 @@ bool MmeEngine::read_register(uint64_t offset, uint32_t& value, Picoseconds) {
   return true;
 }
 
-bool MmeEngine::write_register(uint64_t offset, uint32_t value, Picoseconds at_ps) {
+bool MmeEngine::write_register(uint64_t offset, uint32_t value, Picoseconds) {
   if (offset >= size_bytes() || offset % 4 != 0) return false;
   switch (offset) {
     case mme::desc::kArchStatus:
@@ -166,7 +168,6 @@ bool MmeEngine::write_register(uint64_t offset, uint32_t value, Picoseconds at_p
       }
       queue_.emplace_back(regs_.begin(), regs_.begin() + mme::desc::kWindowEnd / 4);
       regs_[0] &= ~mme::desc::kStatusFaulted;
-      (void)at_ps;
       work_event_.notify(sc_core::SC_ZERO_TIME);
       return true;
     }

@@ -34,7 +34,7 @@ struct PlanParams {
   Geometry geometry;
   uint32_t accumulators = 1;        // output tiles the engine holds at once
   uint64_t staging_bytes = 65536;   // operand staging buffer
-  uint32_t min_chunks_in_buffer = 4;
+  uint32_t min_chunks_in_buffer = 8;   // k-chunks sized so this many fit the staging buffer
   uint32_t max_request_bytes = 4096;   // an operand read or output write is split at this size
 };
 

@@ -4,6 +4,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "hw/common/hex.h"
+
 namespace hpusim::hw {
 
 // One request of the master, from acceptance to its response.
@@ -21,11 +23,6 @@ struct Mmu::Part : tlm::tlm_generic_payload {
 };
 
 namespace {
-std::string hex(uint64_t v) {
-  std::ostringstream out;
-  out << "0x" << std::hex << v;
-  return out.str();
-}
 }  // namespace
 
 Mmu::Mmu(sc_core::sc_module_name name, const MmuConfig& config)

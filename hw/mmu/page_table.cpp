@@ -2,14 +2,10 @@
 
 #include <sstream>
 
+#include "hw/common/hex.h"
+
 namespace hpusim::hw {
 namespace {
-
-std::string hex(uint64_t v) {
-  std::ostringstream out;
-  out << "0x" << std::hex << v;
-  return out.str();
-}
 
 [[noreturn]] void fail(PageTableError::Kind kind, const std::string& what) {
   throw PageTableError(kind, "page tables: " + what);

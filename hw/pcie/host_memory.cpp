@@ -7,14 +7,10 @@
 #include <stdexcept>
 #include <utility>
 
+#include "hw/common/hex.h"
+
 namespace hpusim::hw {
 namespace {
-
-std::string hex(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 // "[0x1000, 0x3000)"
 std::string range(uint64_t start, uint64_t bytes) { return "[" + hex(start) + ", " + hex(start + bytes) + ")"; }

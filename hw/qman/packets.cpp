@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "hw/common/hex.h"
+
 namespace hpusim::qman {
 namespace {
 
@@ -80,12 +82,6 @@ T decode_long_message(const uint8_t* d) {
   p.addr = get_u64(d + 8);
   p.barriers = barriers_of(ctl);
   return p;
-}
-
-std::string hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
-  return buf;
 }
 
 std::string barrier_text(const Barriers& b) {

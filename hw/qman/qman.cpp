@@ -5,6 +5,8 @@
 #include <sstream>
 #include <type_traits>
 
+#include "hw/common/hex.h"
+
 namespace hpusim::hw {
 namespace {
 
@@ -19,11 +21,6 @@ uint32_t le32(const uint8_t* p) {
   uint32_t v;
   std::memcpy(&v, p, 4);
   return v;
-}
-std::string hex(uint64_t v) {
-  std::ostringstream out;
-  out << "0x" << std::hex << v;
-  return out.str();
 }
 
 constexpr uint32_t kBdBytes = 16;   // struct hl_bd { u64 ptr; u32 len; u32 ctl; }

@@ -5,6 +5,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "hw/common/hex.h"
+
 namespace hpusim::hw {
 namespace {
 
@@ -14,12 +16,6 @@ constexpr uint32_t kSobsPerGroup = 8;
 constexpr uint32_t kMaxGroups = 256;            // sid is 8 bits
 constexpr uint32_t kStatusValidBit = 1u << 0;
 constexpr unsigned kStatusPendingShift = 1;     // pending[8:1]
-
-std::string hex(uint64_t v) {
-  std::ostringstream out;
-  out << "0x" << std::hex << v;
-  return out.str();
-}
 
 // Tags a payload transaction with its slot, so a response finds its slot without a search.
 struct SlotTag : tlm::tlm_extension<SlotTag> {

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "hw/common/hex.h"
 #include "hw/tpc/numerics.h"
 
 namespace hpusim::tpc {
@@ -311,16 +312,9 @@ const char* slot_name(Slot s) {
   return "?";
 }
 
-std::string hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
 bool is_spu_arith_dtype(DType t) { return t == DType::F32 || t == DType::I32 || t == DType::U32; }
 bool valid_dtype(DType t) { return static_cast<uint8_t>(t) <= 7; }
 bool tensor_op(Op op) { return op == Op::LdTnsr || op == Op::LdTnsrS || op == Op::StTnsr || op == Op::StTnsrS; }
-
 
 // ---- Static checks (what decoding rejects): run for every non-NOP slot, predicated or not ----
 

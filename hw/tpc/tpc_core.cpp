@@ -7,6 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "hw/common/hex.h"
 #include "hw/regs/gaudi1_map.h"
 
 namespace hpusim::hw {
@@ -14,12 +15,6 @@ namespace hpusim::hw {
 namespace tc = regs::tpc_cfg;
 
 namespace {
-
-std::string hex(uint64_t v) {
-  std::ostringstream out;
-  out << "0x" << std::hex << v;
-  return out.str();
-}
 
 uint64_t join(uint32_t hi, uint32_t lo) { return (uint64_t{hi} << 32) | lo; }
 

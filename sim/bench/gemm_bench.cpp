@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fstream>
 #include <ostream>
+#include <regex>
 #include <stdexcept>
 
 #include "hw/mme/mme_compute.h"
@@ -111,6 +112,29 @@ HbmTotals hbm_totals(BenchCard& bench) {
 
 }  // namespace
 
+GemmCase parse_gemm_case(const std::string& text) {
+  static const std::regex form(R"((?:(\d+)\*)?(\d+)x(\d+)x(\d+)((?::f32|:bf16|:rowmajor)*))");
+  std::smatch m;
+  if (!std::regex_match(text, m, form)) {
+    throw std::invalid_argument("GEMM shape '" + text + "' is not [BATCH*]MxNxK[:f32][:rowmajor]");
+  }
+  GemmCase c;
+  c.label = "custom";
+  try {
+    c.batch = m[1].matched ? static_cast<uint32_t>(std::stoul(m[1])) : 1;
+    c.m = static_cast<uint32_t>(std::stoul(m[2]));
+    c.n = static_cast<uint32_t>(std::stoul(m[3]));
+    c.k = static_cast<uint32_t>(std::stoul(m[4]));
+  } catch (const std::exception&) {
+    throw std::invalid_argument("GEMM shape '" + text + "' has a dimension out of range");
+  }
+  const std::string flags = m[5];
+  if (flags.find(":f32") != std::string::npos) c.dtype = "f32";
+  if (flags.find(":rowmajor") != std::string::npos) c.transpose_a = false;
+  if (c.m == 0 || c.n == 0 || c.k == 0 || c.batch == 0) throw std::invalid_argument("GEMM shape '" + text + "' has a zero dimension");
+  return c;
+}
+
 std::vector<GemmCase> default_gemm_cases() {
   std::vector<GemmCase> cases;
   for (uint32_t s = 64; s <= 8192; s *= 2) cases.push_back({s, s, s, 1, "bf16", true, "square"});
@@ -161,7 +185,8 @@ std::vector<GemmCaseResult> run_gemm_bench(const GemmBenchOptions& options, std:
     const uint64_t o_elems = uint64_t{c.m} * c.n * c.batch;
     const auto align = [](uint64_t v) { return (v + (1u << 20) - 1) / (1u << 20) * (1u << 20); };
     const uint64_t a_addr = base, b_addr = a_addr + align(a_elems * e), o_addr = b_addr + align(b_elems * e);
-    if (o_addr + o_elems * 4 - base > capacity) {
+    const uint32_t eo = e;   // the output has the input's type (bf16 in, bf16 out)
+    if (o_addr + o_elems * eo - base > capacity) {
       out << "(skipping " << shape_text(c) << ": its operands do not fit " << options.memory << ")\n";
       continue;
     }
@@ -175,7 +200,7 @@ std::vector<GemmCaseResult> run_gemm_bench(const GemmBenchOptions& options, std:
     for (unsigned p = 0; p < std::max(parts, 1u); ++p) {
       mme::MmeJob j;
       j.in = type;
-      j.out = mme::MmeType::F32;
+      j.out = type;
       j.transpose_a = c.transpose_a;
       j.m = c.m, j.k = c.k;
       j.lda = c.transpose_a ? c.m : c.k, j.ldb = c.n, j.ldo = c.n;
@@ -184,12 +209,12 @@ std::vector<GemmCaseResult> run_gemm_bench(const GemmBenchOptions& options, std:
         const uint32_t first = c.batch * p / parts, last = c.batch * (p + 1) / parts;
         j.batch = last - first, j.n = c.n;
         j.a = a_addr + first * j.batch_stride_a * e, j.b = b_addr + first * j.batch_stride_b * e;
-        j.o = o_addr + first * j.batch_stride_o * 4;
+        j.o = o_addr + first * j.batch_stride_o * eo;
       } else {
         const uint32_t parts_n = std::max(parts, 1u);
         const uint32_t first = c.n / 64 * p / parts_n * 64, last = p + 1 == parts_n ? c.n : c.n / 64 * (p + 1) / parts_n * 64;
         j.batch = c.batch, j.n = last - first;
-        j.a = a_addr, j.b = b_addr + uint64_t{first} * e, j.o = o_addr + uint64_t{first} * 4;
+        j.a = a_addr, j.b = b_addr + uint64_t{first} * e, j.o = o_addr + uint64_t{first} * eo;
       }
       j.so_address = bench.sob_address(kFirstSob + p);
       j.so_message = qman::sob_write_value(1, true);
@@ -257,15 +282,16 @@ std::vector<GemmCaseResult> run_gemm_bench(const GemmBenchOptions& options, std:
         const float prod = operand_value(ai, 0, type) * operand_value(b * c.k * c.n + kk * c.n + j, 1, type);
         acc = acc + prod;
       }
-      float got = 0;
-      const uint64_t address = o_addr + (b * c.m * c.n + i * c.n + j) * 4;
+      uint32_t got = 0;
+      const uint64_t address = o_addr + (b * c.m * c.n + i * c.n + j) * eo;
       bench.on_sim_thread([&] {
         auto& store = sram ? bench.card().memory().sram().store() : bench.card().memory().hbm().store();
-        store.read(address, &got, 4);
+        store.read(address, &got, eo);
       });
-      if (mme::f32_bits(got) != mme::f32_bits(acc)) {
+      const uint32_t want = type == mme::MmeType::Bf16 ? mme::f32_to_bf16(acc) : mme::f32_bits(acc);
+      if (got != want) {
         throw std::runtime_error(shape_text(c) + ": output (" + std::to_string(b) + ", " + std::to_string(i) + ", " +
-                                 std::to_string(j) + ") is " + std::to_string(got) + ", the reference " + std::to_string(acc));
+                                 std::to_string(j) + ") has bits " + std::to_string(got) + ", the reference " + std::to_string(want));
       }
     }
     r.sim_time_ps = last - first;

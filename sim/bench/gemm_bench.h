@@ -17,7 +17,7 @@ namespace hpusim::bench {
 
 struct GemmCase {
   uint32_t m = 0, n = 0, k = 0, batch = 1;
-  std::string dtype = "bf16";       // bf16 or f32 inputs (f32 accumulation and output)
+  std::string dtype = "bf16";       // bf16 or f32 inputs and output (f32 accumulation)
   bool transpose_a = true;          // A stored K x M: a k step of a super-tile is one wide read
   std::string label;                // square, skinny, batched, layout
 };
@@ -55,6 +55,10 @@ struct GemmCaseResult {
 // The default sweep: M = N = K from 64 to 8192, skinny and batched shapes, an f32 and an
 // untransposed-A case.
 std::vector<GemmCase> default_gemm_cases();
+
+// A case from text: "[BATCH*]MxNxK[:f32][:rowmajor]" (label "custom"). Throws
+// std::invalid_argument naming the text.
+GemmCase parse_gemm_case(const std::string& text);
 
 // Runs the cases on one preset (at most once per process: SystemC elaborates once); prints the
 // table to `out`. A wrong result or an MME fault throws std::runtime_error.

@@ -236,6 +236,7 @@ int command_bench_gemm(const std::vector<std::string>& args) {
       ("set", po::value<std::vector<std::string>>()->composing(), "override PATH=VALUE (repeatable)")
       ("json", po::value<std::string>(), "write results as a JSON array of objects")
       ("max-size", po::value<uint32_t>()->default_value(8192), "skip shapes with a dimension above this")
+      ("shapes", po::value<std::string>(), "instead of the sweep: [BATCH*]MxNxK[:f32][:rowmajor],... (bf16, A stored K x M by default)")
       ("memory", po::value<std::string>()->default_value("hbm"), "where the operands live: hbm or sram");
   po::variables_map vm = parse(args, options);
   if (vm.count("help")) {
@@ -254,6 +255,7 @@ int command_bench_gemm(const std::vector<std::string>& args) {
       if (vm.count("set")) {
         for (const std::string& o : vm["set"].as<std::vector<std::string>>()) child.insert(child.end(), {"--set", o});
       }
+      if (vm.count("shapes")) child.insert(child.end(), {"--shapes", vm["shapes"].as<std::string>()});
       if (vm.count("json")) {
         json_parts.push_back(vm["json"].as<std::string>() + ".part" + std::to_string(i));
         child.insert(child.end(), {"--json", json_parts.back()});
@@ -277,6 +279,11 @@ int command_bench_gemm(const std::vector<std::string>& args) {
   bench.max_size = vm["max-size"].as<uint32_t>();
   bench.memory = vm["memory"].as<std::string>();
   if (vm.count("json")) bench.json_path = vm["json"].as<std::string>();
+  if (vm.count("shapes")) {
+    for (const std::string& text : split_list(vm["shapes"].as<std::string>())) {
+      bench.cases.push_back(hpusim::bench::parse_gemm_case(text));
+    }
+  }
   hpusim::bench::run_gemm_bench(bench, std::cout);
   return 0;
 }

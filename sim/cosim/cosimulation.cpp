@@ -7,14 +7,10 @@
 #include <utility>
 #include <vector>
 
+#include "hw/common/hex.h"
+
 namespace hpusim::cosim {
 namespace {
-
-std::string hex(uint64_t v) {
-  std::ostringstream out;
-  out << "0x" << std::hex << v;
-  return out.str();
-}
 
 // Host-side RAII: measured host time counts only the host's own work between simulator calls.
 class HostCall {
@@ -46,8 +42,6 @@ void CoSimulation::attach(HostPort& port) {
 uint64_t CoSimulation::device_now_ps() {
   return sim_.call([] { return hw::now_ps(); });
 }
-
-
 
 void CoSimulation::charge_ns(uint64_t ns) {
   std::lock_guard<std::recursive_mutex> lock(host_mutex_);
