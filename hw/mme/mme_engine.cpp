@@ -398,7 +398,7 @@ bool MmeEngine::execute(const mme::MmeJob& job, uint64_t epoch) {
   stats_.cycles = cycle_at(now_ps());
   stats_.host_compute_seconds = arithmetic.seconds();
   if (access_failed_) {
-    fault(MmeError::OutputWrite, params_.name + ": " + access_error_);
+    fault(failed_kind_ == kOperand ? MmeError::OperandRead : MmeError::OutputWrite, params_.name + ": " + access_error_);
     return false;
   }
   return true;
@@ -439,6 +439,7 @@ void MmeEngine::access_done(DmaPort::Access& access) {
   --in_flight_;
   if (!access.ok() && !access_failed_) {
     access_failed_ = true;
+    failed_kind_ = kind;
     access_error_ = std::string(kind == kOperand ? "operand read" : kind == kOutput ? "output write" : "completion message") +
                     " of " + std::to_string(access.get_data_length()) + " bytes at " + hex(access.get_address()) + " failed";
   }

@@ -160,7 +160,8 @@ class MmeEngine : public sc_core::sc_module, public RegisterBlock, public Engine
   uint64_t write_epoch_ = 0;
   void pump_writes();
   uint32_t in_flight_ = 0;
-  bool access_failed_ = false;
+  bool access_failed_ = false;   // a timed access failed (its kind and message below)
+  uint32_t failed_kind_ = 0;
   std::string access_error_;
   MmeJobStats stats_;
 

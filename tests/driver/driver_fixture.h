@@ -4,10 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "driver/device.h"
@@ -92,18 +94,37 @@ class DriverTest : public ::testing::Test {
   }
   uint64_t sram(uint64_t offset) const { return dev->sram_user_base() - 0x80 + offset; }
   static uint64_t cfg(uint64_t offset) { return regs::cfg_address(offset); }
-  // A CB fragment on DMA0 stream `stream`: arm monitor `mon` of E_N on `sob` (== or >= target)
-  // with its payload incrementing this stream's fence 2, then FENCE on it.
-  static CommandBufferBuilder& wait_on_sob(CommandBufferBuilder& cb, unsigned stream, unsigned sob, unsigned mon,
-                                           bool equal, uint16_t target) {
+  // A CB fragment for stream `stream` of `qman`: arm monitor `mon` of E_N on `sob` (== or >=
+  // target) with its payload incrementing the stream's fence 2, then FENCE on it: the stream
+  // waits until the SOB reaches the target.
+  static CommandBufferBuilder& wait_for(CommandBufferBuilder& cb, regs::QmanId qman, unsigned stream, unsigned sob,
+                                        unsigned mon, uint16_t target, bool equal = false) {
     const auto en = regs::SyncManager::E_N;
-    const uint64_t fence = cfg(regs::qman_fence_rdata(regs::QmanId::DMA0, 2, stream));
+    const uint64_t fence = cfg(regs::qman_fence_rdata(qman, 2, stream));
     cb.msg_long(cfg(regs::sm_mon_pay_addrl(en, mon)), static_cast<uint32_t>(fence))
         .msg_long(cfg(regs::sm_mon_pay_addrh(en, mon)), static_cast<uint32_t>(fence >> 32))
         .msg_long(cfg(regs::sm_mon_pay_data(en, mon)), 1)
         .msg_long(cfg(regs::sm_mon_arm(en, mon)), qman::monitor_arm_value(sob / 8, qman::single_sob_mask(sob), equal, target))
         .fence(2, 1, 1);
     return cb;
+  }
+  // The same on DMA0.
+  static CommandBufferBuilder& wait_on_sob(CommandBufferBuilder& cb, unsigned stream, unsigned sob, unsigned mon,
+                                           bool equal, uint16_t target) {
+    return wait_for(cb, regs::QmanId::DMA0, stream, sob, mon, target, equal);
+  }
+  static uint64_t sob_address(unsigned sob) { return cfg(regs::sm_sob(regs::SyncManager::E_N, sob)); }
+
+  // Lines of the driver's log containing `text`, and the whole log (for failure messages).
+  size_t log_lines_with(const std::string& text) const {
+    const auto& log = dev->log();
+    return static_cast<size_t>(
+        std::count_if(log.begin(), log.end(), [&](const std::string& l) { return l.find(text) != std::string::npos; }));
+  }
+  std::string log_text() const {
+    std::string all;
+    for (const auto& l : dev->log()) all += l + "\n";
+    return all;
   }
 
   std::unique_ptr<HlDevice> dev;

@@ -59,21 +59,6 @@ std::vector<float> random_floats(size_t n, uint32_t seed) {
 
 class DriverTpcTest : public DriverTest {
  protected:
-  // Arms monitor `mon` of E_N on `sob` (>= target) with its payload adding 1 to fence 2 of
-  // `qman`'s stream `stream`, then FENCEs on it: the stream waits until the SOB reaches target.
-  static void wait_for(CommandBufferBuilder& cb, regs::QmanId qman, unsigned stream, unsigned sob, unsigned mon,
-                       uint16_t target) {
-    const auto en = regs::SyncManager::E_N;
-    const uint64_t fence = cfg(regs::qman_fence_rdata(qman, 2, stream));
-    cb.msg_long(cfg(regs::sm_mon_pay_addrl(en, mon)), static_cast<uint32_t>(fence))
-        .msg_long(cfg(regs::sm_mon_pay_addrh(en, mon)), static_cast<uint32_t>(fence >> 32))
-        .msg_long(cfg(regs::sm_mon_pay_data(en, mon)), 1)
-        .msg_long(cfg(regs::sm_mon_arm(en, mon)),
-                  qman::monitor_arm_value(sob / 8, qman::single_sob_mask(sob), false, target))
-        .fence(2, 1, 1);
-  }
-  static uint64_t sob_address(unsigned sob) { return cfg(regs::sm_sob(regs::SyncManager::E_N, sob)); }
-
   // add_fwd_f32 on kShape from the kernel library.
   static tk::Instantiation add_kernel() {
     tk::KernelParams p;
@@ -196,17 +181,6 @@ class DriverTpcTest : public DriverTest {
     return va;
   }
   std::vector<uint8_t> stale_storage_;
-
-  size_t log_lines_with(const std::string& text) const {
-    const auto& log = dev->log();
-    return static_cast<size_t>(
-        std::count_if(log.begin(), log.end(), [&](const std::string& l) { return l.find(text) != std::string::npos; }));
-  }
-  std::string log_text() const {
-    std::string all;
-    for (const auto& l : dev->log()) all += l + "\n";
-    return all;
-  }
 };
 
 TEST_F(DriverTpcTest, AddKernelOnEightTpcsInOneCsWithDmaDownAndUp) {

@@ -261,14 +261,26 @@ TEST_F(MmeEngineGemm, BadDescriptorsAndRefusedOperandsAreErrorEventsAndTheNextJo
   submit_raw(build_mme_command_buffer(far, geometries()), 50);
   ASSERT_EQ(jobs().size(), 2u);
   EXPECT_EQ(last_fault().error, hw::MmeError::OperandRead);
+  EXPECT_NE(last_fault().message.find("operand A read at 0x1000000000 refused"), std::string::npos) << last_fault().message;
   EXPECT_EQ(interrupts.size(), 2u);
+
+  // An output nothing serves: the operands are read, the writes fail.
+  std::vector<uint8_t> zeros(1024, 0);
+  dram_write(kA, zeros.data(), zeros.size());
+  dram_write(kB, zeros.data(), zeros.size());
+  MmeJob nowhere = far;
+  nowhere.a = kA;
+  nowhere.o = 0x1000000000ull;
+  submit_raw(build_mme_command_buffer(nowhere, geometries()), 50);
+  ASSERT_EQ(jobs().size(), 3u);
+  EXPECT_EQ(last_fault().error, hw::MmeError::OutputWrite);
+  EXPECT_NE(last_fault().message.find("output write"), std::string::npos) << last_fault().message;
+  EXPECT_EQ(interrupts.size(), 3u);
+  EXPECT_EQ(sob_value(), 0u);
 
   // The next good job runs and signals.
   MmeJob good = far;
   good.a = kA;
-  std::vector<uint8_t> zeros(1024, 0);
-  dram_write(kA, zeros.data(), zeros.size());
-  dram_write(kB, zeros.data(), zeros.size());
   ASSERT_TRUE(run(good));
   EXPECT_FALSE(jobs().back().faulted);
   EXPECT_EQ(sim->mmio_read32(cfg(regs::mme_ctrl_base(0) + desc::kArchStatus)), desc::kStatusIdle);
