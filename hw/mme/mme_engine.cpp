@@ -316,6 +316,8 @@ bool MmeEngine::execute(const mme::MmeJob& job, uint64_t epoch) {
   Arithmetic arithmetic(plan, std::move(a), std::move(b));
 
   const uint64_t chunks = plan.chunks();
+  chunks_total_ = chunks;
+  chunks_done_ = 0;
   uint64_t next_fetch = 0, staged = 0, compute_end = 0;
   std::vector<mme::Run> runs;
   std::vector<mme::JobPlan::Write> writes;
@@ -381,6 +383,7 @@ bool MmeEngine::execute(const mme::MmeJob& job, uint64_t epoch) {
     sync_to(compute_end);   // the chunk's operands leave the staging buffer
     if (epoch != epoch_) return false;
     staged -= c.release;
+    chunks_done_ = i + 1;
     if (c.last_of_supertile) {
       if (i + 1 == chunks) {
         compute_end += plan.fill_cycles() + plan.drain_cycles();

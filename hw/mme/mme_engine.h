@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "card_preset.pb.h"
@@ -104,6 +105,8 @@ class MmeEngine : public sc_core::sc_module, public RegisterBlock, public Engine
   const std::vector<MmeJobStats>& jobs() const { return jobs_; }
   const MmeFaultRecord& last_fault() const { return fault_; }
   uint64_t refused_executes() const { return refused_; }
+  // The running job's k-chunks done and in all (0 and 0 when idle): progress for long runs.
+  std::pair<uint64_t, uint64_t> job_progress() const { return {chunks_done_, running_ ? chunks_total_ : 0}; }
 
   // Modelled reset: registers cleared, queue dropped, a running job abandoned at its next
   // synchronisation point (no message, no interrupt).
@@ -149,6 +152,7 @@ class MmeEngine : public sc_core::sc_module, public RegisterBlock, public Engine
   std::vector<uint64_t> chunk_arrival_;   // cycle the last read of the chunk slot arrived
   std::vector<uint64_t> chunk_issue_;     // cycle its reads were sent
   uint32_t writes_in_flight_ = 0;
+  uint64_t chunks_done_ = 0, chunks_total_ = 0;
   // The write-back queue: output rows waiting for room in the posted-write window.
   struct PendingWrite {
     uint64_t address;

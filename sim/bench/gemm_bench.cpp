@@ -233,9 +233,27 @@ std::vector<GemmCaseResult> run_gemm_bench(const GemmBenchOptions& options, std:
                    mme::build_mme_command_buffer(jobs[p], static_cast<uint32_t>(params.geometries.size())));
     }
     bool done = false;
+    auto last_report = start;
     while (!done) {
       bench.sim().charge_ns(2000);
       bench.sim().sync_device();
+      const auto now = std::chrono::steady_clock::now();
+      if (now - last_report > std::chrono::seconds(10)) {
+        // Long cases say how far they are (stderr, so the table stays clean).
+        last_report = now;
+        uint64_t done_chunks = 0, total_chunks = 0;
+        bench.on_sim_thread([&] {
+          for (size_t p = 0; p < jobs.size(); ++p) {
+            const auto [d, t] = bench.card().mme_engine(engines[p])->job_progress();
+            done_chunks += d;
+            total_chunks += t;
+          }
+        });
+        if (total_chunks > 0) {
+          std::fprintf(stderr, "  %s: %.0f%% after %.0f s\n", shape_text(c).c_str(), 100.0 * double(done_chunks) / double(total_chunks),
+                       std::chrono::duration<double>(now - start).count());
+        }
+      }
       done = bench.on_sim_thread([&] {
         for (size_t p = 0; p < jobs.size(); ++p) {
           if (bench.card().mme_engine(engines[p])->jobs().size() <= before[p]) return false;
