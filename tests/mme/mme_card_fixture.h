@@ -29,12 +29,6 @@ class MmeCardTest : public CardTest {
   }
   void SetUp() override {}   // each test calls build()
 
-  void dram_write(uint64_t address, const void* data, size_t bytes) {
-    sim->on_sim_thread([&] { card->memory().hbm().store().write(address, data, bytes); });
-  }
-  void dram_read(uint64_t address, void* data, size_t bytes) {
-    sim->on_sim_thread([&] { card->memory().hbm().store().read(address, data, bytes); });
-  }
   uint64_t sob_address() const { return cfg(regs::sm_sob(regs::SyncManager::E_N, kSob)); }
   uint32_t sob_value() { return sim->mmio_read32(sob_address()); }
   uint32_t geometries() { return static_cast<uint32_t>(sim->on_sim_thread([&] { return card->mme_engine(0)->params().geometries.size(); })); }

@@ -83,6 +83,13 @@ class CardTest : public HostPlatformTest {
   void sram_write(uint64_t offset, const std::vector<uint8_t>& bytes) {
     sim->on_sim_thread([&] { card->memory().sram().store().write(sram(offset), bytes.data(), bytes.size()); });
   }
+  // Device DRAM contents, straight in the HBM's backing store (no simulated time).
+  void dram_write(uint64_t address, const void* data, size_t bytes) {
+    sim->on_sim_thread([&] { card->memory().hbm().store().write(address, data, bytes); });
+  }
+  void dram_read(uint64_t address, void* data, size_t bytes) {
+    sim->on_sim_thread([&] { card->memory().hbm().store().read(address, data, bytes); });
+  }
 
   // What the driver programs so that LIN_DMA on `stream` of a DMA QMAN drives its DMA core: the
   // CP's LDMA offsets into the core, and the core's enable.

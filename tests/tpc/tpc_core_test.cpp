@@ -62,12 +62,6 @@ class TpcCardTest : public CardTest {
     }
     dram_write(address, bytes.data(), bytes.size());
   }
-  void dram_write(uint64_t address, const void* data, size_t bytes) {
-    sim->on_sim_thread([&] { card->memory().hbm().store().write(address, data, bytes); });
-  }
-  void dram_read(uint64_t address, void* data, size_t bytes) {
-    sim->on_sim_thread([&] { card->memory().hbm().store().read(address, data, bytes); });
-  }
   uint64_t sob_address(unsigned sob = kSob) const { return cfg(regs::sm_sob(regs::SyncManager::E_N, sob)); }
   uint32_t sob_value(unsigned sob = kSob) { return sim->mmio_read32(sob_address(sob)); }
 
