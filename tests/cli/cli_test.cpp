@@ -323,4 +323,43 @@ TEST(Cli, BenchTpcUsageErrors) {
   EXPECT_EQ(run("bench tpc --help").exit_code, 0);
 }
 
+TEST(Cli, BenchGemmRunsEachPresetAndMergesTheJson) {
+  const std::string json = temp_path("gemm.json");
+  std::remove(json.c_str());
+  ProgramRun r = run("bench gemm --preset hl205,hl225 --shapes 128x256x64,2*64x64x96:f32 --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("preset hl205"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("preset hl225"), std::string::npos) << r.output;
+  boost::property_tree::ptree results;
+  boost::property_tree::read_json(json, results);
+  ASSERT_EQ(results.size(), 4u);
+  std::multiset<std::string> presets;
+  for (const auto& [key, row] : results) {
+    for (const char* field : {"preset", "m", "n", "k", "batch", "dtype", "cycles", "tflops", "pct_peak", "bound",
+                              "sim_macs_per_s"}) {
+      ASSERT_TRUE(row.get_child_optional(field)) << "missing " << field;
+    }
+    presets.insert(row.get<std::string>("preset"));
+    EXPECT_GT(row.get<uint64_t>("cycles"), 0u);
+    EXPECT_GT(row.get<double>("pct_peak"), 0.0);
+    EXPECT_LE(row.get<double>("pct_peak"), 100.0);
+    EXPECT_GT(row.get<double>("sim_macs_per_s"), 0.0);
+  }
+  EXPECT_EQ(presets, (std::multiset<std::string>{"hl205", "hl205", "hl225", "hl225"}));
+  EXPECT_EQ(results.back().second.get<uint64_t>("batch"), 2u);
+  EXPECT_EQ(results.back().second.get<std::string>("dtype"), "f32");
+  std::ifstream part(json + ".part0");
+  EXPECT_FALSE(part.good()) << "the per-preset parts are removed";
+}
+
+TEST(Cli, BenchGemmUsageErrors) {
+  ProgramRun r = run("bench gemm --preset hl205 --shapes 12x");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("GEMM shape '12x' is not [BATCH*]MxNxK[:f32][:rowmajor]"), std::string::npos) << r.output;
+  r = run("bench gemm --preset hl205 --memory disk --shapes 64x64x64");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--memory must be hbm or sram, not 'disk'"), std::string::npos) << r.output;
+  EXPECT_EQ(run("bench gemm --help").exit_code, 0);
+}
+
 }  // namespace
