@@ -306,6 +306,7 @@ bool MmeEngine::execute(const mme::MmeJob& job, uint64_t epoch) {
   const mme::MemoryReader reader = [this](uint64_t address, size_t bytes, void* dst) {
     return debug_read(address, bytes, dst);
   };
+  const auto gather_start = std::chrono::steady_clock::now();
   for (uint32_t i = 0; i < d.batch; ++i) {
     std::string error;
     if (!mme::gather_operands(job, i, reader, a[i], b[i], error)) {
@@ -313,6 +314,7 @@ bool MmeEngine::execute(const mme::MmeJob& job, uint64_t epoch) {
       return false;
     }
   }
+  stats_.host_gather_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - gather_start).count();
   Arithmetic arithmetic(plan, std::move(a), std::move(b));
 
   const uint64_t chunks = plan.chunks();

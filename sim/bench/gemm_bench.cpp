@@ -280,6 +280,7 @@ std::vector<GemmCaseResult> run_gemm_bench(const GemmBenchOptions& options, std:
         r.operand_stall_cycles = std::max(r.operand_stall_cycles, s.operand_stall_cycles);
         r.chunk_fetch_cycles = std::max(r.chunk_fetch_cycles, s.chunks ? s.chunk_fetch_cycles / s.chunks : 0);
         r.host_compute_seconds += s.host_compute_seconds;
+        r.host_gather_seconds += s.host_gather_seconds;
         supertile = std::to_string(s.supertile_rows) + "x" + std::to_string(s.supertile_cols) + " kc " + std::to_string(s.kc);
         if (s.faulted && fault.empty()) fault = bench.card().mme_engine(engines[p])->last_fault().message;
       }
@@ -379,6 +380,7 @@ void write_gemm_bench_json(const std::vector<GemmCaseResult>& results, const std
         .add("supertile", r.supertile)
         .add("wall_seconds", r.wall_seconds)
         .add("host_compute_seconds", r.host_compute_seconds)
+        .add("host_gather_seconds", r.host_gather_seconds)
         .add("sim_macs_per_s", r.sim_macs_per_s);
     records.push_back(std::move(record));
   }

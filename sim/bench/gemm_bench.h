@@ -49,6 +49,7 @@ struct GemmCaseResult {
   double hbm_row_hit_pct = 0, hbm_row_conflict_pct = 0;   // of the HBM channel requests of the case
   double wall_seconds = 0;
   double host_compute_seconds = 0;  // the arithmetic's share of it (worker threads, summed)
+  double host_gather_seconds = 0;   // reading its operands (simulation thread, summed over engines)
   double sim_macs_per_s = 0;
 };
 
