@@ -1,0 +1,185 @@
+#include "synapse/compiler/memory_plan.h"
+
+#include <algorithm>
+#include <string>
+
+#include "synapse/compiler/plan_check.h"
+#include "synapse/compiler/tensor_size.h"
+
+namespace hpusim::synapse::compiler {
+namespace {
+
+constexpr uint32_t kNone = UINT32_MAX;
+
+std::string node_label(const Graph& g, NodeId n) { return "node '" + g.node(n).name + "'"; }
+std::string tensor_label(const Graph& g, TensorId t) { return "tensor '" + g.tensor(t).name + "'"; }
+std::string step_label(uint32_t step) { return "step " + std::to_string(step); }
+
+Result invalid(std::string message) { return Result::error(Status::InvalidArgument, std::move(message)); }
+
+// Every node of the graph exactly once.
+Result check_order_covers_graph(const Graph& g, const std::vector<NodeId>& order) {
+  std::vector<uint32_t> step_of(g.node_count(), kNone);
+  for (uint32_t s = 0; s < order.size(); ++s) {
+    const NodeId n = order[s];
+    if (n.index >= g.node_count())
+      return invalid("order " + step_label(s) + ": handle " + std::to_string(n.index) +
+                     " is not a node of this graph (it has " + std::to_string(g.node_count()) + ")");
+    if (step_of[n.index] != kNone)
+      return invalid("order " + step_label(s) + ": " + node_label(g, n) + " is already at " +
+                     step_label(step_of[n.index]));
+    step_of[n.index] = s;
+  }
+  for (uint32_t n = 0; n < g.node_count(); ++n)
+    if (step_of[n] == kNone)
+      return invalid("the order has " + std::to_string(order.size()) + " of the graph's " +
+                     std::to_string(g.node_count()) + " nodes: " + node_label(g, NodeId{n}) + " is missing");
+  return Result::success();
+}
+
+// What the walk of the order learns about one tensor.
+struct TensorUse {
+  uint32_t writer_step = kNone;
+  uint32_t writer_slot = 0;    // among the writer's outputs
+  uint32_t last_step = kNone;  // the last step that touches it
+};
+
+Result find_writers(const Graph& g, const std::vector<NodeId>& order, std::vector<TensorUse>* uses) {
+  for (uint32_t s = 0; s < order.size(); ++s) {
+    const std::vector<TensorId>& outputs = g.node(order[s]).outputs;
+    for (uint32_t slot = 0; slot < outputs.size(); ++slot) {
+      TensorUse& use = (*uses)[outputs[slot].index];
+      if (use.writer_step != kNone)
+        return invalid(tensor_label(g, outputs[slot]) + " is written by two nodes: " +
+                       node_label(g, order[use.writer_step]) + " (" + step_label(use.writer_step) + ") and " +
+                       node_label(g, order[s]) + " (" + step_label(s) + ")");
+      use.writer_step = s;
+      use.writer_slot = slot;
+      use.last_step = s;
+    }
+  }
+  return Result::success();
+}
+
+// Every non-persistent input written at an earlier step; extends the live ranges to the reads.
+Result find_readers(const Graph& g, const std::vector<NodeId>& order, std::vector<TensorUse>* uses) {
+  for (uint32_t s = 0; s < order.size(); ++s) {
+    const std::vector<TensorId>& inputs = g.node(order[s]).inputs;
+    for (uint32_t i = 0; i < inputs.size(); ++i) {
+      TensorUse& use = (*uses)[inputs[i].index];
+      const std::string read = step_label(s) + ": " + node_label(g, order[s]) + " reads " +
+                               tensor_label(g, inputs[i]) + " (input " + std::to_string(i) + ")";
+      if (!g.tensor(inputs[i]).persistent) {
+        if (use.writer_step == kNone) return invalid(read + ", which no node writes and which is not persistent");
+        if (use.writer_step >= s)
+          return invalid(read + " before " + node_label(g, order[use.writer_step]) + " writes it at " +
+                         step_label(use.writer_step));
+      }
+      use.last_step = use.last_step == kNone ? s : std::max(use.last_step, s);
+    }
+  }
+  return Result::success();
+}
+
+// The persistent tensors in order of first touch (a step's inputs before its outputs).
+std::vector<PatchPoint> find_patch_points(const Graph& g, const std::vector<NodeId>& order) {
+  std::vector<PatchPoint> points;
+  std::vector<uint32_t> point_of(g.tensor_count(), kNone);
+  auto touch = [&](TensorId t, NodeId n, bool writes) {
+    if (!g.tensor(t).persistent) return;
+    if (point_of[t.index] == kNone) {
+      point_of[t.index] = static_cast<uint32_t>(points.size());
+      points.push_back({t, {}, {}});
+    }
+    std::vector<NodeId>& nodes = writes ? points[point_of[t.index]].writers : points[point_of[t.index]].readers;
+    if (nodes.empty() || nodes.back() != n) nodes.push_back(n);   // a node reading one tensor twice
+  };
+  for (NodeId n : order) {
+    for (TensorId t : g.node(n).inputs) touch(t, n, false);
+    for (TensorId t : g.node(n).outputs) touch(t, n, true);
+  }
+  return points;
+}
+
+// The non-persistent tensors with their sizes and live ranges, in placement order.
+Result size_tensors(const Graph& g, const std::vector<TensorUse>& uses, uint64_t alignment, MemoryPlan* plan) {
+  std::vector<uint32_t> planned;
+  for (uint32_t t = 0; t < g.tensor_count(); ++t)
+    if (!g.tensor(TensorId{t}).persistent && uses[t].writer_step != kNone) planned.push_back(t);
+  std::sort(planned.begin(), planned.end(), [&](uint32_t a, uint32_t b) {
+    if (uses[a].writer_step != uses[b].writer_step) return uses[a].writer_step < uses[b].writer_step;
+    return uses[a].writer_slot < uses[b].writer_slot;
+  });
+  for (uint32_t t : planned) {
+    const graph::TensorDesc& desc = g.tensor(TensorId{t});
+    const std::optional<uint64_t> bytes = tensor_bytes(desc);
+    const std::optional<uint64_t> size = bytes ? align_up(*bytes, alignment) : std::nullopt;
+    if (!size || __builtin_add_overflow(plan->bytes_without_reuse, *size, &plan->bytes_without_reuse))
+      return invalid(tensor_label(g, TensorId{t}) + ": shape " + graph::shape_text(desc.shape) + " " +
+                     tpc::dtype_name(desc.dtype) + ": the workspace would not fit 64 bits");
+    plan->tensors.push_back({TensorId{t}, 0, *size, uses[t].writer_step, uses[t].last_step});
+  }
+  return Result::success();
+}
+
+// The lowest aligned offset where `size` bytes fit between the intervals of `live` (disjoint,
+// sorted by offset). Every candidate is 0 or the end of a placed tensor, so it stays aligned.
+uint64_t lowest_free_offset(const std::vector<const PlannedTensor*>& live, uint64_t size) {
+  uint64_t candidate = 0;
+  for (const PlannedTensor* p : live) {
+    if (candidate + size <= p->offset) break;
+    candidate = std::max(candidate, p->offset + p->size);
+  }
+  return candidate;
+}
+
+// First fit in placement order. Since tensors come by first step, the placed tensors live at
+// the same time as the next one are exactly those whose range has not ended before its first
+// step; the rest can never conflict again and are dropped from `live`.
+void place_tensors(MemoryPlan* plan) {
+  std::vector<const PlannedTensor*> live;   // sorted by offset
+  for (PlannedTensor& t : plan->tensors) {
+    live.erase(std::remove_if(live.begin(), live.end(),
+                              [&](const PlannedTensor* p) { return p->last_step < t.first_step; }),
+               live.end());
+    t.offset = lowest_free_offset(live, t.size);
+    plan->workspace_bytes = std::max(plan->workspace_bytes, t.offset + t.size);
+    auto at = std::upper_bound(live.begin(), live.end(), t.offset,
+                               [](uint64_t offset, const PlannedTensor* p) { return offset < p->offset; });
+    live.insert(at, &t);
+  }
+}
+
+}  // namespace
+
+const PlannedTensor* MemoryPlan::find(TensorId id) const {
+  for (const PlannedTensor& t : tensors)
+    if (t.tensor == id) return &t;
+  return nullptr;
+}
+
+const PatchPoint* MemoryPlan::find_patch_point(TensorId id) const {
+  for (const PatchPoint& p : patch_points)
+    if (p.tensor == id) return &p;
+  return nullptr;
+}
+
+Result plan_memory(const Graph& graph, const std::vector<NodeId>& order, MemoryPlan* plan, uint64_t alignment) {
+  if (!is_power_of_two(alignment)) return invalid("alignment " + std::to_string(alignment) + " is not a power of two");
+  Result r = check_order_covers_graph(graph, order);
+  std::vector<TensorUse> uses(graph.tensor_count());
+  if (r.ok()) r = find_writers(graph, order, &uses);
+  if (r.ok()) r = find_readers(graph, order, &uses);
+  MemoryPlan result;
+  result.alignment = alignment;
+  if (r.ok()) r = size_tensors(graph, uses, alignment, &result);
+  if (!r.ok()) return r;
+  place_tensors(&result);
+  result.patch_points = find_patch_points(graph, order);
+  r = check_plan(graph, result);
+  if (!r.ok()) return Result::error(Status::Fail, "memory plan self-check: " + r.message);
+  *plan = std::move(result);
+  return Result::success();
+}
+
+}  // namespace hpusim::synapse::compiler

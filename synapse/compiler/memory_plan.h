@@ -1,0 +1,70 @@
+// The graph compiler's memory planner: every non-persistent tensor gets an offset in one
+// workspace, tensors whose live ranges are disjoint sharing memory; persistent tensors are left
+// to the runtime, which patches their addresses at launch, and are listed as patch points.
+//
+//   std::vector<NodeId> order;
+//   validate(g, &order);
+//   MemoryPlan plan;
+//   Result r = plan_memory(g, order, &plan);            // default alignment: 128 bytes
+//   plan.find(y)->offset;                               // y's place in the workspace
+//   check_plan(g, plan);                                // plan_check.h
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "synapse/graph/graph.h"
+#include "synapse/graph/status.h"
+
+namespace hpusim::synapse::compiler {
+
+using graph::Graph;
+using graph::NodeId;
+using graph::Result;
+using graph::Status;
+using graph::TensorId;
+
+inline constexpr uint64_t kDefaultAlignment = 128;   // the device cache line
+
+// A tensor in the workspace: bytes [offset, offset + size), live from the step (index in the
+// order) of its producer to the step of its last reader, both inclusive.
+struct PlannedTensor {
+  TensorId tensor;
+  uint64_t offset = 0;
+  uint64_t size = 0;   // elements x dtype bytes, rounded up to the alignment
+  uint32_t first_step = 0;
+  uint32_t last_step = 0;
+};
+
+// A persistent tensor and the nodes that touch it, each list in step order.
+struct PatchPoint {
+  TensorId tensor;
+  std::vector<NodeId> readers;
+  std::vector<NodeId> writers;
+};
+
+struct MemoryPlan {
+  uint64_t alignment = kDefaultAlignment;
+  std::vector<PlannedTensor> tensors;     // in placement order: by first step, then output slot
+  std::vector<PatchPoint> patch_points;   // by first touch: step, inputs before outputs
+  uint64_t workspace_bytes = 0;           // the highest end
+  uint64_t bytes_without_reuse = 0;       // the sum of the sizes
+
+  const PlannedTensor* find(TensorId id) const;
+  const PatchPoint* find_patch_point(TensorId id) const;
+};
+
+// Places the non-persistent tensors the nodes of `order` touch (tensors no node touches take
+// no memory). First fit by liveness: tensors are taken by first step, then by their slot among
+// the producer's outputs (so the plan depends on the order, not on creation order), and each
+// goes to the lowest aligned offset where it overlaps no placed tensor that is live at the same
+// time. The plan is checked with check_plan before it is returned.
+//
+// Errors (synInvalidArgument; nothing is written to *plan): an alignment that is not a power of
+// two; an order entry that is not a node of the graph or repeats one; an order that leaves out
+// a node; a tensor written by two nodes; a node that reads a non-persistent tensor no earlier
+// step writes; a workspace that would not fit 64 bits. README.md lists the messages.
+Result plan_memory(const Graph& graph, const std::vector<NodeId>& order, MemoryPlan* plan,
+                   uint64_t alignment = kDefaultAlignment);
+
+}  // namespace hpusim::synapse::compiler

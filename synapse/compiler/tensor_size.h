@@ -1,0 +1,19 @@
+// Tensor sizes in bytes and their alignment, with overflow reported rather than wrapped.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "synapse/graph/graph.h"
+
+namespace hpusim::synapse::compiler {
+
+bool is_power_of_two(uint64_t value);
+
+// Elements x dtype bytes (dense), or nullopt when that does not fit 64 bits.
+std::optional<uint64_t> tensor_bytes(const graph::TensorDesc& tensor);
+
+// `bytes` rounded up to `alignment` (a power of two), or nullopt when that does not fit 64 bits.
+std::optional<uint64_t> align_up(uint64_t bytes, uint64_t alignment);
+
+}  // namespace hpusim::synapse::compiler

@@ -1,0 +1,150 @@
+// Placement by liveness: reuse along a chain, branches and late readers kept apart, persistent
+// tensors left to the runtime, alignment.
+#include <gtest/gtest.h>
+
+#include "synapse/compiler/plan_check.h"
+#include "tests/synapse_compiler/plan_fixtures.h"
+
+namespace hpusim::synapse::compiler {
+namespace {
+
+using graph::DType;
+using testing::build;
+using testing::chain_spec;
+using testing::GraphSpec;
+using testing::node_names;
+using testing::plan_spec;
+using testing::planned;
+using testing::Planned;
+
+constexpr uint64_t kTile = 64 * 32 * 4;   // one f32 [64, 32] tensor
+
+TEST(SynapseMemoryPlan, AChainPingPongsBetweenTwoBuffers) {
+  const Planned p = plan_spec(chain_spec());
+  ASSERT_TRUE(p.result.ok()) << p.result.message;
+  EXPECT_EQ(planned(p, "a").offset, 0u);
+  EXPECT_EQ(planned(p, "b").offset, kTile);
+  EXPECT_EQ(planned(p, "c").offset, 0u);   // a is dead once n1 has read it
+  EXPECT_EQ(planned(p, "d").offset, kTile);
+  EXPECT_EQ(planned(p, "b").size, kTile);
+  EXPECT_EQ(planned(p, "b").first_step, 1u);
+  EXPECT_EQ(planned(p, "b").last_step, 2u);
+  EXPECT_EQ(p.plan.workspace_bytes, 2 * kTile);
+  EXPECT_EQ(p.plan.bytes_without_reuse, 4 * kTile);
+  EXPECT_EQ(p.plan.tensors.size(), 4u);
+  EXPECT_TRUE(check_plan(p.graph, p.plan).ok());
+}
+
+TEST(SynapseMemoryPlan, ADiamondKeepsBothBranchesLive) {
+  // x -> n0 -> a; a -> n1 -> b; a -> n2 -> c; (b, c) -> n3 -> d; d -> n4 -> y.
+  GraphSpec s;
+  for (const char* t : {"x", "a", "b", "c", "d", "y"})
+    s.tensors.push_back({t, DType::F32, {64, 32}, t[0] == 'x' || t[0] == 'y'});
+  s.nodes = {{"n0", "op", {"x"}, {"a"}, {}}, {"n1", "op", {"a"}, {"b"}, {}}, {"n2", "op", {"a"}, {"c"}, {}},
+             {"n3", "op", {"b", "c"}, {"d"}, {}}, {"n4", "op", {"d"}, {"y"}, {}}};
+  const Planned p = plan_spec(s);
+  ASSERT_TRUE(p.result.ok()) << p.result.message;
+  EXPECT_EQ(planned(p, "a").last_step, 2u);
+  EXPECT_EQ(planned(p, "b").last_step, 3u);
+  EXPECT_EQ(planned(p, "a").offset, 0u);
+  EXPECT_EQ(planned(p, "b").offset, kTile);
+  EXPECT_EQ(planned(p, "c").offset, 2 * kTile);   // a and b are both still live at n2
+  EXPECT_EQ(planned(p, "d").offset, 0u);          // b and c live at n3, a is not
+  EXPECT_EQ(p.plan.workspace_bytes, 3 * kTile);
+}
+
+TEST(SynapseMemoryPlan, ATensorReadLateStaysLiveUntilThen) {
+  GraphSpec s = chain_spec();
+  s.nodes.back().inputs.push_back("a");   // n4 reads a as well as d
+  const Planned p = plan_spec(s);
+  ASSERT_TRUE(p.result.ok()) << p.result.message;
+  EXPECT_EQ(planned(p, "a").first_step, 0u);
+  EXPECT_EQ(planned(p, "a").last_step, 4u);
+  EXPECT_EQ(planned(p, "a").offset, 0u);
+  EXPECT_EQ(planned(p, "b").offset, kTile);
+  EXPECT_EQ(planned(p, "c").offset, 2 * kTile);
+  EXPECT_EQ(planned(p, "d").offset, kTile);
+  EXPECT_EQ(p.plan.workspace_bytes, 3 * kTile);
+}
+
+TEST(SynapseMemoryPlan, ATensorNoNodeReadsLivesOnlyAtItsProducersStep) {
+  GraphSpec s = chain_spec();
+  s.tensors.push_back({"side", DType::F32, {64, 32}});
+  s.tensors.push_back({"unused", DType::F32, {64, 32}});   // no node touches it
+  s.node("n1").outputs.push_back("side");
+  const Planned p = plan_spec(s);
+  ASSERT_TRUE(p.result.ok()) << p.result.message;
+  EXPECT_EQ(planned(p, "side").first_step, 1u);
+  EXPECT_EQ(planned(p, "side").last_step, 1u);
+  EXPECT_EQ(planned(p, "side").offset, 2 * kTile);   // after a and b, which n1 reads and writes
+  EXPECT_EQ(planned(p, "d").offset, kTile);
+  EXPECT_EQ(p.plan.find(*p.graph.find_tensor("unused")), nullptr);
+  EXPECT_EQ(p.plan.workspace_bytes, 3 * kTile);
+  EXPECT_EQ(p.plan.bytes_without_reuse, 5 * kTile);
+}
+
+TEST(SynapseMemoryPlan, PersistentTensorsArePatchPointsAndTakeNoWorkspace) {
+  // The MLP, validated with its real GUIDs: fc1, bias1, relu1, fc2, softmax.
+  const Graph g = build(graph::testing::mlp_spec());
+  std::vector<NodeId> order;
+  ASSERT_TRUE(graph::validate(g, &order).ok());
+  MemoryPlan plan;
+  ASSERT_TRUE(plan_memory(g, order, &plan).ok());
+  std::vector<std::string> planned_names, patched_names;
+  for (const PlannedTensor& t : plan.tensors) planned_names.push_back(g.tensor(t.tensor).name);
+  for (const PatchPoint& p : plan.patch_points) patched_names.push_back(g.tensor(p.tensor).name);
+  EXPECT_EQ(planned_names, (std::vector<std::string>{"h", "hb", "r", "logits"}));
+  EXPECT_EQ(patched_names, (std::vector<std::string>{"x", "w1", "b1", "w2", "probs"}));
+  const PatchPoint* x = plan.find_patch_point(*g.find_tensor("x"));
+  ASSERT_NE(x, nullptr);
+  EXPECT_EQ(node_names(g, x->readers), (std::vector<std::string>{"fc1"}));
+  EXPECT_TRUE(x->writers.empty());
+  const PatchPoint* probs = plan.find_patch_point(*g.find_tensor("probs"));
+  ASSERT_NE(probs, nullptr);
+  EXPECT_TRUE(probs->readers.empty());
+  EXPECT_EQ(node_names(g, probs->writers), (std::vector<std::string>{"softmax"}));
+  EXPECT_EQ(plan.find(*g.find_tensor("x")), nullptr);
+  // h, hb, r are 16 KiB each; logits 1280 bytes. h and r share, hb and logits share.
+  EXPECT_EQ(plan.workspace_bytes, 2 * 16384u);
+  EXPECT_EQ(plan.bytes_without_reuse, 3 * 16384u + 1280u);
+}
+
+TEST(SynapseMemoryPlan, AGraphOfPersistentTensorsNeedsNoWorkspace) {
+  GraphSpec s;
+  s.tensors = {{"in", DType::BF16, {8}, true}, {"out", DType::BF16, {8}, true}};
+  s.nodes = {{"n", "op", {"in", "in"}, {"out"}, {}}};
+  const Planned p = plan_spec(s);
+  ASSERT_TRUE(p.result.ok()) << p.result.message;
+  EXPECT_TRUE(p.plan.tensors.empty());
+  EXPECT_EQ(p.plan.workspace_bytes, 0u);
+  EXPECT_EQ(p.plan.bytes_without_reuse, 0u);
+  ASSERT_EQ(p.plan.patch_points.size(), 2u);
+  EXPECT_EQ(node_names(p.graph, p.plan.patch_points[0].readers), (std::vector<std::string>{"n"}));   // once
+}
+
+TEST(SynapseMemoryPlan, SizesAreRoundedUpToTheAlignment) {
+  GraphSpec s;
+  s.tensors = {{"in", DType::U8, {1}, true}, {"a", DType::BF16, {3}}, {"b", DType::I8, {5, 1, 1}},
+               {"c", DType::F32, {}}, {"out", DType::U8, {1}, true}};
+  s.nodes = {{"n0", "op", {"in"}, {"a"}, {}}, {"n1", "op", {"a"}, {"b"}, {}}, {"n2", "op", {"a", "b"}, {"c"}, {}},
+             {"n3", "op", {"c"}, {"out"}, {}}};
+  struct Case {
+    uint64_t alignment, a, b, c, workspace;
+  };
+  // a: 6 bytes, b: 5 bytes, c: 4 bytes (0 dims: one element).
+  for (const Case& k : {Case{128, 128, 128, 128, 384}, Case{4096, 4096, 4096, 4096, 3 * 4096},
+                        Case{1, 6, 5, 4, 15}, Case{4, 8, 8, 4, 20}}) {
+    const Planned p = plan_spec(s, k.alignment);
+    ASSERT_TRUE(p.result.ok()) << p.result.message;
+    EXPECT_EQ(p.plan.alignment, k.alignment);
+    EXPECT_EQ(planned(p, "a").size, k.a) << k.alignment;
+    EXPECT_EQ(planned(p, "b").size, k.b) << k.alignment;
+    EXPECT_EQ(planned(p, "c").size, k.c) << k.alignment;
+    EXPECT_EQ(planned(p, "b").offset, k.a) << k.alignment;
+    EXPECT_EQ(planned(p, "c").offset, k.a + k.b) << k.alignment;   // a and b are read at n2
+    EXPECT_EQ(p.plan.workspace_bytes, k.workspace) << k.alignment;
+  }
+}
+
+}  // namespace
+}  // namespace hpusim::synapse::compiler
