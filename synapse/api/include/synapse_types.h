@@ -1,0 +1,105 @@
+/* The types of hpusim's public Synapse C API: status codes, device and data types, handles, the
+ * tensor descriptor and the node param structs. */
+#ifndef HPUSIM_SYNAPSE_TYPES_H
+#define HPUSIM_SYNAPSE_TYPES_H
+
+#include <stdint.h>
+
+#define SYN_MAX_TENSOR_DIM 5 /* MAX_DIMENSIONS_NUM */
+
+typedef enum {
+  synSuccess = 0,
+  synInvalidArgument = 1,
+  synCbFull = 2,
+  synOutOfHostMemory = 3,
+  synOutOfDeviceMemory = 4,
+  synObjectAlreadyInitialized = 5,
+  synObjectNotInitialized = 6,
+  synCommandSubmissionFailure = 7,
+  synNoDeviceFound = 8,
+  synDeviceTypeMismatch = 9,
+  synFailedToInitializeCb = 10,
+  synFailedToFreeCb = 11,
+  synFailedToMapCb = 12,
+  synFailedToUnmapCb = 13,
+  synFailedToAllocateDeviceMemory = 14,
+  synFailedToFreeDeviceMemory = 15,
+  synFailedNotEnoughDevicesFound = 16,
+  synDeviceReset = 17,
+  synUnsupported = 18,
+  synWrongParamsFile = 19,
+  synDeviceAlreadyAcquired = 20,
+  synNameIsAlreadyUsed = 21,
+  synBusy = 22,
+  synAllResourcesTaken = 23,
+  synUnavailable = 24,
+  synInvalidTensorDimensions = 25,
+  synFail = 26
+} synStatus;
+
+typedef enum {
+  synDeviceGoya = 0,
+  synDeviceGreco = 1,
+  synDeviceGaudi = 2,
+  synDeviceGaudi2 = 4,
+  synDeviceGaudi3 = 5,
+  synDeviceEmulator = 6,
+  synDeviceTypeInvalid = 7
+} synDeviceType;
+
+/* Bit flags, as the API numbers them. */
+typedef enum {
+  syn_type_na = 0,
+  syn_type_fixed = 1,
+  syn_type_int8 = syn_type_fixed,
+  syn_type_bf16 = 2,
+  syn_type_single = 4,
+  syn_type_float = syn_type_single,
+  syn_type_int16 = 8,
+  syn_type_int32 = 16,
+  syn_type_uint8 = 32,
+  syn_type_uint16 = 512,
+  syn_type_uint32 = 1024
+} synDataType;
+
+/* Only DATA_TENSOR is supported. */
+typedef enum { DATA_TENSOR = 0 } synTensorType;
+
+/* Opaque handles; a destroyed handle is never handed out again. */
+typedef struct hpusim_GraphObject* synGraphHandle;
+typedef struct hpusim_SectionObject* synSectionHandle;
+typedef struct hpusim_TensorObject* synTensor;
+typedef uint64_t synNodeId;
+
+/* Zero-initialize, then fill. m_sizes[0] is the innermost (contiguous) dim; m_dims 0..5 (0: one
+ * element). m_ptr (constant data), m_strides (non-dense) and m_minSizes other than 0 or m_sizes
+ * (dynamic shapes) are not supported. */
+typedef struct {
+  synDataType m_dataType;
+  unsigned m_dims;
+  unsigned m_sizes[SYN_MAX_TENSOR_DIM];
+  void* m_ptr;
+  const char* m_name;
+  unsigned m_strides[SYN_MAX_TENSOR_DIM];
+  unsigned m_minSizes[SYN_MAX_TENSOR_DIM];
+  synTensorType m_tensorType;
+} synTensorDescriptor;
+
+/* The params of gemm and batch_gemm: each flag 0 or 1. */
+typedef struct {
+  uint8_t transpose_a;
+  uint8_t transpose_b;
+} hpusim_GemmParams;
+
+/* The params of spatial_convolution, dedx and dedw; every field must be set (stride and dilation
+ * 1 .. 65535, pad 0 .. 65535). */
+typedef struct {
+  int64_t stride_h;
+  int64_t stride_w;
+  int64_t pad_h;
+  int64_t pad_w;
+  int64_t dil_h;
+  int64_t dil_w;
+} hpusim_ConvolutionParams;
+
+#endif /* HPUSIM_SYNAPSE_TYPES_H */
