@@ -47,7 +47,9 @@ ChannelController::ChannelController(const Organization& org, const Timing& timi
   for (uint32_t b = 0; b < engine_.num_banks(); ++b) {
     banks_[b].q.reserve(queue_depth_);
     banks_[b].pc = engine_.pc_of(b);
+    banks_[b].bg = engine_.bg_of(b);
   }
+  bg_cache_.resize(size_t{org.pseudo_channels} * engine_.bank_groups_per_pc());
   pc_epoch_.assign(org.pseudo_channels, 0);
   active_.resize(org.pseudo_channels);
   for (auto& a : active_) a.reserve(engine_.banks_per_pc());
@@ -207,6 +209,7 @@ void ChannelController::summarise(uint32_t b) const {
     if (!slot.arrived || slot.is_write != write_mode_) continue;
     if (slot.row == open) {
       bank.col = static_cast<int32_t>(s);
+      bank.col_cmd = slot.is_write ? Command::WR : Command::RD;
       bank.row = kNone;  // a pending hit keeps the row open (open-page FR-FCFS)
       return;
     }
@@ -218,22 +221,49 @@ void ChannelController::summarise(uint32_t b) const {
 void ChannelController::recompute_bank(uint32_t b) const {
   Bank& bank = banks_[b];
   if (bank.dirty) summarise(b);
-  bank.epoch = pc_epoch_[bank.pc];
-  if (bank.col != kNone) {
-    bank.col_raw = engine_.earliest_raw(slots_[bank.col].is_write ? Command::WR : Command::RD, b);
-  }
-  if (bank.row != kNone) bank.row_raw = engine_.earliest_raw(bank.row_cmd, b);
+  bank.times_stale = false;
+  if (bank.col != kNone) bank.col_local = engine_.bank_constraint(bank.col_cmd, b);
+  if (bank.row != kNone) bank.row_local = engine_.bank_constraint(bank.row_cmd, b);
 }
 
+void ChannelController::recompute_bg(uint32_t g) const {
+  BgCache& c = bg_cache_[g];
+  c.min_col_local = kNever;
+  c.min_act_local = kNever;
+  c.min_pre_local = kNever;
+  const uint32_t first = g * engine_.banks_per_group();
+  for (uint32_t b = first; b < first + engine_.banks_per_group(); ++b) {
+    if (banks_[b].active_pos == kNotActive) continue;
+    refresh_bank(b);
+    const Bank& bank = banks_[b];
+    if (bank.col != kNone) c.min_col_local = std::min(c.min_col_local, bank.col_local);
+    if (bank.row != kNone) {
+      uint64_t& m = bank.row_cmd == Command::ACT ? c.min_act_local : c.min_pre_local;
+      m = std::min(m, bank.row_local);
+    }
+  }
+  c.dirty = false;
+}
+
+// min over banks of max(bank part, shared part) == min over bank groups of max(min bank part,
+// shared part), since every bank of a group shares the group's and pseudo-channel's terms.
 const ChannelController::PcCache& ChannelController::recompute_pc(uint32_t p) const {
   PcCache& c = pc_cache_[p];
   c.min_col_raw = kNever;
   c.min_row_raw = kNever;
-  for (uint32_t b : active_[p]) {
-    refresh_bank(b);
-    const Bank& bank = banks_[b];
-    if (bank.col != kNone && bank.col_raw < c.min_col_raw) c.min_col_raw = bank.col_raw;
-    if (bank.row != kNone && bank.row_raw < c.min_row_raw) c.min_row_raw = bank.row_raw;
+  const Command col_cmd = write_mode_ ? Command::WR : Command::RD;
+  const uint32_t groups = engine_.bank_groups_per_pc();
+  for (uint32_t g = p * groups; g < (p + 1) * groups; ++g) {
+    if (bg_cache_[g].dirty) recompute_bg(g);
+    const BgCache& bc = bg_cache_[g];
+    if (bc.min_col_local != kNever) {
+      c.min_col_raw = std::min(c.min_col_raw, std::max(bc.min_col_local, engine_.shared_constraint(col_cmd, g, p)));
+    }
+    if (bc.min_act_local != kNever) {
+      c.min_row_raw =
+          std::min(c.min_row_raw, std::max(bc.min_act_local, engine_.shared_constraint(Command::ACT, g, p)));
+    }
+    c.min_row_raw = std::min(c.min_row_raw, bc.min_pre_local);
   }
   c.epoch = pc_epoch_[p];
   c.dirty = false;
@@ -291,6 +321,31 @@ void ChannelController::retire(uint32_t s, uint64_t cycle, std::vector<Completio
   --queued_;
 }
 
+// The oldest ready column candidate and the oldest ready row candidate among the active banks of
+// bank group g, against the best found so far (FR-FCFS: the order of the scan does not matter).
+void ChannelController::select_in_group(uint32_t g, uint64_t cycle, bool want_col, bool want_row, bool pc_held,
+                                        uint32_t target, bool forced, int32_t& col_slot, int32_t& row_slot,
+                                        Command& row_cmd) const {
+  const uint32_t first = g * engine_.banks_per_group();
+  for (uint32_t b = first; b < first + engine_.banks_per_group(); ++b) {
+    const Bank& bank = banks_[b];
+    if (bank.active_pos == kNotActive) continue;
+    if (want_col && bank.col != kNone && col_raw(bank) <= cycle &&
+        (col_slot == kNone || older(static_cast<uint32_t>(bank.col), static_cast<uint32_t>(col_slot)))) {
+      const bool restricted = pc_held || (b == target && forced);
+      if (!restricted ||
+          cycle + column_hold(slots_[bank.col].is_write) <= engine_.bank_constraint(Command::PRE, b)) {
+        col_slot = bank.col;
+      }
+    }
+    if (want_row && b != target && bank.row != kNone && row_raw(bank) <= cycle &&
+        (row_slot == kNone || older(static_cast<uint32_t>(bank.row), static_cast<uint32_t>(row_slot)))) {
+      row_slot = bank.row;
+      row_cmd = bank.row_cmd;
+    }
+  }
+}
+
 void ChannelController::advance(uint64_t cycle, std::vector<Completion>& out) {
   if (advanced_ && cycle < now_) {
     throw std::logic_error("HBM controller " + std::to_string(global_channel_) + ": advance(" +
@@ -308,6 +363,8 @@ void ChannelController::advance(uint64_t cycle, std::vector<Completion>& out) {
   Command row_cmd = Command::ACT;
   const bool col_bus_ok = engine_.col_bus_free() <= cycle && engine_.last_issue_cycle() <= cycle;
   const bool row_bus_ok = engine_.row_bus_free() <= cycle && engine_.last_issue_cycle() <= cycle;
+  const uint32_t groups = engine_.bank_groups_per_pc();
+  const Command col_cmd = write_mode_ ? Command::WR : Command::RD;
   for (uint32_t p = 0; p < org_.pseudo_channels; ++p) {
     const PcCache& pcc = refresh_pc(p);
     const bool refresh_pending = cycle >= refresh_due_[p];
@@ -320,20 +377,14 @@ void ChannelController::advance(uint64_t cycle, std::vector<Completion>& out) {
     const bool want_col = col_bus_ok && pcc.min_col_raw <= cycle;
     const bool want_row = row_bus_ok && !pc_held && pcc.min_row_raw <= cycle;
     if (!want_col && !want_row) continue;
-    for (uint32_t b : active_[p]) {
-      const Bank& bank = banks_[b];
-      if (want_col && bank.col != kNone && bank.col_raw <= cycle &&
-          (col_slot == kNone || older(static_cast<uint32_t>(bank.col), static_cast<uint32_t>(col_slot)))) {
-        const bool restricted = pc_held || (b == target && forced);
-        if (!restricted ||
-            cycle + column_hold(slots_[bank.col].is_write) <= engine_.bank_constraint(Command::PRE, b)) {
-          col_slot = bank.col;
-        }
-      }
-      if (want_row && b != target && bank.row != kNone && bank.row_raw <= cycle &&
-          (row_slot == kNone || older(static_cast<uint32_t>(bank.row), static_cast<uint32_t>(row_slot)))) {
-        row_slot = bank.row;
-        row_cmd = bank.row_cmd;
+    // Only the bank groups with a ready candidate are scanned (their caches are current: refresh_pc).
+    for (uint32_t g = p * groups; g < (p + 1) * groups; ++g) {
+      const BgCache& bc = bg_cache_[g];
+      const bool group_col = want_col && bc.min_col_local <= cycle && engine_.shared_constraint(col_cmd, g, p) <= cycle;
+      const bool group_row = want_row && (bc.min_pre_local <= cycle || (bc.min_act_local <= cycle &&
+                                                                        engine_.shared_constraint(Command::ACT, g, p) <= cycle));
+      if (group_col || group_row) {
+        select_in_group(g, cycle, group_col, group_row, pc_held, target, forced, col_slot, row_slot, row_cmd);
       }
     }
   }
@@ -379,6 +430,7 @@ void ChannelController::advance(uint64_t cycle, std::vector<Completion>& out) {
     check_choice(col_slot, slot.is_write ? Command::WR : Command::RD, cycle);
     engine_.issue_flat(slot.is_write ? Command::WR : Command::RD, slot.bank, slot.row, cycle);
     ++pc_epoch_[banks_[slot.bank].pc];
+    mark_times_stale(slot.bank);
     issued = true;
     if (slot.remaining == slot.bursts) {
       if (slot.klass == 0) ++stats_.row_hits;
@@ -412,6 +464,7 @@ void ChannelController::advance(uint64_t cycle, std::vector<Completion>& out) {
                                ": internal scheduling error: REFSB at cycle " + std::to_string(cycle));
       }
       engine_.issue_flat(Command::REFSB, b, 0, cycle);
+      mark_times_stale(b);
       ++stats_.refreshes;
       ++stats_.per_bank_refreshes;
       note_bank_refreshed(b, cycle);
@@ -566,12 +619,12 @@ uint64_t ChannelController::compute_next_event() const {
       const Bank& tb = banks_[target];  // current: refresh_pc() refreshed every active bank
       bool target_col_ok = true;
       if (tb.col != kNone) {
-        const uint64_t e = std::max(tb.col_raw, col_floor);
+        const uint64_t e = std::max(col_raw(tb), col_floor);
         target_col_ok = e < pb_force_[p] ||
                         e + column_hold(slots_[tb.col].is_write) <= engine_.bank_constraint(Command::PRE, target);
       }
       // Fast path: the aggregate is exact when the target's excluded candidates are not its minima.
-      if ((target_col_ok || tb.col_raw > pcc.min_col_raw) && (tb.row == kNone || tb.row_raw > pcc.min_row_raw)) {
+      if ((target_col_ok || col_raw(tb) > pcc.min_col_raw) && (tb.row == kNone || row_raw(tb) > pcc.min_row_raw)) {
         if (pcc.min_col_raw != kNever) t = std::min(t, std::max(pcc.min_col_raw, col_floor));
         if (pcc.min_row_raw != kNever) t = std::min(t, std::max(pcc.min_row_raw, row_floor));
         continue;
@@ -579,13 +632,13 @@ uint64_t ChannelController::compute_next_event() const {
       for (uint32_t b : active_[p]) {
         const Bank& bank = banks_[b];
         if (bank.col != kNone) {
-          const uint64_t e = std::max(bank.col_raw, col_floor);
+          const uint64_t e = std::max(col_raw(bank), col_floor);
           if (e < t && (b != target || e < pb_force_[p] ||
                         e + column_hold(slots_[bank.col].is_write) <= engine_.bank_constraint(Command::PRE, b))) {
             t = e;
           }
         }
-        if (bank.row != kNone && b != target) t = std::min(t, std::max(bank.row_raw, row_floor));
+        if (bank.row != kNone && b != target) t = std::min(t, std::max(row_raw(bank), row_floor));
       }
       continue;
     }
@@ -594,7 +647,7 @@ uint64_t ChannelController::compute_next_event() const {
     for (uint32_t b : active_[p]) {
       const Bank& bank = banks_[b];
       if (bank.col == kNone) continue;
-      const uint64_t e = std::max(bank.col_raw, col_floor);
+      const uint64_t e = std::max(col_raw(bank), col_floor);
       if (e < t && e + column_hold(slots_[bank.col].is_write) <= engine_.bank_constraint(Command::PRE, b)) t = e;
     }
   }

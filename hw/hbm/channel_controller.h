@@ -8,6 +8,7 @@
 // one column command, the command-bus rule) and reports requests whose last burst issued.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -132,23 +133,38 @@ class ChannelController {
     std::vector<uint32_t> q;   // slot indices, oldest first
     int32_t col = kNone;       // oldest arrived request of the current mode hitting the open row
     int32_t row = kNone;       // request whose row command (row_cmd) this bank needs
+    Command col_cmd = Command::RD;
     Command row_cmd = Command::ACT;
     bool dirty = true;         // col/row must be recomputed (queue, open row or mode changed)
+    bool times_stale = true;   // col_local/row_local must be re-read (a command issued to this bank)
     uint32_t active_pos = kNotActive;
     uint32_t pc = 0;           // pseudo-channel of this bank
-    // Cached TimingEngine::earliest_raw() of the col and row candidates; valid while `epoch`
-    // equals pc_epoch_[pc] (bumped whenever a command issues in that pseudo-channel).
-    uint64_t col_raw = 0, row_raw = 0;
-    uint64_t epoch = ~uint64_t{0};
+    uint32_t bg = 0;           // flat bank-group index (engine numbering)
+    // The bank-level part of TimingEngine::earliest_raw() of the col and row candidates. It only
+    // changes when a command issues to this bank; the bank-group and pseudo-channel parts are
+    // added when used, so a command to one bank does not make its neighbours' caches stale.
+    uint64_t col_local = 0, row_local = 0;
   };
+  uint64_t col_raw(const Bank& bank) const {
+    return std::max(bank.col_local, engine_.shared_constraint(bank.col_cmd, bank.bg, bank.pc));
+  }
+  uint64_t row_raw(const Bank& bank) const {
+    return std::max(bank.row_local, engine_.shared_constraint(bank.row_cmd, bank.bg, bank.pc));
+  }
 
   bool older(uint32_t a, uint32_t b) const {
     const Slot& x = slots_[a];
     const Slot& y = slots_[b];
     return x.arrival < y.arrival || (x.arrival == y.arrival && x.seq < y.seq);
   }
-  // Per pseudo-channel aggregate of its banks' cached candidate times, so that the scheduler only
-  // visits the banks of a pseudo-channel that has something ready.
+  // Per bank-group minimum of its active banks' bank-level candidate times (row candidates split by
+  // command, since only ACT has bank-group and pseudo-channel terms).
+  struct BgCache {
+    bool dirty = true;
+    uint64_t min_col_local = 0, min_act_local = 0, min_pre_local = 0;
+  };
+  // Per pseudo-channel aggregate of its banks' candidate times, so that the scheduler only visits
+  // the banks of a pseudo-channel that has something ready.
   struct PcCache {
     bool dirty = true;                 // a bank of this pseudo-channel changed
     uint64_t epoch = ~uint64_t{0};     // pc_epoch_ the mins were computed at
@@ -158,15 +174,22 @@ class ChannelController {
   void summarise(uint32_t b) const;
   void mark_dirty(uint32_t b) const {
     banks_[b].dirty = true;
-    pc_cache_[banks_[b].pc].dirty = true;
+    mark_times_stale(b);
   }
-  // Make bank b's candidates and their cached raw times current.
+  void mark_times_stale(uint32_t b) const {
+    Bank& bank = banks_[b];
+    bank.times_stale = true;
+    bg_cache_[bank.bg].dirty = true;
+    pc_cache_[bank.pc].dirty = true;
+  }
+  // Make bank b's candidates and their bank-level times current.
   void refresh_bank(uint32_t b) const {
     const Bank& bank = banks_[b];
-    if (!bank.dirty && bank.epoch == pc_epoch_[bank.pc]) return;
+    if (!bank.dirty && !bank.times_stale) return;
     recompute_bank(b);
   }
   void recompute_bank(uint32_t b) const;
+  void recompute_bg(uint32_t g) const;
   // Make every bank of pseudo-channel p and the aggregate current.
   const PcCache& refresh_pc(uint32_t p) const {
     const PcCache& c = pc_cache_[p];
@@ -174,6 +197,8 @@ class ChannelController {
     return recompute_pc(p);
   }
   const PcCache& recompute_pc(uint32_t p) const;
+  void select_in_group(uint32_t g, uint64_t cycle, bool want_col, bool want_row, bool pc_held, uint32_t target,
+                       bool forced, int32_t& col_slot, int32_t& row_slot, Command& row_cmd) const;
   void process_arrivals(uint64_t cycle);
   void update_mode();
   void mark_all_dirty();
@@ -212,6 +237,7 @@ class ChannelController {
   std::vector<uint32_t> free_;
   mutable std::vector<Bank> banks_;  // summaries are refreshed lazily, also from const next_event_cycle()
   std::vector<std::vector<uint32_t>> active_;  // per pseudo-channel: banks with a non-empty queue
+  mutable std::vector<BgCache> bg_cache_;  // per flat bank group
   mutable std::vector<PcCache> pc_cache_;
   std::vector<uint32_t> unarrived_;  // slots whose arrival is still in the future
   uint64_t next_arrival_ = kNever;

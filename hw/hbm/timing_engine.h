@@ -90,6 +90,17 @@ class TimingEngine {
     }
     return t;
   }
+  // The bank-group and pseudo-channel terms of earliest_raw() for a bank of flat bank group g in
+  // pseudo-channel p: earliest_raw(cmd, b) == max(bank_constraint(cmd, b),
+  // shared_constraint(cmd, bg_of(b), pc_of(b))).
+  uint64_t shared_constraint(Command cmd, uint32_t g, uint32_t p) const {
+    if (cmd == Command::PRE) return 0;
+    const uint32_t c = static_cast<uint32_t>(cmd);
+    return max(bg_next_[g * kNumCommands + c], pc_next_[p * kNumCommands + c]);
+  }
+  uint32_t bg_of(uint32_t flat) const { return bank_bg_[flat]; }
+  uint32_t bank_groups_per_pc() const { return bank_groups_; }
+  uint32_t banks_per_group() const { return banks_per_group_; }
   // First cycle the row / column command bus is free (the bus terms of earliest()).
   uint64_t row_bus_free() const { return row_bus_free_; }
   uint64_t col_bus_free() const { return col_bus_free_; }
