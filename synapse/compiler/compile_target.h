@@ -1,0 +1,28 @@
+// What the graph compiler compiles for: the engines it may use and the sync-manager resources
+// (E_N sync objects and monitors) its recipes own. The runtime derives it from the device.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hw/regs/gaudi1_map.h"
+
+namespace hpusim::synapse::compiler {
+
+struct CompileTarget {
+  unsigned tpcs = 8;                        // TPC 0 .. tpcs-1, stream 0 of each
+  std::vector<regs::QueueId> mme_queues = {regs::QueueId::MME_1_0, regs::QueueId::MME_0_0};  // MME0, MME2
+  uint32_t mme_geometries = 2;              // output geometries each MME engine offers
+  regs::QueueId external_queue = regs::QueueId::DMA_0_0;   // where the launch's last job runs
+  // E_N sync objects a recipe's nodes signal, and the first of the monitors (one per queue).
+  uint32_t sob_base = 256, sob_count = 1536;
+  uint32_t monitor_base = 256;
+  // An MME GEMM with at least this many rows is split by rows across every MME engine.
+  uint32_t mme_split_min_rows = 256;
+
+  // "tpcs=8 mme=2 geometries=2 sob=256+1536 mon=256": recorded in the recipe.
+  std::string describe() const;
+};
+
+}  // namespace hpusim::synapse::compiler

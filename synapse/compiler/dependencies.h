@@ -1,0 +1,18 @@
+// Which earlier nodes each node must wait for, given the order and the memory plan: the writers
+// of what it reads (read after write), and every earlier node that reads or writes memory its
+// outputs overlap (write after read / write: the planner reuses workspace memory). Waits that
+// another wait already implies are dropped, so each node waits for a minimal set.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "synapse/compiler/memory_plan.h"
+
+namespace hpusim::synapse::compiler {
+
+// result[i]: the steps (indices into `order`) step i waits for, ascending, all < i.
+std::vector<std::vector<uint32_t>> node_dependencies(const Graph& graph, const std::vector<NodeId>& order,
+                                                     const MemoryPlan& plan);
+
+}  // namespace hpusim::synapse::compiler

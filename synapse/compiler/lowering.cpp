@@ -1,0 +1,308 @@
+#include "synapse/compiler/lowering.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+
+#include "hw/mme/mme_job.h"
+#include "hw/mme/mme_launch.h"
+#include "hw/tpc/asm/program.h"
+#include "hw/tpc/tpc_launch.h"
+#include "synapse/compiler/dependencies.h"
+#include "synapse/compiler/memory_plan.h"
+#include "synapse/compiler/queue_program.h"
+#include "synapse/compiler/tensor_size.h"
+#include "synapse/graph/mme_nodes.h"
+#include "synapse/graph/structural_hash.h"
+#include "synapse/graph/validate.h"
+#include "synapse/recipe/recipe_file.h"
+#include "synapse/tpc_kernels/kernel_library.h"
+
+namespace hpusim::synapse::compiler {
+namespace {
+
+namespace tk = synapse::tpc_kernels;
+namespace tc = regs::tpc_cfg;
+using graph::NodeDesc;
+
+constexpr uint64_t kProgramAlignment = 256;
+
+std::string join_target(const CompileTarget& t) { return t.describe(); }
+
+class Lowering {
+ public:
+  Lowering(const Graph& graph, const CompileTarget& target, const std::vector<NodeId>& order, const MemoryPlan& plan)
+      : graph_(graph), target_(target), order_(order), plan_(plan) {}
+
+  graph::Result run(recipe::Recipe* out) {
+    recipe_.set_format_version(recipe::kFormatVersion);
+    recipe_.set_graph_hash(graph::structural_hash(graph_));
+    recipe_.set_target(join_target(target_));
+    recipe_.set_workspace_bytes(plan_.workspace_bytes);
+    recipe_.set_sob_base(target_.sob_base);
+    // One sync object per node, then the launch's start object.
+    recipe_.set_sob_count(static_cast<uint32_t>(order_.size()) + 1);
+    if (order_.size() + 1 > target_.sob_count) {
+      return graph::Result::error(graph::Status::AllResourcesTaken,
+                                  "graph of " + std::to_string(order_.size()) + " nodes: the target gives " +
+                                      std::to_string(target_.sob_count) + " sync objects (one per node, plus one)");
+    }
+    for (const PatchPoint& p : plan_.patch_points) add_persistent(p);
+
+    const auto waits = node_dependencies(graph_, order_, plan_);
+    std::vector<bool> waited_on(order_.size(), false);
+    for (const auto& w : waits) {
+      for (uint32_t j : w) waited_on[j] = true;
+    }
+    for (size_t i = 0; i < order_.size(); ++i) {
+      const NodeDesc& node = graph_.node(order_[i]);
+      recipe::NodeRecord* record = recipe_.add_nodes();
+      record->set_name(node.name);
+      record->set_guid(node.guid);
+      record->set_sync_object(target_.sob_base + static_cast<uint32_t>(i));
+      for (uint32_t j : waits[i]) record->add_waits_for(j);
+      graph::Result r = graph::is_mme_guid(node.guid) ? lower_mme(i, node, *record) : lower_tpc(i, node, *record);
+      if (!r.ok()) return r;
+    }
+
+    // The first job: once everything submitted before the launch on the external queue is done
+    // (engine barrier), the start object releases every engine queue of the recipe.
+    QueueProgram first(target_.external_queue, true, target_.monitor_base);
+    first.set_sob(start_sob(), 1, true);
+    *recipe_.add_jobs() = first.take();
+
+    QueueProgram& last = program(target_.external_queue, true);
+    for (size_t i = 0; i < order_.size(); ++i) {
+      if (!waited_on[i]) last.wait_for(sob_of(i), static_cast<uint16_t>(recipe_.nodes(static_cast<int>(i)).jobs()));
+    }
+    for (size_t i = 0; i <= order_.size(); ++i) last.set_sob(sob_of(i), 0);   // the start object too
+
+    // Internal queues first, the external one (which ends the launch) last.
+    for (auto& [queue, prog] : programs_) {
+      if (queue != target_.external_queue && !prog->empty()) *recipe_.add_jobs() = prog->take();
+    }
+    *recipe_.add_jobs() = last.take();
+    recipe_.set_program_image(program_image_.data(), program_image_.size());
+    const std::string problem = recipe::check_recipe(recipe_);
+    if (!problem.empty()) return graph::Result::error(graph::Status::Fail, "compiler produced a bad recipe: " + problem);
+    *out = std::move(recipe_);
+    return graph::Result::success();
+  }
+
+ private:
+  uint32_t sob_of(size_t step) const { return target_.sob_base + static_cast<uint32_t>(step); }
+  uint32_t start_sob() const { return sob_of(order_.size()); }
+
+  void add_persistent(const PatchPoint& p) {
+    const graph::TensorDesc& t = graph_.tensor(p.tensor);
+    persistent_index_[p.tensor.index] = static_cast<uint32_t>(recipe_.persistent_size());
+    recipe::PersistentTensor* pt = recipe_.add_persistent();
+    pt->set_name(t.name);
+    pt->set_dtype(static_cast<uint32_t>(t.dtype));
+    for (uint32_t d : t.shape) pt->add_shape(d);
+    pt->set_bytes(tensor_bytes(t).value_or(0));
+    pt->set_read(!p.readers.empty());
+    pt->set_written(!p.writers.empty());
+  }
+
+  Relocation relocation_of(TensorId t) const {
+    Relocation r;
+    if (graph_.tensor(t).persistent) {
+      r.section = recipe::SECTION_PERSISTENT;
+      r.index = persistent_index_.at(t.index);
+    } else {
+      r.section = recipe::SECTION_WORKSPACE;
+      r.addend = plan_.find(t)->offset;
+    }
+    return r;
+  }
+
+  QueueProgram& program(regs::QueueId queue, bool external) {
+    auto found = programs_.find(queue);
+    if (found == programs_.end()) {
+      const uint32_t monitor = target_.monitor_base + static_cast<uint32_t>(programs_.size());
+      found = programs_.emplace(queue, std::make_unique<QueueProgram>(queue, external, monitor)).first;
+      if (!external) found->second->wait_for(start_sob(), 1);
+    }
+    return *found->second;
+  }
+
+  void wait_for_dependencies(QueueProgram& queue, const recipe::NodeRecord& record) {
+    for (uint32_t j : record.waits_for()) {
+      queue.wait_for(sob_of(j), static_cast<uint16_t>(recipe_.nodes(static_cast<int>(j)).jobs()));
+    }
+  }
+
+  static void relocate_pair(RegisterRelocations& relocs, uint32_t low_reg, uint32_t high_reg, const Relocation& r) {
+    relocs[static_cast<uint16_t>(low_reg)] = {r, recipe::FIELD_LOW32};
+    relocs[static_cast<uint16_t>(high_reg)] = {r, recipe::FIELD_HIGH32};
+  }
+
+  // ---- MME ----
+  graph::Result lower_mme(size_t step, const NodeDesc& node, recipe::NodeRecord& record) {
+    mme::MmeJob job;
+    graph::Result r = graph::mme_job_for(graph_, order_[step], &job);
+    if (!r.ok()) return r;
+    // Operand roles (hw/mme/README.md): backward weight is dw(x, dy), its node reads (dy, x).
+    const bool swap = job.op == mme::MmeOp::ConvBackwardWeight;
+    Relocation a = relocation_of(node.inputs[swap ? 1 : 0]);
+    Relocation b = relocation_of(node.inputs[swap ? 0 : 1]);
+    Relocation o = relocation_of(node.outputs[0]);
+    job.so_address = sob_address(sob_of(step));
+    job.so_message = qman::sob_write_value(1, true);
+    const mme::GemmDims dims = mme::gemm_dims(job);
+    record.set_engine("mme");
+    record.set_macs(dims.m * dims.n * dims.k * dims.batch);
+
+    struct Slice {
+      mme::MmeJob job;
+      Relocation a, b, o;
+    };
+    std::vector<Slice> slices;
+    const uint32_t engines = static_cast<uint32_t>(target_.mme_queues.size());
+    const uint64_t ein = mme::type_bytes(job.in), eout = mme::type_bytes(job.out);
+    if (job.op == mme::MmeOp::Gemm && engines > 1 && job.batch >= engines) {
+      const uint32_t per = (job.batch + engines - 1) / engines;
+      for (uint32_t b0 = 0; b0 < job.batch; b0 += per) {
+        Slice s{job, a, b, o};
+        s.job.batch = std::min(per, job.batch - b0);
+        s.a.addend += b0 * job.batch_stride_a * ein;
+        s.b.addend += b0 * job.batch_stride_b * ein;
+        s.o.addend += b0 * job.batch_stride_o * eout;
+        slices.push_back(s);
+      }
+    } else if (job.op == mme::MmeOp::Gemm && engines > 1 && job.m >= target_.mme_split_min_rows) {
+      const uint32_t per = (job.m + engines - 1) / engines;
+      for (uint32_t m0 = 0; m0 < job.m; m0 += per) {
+        Slice s{job, a, b, o};
+        s.job.m = std::min(per, job.m - m0);
+        s.a.addend += (job.transpose_a ? uint64_t{m0} : uint64_t{m0} * job.lda) * ein;
+        s.o.addend += uint64_t{m0} * job.ldo * eout;
+        slices.push_back(s);
+      }
+    } else {
+      slices.push_back({job, a, b, o});
+    }
+
+    record.set_jobs(static_cast<uint32_t>(slices.size()));
+    for (size_t i = 0; i < slices.size(); ++i) {
+      Slice& s = slices[i];
+      // Unsplit nodes take turns on the engines, so independent nodes can overlap.
+      const size_t engine = slices.size() > 1 ? i : (mme_turn_++ % engines);
+      s.job.a = s.a.placeholder();
+      s.job.b = s.b.placeholder();
+      s.job.o = s.o.placeholder();
+      RegisterRelocations relocs;
+      relocate_pair(relocs, mme::desc::kBaseLowA, mme::desc::kBaseHighA, s.a);
+      relocate_pair(relocs, mme::desc::kBaseLowB, mme::desc::kBaseHighB, s.b);
+      relocate_pair(relocs, mme::desc::kBaseLowO, mme::desc::kBaseHighO, s.o);
+      QueueProgram& queue = program(target_.mme_queues[engine], false);
+      wait_for_dependencies(queue, record);
+      queue.append(mme::build_mme_command_buffer(s.job, target_.mme_geometries), relocs);
+    }
+    return graph::Result::success();
+  }
+
+  // ---- TPC ----
+  graph::Result lower_tpc(size_t step, const NodeDesc& node, recipe::NodeRecord& record) {
+    tk::KernelParams params;
+    for (TensorId t : node.inputs) params.inputs.push_back({graph_.tensor(t).dtype, graph_.tensor(t).shape, {}});
+    for (TensorId t : node.outputs) params.outputs.push_back({graph_.tensor(t).dtype, graph_.tensor(t).shape, {}});
+    params.scalars = node.params.scalars;
+    tk::InstantiateResult inst = tk::KernelLibrary::instance().instantiate(node.guid, params);
+    if (!inst.ok()) {
+      return graph::Result::error(graph::Status::InvalidArgument, "node '" + node.name + "': " + inst.message);
+    }
+    const tk::Instantiation& k = *inst.inst;
+    record.set_engine("tpc");
+
+    tpc::TpcLaunchSpec spec;
+    Relocation kernel{recipe::SECTION_PROGRAM, 0, place_program(k)};
+    spec.kernel_address = kernel.placeholder();
+    std::vector<Relocation> tensors;
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      tensors.push_back(relocation_of(node.inputs[i]));
+      spec.tensors.push_back(k.inputs[i].make(tensors.back().placeholder()));
+    }
+    for (size_t i = 0; i < node.outputs.size(); ++i) {
+      tensors.push_back(relocation_of(node.outputs[i]));
+      spec.tensors.push_back(k.outputs[i].make(tensors.back().placeholder()));
+    }
+    spec.srf = k.srf;
+    spec.index_space = k.ispace_geometry;
+    spec.granule.fill(1);
+    spec.tpcs = target_.tpcs;
+    spec.sob_address = sob_address(sob_of(step));
+
+    RegisterRelocations relocs;
+    for (size_t t = 0; t < tensors.size(); ++t) {
+      const uint32_t base = tc::kQmDesc + static_cast<uint32_t>(t) * tc::kTensorStride;
+      relocate_pair(relocs, base + tc::kTensorBaseAddrLow, base + tc::kTensorBaseAddrHigh, tensors[t]);
+    }
+    relocate_pair(relocs, tc::kQmDesc + tc::kDescKernelBaseAddressLow, tc::kQmDesc + tc::kDescKernelBaseAddressHigh,
+                  kernel);
+    const std::vector<tpc::TpcCommandBuffer> cbs = tpc::build_tpc_command_buffers(spec);
+    record.set_jobs(static_cast<uint32_t>(cbs.size()));
+    for (const tpc::TpcCommandBuffer& cb : cbs) {
+      const auto queue_id = static_cast<regs::QueueId>(regs::to_index(regs::QueueId::TPC_0_0) + 4 * cb.tpc);
+      QueueProgram& queue = program(queue_id, false);
+      wait_for_dependencies(queue, record);
+      queue.append(cb.bytes, relocs);
+    }
+    return graph::Result::success();
+  }
+
+  // The kernel's place in the program image (its first bundle; the image's header is just
+  // before it), once per assembled variant.
+  uint64_t place_program(const tk::Instantiation& k) {
+    const auto found = program_offsets_.find(k.program.get());
+    if (found != program_offsets_.end()) return found->second;
+    const std::vector<uint8_t> image = tpc::program_to_binary(*k.program);
+    // Bundles must start kProgramAlignment-aligned; the header sits in front of them.
+    const uint64_t header = tpc::kProgramHeaderBytes;
+    const uint64_t start = (program_image_.size() + header + kProgramAlignment - 1) / kProgramAlignment *
+                               kProgramAlignment - header;
+    program_image_.resize(start, 0);
+    program_image_.insert(program_image_.end(), image.begin(), image.end());
+    program_offsets_[k.program.get()] = start + header;
+    return start + header;
+  }
+
+  const Graph& graph_;
+  const CompileTarget& target_;
+  const std::vector<NodeId>& order_;
+  const MemoryPlan& plan_;
+  recipe::Recipe recipe_;
+  std::map<uint32_t, uint32_t> persistent_index_;   // tensor index -> ordinal
+  std::map<regs::QueueId, std::unique_ptr<QueueProgram>> programs_;
+  std::map<const tpc::Program*, uint64_t> program_offsets_;
+  std::vector<uint8_t> program_image_;
+  size_t mme_turn_ = 0;
+};
+
+}  // namespace
+
+std::string CompileTarget::describe() const {
+  std::ostringstream s;
+  s << "tpcs=" << tpcs << " mme=" << mme_queues.size() << " geometries=" << mme_geometries << " sob=" << sob_base
+    << "+" << sob_count << " mon=" << monitor_base;
+  return s.str();
+}
+
+graph::Result compile_graph(const Graph& graph, const CompileTarget& target, recipe::Recipe* recipe) {
+  std::vector<NodeId> order;
+  graph::Result r = graph::validate(graph, &order);
+  if (!r.ok()) return r;
+  MemoryPlan plan;
+  r = plan_memory(graph, order, &plan);
+  if (!r.ok()) return r;
+  try {
+    return Lowering(graph, target, order, plan).run(recipe);
+  } catch (const std::exception& e) {
+    return graph::Result::error(graph::Status::Fail, std::string("compiler: ") + e.what());
+  }
+}
+
+}  // namespace hpusim::synapse::compiler

@@ -1,0 +1,71 @@
+#include "synapse/compiler/queue_program.h"
+
+#include <stdexcept>
+#include <string>
+
+namespace hpusim::synapse::compiler {
+
+uint64_t sob_address(uint32_t sob) { return regs::cfg_address(regs::sm_sob(regs::SyncManager::E_N, sob)); }
+
+QueueProgram::QueueProgram(regs::QueueId queue, bool external, uint32_t monitor)
+    : queue_(queue), external_(external), monitor_(monitor) {}
+
+void QueueProgram::wait_for(uint32_t sob, uint16_t target) {
+  constexpr auto en = regs::SyncManager::E_N;
+  constexpr unsigned kFence = 2;   // the fence counter the monitors' payloads increment
+  const uint64_t fence = regs::cfg_address(regs::qman_fence_rdata(regs::queue_qman(queue_), kFence, 0));
+  builder_.msg_long(regs::cfg_address(regs::sm_mon_pay_addrl(en, monitor_)), static_cast<uint32_t>(fence))
+      .msg_long(regs::cfg_address(regs::sm_mon_pay_addrh(en, monitor_)), static_cast<uint32_t>(fence >> 32))
+      .msg_long(regs::cfg_address(regs::sm_mon_pay_data(en, monitor_)), 1)
+      .msg_long(regs::cfg_address(regs::sm_mon_arm(en, monitor_)),
+                qman::monitor_arm_value(static_cast<uint8_t>(sob / 8), qman::single_sob_mask(static_cast<uint16_t>(sob)),
+                                        false, target))
+      .fence(kFence, 1, 1);
+}
+
+void QueueProgram::set_sob(uint32_t sob, uint16_t value, bool engine_barrier) {
+  builder_.msg_long(sob_address(sob), qman::sob_write_value(value, false), qman::Barriers{engine_barrier, true, true});
+}
+
+void QueueProgram::append(const std::vector<uint8_t>& fragment, const RegisterRelocations& relocations) {
+  const size_t base = builder_.size();
+  size_t at = 0;
+  while (at < fragment.size()) {
+    const qman::DecodeResult decoded = qman::decode(fragment.data() + at, fragment.size() - at);
+    if (!decoded.ok()) throw std::logic_error("compiler: an engine fragment does not decode: " + decoded.message);
+    if (const auto* wreg = std::get_if<qman::Wreg32>(&decoded.packet)) {
+      const auto found = relocations.find(wreg->reg_offset);
+      if (found != relocations.end()) {
+        const RegisterRelocation& r = found->second;
+        const uint64_t address = r.target.placeholder();
+        const uint32_t expected = static_cast<uint32_t>(r.field == recipe::FIELD_HIGH32 ? address >> 32 : address);
+        if (wreg->value != expected) {
+          throw std::logic_error("compiler: register 0x" + std::to_string(wreg->reg_offset) +
+                                 " does not hold the placeholder it should");
+        }
+        recipe::Patch patch;
+        patch.set_offset(static_cast<uint32_t>(base + at));   // WREG_32: the value is the first dword
+        patch.set_field(r.field);
+        patch.set_section(r.target.section);
+        patch.set_index(r.target.index);
+        patch.set_addend(r.target.addend);
+        patches_.push_back(patch);
+      }
+    }
+    at += decoded.size;
+  }
+  builder_.raw(fragment.data(), fragment.size());
+}
+
+recipe::QueueJob QueueProgram::take() {
+  recipe::QueueJob job;
+  job.set_queue_id(static_cast<uint32_t>(queue_));
+  job.set_external(external_);
+  const std::vector<uint8_t> bytes = builder_.take();
+  job.set_command_buffer(bytes.data(), bytes.size());
+  for (recipe::Patch& p : patches_) *job.add_patches() = std::move(p);
+  patches_.clear();
+  return job;
+}
+
+}  // namespace hpusim::synapse::compiler

@@ -1,0 +1,64 @@
+// One queue's command buffer as the compiler builds it: waits on sync objects (a monitor and a
+// fence), fragments from the engines' launch builders, and the patch points of every relocated
+// address in them.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "hw/qman/packets.h"
+#include "hw/regs/gaudi1_map.h"
+#include "synapse/recipe/recipe.pb.h"
+
+namespace hpusim::synapse::compiler {
+
+// An address the runtime supplies: a section's base plus an addend.
+struct Relocation {
+  recipe::Section section = recipe::SECTION_WORKSPACE;
+  uint32_t index = 0;      // SECTION_PERSISTENT: the tensor's ordinal
+  uint64_t addend = 0;
+  uint64_t placeholder() const { return addend; }   // what the fragment holds until patched
+};
+
+// WREG_32 register offsets (block-relative, as the packet carries them) that hold one half of a
+// relocated address.
+struct RegisterRelocation {
+  Relocation target;
+  recipe::Field field = recipe::FIELD_LOW32;
+};
+using RegisterRelocations = std::map<uint16_t, RegisterRelocation>;
+
+class QueueProgram {
+ public:
+  // `monitor`: the E_N monitor this queue's waits use (waits in one queue are sequential, so one
+  // monitor serves them all: it is re-armed only after its fence passed).
+  QueueProgram(regs::QueueId queue, bool external, uint32_t monitor);
+
+  regs::QueueId queue() const { return queue_; }
+  bool empty() const { return builder_.size() == 0; }
+
+  // Blocks the queue until E_N sync object `sob` reaches `target` (>=).
+  void wait_for(uint32_t sob, uint16_t target);
+  // Sets E_N sync object `sob` to `value`; with `engine_barrier`, only once the queue's engine
+  // (its DMA, on a DMA queue) has finished what earlier packets started.
+  void set_sob(uint32_t sob, uint16_t value, bool engine_barrier = false);
+  // Appends a fragment. Every WREG_32 packet in it whose register is in `relocations` becomes a
+  // patch point (its value must already be the placeholder's half). Throws std::logic_error if a
+  // packet does not decode or a relocated register holds something else.
+  void append(const std::vector<uint8_t>& fragment, const RegisterRelocations& relocations);
+
+  recipe::QueueJob take();
+
+ private:
+  regs::QueueId queue_;
+  bool external_;
+  uint32_t monitor_;
+  qman::CommandBufferBuilder builder_;
+  std::vector<recipe::Patch> patches_;
+};
+
+// The device address of E_N sync object `sob` (what a message to it is sent to).
+uint64_t sob_address(uint32_t sob);
+
+}  // namespace hpusim::synapse::compiler

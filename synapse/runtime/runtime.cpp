@@ -1,0 +1,295 @@
+#include "synapse/runtime/runtime.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "driver/uapi.h"
+#include "hw/qman/packets.h"
+#include "synapse/recipe/recipe_file.h"
+
+namespace hpusim::synapse::runtime {
+namespace {
+
+using namespace driver::uapi;
+
+constexpr uint64_t kPage = 4096;
+constexpr uint32_t kMaxDmaChunk = 1u << 30;   // LIN_DMA sizes are 32-bit: copies go in 1 GB pieces
+constexpr regs::QueueId kCopyQueue = regs::QueueId::DMA_0_0;
+
+hl_info_hw_ip_info hw_ip_info(driver::HlDevice& device) {
+  hl_info_hw_ip_info info{};
+  hl_info_args args{};
+  args.return_pointer = reinterpret_cast<uintptr_t>(&info);
+  args.return_size = sizeof info;
+  args.op = HL_INFO_HW_IP_INFO;
+  if (device.info(args) != 0) throw std::runtime_error("runtime: the device's HW_IP_INFO could not be read");
+  return info;
+}
+
+std::string errno_text(int rc) { return "driver returned " + std::to_string(rc); }
+
+// The LIN_DMA packets of one copy, split into pieces the packet can carry.
+std::vector<uint8_t> copy_packets(uint64_t source, uint64_t destination, uint64_t bytes, bool fill, uint64_t value) {
+  qman::CommandBufferBuilder cb;
+  for (uint64_t done = 0; done < bytes;) {
+    const uint32_t piece = static_cast<uint32_t>(std::min<uint64_t>(kMaxDmaChunk, bytes - done));
+    if (fill) {
+      cb.memset(destination + done, value, piece);
+    } else {
+      cb.lin_dma(source + done, destination + done, piece);
+    }
+    done += piece;
+  }
+  return cb.take();
+}
+
+}  // namespace
+
+Runtime::Runtime(driver::HlDevice& device) : device_(device), allocator_(0, 0) {
+  if (!device_.is_open()) {
+    const int rc = device_.open();
+    if (rc != 0) throw std::runtime_error("runtime: the device could not be opened (" + errno_text(rc) + ")");
+    opened_here_ = true;
+  }
+  const hl_info_hw_ip_info info = hw_ip_info(device_);
+  allocator_ = DeviceAllocator(info.dram_base_address, info.dram_size);
+  target_.tpcs = static_cast<unsigned>(__builtin_popcount(info.tpc_enabled_mask));
+  target_.mme_geometries = static_cast<uint32_t>(std::max(1, device_.preset().mme().geometries_size()));
+}
+
+Runtime::~Runtime() {
+  if (last_seq_ != 0) wait(last_seq_);
+  for (uint64_t handle : pending_cbs_) device_.cb_destroy(handle);
+  if (opened_here_) device_.close();
+}
+
+Result Runtime::device_malloc(uint64_t bytes, uint64_t* address) {
+  if (bytes == 0) return Result::error(Status::InvalidArgument, "device malloc of 0 bytes");
+  const auto got = allocator_.allocate(bytes);
+  if (!got) {
+    return Result::error(Status::OutOfDeviceMemory, "device malloc of " + std::to_string(bytes) + " bytes: " +
+                                                        std::to_string(allocator_.free_bytes()) +
+                                                        " bytes free, no block large enough");
+  }
+  *address = *got;
+  return Result::success();
+}
+
+Result Runtime::device_free(uint64_t address) {
+  if (!allocator_.free(address)) {
+    return Result::error(Status::InvalidArgument, "device free of an address that is not an allocation");
+  }
+  return Result::success();
+}
+
+Result Runtime::external_cb(const std::vector<uint8_t>& bytes, uint64_t* handle) {
+  if (const int rc = device_.cb_create(static_cast<uint32_t>(bytes.size()), handle); rc != 0) {
+    return Result::error(Status::FailedToInitializeCb, "command buffer create: " + errno_text(rc));
+  }
+  void* memory = nullptr;
+  const uint64_t length = (bytes.size() + kPage - 1) / kPage * kPage;
+  if (const int rc = device_.mmap_cb(*handle, length, &memory); rc != 0) {
+    return Result::error(Status::FailedToMapCb, "command buffer map: " + errno_text(rc));
+  }
+  std::copy(bytes.begin(), bytes.end(), static_cast<uint8_t*>(memory));
+  device_.munmap_cb(memory, length);
+  return Result::success();
+}
+
+Result Runtime::submit_copy(const std::vector<uint8_t>& cb, uint64_t* seq, uint64_t host_va_to_release) {
+  uint64_t handle = 0;
+  Result r = external_cb(cb, &handle);
+  if (!r.ok()) return r;
+  hl_cs_chunk chunk{};
+  chunk.cb_handle = handle;
+  chunk.queue_index = queue_index(kCopyQueue);
+  chunk.cb_size = static_cast<uint32_t>(cb.size());
+  uint64_t s = 0;
+  const int rc = device_.submit({chunk}, &s);
+  device_.cb_destroy(handle);   // the driver keeps its own reference until the job is done
+  if (rc != 0) {
+    if (host_va_to_release != 0) device_.unmap_host(host_va_to_release);
+    return Result::error(Status::CommandSubmissionFailure, "copy submission: " + errno_text(rc));
+  }
+  last_seq_ = s;
+  if (host_va_to_release != 0) pending_unmaps_.emplace(s, host_va_to_release);
+  if (seq) *seq = s;
+  return Result::success();
+}
+
+Result Runtime::copy_to_device(const void* source, uint64_t destination, uint64_t bytes, uint64_t* seq) {
+  if (bytes == 0) return Result::error(Status::InvalidArgument, "copy of 0 bytes");
+  uint64_t va = 0;
+  if (const int rc = device_.map_host(source, bytes, &va); rc != 0) {
+    return Result::error(Status::InvalidArgument, "host buffer could not be mapped for the device: " + errno_text(rc));
+  }
+  return submit_copy(copy_packets(va, destination, bytes, false, 0), seq, va);
+}
+
+Result Runtime::copy_to_host(uint64_t source, void* destination, uint64_t bytes, uint64_t* seq) {
+  if (bytes == 0) return Result::error(Status::InvalidArgument, "copy of 0 bytes");
+  uint64_t va = 0;
+  if (const int rc = device_.map_host(destination, bytes, &va); rc != 0) {
+    return Result::error(Status::InvalidArgument, "host buffer could not be mapped for the device: " + errno_text(rc));
+  }
+  return submit_copy(copy_packets(source, va, bytes, false, 0), seq, va);
+}
+
+Result Runtime::copy_on_device(uint64_t source, uint64_t destination, uint64_t bytes, uint64_t* seq) {
+  if (bytes == 0) return Result::error(Status::InvalidArgument, "copy of 0 bytes");
+  return submit_copy(copy_packets(source, destination, bytes, false, 0), seq, 0);
+}
+
+Result Runtime::memset_device(uint64_t destination, uint32_t value, uint64_t bytes, uint64_t* seq) {
+  if (bytes == 0) return Result::error(Status::InvalidArgument, "memset of 0 bytes");
+  const uint64_t pattern = (uint64_t{value} << 32) | value;
+  return submit_copy(copy_packets(0, destination, bytes, true, pattern), seq, 0);
+}
+
+Result Runtime::load(const recipe::Recipe& recipe, std::shared_ptr<LoadedRecipe>* loaded) {
+  const std::string problem = recipe::check_recipe(recipe);
+  if (!problem.empty()) return Result::error(Status::InvalidArgument, "recipe: " + problem);
+  if (recipe.target() != target_.describe()) {
+    return Result::error(Status::DeviceTypeMismatch, "recipe was compiled for '" + recipe.target() +
+                                                         "', this device is '" + target_.describe() + "'");
+  }
+  auto out = std::make_shared<LoadedRecipe>();
+  out->recipe_ = recipe;
+  if (!recipe.program_image().empty()) {
+    const std::vector<uint8_t> image(recipe.program_image().begin(), recipe.program_image().end());
+    Result r = device_malloc(image.size(), &out->program_address_);
+    if (!r.ok()) return r;
+    uint64_t seq = 0;
+    r = copy_to_device(image.data(), out->program_address_, image.size(), &seq);
+    if (r.ok()) r = wait(seq);
+    if (!r.ok()) {
+      device_free(out->program_address_);
+      return r;
+    }
+  }
+  for (const recipe::QueueJob& qj : recipe.jobs()) {
+    LoadedRecipe::Job job;
+    job.queue = static_cast<regs::QueueId>(qj.queue_id());
+    job.external = qj.external();
+    job.bytes.assign(qj.command_buffer().begin(), qj.command_buffer().end());
+    out->jobs_.push_back(std::move(job));
+  }
+  // Internal command buffers stay mapped for the device while the recipe is loaded.
+  for (LoadedRecipe::Job& job : out->jobs_) {
+    if (job.external) continue;
+    if (const int rc = device_.map_host(job.bytes.data(), job.bytes.size(), &job.device_va); rc != 0) {
+      unload(*out);
+      return Result::error(Status::FailedToMapCb, "recipe command buffer could not be mapped: " + errno_text(rc));
+    }
+  }
+  *loaded = std::move(out);
+  return Result::success();
+}
+
+Result Runtime::unload(LoadedRecipe& loaded) {
+  if (loaded.released_) return Result::success();
+  if (last_launch_seq_ != 0) wait(last_launch_seq_);
+  for (LoadedRecipe::Job& job : loaded.jobs_) {
+    if (job.device_va != 0) device_.unmap_host(job.device_va);
+    job.device_va = 0;
+  }
+  if (loaded.program_address_ != 0) device_free(loaded.program_address_);
+  loaded.released_ = true;
+  return Result::success();
+}
+
+Result Runtime::launch(LoadedRecipe& loaded, const std::vector<uint64_t>& persistent, uint64_t workspace,
+                       uint64_t* seq) {
+  const recipe::Recipe& recipe = loaded.recipe_;
+  if (loaded.released_) return Result::error(Status::InvalidArgument, "launch of an unloaded recipe");
+  if (persistent.size() != static_cast<size_t>(recipe.persistent_size())) {
+    return Result::error(Status::InvalidArgument, "launch gives " + std::to_string(persistent.size()) +
+                                                      " persistent tensor addresses, the recipe has " +
+                                                      std::to_string(recipe.persistent_size()));
+  }
+  for (int i = 0; i < recipe.persistent_size(); ++i) {
+    const recipe::PersistentTensor& t = recipe.persistent(i);
+    if (persistent[i] == 0) {
+      return Result::error(Status::InvalidArgument, "launch: tensor '" + t.name() + "' has no address");
+    }
+    if (!allocator_.owner(persistent[i], std::max<uint64_t>(t.bytes(), 1))) {
+      return Result::error(Status::InvalidArgument, "launch: tensor '" + t.name() + "' (" + std::to_string(t.bytes()) +
+                                                        " bytes) is not inside a device allocation");
+    }
+  }
+  if (recipe.workspace_bytes() > 0 && !allocator_.owner(workspace, recipe.workspace_bytes())) {
+    return Result::error(Status::InvalidArgument, "launch: the workspace needs " +
+                                                      std::to_string(recipe.workspace_bytes()) +
+                                                      " bytes of device memory");
+  }
+  // The recipe's sync objects are reused: the previous launch must be over.
+  if (last_launch_seq_ != 0) {
+    Result r = wait(last_launch_seq_);
+    if (!r.ok()) return r;
+  }
+
+  std::vector<hl_cs_chunk> chunks;
+  std::vector<uint64_t> handles;
+  for (int j = 0; j < recipe.jobs_size(); ++j) {
+    LoadedRecipe::Job& job = loaded.jobs_[j];
+    for (const recipe::Patch& patch : recipe.jobs(j).patches()) {
+      uint64_t base = workspace;
+      if (patch.section() == recipe::SECTION_PERSISTENT) base = persistent[patch.index()];
+      if (patch.section() == recipe::SECTION_PROGRAM) base = loaded.program_address_;
+      recipe::apply_patch(patch, base, job.bytes);
+    }
+    hl_cs_chunk chunk{};
+    chunk.queue_index = queue_index(job.queue);
+    chunk.cb_size = static_cast<uint32_t>(job.bytes.size());
+    if (job.external) {
+      Result r = external_cb(job.bytes, &chunk.cb_handle);
+      if (!r.ok()) return r;
+      handles.push_back(chunk.cb_handle);
+    } else {
+      chunk.cb_handle = job.device_va;
+    }
+    chunks.push_back(chunk);
+  }
+  uint64_t s = 0;
+  const int rc = device_.submit(chunks, &s);
+  for (uint64_t handle : handles) device_.cb_destroy(handle);
+  if (rc != 0) return Result::error(Status::CommandSubmissionFailure, "launch submission: " + errno_text(rc));
+  last_seq_ = last_launch_seq_ = s;
+  ++loaded.launches_;
+  if (seq) *seq = s;
+  return Result::success();
+}
+
+void Runtime::release_finished(uint64_t completed_seq) {
+  completed_seq_ = std::max(completed_seq_, completed_seq);
+  while (!pending_unmaps_.empty() && pending_unmaps_.begin()->first <= completed_seq_) {
+    device_.unmap_host(pending_unmaps_.begin()->second);
+    pending_unmaps_.erase(pending_unmaps_.begin());
+  }
+}
+
+Result Runtime::wait(uint64_t seq, uint64_t timeout_us) {
+  if (seq == 0 || seq <= completed_seq_) return Result::success();
+  uint32_t status = 0;
+  const int rc = device_.wait(seq, timeout_us, &status);
+  if (rc != 0 || status != HL_WAIT_CS_STATUS_COMPLETED) {
+    return Result::error(Status::Fail, "submission " + std::to_string(seq) + " did not complete (" + errno_text(rc) +
+                                           ", wait status " + std::to_string(status) + ")");
+  }
+  // Submissions complete in order on one queue; copies and launches end on the same queue.
+  release_finished(seq);
+  return Result::success();
+}
+
+bool Runtime::completed(uint64_t seq) {
+  if (seq == 0 || seq <= completed_seq_) return true;
+  uint32_t status = 0;
+  const int rc = device_.wait(seq, 0, &status);
+  if (rc == 0 && status == HL_WAIT_CS_STATUS_COMPLETED) {
+    release_finished(seq);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace hpusim::synapse::runtime

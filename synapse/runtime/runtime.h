@@ -1,0 +1,119 @@
+// The Synapse runtime over the driver's ioctl ABI: device memory, host/device copies on a DMA
+// queue, and recipe launches (patch the persistent-tensor, workspace and program addresses into
+// the recipe's command buffers, submit one command submission, wait for its completion).
+//
+//   driver::HlDevice device(options);
+//   Runtime rt(device);                              // opens the compute context
+//   uint64_t x; rt.device_malloc(bytes, &x);
+//   uint64_t seq; rt.copy_to_device(host, x, bytes, &seq);
+//   std::shared_ptr<LoadedRecipe> loaded; rt.load(recipe, &loaded);   // program image uploaded
+//   rt.launch(*loaded, {x, y}, workspace, &seq); rt.wait(seq);
+//
+// Ordering: copies and a launch's first and last jobs run on one external queue (DMA_0_0), in
+// submission order; a launch's engines start only after everything submitted before it on that
+// queue is done (the recipe's start sync object, set behind an engine barrier). A recipe's sync
+// objects are reused by its next launch, so the runtime lets one launch be in flight at a time
+// (a new launch waits for the previous one's completion first).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "driver/device.h"
+#include "synapse/compiler/compile_target.h"
+#include "synapse/graph/status.h"
+#include "synapse/recipe/recipe.pb.h"
+#include "synapse/runtime/device_allocator.h"
+
+namespace hpusim::synapse::runtime {
+
+using graph::Result;
+using graph::Status;
+
+// A recipe made ready to launch on one device: its program image in device memory, its command
+// buffers in host memory the device can read.
+class LoadedRecipe {
+ public:
+  const recipe::Recipe& recipe() const { return recipe_; }
+  uint64_t program_address() const { return program_address_; }
+  uint64_t launches() const { return launches_; }
+
+ private:
+  friend class Runtime;
+  struct Job {
+    regs::QueueId queue = regs::QueueId::DMA_0_0;
+    bool external = false;
+    std::vector<uint8_t> bytes;   // patched in place before each launch
+    uint64_t device_va = 0;       // internal jobs: the mapping of `bytes`
+    uint64_t cb_handle = 0;       // external jobs: a driver CB
+  };
+  recipe::Recipe recipe_;
+  std::vector<Job> jobs_;
+  uint64_t program_address_ = 0;
+  uint64_t launches_ = 0;
+  bool released_ = false;
+};
+
+class Runtime {
+ public:
+  // Opens the device's compute context (synDeviceAcquire). Throws std::runtime_error when the
+  // device cannot be opened (already open elsewhere) or its info cannot be read.
+  explicit Runtime(driver::HlDevice& device);
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  driver::HlDevice& device() { return device_; }
+  const compiler::CompileTarget& target() const { return target_; }
+  const DeviceAllocator& allocator() const { return allocator_; }
+
+  // ---- device memory ----
+  Result device_malloc(uint64_t bytes, uint64_t* address);
+  Result device_free(uint64_t address);
+
+  // ---- copies (asynchronous: *seq is the command submission to wait for) ----
+  // The host buffer is mapped for the device until the copy's submission is waited for.
+  Result copy_to_device(const void* source, uint64_t destination, uint64_t bytes, uint64_t* seq);
+  Result copy_to_host(uint64_t source, void* destination, uint64_t bytes, uint64_t* seq);
+  Result copy_on_device(uint64_t source, uint64_t destination, uint64_t bytes, uint64_t* seq);
+  Result memset_device(uint64_t destination, uint32_t value, uint64_t bytes, uint64_t* seq);
+
+  // ---- recipes ----
+  // Checks the recipe against this device (target, sync objects) and uploads its program image.
+  Result load(const recipe::Recipe& recipe, std::shared_ptr<LoadedRecipe>* loaded);
+  // Frees what load() took. Waits for the recipe's launches first.
+  Result unload(LoadedRecipe& loaded);
+  // `persistent[i]`: the device address of the recipe's persistent tensor i; `workspace`: at
+  // least recipe.workspace_bytes() of device memory (ignored when that is 0).
+  Result launch(LoadedRecipe& loaded, const std::vector<uint64_t>& persistent, uint64_t workspace, uint64_t* seq);
+
+  // ---- completion ----
+  // Waits for submission `seq` (and everything before it on its queue). synFail with the
+  // driver's status when it timed out or was aborted (the device was reset).
+  Result wait(uint64_t seq, uint64_t timeout_us = 60000000);
+  // True when `seq` has completed (no waiting).
+  bool completed(uint64_t seq);
+  // The last submission made (0 before the first).
+  uint64_t last_submission() const { return last_seq_; }
+
+ private:
+  Result submit_copy(const std::vector<uint8_t>& cb, uint64_t* seq, uint64_t host_va_to_release);
+  Result external_cb(const std::vector<uint8_t>& bytes, uint64_t* handle);
+  void release_finished(uint64_t completed_seq);
+
+  driver::HlDevice& device_;
+  bool opened_here_ = false;
+  compiler::CompileTarget target_;
+  DeviceAllocator allocator_;
+  uint64_t last_seq_ = 0;
+  uint64_t last_launch_seq_ = 0;
+  // Host mappings to drop once their submission completed: seq -> device VAs.
+  std::multimap<uint64_t, uint64_t> pending_unmaps_;
+  std::vector<uint64_t> pending_cbs_;   // copy CBs to destroy once nothing is in flight
+  uint64_t completed_seq_ = 0;
+};
+
+}  // namespace hpusim::synapse::runtime

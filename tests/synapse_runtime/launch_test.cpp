@@ -1,0 +1,278 @@
+// Graphs compiled to recipes and launched through the driver on a simulated hl205: values
+// against C++ references, the patching of persistent addresses between launches, split GEMMs,
+// recipes through their serialised form, and compile errors that submit nothing.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <random>
+
+#include "hw/mme/mme_compute.h"
+#include "synapse/compiler/lowering.h"
+#include "synapse/recipe/recipe_file.h"
+#include "synapse/runtime/runtime.h"
+
+namespace hpusim::synapse::runtime {
+namespace {
+
+using graph::DType;
+using graph::Graph;
+using graph::TensorId;
+
+std::vector<float> random_floats(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+uint32_t bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+// out = relu(x w + bias): x is M x K, w is K x N, bias N, all row-major f32.
+struct DenseReluGraph {
+  uint32_t m, n, k;
+  Graph graph;
+  DenseReluGraph(uint32_t m_, uint32_t n_, uint32_t k_) : m(m_), n(n_), k(k_) {
+    TensorId x, w, bias, y, z, out;
+    EXPECT_TRUE(graph.add_tensor({"x", DType::F32, {k, m}, true}, &x).ok());
+    EXPECT_TRUE(graph.add_tensor({"w", DType::F32, {n, k}, true}, &w).ok());
+    EXPECT_TRUE(graph.add_tensor({"bias", DType::F32, {n, 1}, true}, &bias).ok());
+    EXPECT_TRUE(graph.add_tensor({"y", DType::F32, {n, m}}, &y).ok());
+    EXPECT_TRUE(graph.add_tensor({"z", DType::F32, {n, m}}, &z).ok());
+    EXPECT_TRUE(graph.add_tensor({"out", DType::F32, {n, m}, true}, &out).ok());
+    EXPECT_TRUE(graph.add_node({"fc", "gemm", {x, w}, {y}, {}}).ok());
+    EXPECT_TRUE(graph.add_node({"bias_add", "add_fwd_f32", {y, bias}, {z}, {}}).ok());
+    EXPECT_TRUE(graph.add_node({"act", "relu_fwd_f32", {z}, {out}, {}}).ok());
+  }
+  std::vector<float> reference(const std::vector<float>& x, const std::vector<float>& w,
+                               const std::vector<float>& bias) const {
+    std::vector<float> y(uint64_t{m} * n);
+    mme::gemm_f32_reference(x.data(), k, w.data(), n, y.data(), n, m, n, k);
+    for (uint32_t i = 0; i < m; ++i) {
+      for (uint32_t j = 0; j < n; ++j) {
+        const float z = y[uint64_t{i} * n + j] + bias[j];
+        y[uint64_t{i} * n + j] = z <= 0.0f ? 0.0f : z;
+      }
+    }
+    return y;
+  }
+};
+
+class SynapseLaunchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    driver::HlDeviceOptions options;
+    options.overrides.push_back("hbm.refresh_enabled=false");
+    options.cs_timeout_us = 2000000;
+    device = std::make_unique<driver::HlDevice>(options);
+    rt = std::make_unique<Runtime>(*device);
+  }
+
+  uint64_t malloc(uint64_t bytes) {
+    uint64_t address = 0;
+    EXPECT_TRUE(rt->device_malloc(bytes, &address).ok());
+    return address;
+  }
+  void upload(const std::vector<float>& host, uint64_t address) {
+    uint64_t seq = 0;
+    ASSERT_TRUE(rt->copy_to_device(host.data(), address, host.size() * 4, &seq).ok());
+  }
+  std::vector<float> download(uint64_t address, size_t count) {
+    std::vector<float> host(count, -123.0f);
+    uint64_t seq = 0;
+    EXPECT_TRUE(rt->copy_to_host(address, host.data(), count * 4, &seq).ok());
+    EXPECT_TRUE(rt->wait(seq).ok());
+    return host;
+  }
+
+  // Compiles, loads and runs the dense graph once with fresh buffers; returns the output.
+  struct Run {
+    std::vector<float> x, w, bias, out;
+  };
+  Run run_dense(const DenseReluGraph& g, const std::shared_ptr<LoadedRecipe>& loaded, uint32_t seed) {
+    Run r;
+    r.x = random_floats(uint64_t{g.m} * g.k, seed);
+    r.w = random_floats(uint64_t{g.k} * g.n, seed + 1);
+    r.bias = random_floats(g.n, seed + 2);
+    const recipe::Recipe& recipe = loaded->recipe();
+    std::vector<uint64_t> addresses(recipe.persistent_size());
+    std::map<std::string, const std::vector<float>*> inputs = {{"x", &r.x}, {"w", &r.w}, {"bias", &r.bias}};
+    uint64_t out_address = 0;
+    for (int i = 0; i < recipe.persistent_size(); ++i) {
+      addresses[i] = malloc(recipe.persistent(i).bytes());
+      const std::string& name = recipe.persistent(i).name();
+      if (inputs.count(name)) upload(*inputs[name], addresses[i]);
+      if (name == "out") out_address = addresses[i];
+    }
+    const uint64_t workspace = recipe.workspace_bytes() ? malloc(recipe.workspace_bytes()) : 0;
+    uint64_t seq = 0;
+    EXPECT_TRUE(rt->launch(*loaded, addresses, workspace, &seq).ok());
+    r.out = download(out_address, uint64_t{g.m} * g.n);
+    return r;
+  }
+
+  std::shared_ptr<LoadedRecipe> compile_and_load(const Graph& graph, recipe::Recipe* recipe_out = nullptr) {
+    recipe::Recipe recipe;
+    const graph::Result r = compiler::compile_graph(graph, rt->target(), &recipe);
+    EXPECT_TRUE(r.ok()) << r.message;
+    std::shared_ptr<LoadedRecipe> loaded;
+    const graph::Result l = rt->load(recipe, &loaded);
+    EXPECT_TRUE(l.ok()) << l.message;
+    if (recipe_out) *recipe_out = recipe;
+    return loaded;
+  }
+
+  static void expect_equal_bits(const std::vector<float>& got, const std::vector<float>& want) {
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) ASSERT_EQ(bits(got[i]), bits(want[i])) << "element " << i;
+  }
+
+  std::unique_ptr<driver::HlDevice> device;
+  std::unique_ptr<Runtime> rt;
+};
+
+TEST_F(SynapseLaunchTest, GemmBiasReluMatchesTheReferenceBitForBit) {
+  const DenseReluGraph g(96, 64, 80);
+  recipe::Recipe recipe;
+  const auto loaded = compile_and_load(g.graph, &recipe);
+  ASSERT_TRUE(loaded);
+  EXPECT_EQ(recipe.nodes_size(), 3);
+  EXPECT_EQ(recipe.nodes(0).engine(), "mme");
+  EXPECT_EQ(recipe.nodes(1).engine(), "tpc");
+  EXPECT_EQ(recipe.persistent_size(), 4);   // x, w, bias, out
+  const Run r = run_dense(g, loaded, 1);
+  expect_equal_bits(r.out, g.reference(r.x, r.w, r.bias));
+  for (const std::string& line : device->log()) {
+    EXPECT_EQ(line.find("error"), std::string::npos) << line;
+    EXPECT_EQ(line.find("timed out"), std::string::npos) << line;
+  }
+}
+
+TEST_F(SynapseLaunchTest, ASecondLaunchWithOtherBuffersIsPatchedAgain) {
+  const DenseReluGraph g(64, 32, 48);
+  const auto loaded = compile_and_load(g.graph);
+  ASSERT_TRUE(loaded);
+  const Run first = run_dense(g, loaded, 10);
+  const Run second = run_dense(g, loaded, 20);   // new data in new allocations
+  expect_equal_bits(first.out, g.reference(first.x, first.w, first.bias));
+  expect_equal_bits(second.out, g.reference(second.x, second.w, second.bias));
+  EXPECT_EQ(loaded->launches(), 2u);
+}
+
+TEST_F(SynapseLaunchTest, ALargeGemmIsSplitAcrossBothMmeEngines) {
+  const DenseReluGraph g(512, 64, 64);
+  recipe::Recipe recipe;
+  const auto loaded = compile_and_load(g.graph, &recipe);
+  ASSERT_TRUE(loaded);
+  EXPECT_EQ(recipe.nodes(0).jobs(), 2u);
+  size_t mme_jobs = 0;
+  for (const auto& job : recipe.jobs()) {
+    const auto q = static_cast<regs::QueueId>(job.queue_id());
+    if (q == regs::QueueId::MME_0_0 || q == regs::QueueId::MME_1_0) ++mme_jobs;
+  }
+  EXPECT_EQ(mme_jobs, 2u);
+  const Run r = run_dense(g, loaded, 3);
+  expect_equal_bits(r.out, g.reference(r.x, r.w, r.bias));
+}
+
+TEST_F(SynapseLaunchTest, ARecipeRunsTheSameAfterSerialisation) {
+  const DenseReluGraph g(64, 64, 64);
+  recipe::Recipe recipe;
+  ASSERT_TRUE(compiler::compile_graph(g.graph, rt->target(), &recipe).ok());
+  const std::vector<uint8_t> bytes = recipe::serialize(recipe);
+  recipe::Recipe back;
+  std::string error;
+  ASSERT_TRUE(recipe::deserialize(bytes.data(), bytes.size(), &back, &error)) << error;
+  std::shared_ptr<LoadedRecipe> loaded;
+  ASSERT_TRUE(rt->load(back, &loaded).ok());
+  const Run r = run_dense(g, loaded, 5);
+  expect_equal_bits(r.out, g.reference(r.x, r.w, r.bias));
+
+  std::vector<uint8_t> corrupt = bytes;
+  corrupt[corrupt.size() / 2] ^= 0x40;
+  EXPECT_FALSE(recipe::deserialize(corrupt.data(), corrupt.size(), &back, &error));
+  EXPECT_EQ(error, "recipe: checksum mismatch (file is corrupt or truncated)");
+  EXPECT_FALSE(recipe::deserialize(bytes.data(), bytes.size() - 3, &back, &error));
+  EXPECT_NE(error.find("truncated"), std::string::npos) << error;
+}
+
+TEST_F(SynapseLaunchTest, InvalidGraphsFailAtCompileAndSubmitNothing) {
+  const uint64_t before = rt->last_submission();
+  struct Case {
+    const char* what;
+    std::function<void(Graph&)> build;
+    graph::Status status;
+    const char* message_part;
+  };
+  const std::vector<Case> cases = {
+      {"shape mismatch",
+       [](Graph& g) {
+         TensorId a, b, c;
+         g.add_tensor({"a", DType::F32, {64, 8}, true}, &a);
+         g.add_tensor({"b", DType::F32, {32, 8}, true}, &b);
+         g.add_tensor({"c", DType::F32, {64, 8}, true}, &c);
+         g.add_node({"sum", "add_fwd_f32", {a, b}, {c}, {}});
+       },
+       graph::Status::InvalidArgument, "node 'sum'"},
+      {"unknown GUID",
+       [](Graph& g) {
+         TensorId a, c;
+         g.add_tensor({"a", DType::F32, {64}, true}, &a);
+         g.add_tensor({"c", DType::F32, {64}, true}, &c);
+         g.add_node({"mystery", "frobnicate_f32", {a}, {c}, {}});
+       },
+       graph::Status::Unsupported, "frobnicate_f32"},
+      {"wrong dtype",
+       [](Graph& g) {
+         TensorId a, c;
+         g.add_tensor({"a", DType::BF16, {64}, true}, &a);
+         g.add_tensor({"c", DType::F32, {64}, true}, &c);
+         g.add_node({"act", "relu_fwd_f32", {a}, {c}, {}});
+       },
+       graph::Status::InvalidArgument, "node 'act'"},
+      {"dangling tensor",
+       [](Graph& g) {
+         TensorId a, c;
+         g.add_tensor({"a", DType::F32, {64}}, &a);   // not persistent, written by nobody
+         g.add_tensor({"c", DType::F32, {64}, true}, &c);
+         g.add_node({"act", "relu_fwd_f32", {a}, {c}, {}});
+       },
+       graph::Status::InvalidArgument, "tensor 'a'"},
+  };
+  for (const Case& c : cases) {
+    Graph g;
+    c.build(g);
+    recipe::Recipe recipe;
+    const graph::Result r = compiler::compile_graph(g, rt->target(), &recipe);
+    EXPECT_EQ(r.status, c.status) << c.what << ": " << r.message;
+    EXPECT_NE(r.message.find(c.message_part), std::string::npos) << c.what << ": " << r.message;
+    EXPECT_EQ(recipe.jobs_size(), 0) << c.what;
+  }
+  EXPECT_EQ(rt->last_submission(), before);
+}
+
+TEST_F(SynapseLaunchTest, LaunchRefusesMissingOrForeignBuffers) {
+  const DenseReluGraph g(64, 32, 32);
+  const auto loaded = compile_and_load(g.graph);
+  ASSERT_TRUE(loaded);
+  const uint64_t before = rt->last_submission();
+  std::vector<uint64_t> addresses(loaded->recipe().persistent_size(), 0);
+  graph::Result r = rt->launch(*loaded, addresses, 0, nullptr);
+  EXPECT_EQ(r.status, graph::Status::InvalidArgument);
+  EXPECT_NE(r.message.find("has no address"), std::string::npos) << r.message;
+  r = rt->launch(*loaded, {1, 2}, 0, nullptr);
+  EXPECT_NE(r.message.find("persistent tensor addresses"), std::string::npos) << r.message;
+  for (auto& a : addresses) a = malloc(16);   // too small for any of them
+  r = rt->launch(*loaded, addresses, 0, nullptr);
+  EXPECT_NE(r.message.find("not inside a device allocation"), std::string::npos) << r.message;
+  EXPECT_EQ(rt->last_submission(), before);
+}
+
+}  // namespace
+}  // namespace hpusim::synapse::runtime
