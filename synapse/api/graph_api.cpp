@@ -3,6 +3,8 @@
 // looked up in one registry under one mutex.
 #include "synapse_api.h"
 
+#include "synapse/api/api_support.h"
+
 #include <cstring>
 #include <mutex>
 #include <new>
@@ -80,20 +82,9 @@ Registry& registry() {
   return r;
 }
 
-thread_local std::string last_error;
-
-synStatus fail(synStatus status, std::string message) {
-  last_error = std::move(message);
-  return status;
-}
-synStatus finish(const model::Result& r) {
-  last_error = r.message;
-  return static_cast<synStatus>(r.status);
-}
-synStatus succeed() {
-  last_error.clear();
-  return synSuccess;
-}
+using hpusim::synapse::api::fail;
+using hpusim::synapse::api::finish;
+using hpusim::synapse::api::succeed;
 
 template <class Handle>
 uint64_t key_of(Handle h) {
@@ -107,16 +98,10 @@ Handle handle_of(uint64_t key) {
 // Runs an entry point's body under the registry lock; no exception crosses the C boundary.
 template <class Body>
 synStatus guarded(const char* function, Body body) {
-  try {
+  return hpusim::synapse::api::guard(function, [&] {
     std::lock_guard<std::mutex> lock(registry().mutex);
     return body(registry());
-  } catch (const std::bad_alloc&) {
-    return fail(synOutOfHostMemory, std::string(function) + ": out of host memory");
-  } catch (const std::exception& e) {
-    return fail(synFail, std::string(function) + ": internal error: " + e.what());
-  } catch (...) {
-    return fail(synFail, std::string(function) + ": internal error");
-  }
+  });
 }
 
 GraphState* find_graph(Registry& reg, synGraphHandle graph) {
@@ -388,6 +373,34 @@ synStatus hpusim_graphStructuralHash(synGraphHandle graph, uint64_t* hash) {
   });
 }
 
-const char* hpusim_lastErrorMessage(void) { return last_error.c_str(); }
+const char* hpusim_lastErrorMessage(void) { return hpusim::synapse::api::last_error().c_str(); }
 
 }  // extern "C"
+
+namespace hpusim::synapse::api {
+
+thread_local std::string t_last_error;
+
+synStatus fail(synStatus status, std::string message) {
+  t_last_error = std::move(message);
+  return status;
+}
+synStatus finish(const graph::Result& r) {
+  t_last_error = r.message;
+  return static_cast<synStatus>(r.status);
+}
+synStatus succeed() {
+  t_last_error.clear();
+  return synSuccess;
+}
+const std::string& last_error() { return t_last_error; }
+
+bool copy_graph(synGraphHandle handle, graph::Graph* out) {
+  std::lock_guard<std::mutex> lock(registry().mutex);
+  const GraphState* state = find_graph(registry(), handle);
+  if (!state) return false;
+  *out = state->graph;
+  return true;
+}
+
+}  // namespace hpusim::synapse::api

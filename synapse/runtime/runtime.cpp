@@ -14,7 +14,6 @@ using namespace driver::uapi;
 
 constexpr uint64_t kPage = 4096;
 constexpr uint32_t kMaxDmaChunk = 1u << 30;   // LIN_DMA sizes are 32-bit: copies go in 1 GB pieces
-constexpr regs::QueueId kCopyQueue = regs::QueueId::DMA_0_0;
 
 hl_info_hw_ip_info hw_ip_info(driver::HlDevice& device) {
   hl_info_hw_ip_info info{};
@@ -58,8 +57,10 @@ Runtime::Runtime(driver::HlDevice& device) : device_(device), allocator_(0, 0) {
 }
 
 Runtime::~Runtime() {
-  if (last_seq_ != 0) wait(last_seq_);
-  for (uint64_t handle : pending_cbs_) device_.cb_destroy(handle);
+  std::set<uint64_t> in_flight;
+  for (const auto& [seq, va] : pending_unmaps_) in_flight.insert(seq);
+  if (last_launch_seq_ != 0) in_flight.insert(last_launch_seq_);
+  for (uint64_t seq : in_flight) wait(seq);
   if (opened_here_) device_.close();
 }
 
@@ -96,13 +97,23 @@ Result Runtime::external_cb(const std::vector<uint8_t>& bytes, uint64_t* handle)
   return Result::success();
 }
 
-Result Runtime::submit_copy(const std::vector<uint8_t>& cb, uint64_t* seq, uint64_t host_va_to_release) {
+Result Runtime::check_copy_queue(regs::QueueId queue) const {
+  const unsigned q = regs::to_index(queue);
+  if (q > regs::to_index(regs::QueueId::DMA_1_3)) {
+    return Result::error(Status::InvalidArgument, "copies run on the external DMA queues DMA_0_0 .. DMA_1_3, not queue " +
+                                                      std::to_string(q));
+  }
+  return Result::success();
+}
+
+Result Runtime::submit_copy(const std::vector<uint8_t>& cb, regs::QueueId queue, uint64_t* seq,
+                            uint64_t host_va_to_release) {
   uint64_t handle = 0;
   Result r = external_cb(cb, &handle);
   if (!r.ok()) return r;
   hl_cs_chunk chunk{};
   chunk.cb_handle = handle;
-  chunk.queue_index = queue_index(kCopyQueue);
+  chunk.queue_index = queue_index(queue);
   chunk.cb_size = static_cast<uint32_t>(cb.size());
   uint64_t s = 0;
   const int rc = device_.submit({chunk}, &s);
@@ -117,33 +128,39 @@ Result Runtime::submit_copy(const std::vector<uint8_t>& cb, uint64_t* seq, uint6
   return Result::success();
 }
 
-Result Runtime::copy_to_device(const void* source, uint64_t destination, uint64_t bytes, uint64_t* seq) {
+Result Runtime::copy_to_device(const void* source, uint64_t destination, uint64_t bytes, uint64_t* seq, regs::QueueId queue) {
+  if (Result q = check_copy_queue(queue); !q.ok()) return q;
   if (bytes == 0) return Result::error(Status::InvalidArgument, "copy of 0 bytes");
   uint64_t va = 0;
   if (const int rc = device_.map_host(source, bytes, &va); rc != 0) {
     return Result::error(Status::InvalidArgument, "host buffer could not be mapped for the device: " + errno_text(rc));
   }
-  return submit_copy(copy_packets(va, destination, bytes, false, 0), seq, va);
+  return submit_copy(copy_packets(va, destination, bytes, false, 0), queue, seq, va);
 }
 
-Result Runtime::copy_to_host(uint64_t source, void* destination, uint64_t bytes, uint64_t* seq) {
+Result Runtime::copy_to_host(uint64_t source, void* destination, uint64_t bytes, uint64_t* seq, regs::QueueId queue) {
+  if (Result q = check_copy_queue(queue); !q.ok()) return q;
   if (bytes == 0) return Result::error(Status::InvalidArgument, "copy of 0 bytes");
   uint64_t va = 0;
   if (const int rc = device_.map_host(destination, bytes, &va); rc != 0) {
     return Result::error(Status::InvalidArgument, "host buffer could not be mapped for the device: " + errno_text(rc));
   }
-  return submit_copy(copy_packets(source, va, bytes, false, 0), seq, va);
+  return submit_copy(copy_packets(source, va, bytes, false, 0), queue, seq, va);
 }
 
-Result Runtime::copy_on_device(uint64_t source, uint64_t destination, uint64_t bytes, uint64_t* seq) {
+Result Runtime::copy_on_device(uint64_t source, uint64_t destination, uint64_t bytes, uint64_t* seq, regs::QueueId queue) {
+  if (Result q = check_copy_queue(queue); !q.ok()) return q;
   if (bytes == 0) return Result::error(Status::InvalidArgument, "copy of 0 bytes");
-  return submit_copy(copy_packets(source, destination, bytes, false, 0), seq, 0);
+  return submit_copy(copy_packets(source, destination, bytes, false, 0), queue, seq, 0);
 }
 
-Result Runtime::memset_device(uint64_t destination, uint32_t value, uint64_t bytes, uint64_t* seq) {
-  if (bytes == 0) return Result::error(Status::InvalidArgument, "memset of 0 bytes");
+Result Runtime::memset_device(uint64_t destination, uint32_t value, uint64_t bytes, uint64_t* seq, regs::QueueId queue) {
+  if (Result q = check_copy_queue(queue); !q.ok()) return q;
+  if (bytes == 0 || bytes % 4 != 0) {
+    return Result::error(Status::InvalidArgument, "memset of " + std::to_string(bytes) + " bytes (a non-zero multiple of 4)");
+  }
   const uint64_t pattern = (uint64_t{value} << 32) | value;
-  return submit_copy(copy_packets(0, destination, bytes, true, pattern), seq, 0);
+  return submit_copy(copy_packets(0, destination, bytes, true, pattern), queue, seq, 0);
 }
 
 Result Runtime::load(const recipe::Recipe& recipe, std::shared_ptr<LoadedRecipe>* loaded) {
@@ -251,38 +268,38 @@ Result Runtime::launch(LoadedRecipe& loaded, const std::vector<uint64_t>& persis
     chunks.push_back(chunk);
   }
   uint64_t s = 0;
+  const uint64_t submitted_ps = host_now_ps();
   const int rc = device_.submit(chunks, &s);
   for (uint64_t handle : handles) device_.cb_destroy(handle);
   if (rc != 0) return Result::error(Status::CommandSubmissionFailure, "launch submission: " + errno_text(rc));
   last_seq_ = last_launch_seq_ = s;
+  submit_ps_[s] = submitted_ps;
   ++loaded.launches_;
   if (seq) *seq = s;
   return Result::success();
 }
 
+// Drops the host mappings of a completed submission.
 void Runtime::release_finished(uint64_t completed_seq) {
-  completed_seq_ = std::max(completed_seq_, completed_seq);
-  while (!pending_unmaps_.empty() && pending_unmaps_.begin()->first <= completed_seq_) {
-    device_.unmap_host(pending_unmaps_.begin()->second);
-    pending_unmaps_.erase(pending_unmaps_.begin());
-  }
+  const auto [first, last] = pending_unmaps_.equal_range(completed_seq);
+  for (auto it = first; it != last; ++it) device_.unmap_host(it->second);
+  pending_unmaps_.erase(first, last);
 }
 
 Result Runtime::wait(uint64_t seq, uint64_t timeout_us) {
-  if (seq == 0 || seq <= completed_seq_) return Result::success();
+  if (seq == 0) return Result::success();
   uint32_t status = 0;
   const int rc = device_.wait(seq, timeout_us, &status);
   if (rc != 0 || status != HL_WAIT_CS_STATUS_COMPLETED) {
     return Result::error(Status::Fail, "submission " + std::to_string(seq) + " did not complete (" + errno_text(rc) +
                                            ", wait status " + std::to_string(status) + ")");
   }
-  // Submissions complete in order on one queue; copies and launches end on the same queue.
   release_finished(seq);
   return Result::success();
 }
 
 bool Runtime::completed(uint64_t seq) {
-  if (seq == 0 || seq <= completed_seq_) return true;
+  if (seq == 0) return true;
   uint32_t status = 0;
   const int rc = device_.wait(seq, 0, &status);
   if (rc == 0 && status == HL_WAIT_CS_STATUS_COMPLETED) {
@@ -290,6 +307,28 @@ bool Runtime::completed(uint64_t seq) {
     return true;
   }
   return false;
+}
+
+Result Runtime::completion_time_ps(uint64_t seq, uint64_t* ps) {
+  hl_wait_cs_args args{};
+  args.in.seq = seq;
+  args.in.timeout_us = 0;
+  const int rc = device_.wait_cs(args);
+  if (rc != 0 || args.out.status != HL_WAIT_CS_STATUS_COMPLETED) {
+    return Result::error(Status::Busy, "submission " + std::to_string(seq) + " has not completed");
+  }
+  if ((args.out.flags & HL_WAIT_CS_STATUS_FLAG_TIMESTAMP_VLD) == 0) {
+    return Result::error(Status::Unavailable, "submission " + std::to_string(seq) + " is too old for its time stamp");
+  }
+  *ps = static_cast<uint64_t>(args.out.timestamp_nsec) * 1000;
+  return Result::success();
+}
+
+uint64_t Runtime::host_now_ps() { return device_.cosim().host_now_ps(); }
+
+uint64_t Runtime::submit_time_ps(uint64_t seq) const {
+  const auto found = submit_ps_.find(seq);
+  return found == submit_ps_.end() ? 0 : found->second;
 }
 
 }  // namespace hpusim::synapse::runtime

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -75,11 +76,18 @@ class Runtime {
   Result device_free(uint64_t address);
 
   // ---- copies (asynchronous: *seq is the command submission to wait for) ----
-  // The host buffer is mapped for the device until the copy's submission is waited for.
-  Result copy_to_device(const void* source, uint64_t destination, uint64_t bytes, uint64_t* seq);
-  Result copy_to_host(uint64_t source, void* destination, uint64_t bytes, uint64_t* seq);
-  Result copy_on_device(uint64_t source, uint64_t destination, uint64_t bytes, uint64_t* seq);
-  Result memset_device(uint64_t destination, uint32_t value, uint64_t bytes, uint64_t* seq);
+  // On `queue` (an external DMA queue; DMA_0_0 is the one launches end on). The host buffer is
+  // mapped for the device until the copy's submission is waited for.
+  static constexpr regs::QueueId kLaunchQueue = regs::QueueId::DMA_0_0;
+  Result copy_to_device(const void* source, uint64_t destination, uint64_t bytes, uint64_t* seq,
+                        regs::QueueId queue = kLaunchQueue);
+  Result copy_to_host(uint64_t source, void* destination, uint64_t bytes, uint64_t* seq,
+                      regs::QueueId queue = kLaunchQueue);
+  Result copy_on_device(uint64_t source, uint64_t destination, uint64_t bytes, uint64_t* seq,
+                        regs::QueueId queue = kLaunchQueue);
+  // Fills `bytes` (a multiple of 4) with the 32-bit `value`.
+  Result memset_device(uint64_t destination, uint32_t value, uint64_t bytes, uint64_t* seq,
+                       regs::QueueId queue = kLaunchQueue);
 
   // ---- recipes ----
   // Checks the recipe against this device (target, sync objects) and uploads its program image.
@@ -96,13 +104,19 @@ class Runtime {
   Result wait(uint64_t seq, uint64_t timeout_us = 60000000);
   // True when `seq` has completed (no waiting).
   bool completed(uint64_t seq);
+  // Host time (ps) at which completed submission `seq` completed, as the driver reports it.
+  Result completion_time_ps(uint64_t seq, uint64_t* ps);
+  // Host time now (ps), and the host time at which launch `seq` was submitted (0 if unknown).
+  uint64_t host_now_ps();
+  uint64_t submit_time_ps(uint64_t seq) const;
   // The last submission made (0 before the first).
   uint64_t last_submission() const { return last_seq_; }
 
  private:
-  Result submit_copy(const std::vector<uint8_t>& cb, uint64_t* seq, uint64_t host_va_to_release);
+  Result submit_copy(const std::vector<uint8_t>& cb, regs::QueueId queue, uint64_t* seq, uint64_t host_va_to_release);
   Result external_cb(const std::vector<uint8_t>& bytes, uint64_t* handle);
   void release_finished(uint64_t completed_seq);
+  Result check_copy_queue(regs::QueueId queue) const;
 
   driver::HlDevice& device_;
   bool opened_here_ = false;
@@ -110,10 +124,9 @@ class Runtime {
   DeviceAllocator allocator_;
   uint64_t last_seq_ = 0;
   uint64_t last_launch_seq_ = 0;
+  std::map<uint64_t, uint64_t> submit_ps_;   // launches: seq -> host time of the submission
   // Host mappings to drop once their submission completed: seq -> device VAs.
   std::multimap<uint64_t, uint64_t> pending_unmaps_;
-  std::vector<uint64_t> pending_cbs_;   // copy CBs to destroy once nothing is in flight
-  uint64_t completed_seq_ = 0;
 };
 
 }  // namespace hpusim::synapse::runtime

@@ -1,6 +1,6 @@
-/* The public C API of hpusim's Synapse layer, the part that exists today: graphs, sections,
- * tensors and nodes over the graph model (synapse/graph), plus hpusim_ extensions to validate a
- * graph, read its structural hash and read the last error message. Usable from C and C++.
+/* The public C API of hpusim's Synapse layer: lifecycle, devices, streams, events, memory,
+ * graphs, sections, tensors and nodes, compile, launch and recipes, plus hpusim_ extensions.
+ * It reaches the simulated card only through the driver's ioctl ABI. Usable from C and C++.
  * Every entry point returns a synStatus; see README.md for the checks and the param structs. */
 #ifndef HPUSIM_SYNAPSE_API_H
 #define HPUSIM_SYNAPSE_API_H
@@ -42,7 +42,82 @@ synStatus synNodeCreateWithId(synGraphHandle graph, const synTensor* inputs, con
                               const char* guid, const char* name, synNodeId* nodeId, const char** inputLayouts,
                               const char** outputLayouts);
 
-/* hpusim extensions (no graph compiler yet). */
+/* ---- lifecycle and devices ----
+ * One simulated card per process, device id 0. synDeviceAcquireByDeviceType builds it from the
+ * preset named by the HPUSIM_PRESET environment variable (default hl205) with the overrides of
+ * HPUSIM_SET ("path=value;path=value"); hpusim_deviceAcquireWithPreset names them itself. */
+synStatus synInitialize(void);
+/* Releases the device and every object; later calls need synInitialize again. */
+synStatus synDestroy(void);
+synStatus synDeviceGetCount(uint32_t* count);
+synStatus synDeviceAcquireByDeviceType(synDeviceId* deviceId, synDeviceType deviceType);
+/* pciBus must be NULL or empty. */
+synStatus synDeviceAcquire(synDeviceId* deviceId, const char* pciBus);
+synStatus synDeviceRelease(synDeviceId deviceId);
+/* Waits for everything submitted on every stream. */
+synStatus synDeviceSynchronize(synDeviceId deviceId);
+synStatus synDeviceGetMemoryInfo(synDeviceId deviceId, uint64_t* free, uint64_t* total);
+synStatus synDeviceGetInfo(synDeviceId deviceId, synDeviceInfo* info);
+
+/* ---- streams and events ----
+ * Copy streams run on the external DMA queues (host to device DMA_0_x, device to host DMA_1_x,
+ * device to device DMA_0_x); a compute stream's launches end on DMA_0_0. Work on one stream runs
+ * in order; across streams, order with events. */
+synStatus synStreamCreate(synStreamHandle* stream, synDeviceId deviceId, synStreamType type, uint32_t flags);
+synStatus synStreamCreateGeneric(synStreamHandle* stream, synDeviceId deviceId, uint32_t flags);
+synStatus synStreamDestroy(synStreamHandle stream);
+/* Later work on `stream` starts after what `event` recorded (the host waits for it at the next
+ * submission on the stream). */
+synStatus synStreamWaitEvent(synStreamHandle stream, synEventHandle event, uint32_t flags);
+synStatus synStreamSynchronize(synStreamHandle stream);
+/* synSuccess when everything on the stream is done, synBusy otherwise. */
+synStatus synStreamQuery(synStreamHandle stream);
+/* flags: 0 or EVENT_COLLECT_TIME. */
+synStatus synEventCreate(synEventHandle* event, synDeviceId deviceId, uint32_t flags);
+synStatus synEventDestroy(synEventHandle event);
+synStatus synEventRecord(synEventHandle event, synStreamHandle stream);
+synStatus synEventQuery(synEventHandle event);
+synStatus synEventSynchronize(synEventHandle event);
+/* The device time between two completed events recorded with EVENT_COLLECT_TIME, in ns. */
+synStatus synEventElapsedTime(uint64_t* nanoseconds, synEventHandle eventStart, synEventHandle eventEnd);
+
+/* ---- memory ----
+ * Host buffers are ordinary memory mapped for the device; device buffers come from the DRAM user
+ * range. reqAddr must be 0 and flags 0. */
+synStatus synHostMalloc(synDeviceId deviceId, uint64_t size, uint32_t flags, void** buffer);
+synStatus synHostFree(synDeviceId deviceId, const void* buffer, uint32_t flags);
+synStatus synHostMap(synDeviceId deviceId, uint64_t size, const void* buffer);
+synStatus synHostUnmap(synDeviceId deviceId, const void* buffer);
+synStatus synDeviceMalloc(synDeviceId deviceId, uint64_t size, uint64_t reqAddr, uint32_t flags, uint64_t* buffer);
+synStatus synDeviceFree(synDeviceId deviceId, uint64_t buffer, uint32_t flags);
+/* src / dst are host pointers (as uint64_t) or device addresses, as `direction` says. */
+synStatus synMemCopyAsync(synStreamHandle stream, uint64_t src, uint64_t size, uint64_t dst, synDmaDir direction);
+synStatus synMemsetD32Async(uint64_t deviceMem, uint32_t value, uint64_t numOfElements, synStreamHandle stream);
+
+/* ---- compile and launch ----
+ * synGraphCompile looks the graph up in the recipe cache (PT_HPU_RECIPE_CACHE_CONFIG adds a disk
+ * cache) and compiles it on a miss; recipeName and buildLog may be NULL. Errors name the node and
+ * tensor (hpusim_lastErrorMessage). A device must be acquired (the recipe is for its card). */
+synStatus synGraphCompile(synRecipeHandle* recipe, synGraphHandle graph, const char* recipeName, const char* buildLog);
+synStatus synWorkspaceGetSize(uint64_t* size, synRecipeHandle recipe);
+/* Every persistent tensor of the recipe by name, each inside a device allocation; the workspace
+ * at least synWorkspaceGetSize bytes (0 when that is 0). */
+synStatus synLaunch(synStreamHandle stream, const synLaunchTensorInfo* launchTensorsInfo, uint32_t numberOfTensors,
+                    uint64_t pWorkspace, synRecipeHandle recipe, uint32_t flags);
+synStatus synRecipeDestroy(synRecipeHandle recipe);
+/* A checksummed file (synapse/recipe/recipe_file.h); a corrupt or truncated file is refused
+ * with synInvalidArgument naming the problem. */
+synStatus synRecipeSerialize(synRecipeHandle recipe, const char* fileName);
+synStatus synRecipeDeSerialize(synRecipeHandle* recipe, const char* fileName);
+
+/* hpusim extensions. */
+
+/* Acquires device 0 built from `preset` (a built-in name or a file) with `overrides`
+ * ("path=value;path=value", NULL for none). */
+synStatus hpusim_deviceAcquireWithPreset(synDeviceId* deviceId, const char* preset, const char* overrides);
+synStatus hpusim_compileCounters(hpusim_CompileCounters* counters);
+/* Completed launches so far, and the device time (submission to completion, ns) of the last. */
+synStatus hpusim_lastLaunchDeviceTime(uint64_t* nanoseconds);
 
 /* Checks the whole graph; the first problem's status, its message in hpusim_lastErrorMessage. */
 synStatus hpusim_graphValidate(synGraphHandle graph);

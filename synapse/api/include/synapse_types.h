@@ -102,4 +102,55 @@ typedef struct {
   int64_t dil_w;
 } hpusim_ConvolutionParams;
 
+/* ---- devices, streams, events, memory, recipes ---- */
+
+typedef uint32_t synDeviceId;
+typedef uint32_t synModuleId;
+typedef struct hpusim_StreamObject* synStreamHandle;
+typedef struct hpusim_EventObject* synEventHandle;
+typedef struct hpusim_RecipeObject* synRecipeHandle;
+
+typedef struct {
+  uint64_t sramBaseAddress;
+  uint64_t dramBaseAddress;
+  uint32_t sramSize;
+  uint64_t dramSize;
+  uint64_t tpcEnabledMask;
+  uint8_t dramEnabled;
+  uint32_t deviceId;
+  uint32_t fd;
+  synDeviceType deviceType;
+} synDeviceInfo;
+
+typedef enum { HOST_TO_DRAM = 0, DRAM_TO_HOST = 1, DRAM_TO_DRAM = 2 } synDmaDir;
+
+typedef enum {
+  STREAM_TYPE_COPY_DEVICE_TO_HOST = 0,
+  STREAM_TYPE_COPY_HOST_TO_DEVICE = 1,
+  STREAM_TYPE_COPY_DEVICE_TO_DEVICE = 2,
+  STREAM_TYPE_COMPUTE = 3,
+  STREAM_TYPE_NETWORK_COLLECTIVE = 4
+} synStreamType;
+
+#define EVENT_COLLECT_TIME 1u
+
+/* A persistent tensor's address for synLaunch, by name (tensorId is not used). */
+typedef enum { HOST_TO_DEVICE_TENSOR = 0, OUTPUT_TENSOR = 1, INPUT_TENSOR = 2 } synTensorTypeLaunch;
+typedef struct {
+  const char* tensorName;
+  uint64_t pTensorAddress;
+  synTensorType tensorType;
+  unsigned tensorSize[SYN_MAX_TENSOR_DIM];
+  uint64_t tensorId;
+} synLaunchTensorInfo;
+
+/* hpusim: the compile and cache counters of this process (hpusim_compileCounters). */
+typedef struct {
+  uint64_t compiles;
+  uint64_t cacheHits;
+  uint64_t cacheMisses;
+  uint64_t corruptRecipes;
+  uint64_t compileNanoseconds;
+} hpusim_CompileCounters;
+
 #endif /* HPUSIM_SYNAPSE_TYPES_H */

@@ -1,0 +1,39 @@
+// What the C API's translation units share: the thread's last error message, the helpers that
+// set it, the guard that keeps exceptions from crossing the C boundary, and the graph lookup
+// the compile entry point needs from the graph part.
+#pragma once
+
+#include <mutex>
+#include <new>
+#include <string>
+
+#include "synapse/graph/graph.h"
+#include "synapse/graph/status.h"
+#include "synapse_types.h"
+
+namespace hpusim::synapse::api {
+
+synStatus fail(synStatus status, std::string message);
+synStatus finish(const graph::Result& r);
+synStatus succeed();
+const std::string& last_error();
+
+// Runs `body` (returning synStatus); an exception becomes synOutOfHostMemory or synFail with
+// the function's name in the message.
+template <class Body>
+synStatus guard(const char* function, Body body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return fail(synOutOfHostMemory, std::string(function) + ": out of host memory");
+  } catch (const std::exception& e) {
+    return fail(synFail, std::string(function) + ": internal error: " + e.what());
+  } catch (...) {
+    return fail(synFail, std::string(function) + ": internal error");
+  }
+}
+
+// A copy of the graph behind a live handle (false for anything else). Defined by the graph part.
+bool copy_graph(synGraphHandle handle, graph::Graph* out);
+
+}  // namespace hpusim::synapse::api

@@ -1,0 +1,237 @@
+// The Synapse C API end to end on a simulated hl205: a dense + bias + relu graph built, compiled
+// and launched through the API only, with streams, events, copies and a memset; the result bit
+// for bit against a C++ reference; the recipe cache's counters on a recompile; recipes through
+// files (and a corrupt file refused); and the errors of the lifecycle and launch calls.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "hw/mme/mme_compute.h"
+#include "synapse_api.h"
+
+namespace {
+
+constexpr uint32_t kM = 64, kN = 48, kK = 40;
+
+synTensorDescriptor descriptor(const char* name, std::vector<unsigned> sizes) {
+  synTensorDescriptor d{};
+  d.m_dataType = syn_type_single;
+  d.m_dims = static_cast<unsigned>(sizes.size());
+  for (size_t i = 0; i < sizes.size(); ++i) d.m_sizes[i] = sizes[i];
+  d.m_name = name;
+  return d;
+}
+
+std::vector<float> random_floats(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+std::string error() { return hpusim_lastErrorMessage(); }
+
+class SynapseRuntimeApi : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(synInitialize(), synSuccess) << error();
+    ASSERT_EQ(hpusim_deviceAcquireWithPreset(&device, "hl205", "hbm.refresh_enabled=false"), synSuccess) << error();
+  }
+  void TearDown() override { EXPECT_EQ(synDestroy(), synSuccess) << error(); }
+
+  // out = relu(x w + bias) through the API.
+  synGraphHandle dense_graph() {
+    synGraphHandle g = nullptr;
+    EXPECT_EQ(synGraphCreate(&g, synDeviceGaudi), synSuccess);
+    synSectionHandle section = nullptr;
+    EXPECT_EQ(synSectionCreate(&section, 0, g), synSuccess);
+    synTensor x, w, bias, y, z, out;
+    auto make = [&](synTensor* t, const char* name, std::vector<unsigned> sizes, bool persistent) {
+      const synTensorDescriptor d = descriptor(name, sizes);
+      EXPECT_EQ(synTensorCreate(t, &d, persistent ? section : nullptr, 0), synSuccess) << error();
+    };
+    make(&x, "x", {kK, kM}, true);
+    make(&w, "w", {kN, kK}, true);
+    make(&bias, "bias", {kN, 1}, true);
+    make(&y, "y", {kN, kM}, false);
+    make(&z, "z", {kN, kM}, false);
+    make(&out, "out", {kN, kM}, true);
+    hpusim_GemmParams gemm{0, 0};
+    synTensor in1[] = {x, w}, out1[] = {y};
+    EXPECT_EQ(synNodeCreate(g, in1, out1, 2, 1, &gemm, sizeof gemm, "gemm", "fc", nullptr, nullptr), synSuccess) << error();
+    synTensor in2[] = {y, bias}, out2[] = {z};
+    EXPECT_EQ(synNodeCreate(g, in2, out2, 2, 1, nullptr, 0, "add_fwd_f32", "bias_add", nullptr, nullptr), synSuccess);
+    synTensor in3[] = {z}, out3[] = {out};
+    EXPECT_EQ(synNodeCreate(g, in3, out3, 1, 1, nullptr, 0, "relu_fwd_f32", "act", nullptr, nullptr), synSuccess);
+    return g;
+  }
+
+  std::vector<float> reference() const {
+    std::vector<float> y(kM * kN);
+    hpusim::mme::gemm_f32_reference(x.data(), kK, w.data(), kN, y.data(), kN, kM, kN, kK);
+    for (uint32_t i = 0; i < kM; ++i) {
+      for (uint32_t j = 0; j < kN; ++j) {
+        const float v = y[i * kN + j] + bias[j];
+        y[i * kN + j] = v <= 0.0f ? 0.0f : v;
+      }
+    }
+    return y;
+  }
+
+  // Copies in on a host-to-device stream, launches on a compute stream after an event, copies
+  // out on a device-to-host stream after another; returns the output.
+  std::vector<float> run(synRecipeHandle recipe, uint64_t* device_ns = nullptr) {
+    synStreamHandle down, compute, up;
+    EXPECT_EQ(synStreamCreate(&down, device, STREAM_TYPE_COPY_HOST_TO_DEVICE, 0), synSuccess);
+    EXPECT_EQ(synStreamCreateGeneric(&compute, device, 0), synSuccess);
+    EXPECT_EQ(synStreamCreate(&up, device, STREAM_TYPE_COPY_DEVICE_TO_HOST, 0), synSuccess);
+    uint64_t dx, dw, db, dout, workspace = 0, ws_size = 0;
+    EXPECT_EQ(synDeviceMalloc(device, x.size() * 4, 0, 0, &dx), synSuccess);
+    EXPECT_EQ(synDeviceMalloc(device, w.size() * 4, 0, 0, &dw), synSuccess);
+    EXPECT_EQ(synDeviceMalloc(device, bias.size() * 4, 0, 0, &db), synSuccess);
+    EXPECT_EQ(synDeviceMalloc(device, kM * kN * 4, 0, 0, &dout), synSuccess);
+    EXPECT_EQ(synWorkspaceGetSize(&ws_size, recipe), synSuccess);
+    EXPECT_GT(ws_size, 0u);
+    EXPECT_EQ(synDeviceMalloc(device, ws_size, 0, 0, &workspace), synSuccess);
+    // The output starts as garbage the launch must overwrite.
+    EXPECT_EQ(synMemsetD32Async(dout, 0x7FC00001u, kM * kN, down), synSuccess) << error();
+    EXPECT_EQ(synMemCopyAsync(down, reinterpret_cast<uint64_t>(x.data()), x.size() * 4, dx, HOST_TO_DRAM), synSuccess);
+    EXPECT_EQ(synMemCopyAsync(down, reinterpret_cast<uint64_t>(w.data()), w.size() * 4, dw, HOST_TO_DRAM), synSuccess);
+    EXPECT_EQ(synMemCopyAsync(down, reinterpret_cast<uint64_t>(bias.data()), bias.size() * 4, db, HOST_TO_DRAM),
+              synSuccess);
+    synEventHandle copied, start, done;
+    EXPECT_EQ(synEventCreate(&copied, device, 0), synSuccess);
+    EXPECT_EQ(synEventCreate(&start, device, EVENT_COLLECT_TIME), synSuccess);
+    EXPECT_EQ(synEventCreate(&done, device, EVENT_COLLECT_TIME), synSuccess);
+    EXPECT_EQ(synEventRecord(copied, down), synSuccess);
+    EXPECT_EQ(synStreamWaitEvent(compute, copied, 0), synSuccess);
+    EXPECT_EQ(synEventRecord(start, compute), synSuccess) << error();
+    const synLaunchTensorInfo infos[] = {{"x", dx, DATA_TENSOR, {0}, 0},
+                                         {"w", dw, DATA_TENSOR, {0}, 0},
+                                         {"bias", db, DATA_TENSOR, {0}, 0},
+                                         {"out", dout, DATA_TENSOR, {0}, 0}};
+    EXPECT_EQ(synLaunch(compute, infos, 4, workspace, recipe, 0), synSuccess) << error();
+    EXPECT_EQ(synEventRecord(done, compute), synSuccess);
+    EXPECT_EQ(synStreamWaitEvent(up, done, 0), synSuccess);
+    std::vector<float> out(kM * kN, -1.0f);
+    EXPECT_EQ(synMemCopyAsync(up, dout, out.size() * 4, reinterpret_cast<uint64_t>(out.data()), DRAM_TO_HOST),
+              synSuccess);
+    EXPECT_EQ(synStreamSynchronize(up), synSuccess) << error();
+    EXPECT_EQ(synStreamQuery(up), synSuccess);
+    EXPECT_EQ(synEventQuery(done), synSuccess);
+    uint64_t ns = 0;
+    EXPECT_EQ(synEventElapsedTime(&ns, start, done), synSuccess) << error();
+    EXPECT_GT(ns, 0u);
+    if (device_ns) *device_ns = ns;
+    EXPECT_EQ(synDeviceSynchronize(device), synSuccess);
+    for (uint64_t a : {dx, dw, db, dout, workspace}) EXPECT_EQ(synDeviceFree(device, a, 0), synSuccess);
+    for (synStreamHandle s : {down, compute, up}) EXPECT_EQ(synStreamDestroy(s), synSuccess);
+    for (synEventHandle e : {copied, start, done}) EXPECT_EQ(synEventDestroy(e), synSuccess);
+    return out;
+  }
+
+  void expect_reference(const std::vector<float>& out) const {
+    const std::vector<float> want = reference();
+    ASSERT_EQ(out.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) ASSERT_EQ(std::memcmp(&out[i], &want[i], 4), 0) << "element " << i;
+  }
+
+  synDeviceId device = 99;
+  std::vector<float> x = random_floats(kM * kK, 1), w = random_floats(kK * kN, 2), bias = random_floats(kN, 3);
+};
+
+TEST_F(SynapseRuntimeApi, DenseReluThroughStreamsAndEventsMatchesTheReference) {
+  EXPECT_EQ(device, 0u);
+  synGraphHandle g = dense_graph();
+  synRecipeHandle recipe = nullptr;
+  ASSERT_EQ(synGraphCompile(&recipe, g, "dense", nullptr), synSuccess) << error();
+  uint64_t ns = 0;
+  expect_reference(run(recipe, &ns));
+  uint64_t launch_ns = 0;
+  ASSERT_EQ(hpusim_lastLaunchDeviceTime(&launch_ns), synSuccess) << error();
+  EXPECT_GT(launch_ns, 0u);
+  EXPECT_EQ(synRecipeDestroy(recipe), synSuccess);
+  EXPECT_EQ(synGraphDestroy(g), synSuccess);
+}
+
+TEST_F(SynapseRuntimeApi, ASecondCompileOfTheSameGraphIsACacheHit) {
+  synGraphHandle a = dense_graph(), b = dense_graph();
+  synRecipeHandle ra = nullptr, rb = nullptr;
+  ASSERT_EQ(synGraphCompile(&ra, a, nullptr, nullptr), synSuccess) << error();
+  ASSERT_EQ(synGraphCompile(&rb, b, nullptr, nullptr), synSuccess) << error();
+  hpusim_CompileCounters c{};
+  ASSERT_EQ(hpusim_compileCounters(&c), synSuccess);
+  EXPECT_EQ(c.compiles, 1u);
+  EXPECT_EQ(c.cacheMisses, 1u);
+  EXPECT_EQ(c.cacheHits, 1u);
+  expect_reference(run(rb));
+}
+
+TEST_F(SynapseRuntimeApi, RecipesGoThroughFilesAndACorruptFileIsRefused) {
+  synGraphHandle g = dense_graph();
+  synRecipeHandle recipe = nullptr, back = nullptr;
+  ASSERT_EQ(synGraphCompile(&recipe, g, nullptr, nullptr), synSuccess) << error();
+  const std::string path = testing::TempDir() + "dense.recipe";
+  ASSERT_EQ(synRecipeSerialize(recipe, path.c_str()), synSuccess) << error();
+  ASSERT_EQ(synRecipeDeSerialize(&back, path.c_str()), synSuccess) << error();
+  expect_reference(run(back));
+
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(40);
+  f.put('\x5a');
+  f.close();
+  synRecipeHandle bad = nullptr;
+  EXPECT_EQ(synRecipeDeSerialize(&bad, path.c_str()), synInvalidArgument);
+  EXPECT_NE(error().find("checksum mismatch"), std::string::npos) << error();
+  std::remove(path.c_str());
+}
+
+TEST_F(SynapseRuntimeApi, LaunchErrorsNameTheTensor) {
+  synGraphHandle g = dense_graph();
+  synRecipeHandle recipe = nullptr;
+  ASSERT_EQ(synGraphCompile(&recipe, g, nullptr, nullptr), synSuccess) << error();
+  synStreamHandle s;
+  ASSERT_EQ(synStreamCreateGeneric(&s, device, 0), synSuccess);
+  uint64_t a = 0;
+  ASSERT_EQ(synDeviceMalloc(device, kM * kN * 4, 0, 0, &a), synSuccess);
+  const synLaunchTensorInfo some[] = {{"x", a, DATA_TENSOR, {0}, 0}};
+  EXPECT_EQ(synLaunch(s, some, 1, 0, recipe, 0), synInvalidArgument);
+  EXPECT_NE(error().find("no address for persistent tensor 'w'"), std::string::npos) << error();
+  const synLaunchTensorInfo unknown[] = {{"nope", a, DATA_TENSOR, {0}, 0}};
+  EXPECT_EQ(synLaunch(s, unknown, 1, 0, recipe, 0), synInvalidArgument);
+  EXPECT_NE(error().find("no persistent tensor 'nope'"), std::string::npos) << error();
+  uint64_t ns = 0;
+  EXPECT_EQ(hpusim_lastLaunchDeviceTime(&ns), synObjectNotInitialized);
+}
+
+TEST_F(SynapseRuntimeApi, LifecycleErrors) {
+  EXPECT_EQ(synInitialize(), synObjectAlreadyInitialized);
+  synDeviceId other = 0;
+  EXPECT_EQ(synDeviceAcquireByDeviceType(&other, synDeviceGaudi), synDeviceAlreadyAcquired);
+  EXPECT_EQ(synDeviceAcquireByDeviceType(&other, synDeviceGaudi2), synDeviceTypeMismatch);
+  uint64_t free = 0, total = 0;
+  ASSERT_EQ(synDeviceGetMemoryInfo(device, &free, &total), synSuccess);
+  EXPECT_GT(total, 0u);
+  EXPECT_EQ(free, total);
+  uint64_t big = 0;
+  EXPECT_EQ(synDeviceMalloc(device, total + 1, 0, 0, &big), synOutOfDeviceMemory);
+  EXPECT_EQ(synDeviceFree(device, 12345, 0), synFailedToFreeDeviceMemory);
+  synDeviceInfo info{};
+  ASSERT_EQ(synDeviceGetInfo(device, &info), synSuccess);
+  EXPECT_EQ(info.tpcEnabledMask, 0xFFu);
+  EXPECT_EQ(info.deviceType, synDeviceGaudi);
+  EXPECT_EQ(synDeviceGetInfo(1, &info), synInvalidArgument);
+  EXPECT_EQ(synDeviceRelease(device), synSuccess);
+  EXPECT_EQ(synDeviceGetInfo(device, &info), synNoDeviceFound);
+  synGraphHandle g = dense_graph();
+  synRecipeHandle recipe = nullptr;
+  EXPECT_EQ(synGraphCompile(&recipe, g, nullptr, nullptr), synNoDeviceFound);
+}
+
+}  // namespace
