@@ -2,21 +2,23 @@
 
 #include <algorithm>
 
+#include "synapse/compiler/tensor_size.h"
+
 namespace hpusim::synapse::compiler {
 namespace {
 
-// A span of memory a step touches: a persistent tensor as a whole (its own address space), or
-// a workspace byte range.
+// A span of memory a step touches: a byte range of the workspace, of a section (persistent
+// tensors of one section share memory by their offsets), or a persistent tensor of its own.
 struct Touch {
-  bool persistent = false;
-  uint32_t tensor = 0;
+  enum Space : uint8_t { kWorkspace, kSection, kTensor } space = kWorkspace;
+  uint32_t id = 0;   // the section id, or the tensor index
   uint64_t begin = 0, end = 0;
   bool write = false;
 };
 
 bool overlap(const Touch& a, const Touch& b) {
-  if (a.persistent != b.persistent) return false;
-  if (a.persistent) return a.tensor == b.tensor;
+  if (a.space != b.space || a.id != b.id) return false;
+  if (a.space == Touch::kTensor) return true;
   return a.begin < b.end && b.begin < a.end;
 }
 
@@ -31,9 +33,15 @@ std::vector<std::vector<uint32_t>> node_dependencies(const Graph& graph, const s
     const auto add = [&](TensorId t, bool write) {
       Touch touch;
       touch.write = write;
-      if (graph.tensor(t).persistent) {
-        touch.persistent = true;
-        touch.tensor = t.index;
+      const graph::TensorDesc& desc = graph.tensor(t);
+      if (desc.persistent && desc.section) {
+        touch.space = Touch::kSection;
+        touch.id = desc.section->id;
+        touch.begin = desc.section->offset;
+        touch.end = touch.begin + std::max<uint64_t>(tensor_bytes(desc).value_or(1), 1);
+      } else if (desc.persistent) {
+        touch.space = Touch::kTensor;
+        touch.id = t.index;
       } else if (const PlannedTensor* p = plan.find(t)) {
         touch.begin = p->offset;
         touch.end = p->offset + p->size;

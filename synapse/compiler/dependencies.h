@@ -1,7 +1,9 @@
 // Which earlier nodes each node must wait for, given the order and the memory plan: the writers
 // of what it reads (read after write), and every earlier node that reads or writes memory its
 // outputs overlap (write after read / write: the planner reuses workspace memory). Waits that
-// another wait already implies are dropped, so each node waits for a minimal set.
+// another wait already implies are dropped, so each node waits for a minimal set. Persistent
+// tensors of one section overlap by their section offsets (an optimizer's updated weight at the
+// weight's own offset is the weight), those without a section only themselves.
 #pragma once
 
 #include <cstdint>

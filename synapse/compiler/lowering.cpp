@@ -105,6 +105,10 @@ class Lowering {
     pt->set_bytes(tensor_bytes(t).value_or(0));
     pt->set_read(!p.readers.empty());
     pt->set_written(!p.writers.empty());
+    if (t.section) {
+      pt->set_section(t.section->id);
+      pt->set_section_offset(t.section->offset);
+    }
   }
 
   Relocation relocation_of(TensorId t) const {

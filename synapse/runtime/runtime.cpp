@@ -234,6 +234,20 @@ Result Runtime::launch(LoadedRecipe& loaded, const std::vector<uint64_t>& persis
                                                         " bytes) is not inside a device allocation");
     }
   }
+  // Tensors of one section must sit at one base.
+  std::map<uint32_t, std::pair<int, uint64_t>> section_base;   // section -> (first tensor, base)
+  for (int i = 0; i < recipe.persistent_size(); ++i) {
+    const recipe::PersistentTensor& t = recipe.persistent(i);
+    if (t.section() == 0) continue;
+    const uint64_t base = persistent[i] - t.section_offset();
+    const auto [it, inserted] = section_base.emplace(t.section(), std::make_pair(i, base));
+    if (!inserted && it->second.second != base) {
+      return Result::error(Status::InvalidArgument,
+                           "launch: tensors '" + recipe.persistent(it->second.first).name() + "' and '" + t.name() +
+                               "' share section " + std::to_string(t.section()) +
+                               ", but their addresses do not keep their section offsets");
+    }
+  }
   if (recipe.workspace_bytes() > 0 && !allocator_.owner(workspace, recipe.workspace_bytes())) {
     return Result::error(Status::InvalidArgument, "launch: the workspace needs " +
                                                       std::to_string(recipe.workspace_bytes()) +
