@@ -108,6 +108,9 @@ class HlDevice {
   uint64_t sram_user_base() const { return sram_base_ + sram_reserved_; }
   uint64_t dram_user_base() const { return dram_user_base_; }
   cosim::CoSimulation& cosim() { return *sim_; }
+  // The simulated card, for tools that read its statistics (a profiler's counters). The driver
+  // itself reaches it only through MMIO, interrupts and DMA (and Card::reset on a hard reset).
+  hw::Card& card() { return *card_; }
   const preset::Card& preset() const { return preset_; }
   // The driver's kernel log (dev_err/dev_info style lines).
   const std::vector<std::string>& log() const { return log_; }

@@ -9,6 +9,7 @@
 //   hpusim bench gemm [--preset hl205,hl225] [--set ...] [--json FILE] [--max-size N] [--memory hbm|sram]
 //   hpusim tpc-as INPUT.s -o OUTPUT.bin [-I DIR ...] [-D NAME=VALUE ...]
 //   hpusim tpc-dis INPUT.bin [-o OUTPUT.s] [--bundle-numbers]
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <systemc>
 
@@ -26,6 +27,8 @@
 #include "hw/tpc/asm/disassembler.h"
 #include "hw/tpc/asm/program.h"
 #include "sim/bench/gemm_bench.h"
+#include "sim/zoo/run_workload.h"
+#include "sim/zoo/workload.h"
 #include "sim/bench/memory_bench.h"
 #include "sim/bench/submit_bench.h"
 #include "sim/bench/tpc_bench.h"
@@ -52,6 +55,7 @@ void print_usage(std::ostream& out) {
          "  bench submit         command-submission latency and throughput through the driver\n"
          "  bench tpc            TPC kernels (STREAM add/scale/triad, a mac chain) against the VPU and HBM peaks\n"
          "  bench gemm           GEMMs on the MME engines against the MME peak (hl205 and hl225 by default)\n"
+         "  run WORKLOAD         a model-zoo training step N times through the Synapse API (mlp)\n"
          "  presets              list the built-in presets\n"
          "  tpc-as INPUT.s -o OUTPUT.bin\n"
          "                       assemble a TPC program (hw/tpc/ASSEMBLY.md)\n"
@@ -378,6 +382,46 @@ int command_tpc_dis(const std::vector<std::string>& args) {
   return 0;
 }
 
+int command_run(const std::vector<std::string>& args) {
+  po::options_description options = preset_options();
+  options.add_options()("help,h", "this help")
+      ("workload", po::value<std::string>(), "the workload: mlp")
+      ("steps", po::value<uint32_t>()->default_value(5), "training steps")
+      ("seed", po::value<uint32_t>()->default_value(7), "parameter and data seed")
+      ("json", po::value<std::string>(), "write the per-step results as a JSON array")
+      ("trace", po::value<std::string>(), "write the timeline (.json: Chrome JSON, else Perfetto)");
+  po::positional_options_description positional;
+  positional.add("workload", 1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(options).positional(positional).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(e.what());
+  }
+  if (vm.count("help")) {
+    std::cout << "usage: hpusim run WORKLOAD [options]\n" << options;
+    return 0;
+  }
+  if (!vm.count("workload")) throw UsageError("run needs a workload: mlp");
+  const auto names = hpusim::zoo::workload_names();
+  if (std::find(names.begin(), names.end(), vm["workload"].as<std::string>()) == names.end()) {
+    throw UsageError("unknown workload '" + vm["workload"].as<std::string>() + "' (available: mlp)");
+  }
+  hpusim::zoo::RunOptions run;
+  run.workload = vm["workload"].as<std::string>();
+  run.steps = vm["steps"].as<uint32_t>();
+  run.seed = vm["seed"].as<uint32_t>();
+  run.preset = vm["preset"].as<std::string>();
+  if (vm.count("set")) run.overrides = vm["set"].as<std::vector<std::string>>();
+  if (vm.count("json")) run.json_path = vm["json"].as<std::string>();
+  if (vm.count("trace")) run.trace_path = vm["trace"].as<std::string>();
+  if (run.steps == 0) throw UsageError("--steps must be at least 1");
+  hpusim::preset::load_preset(run.preset, run.overrides);   // a bad preset is a usage error, named now
+  hpusim::zoo::run_workload(run, std::cout);
+  return 0;
+}
+
 int dispatch(const std::vector<std::string>& argv) {
   if (argv.empty() || argv[0] == "--help" || argv[0] == "-h" || argv[0] == "help") {
     print_usage(argv.empty() ? std::cerr : std::cout);
@@ -387,6 +431,7 @@ int dispatch(const std::vector<std::string>& argv) {
   std::vector<std::string> rest(argv.begin() + 1, argv.end());
   if (command == "info") return command_info(rest);
   if (command == "presets") return command_presets();
+  if (command == "run") return command_run(rest);
   if (command == "tpc-as") return command_tpc_as(rest);
   if (command == "tpc-dis") return command_tpc_dis(rest);
   if (command == "bench") {

@@ -37,3 +37,15 @@ synStatus guard(const char* function, Body body) {
 bool copy_graph(synGraphHandle handle, graph::Graph* out);
 
 }  // namespace hpusim::synapse::api
+
+namespace hpusim::driver {
+class HlDevice;
+}
+
+namespace hpusim::synapse::api {
+
+// In-process tools (hpusim run's statistics): the acquired device, or nullptr. Defined by the
+// runtime part.
+driver::HlDevice* acquired_device();
+
+}  // namespace hpusim::synapse::api

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "driver/device.h"
+#include "traces/timeline.h"
 #include "synapse/api/api_support.h"
 #include "synapse/compiler/caching_compiler.h"
 #include "synapse/recipe/recipe_file.h"
@@ -51,8 +52,19 @@ struct HostBuffer {
   bool owned = false;            // synHostMalloc'd (freed by synHostFree)
 };
 
+// A launch whose device span is not on the timeline yet (its completion time is not known).
+struct PendingSpan {
+  uint64_t seq = 0;
+  uint64_t submit_ps = 0;
+  uint64_t flow = 0;
+  std::string name;
+};
+
 struct Session {
   std::mutex mutex;
+  std::string trace_path;                            // hpusim_traceToFile
+  std::unique_ptr<hpusim::traces::Timeline> timeline;
+  std::vector<PendingSpan> pending_spans;
   bool initialized = false;
   uint64_t next_handle = 1;
   std::unique_ptr<hpusim::driver::HlDevice> device;
@@ -61,6 +73,9 @@ struct Session {
   std::map<uint64_t, Stream> streams;
   std::map<uint64_t, Event> events;
   std::map<uint64_t, RecipeObject> recipes;
+  // Recipes stay loaded (program image on the device, command buffers mapped) while the device
+  // is acquired, by graph hash and target: a recompile that hits the cache launches at once.
+  std::map<std::pair<uint64_t, std::string>, std::shared_ptr<rt::LoadedRecipe>> loaded;
   std::map<const void*, HostBuffer> host_buffers;
   uint64_t last_launch_seq = 0;
 };
@@ -105,6 +120,10 @@ synStatus acquire(Session& s, synDeviceId* id, const std::string& preset, const 
   if (s.device) return fail(synDeviceAlreadyAcquired, "synDeviceAcquire: device 0 is already acquired");
   hpusim::driver::HlDeviceOptions options;
   options.preset = preset;
+  if (!s.trace_path.empty()) {
+    s.timeline = std::make_unique<hpusim::traces::Timeline>();
+    options.timeline = s.timeline.get();
+  }
   std::stringstream list(overrides);
   for (std::string item; std::getline(list, item, ';');) {
     if (!item.empty()) options.overrides.push_back(item);
@@ -121,11 +140,13 @@ synStatus acquire(Session& s, synDeviceId* id, const std::string& preset, const 
   return succeed();
 }
 
+void flush_spans(Session& s, bool wait_all);
+
 void release_device(Session& s) {
-  for (auto& [key, r] : s.recipes) {
-    if (r.loaded) s.runtime->unload(*r.loaded);
-    r.loaded.reset();
-  }
+  flush_spans(s, true);
+  for (auto& [key, r] : s.recipes) r.loaded.reset();
+  for (auto& [key, loaded] : s.loaded) s.runtime->unload(*loaded);
+  s.loaded.clear();
   for (auto& [pointer, buffer] : s.host_buffers) {
     s.device->unmap_host(buffer.device_va);
     if (buffer.owned) std::free(const_cast<void*>(pointer));
@@ -135,6 +156,56 @@ void release_device(Session& s) {
   s.events.clear();
   s.runtime.reset();
   s.device.reset();
+  if (s.timeline) {
+    std::lock_guard<std::mutex> lock(s.timeline->mutex());
+    const bool json = s.trace_path.size() > 5 && s.trace_path.compare(s.trace_path.size() - 5, 5, ".json") == 0;
+    if (json) {
+      s.timeline->writer().write_chrome_json(s.trace_path);
+    } else {
+      s.timeline->writer().write_perfetto(s.trace_path);
+    }
+  }
+  s.timeline.reset();
+}
+
+// Host work charged to the modeled host clock (the preset's host cost table).
+void charge(Session& s, uint64_t ns) {
+  if (ns != 0) s.device->cosim().charge_ns(ns);
+}
+const hpusim::preset::HostCosts& costs(Session& s) { return s.device->preset().host(); }
+
+// A slice on the "host: synapse" track from `start_ps` to now; returns the flow id it starts
+// (0 without a timeline or when `with_flow` is false).
+uint64_t host_span(Session& s, const std::string& name, uint64_t start_ps, bool with_flow = false) {
+  if (!s.timeline) return 0;
+  const uint64_t end_ps = s.runtime->host_now_ps();
+  std::lock_guard<std::mutex> lock(s.timeline->mutex());
+  auto& w = s.timeline->writer();
+  const uint64_t flow = with_flow ? w.new_flow_id() : 0;
+  const auto track = s.timeline->track(s.timeline->process("host: synapse"), "api");
+  w.complete_slice(track, start_ps / 1000, std::max(end_ps / 1000, start_ps / 1000 + 1), name, {},
+                   flow ? std::vector<hpusim::traces::FlowId>{flow} : std::vector<hpusim::traces::FlowId>{});
+  return flow;
+}
+
+// Puts the device spans of completed launches on the timeline (submission to completion), each
+// ending the flow from its host launch slice.
+void flush_spans(Session& s, bool wait_all) {
+  if (!s.timeline) return;
+  std::vector<PendingSpan> still;
+  for (const PendingSpan& p : s.pending_spans) {
+    if (wait_all) s.runtime->wait(p.seq);
+    uint64_t done_ps = 0;
+    if (!s.runtime->completed(p.seq) || !s.runtime->completion_time_ps(p.seq, &done_ps).ok()) {
+      still.push_back(p);
+      continue;
+    }
+    std::lock_guard<std::mutex> lock(s.timeline->mutex());
+    const auto track = s.timeline->track(s.timeline->process("device: recipes"), "launches");
+    s.timeline->writer().complete_slice(track, p.submit_ps / 1000, std::max(done_ps / 1000, p.submit_ps / 1000 + 1),
+                                        p.name, {}, {}, {p.flow});
+  }
+  s.pending_spans = std::move(still);
 }
 
 Stream* find_stream(Session& s, synStreamHandle h) {
@@ -270,6 +341,7 @@ synStatus synDeviceSynchronize(synDeviceId deviceId) {
       if (const auto r = s.runtime->wait(stream.last_seq); !r.ok()) return finish(r);
     }
     if (const auto r = s.runtime->wait(s.last_launch_seq); !r.ok()) return finish(r);
+    flush_spans(s, false);
     return succeed();
   });
 }
@@ -561,7 +633,14 @@ synStatus synGraphCompile(synRecipeHandle* recipeHandle, synGraphHandle graph, c
     if (!s.device) return fail(synNoDeviceFound, "synGraphCompile: no device is acquired (recipes are for a card)");
     if (!recipeHandle) return fail(synInvalidArgument, "synGraphCompile: recipeHandle is NULL");
     std::shared_ptr<const recipe::Recipe> compiled;
-    if (const auto r = s.compiler->compile(copy, s.runtime->target(), &compiled); !r.ok()) return finish(r);
+    const uint64_t start_ps = s.runtime->host_now_ps();
+    const uint64_t nodes = copy.node_count();
+    charge(s, nodes * costs(s).graph_hash_per_node_ns() + costs(s).recipe_lookup_ns());
+    bool hit = false;
+    const auto r = s.compiler->compile(copy, s.runtime->target(), &compiled, &hit);
+    if (!hit) charge(s, nodes * costs(s).compile_per_node_ns());
+    host_span(s, hit ? "recipe cache hit" : (r.ok() ? "compile" : "compile (failed)"), start_ps);
+    if (!r.ok()) return finish(r);
     const uint64_t key = s.next_handle++;
     s.recipes[key].recipe = std::move(compiled);
     *recipeHandle = handle_of<synRecipeHandle>(key);
@@ -606,13 +685,28 @@ synStatus synLaunch(synStreamHandle stream, const synLaunchTensorInfo* infos, ui
         return fail(synInvalidArgument, "synLaunch: no address for persistent tensor '" + rec.persistent(p).name() + "'");
       }
     }
+    const uint64_t start_ps = s.runtime->host_now_ps();
     if (!r->loaded) {
-      if (const auto l = s.runtime->load(rec, &r->loaded); !l.ok()) return finish(l);
+      std::shared_ptr<rt::LoadedRecipe>& shared = s.loaded[{rec.graph_hash(), rec.target()}];
+      if (!shared) {
+        if (const auto l = s.runtime->load(rec, &shared); !l.ok()) {
+          s.loaded.erase({rec.graph_hash(), rec.target()});
+          return finish(l);
+        }
+      }
+      r->loaded = shared;
     }
+    uint64_t patches = 0;
+    for (const auto& job : rec.jobs()) patches += static_cast<uint64_t>(job.patches_size());
+    charge(s, costs(s).launch_ns() + patches * costs(s).launch_per_patch_ns());
     uint64_t seq = 0;
     if (const auto l = s.runtime->launch(*r->loaded, addresses, pWorkspace, &seq); !l.ok()) return finish(l);
     st->last_seq = seq;
     s.last_launch_seq = seq;
+    flush_spans(s, false);
+    const std::string name = "launch " + std::to_string(r->loaded->launches());
+    const uint64_t flow = host_span(s, name, start_ps, true);
+    if (s.timeline) s.pending_spans.push_back({seq, s.runtime->submit_time_ps(seq), flow, name});
     return succeed();
   });
 }
@@ -621,8 +715,7 @@ synStatus synRecipeDestroy(synRecipeHandle recipeHandle) {
   return locked("synRecipeDestroy", [&](Session& s) {
     RecipeObject* r = find_recipe(s, recipeHandle);
     if (!r) return fail(synInvalidArgument, "synRecipeDestroy: not a live recipe handle");
-    if (r->loaded && s.runtime) s.runtime->unload(*r->loaded);
-    s.recipes.erase(key_of(recipeHandle));
+    s.recipes.erase(key_of(recipeHandle));   // its loaded form stays for the next launch of the graph
     return succeed();
   });
 }
@@ -658,12 +751,44 @@ synStatus synRecipeDeSerialize(synRecipeHandle* recipeHandle, const char* fileNa
   });
 }
 
+synStatus hpusim_hostTimeNs(uint64_t* nanoseconds) {
+  return locked("hpusim_hostTimeNs", [&](Session& s) {
+    if (!s.device) return fail(synNoDeviceFound, "hpusim_hostTimeNs: no device is acquired");
+    if (!nanoseconds) return fail(synInvalidArgument, "hpusim_hostTimeNs: NULL result");
+    *nanoseconds = s.runtime->host_now_ps() / 1000;
+    return succeed();
+  });
+}
+
+synStatus hpusim_traceToFile(const char* path) {
+  return locked("hpusim_traceToFile", [&](Session& s) {
+    if (!s.initialized) return need_init("hpusim_traceToFile");
+    if (s.device) return fail(synBusy, "hpusim_traceToFile: call it before acquiring the device");
+    s.trace_path = path ? path : "";
+    return succeed();
+  });
+}
+
 synStatus hpusim_compileCounters(hpusim_CompileCounters* counters) {
   return locked("hpusim_compileCounters", [&](Session& s) {
     if (!s.initialized) return need_init("hpusim_compileCounters");
     if (!counters) return fail(synInvalidArgument, "hpusim_compileCounters: counters is NULL");
     const compiler::CompileCounters c = s.compiler->counters();
     *counters = hpusim_CompileCounters{c.compiles, c.cache_hits, c.cache_misses, c.corrupt, c.compile_ns};
+    return succeed();
+  });
+}
+
+synStatus hpusim_lastLaunchWindowNs(uint64_t* submitted, uint64_t* completed) {
+  return locked("hpusim_lastLaunchWindowNs", [&](Session& s) {
+    if (!s.device) return fail(synNoDeviceFound, "hpusim_lastLaunchWindowNs: no device is acquired");
+    if (!submitted || !completed) return fail(synInvalidArgument, "hpusim_lastLaunchWindowNs: NULL result");
+    if (s.last_launch_seq == 0) return fail(synObjectNotInitialized, "hpusim_lastLaunchWindowNs: nothing launched yet");
+    if (const auto r = s.runtime->wait(s.last_launch_seq); !r.ok()) return finish(r);
+    uint64_t done = 0;
+    if (const auto r = s.runtime->completion_time_ps(s.last_launch_seq, &done); !r.ok()) return finish(r);
+    *submitted = s.runtime->submit_time_ps(s.last_launch_seq) / 1000;
+    *completed = done / 1000;
     return succeed();
   });
 }
@@ -683,3 +808,8 @@ synStatus hpusim_lastLaunchDeviceTime(uint64_t* nanoseconds) {
 }
 
 }  // extern "C"
+
+hpusim::driver::HlDevice* hpusim::synapse::api::acquired_device() {
+  std::lock_guard<std::mutex> lock(session().mutex);
+  return session().device.get();
+}

@@ -1,6 +1,7 @@
 #include "synapse/recipe/recipe_file.h"
 
 #include <cstring>
+#include <stdexcept>
 
 #include "hw/regs/gaudi1_map.h"
 #include "synapse/recipe_cache/fnv1a.h"
@@ -110,13 +111,14 @@ std::string check_recipe(const Recipe& recipe) {
   return "";
 }
 
-void apply_patch(const Patch& patch, uint64_t section_base, std::vector<uint8_t>& command_buffer) {
+void apply_patch(const Patch& patch, uint64_t section_base, uint8_t* command_buffer, size_t size) {
   const uint64_t address = section_base + patch.addend();
   uint64_t value = address;
   if (patch.field() == FIELD_LOW32) value = address & 0xFFFFFFFFu;
   if (patch.field() == FIELD_HIGH32) value = address >> 32;
   const uint32_t bytes = field_bytes(patch.field());
-  for (uint32_t i = 0; i < bytes; ++i) command_buffer.at(patch.offset() + i) = static_cast<uint8_t>(value >> (8 * i));
+  if (uint64_t{patch.offset()} + bytes > size) throw std::out_of_range("recipe patch outside its command buffer");
+  for (uint32_t i = 0; i < bytes; ++i) command_buffer[patch.offset() + i] = static_cast<uint8_t>(value >> (8 * i));
 }
 
 }  // namespace hpusim::synapse::recipe

@@ -28,7 +28,7 @@ bool deserialize(const uint8_t* data, size_t size, Recipe* recipe, std::string* 
 std::string check_recipe(const Recipe& recipe);
 
 // The value a patch writes for an address (FIELD_LOW32 / HIGH32: 4 bytes, ADDR64: 8 bytes).
-void apply_patch(const Patch& patch, uint64_t section_base, std::vector<uint8_t>& command_buffer);
+void apply_patch(const Patch& patch, uint64_t section_base, uint8_t* command_buffer, size_t size);
 uint32_t field_bytes(Field field);
 
 }  // namespace hpusim::synapse::recipe

@@ -83,16 +83,16 @@ Result Runtime::device_free(uint64_t address) {
   return Result::success();
 }
 
-Result Runtime::external_cb(const std::vector<uint8_t>& bytes, uint64_t* handle) {
-  if (const int rc = device_.cb_create(static_cast<uint32_t>(bytes.size()), handle); rc != 0) {
+Result Runtime::external_cb(const uint8_t* bytes, size_t size, uint64_t* handle) {
+  if (const int rc = device_.cb_create(static_cast<uint32_t>(size), handle); rc != 0) {
     return Result::error(Status::FailedToInitializeCb, "command buffer create: " + errno_text(rc));
   }
   void* memory = nullptr;
-  const uint64_t length = (bytes.size() + kPage - 1) / kPage * kPage;
+  const uint64_t length = (size + kPage - 1) / kPage * kPage;
   if (const int rc = device_.mmap_cb(*handle, length, &memory); rc != 0) {
     return Result::error(Status::FailedToMapCb, "command buffer map: " + errno_text(rc));
   }
-  std::copy(bytes.begin(), bytes.end(), static_cast<uint8_t*>(memory));
+  std::copy(bytes, bytes + size, static_cast<uint8_t*>(memory));
   device_.munmap_cb(memory, length);
   return Result::success();
 }
@@ -109,7 +109,7 @@ Result Runtime::check_copy_queue(regs::QueueId queue) const {
 Result Runtime::submit_copy(const std::vector<uint8_t>& cb, regs::QueueId queue, uint64_t* seq,
                             uint64_t host_va_to_release) {
   uint64_t handle = 0;
-  Result r = external_cb(cb, &handle);
+  Result r = external_cb(cb.data(), cb.size(), &handle);
   if (!r.ok()) return r;
   hl_cs_chunk chunk{};
   chunk.cb_handle = handle;
@@ -173,7 +173,7 @@ Result Runtime::load(const recipe::Recipe& recipe, std::shared_ptr<LoadedRecipe>
   auto out = std::make_shared<LoadedRecipe>();
   out->recipe_ = recipe;
   if (!recipe.program_image().empty()) {
-    const std::vector<uint8_t> image(recipe.program_image().begin(), recipe.program_image().end());
+    const HostBytes image(recipe.program_image().begin(), recipe.program_image().end());
     Result r = device_malloc(image.size(), &out->program_address_);
     if (!r.ok()) return r;
     uint64_t seq = 0;
@@ -267,13 +267,13 @@ Result Runtime::launch(LoadedRecipe& loaded, const std::vector<uint64_t>& persis
       uint64_t base = workspace;
       if (patch.section() == recipe::SECTION_PERSISTENT) base = persistent[patch.index()];
       if (patch.section() == recipe::SECTION_PROGRAM) base = loaded.program_address_;
-      recipe::apply_patch(patch, base, job.bytes);
+      recipe::apply_patch(patch, base, job.bytes.data(), job.bytes.size());
     }
     hl_cs_chunk chunk{};
     chunk.queue_index = queue_index(job.queue);
     chunk.cb_size = static_cast<uint32_t>(job.bytes.size());
     if (job.external) {
-      Result r = external_cb(job.bytes, &chunk.cb_handle);
+      Result r = external_cb(job.bytes.data(), job.bytes.size(), &chunk.cb_handle);
       if (!r.ok()) return r;
       handles.push_back(chunk.cb_handle);
     } else {

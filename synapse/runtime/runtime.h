@@ -17,6 +17,8 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
+#include <new>
 #include <map>
 #include <set>
 #include <memory>
@@ -34,6 +36,28 @@ namespace hpusim::synapse::runtime {
 using graph::Result;
 using graph::Status;
 
+// Page-aligned host memory: a buffer the device reads by DMA has the same alignment, and so the
+// same transfer timing, on every run (a heap address would not).
+template <class T>
+struct PageAlignedAllocator {
+  using value_type = T;
+  static constexpr size_t kPage = 4096;
+  PageAlignedAllocator() = default;
+  template <class U>
+  PageAlignedAllocator(const PageAlignedAllocator<U>&) {}
+  T* allocate(size_t n) {
+    void* p = std::aligned_alloc(kPage, (n * sizeof(T) + kPage - 1) / kPage * kPage);
+    if (!p) throw std::bad_alloc();
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, size_t) { std::free(p); }
+  template <class U>
+  bool operator==(const PageAlignedAllocator<U>&) const { return true; }
+  template <class U>
+  bool operator!=(const PageAlignedAllocator<U>&) const { return false; }
+};
+using HostBytes = std::vector<uint8_t, PageAlignedAllocator<uint8_t>>;
+
 // A recipe made ready to launch on one device: its program image in device memory, its command
 // buffers in host memory the device can read.
 class LoadedRecipe {
@@ -47,7 +71,7 @@ class LoadedRecipe {
   struct Job {
     regs::QueueId queue = regs::QueueId::DMA_0_0;
     bool external = false;
-    std::vector<uint8_t> bytes;   // patched in place before each launch
+    HostBytes bytes;              // patched in place before each launch
     uint64_t device_va = 0;       // internal jobs: the mapping of `bytes`
     uint64_t cb_handle = 0;       // external jobs: a driver CB
   };
@@ -114,7 +138,7 @@ class Runtime {
 
  private:
   Result submit_copy(const std::vector<uint8_t>& cb, regs::QueueId queue, uint64_t* seq, uint64_t host_va_to_release);
-  Result external_cb(const std::vector<uint8_t>& bytes, uint64_t* handle);
+  Result external_cb(const uint8_t* bytes, size_t size, uint64_t* handle);
   void release_finished(uint64_t completed_seq);
   Result check_copy_queue(regs::QueueId queue) const;
 

@@ -49,12 +49,16 @@ class SynapseRuntimeApi : public ::testing::Test {
   synGraphHandle dense_graph() {
     synGraphHandle g = nullptr;
     EXPECT_EQ(synGraphCreate(&g, synDeviceGaudi), synSuccess);
-    synSectionHandle section = nullptr;
-    EXPECT_EQ(synSectionCreate(&section, 0, g), synSuccess);
     synTensor x, w, bias, y, z, out;
+    // Each persistent tensor in a section of its own (tensors of one section share its memory
+    // by their offsets).
     auto make = [&](synTensor* t, const char* name, std::vector<unsigned> sizes, bool persistent) {
+      synSectionHandle section = nullptr;
+      if (persistent) {
+        EXPECT_EQ(synSectionCreate(&section, 0, g), synSuccess);
+      }
       const synTensorDescriptor d = descriptor(name, sizes);
-      EXPECT_EQ(synTensorCreate(t, &d, persistent ? section : nullptr, 0), synSuccess) << error();
+      EXPECT_EQ(synTensorCreate(t, &d, section, 0), synSuccess) << error();
     };
     make(&x, "x", {kK, kM}, true);
     make(&w, "w", {kN, kK}, true);

@@ -116,8 +116,16 @@ synStatus synRecipeDeSerialize(synRecipeHandle* recipe, const char* fileName);
  * ("path=value;path=value", NULL for none). */
 synStatus hpusim_deviceAcquireWithPreset(synDeviceId* deviceId, const char* preset, const char* overrides);
 synStatus hpusim_compileCounters(hpusim_CompileCounters* counters);
+/* Before the device is acquired: the timeline (driver, card, and the API's compile, cache and
+ * launch spans with flows to each launch's device span) goes to `path` when the device is
+ * released (Chrome JSON for a ".json" name, Perfetto otherwise; NULL or "" for none). */
+synStatus hpusim_traceToFile(const char* path);
+/* The host clock now (modeled by default: deterministic), in ns. */
+synStatus hpusim_hostTimeNs(uint64_t* nanoseconds);
 /* Completed launches so far, and the device time (submission to completion, ns) of the last. */
 synStatus hpusim_lastLaunchDeviceTime(uint64_t* nanoseconds);
+/* The host times (ns) at which the last launch was submitted and completed (waits for it). */
+synStatus hpusim_lastLaunchWindowNs(uint64_t* submitted, uint64_t* completed);
 
 /* Checks the whole graph; the first problem's status, its message in hpusim_lastErrorMessage. */
 synStatus hpusim_graphValidate(synGraphHandle graph);

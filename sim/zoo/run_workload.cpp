@@ -1,0 +1,118 @@
+#include "sim/zoo/run_workload.h"
+
+#include <fstream>
+#include <iomanip>
+#include <ostream>
+#include <sstream>
+#include <stdexcept>
+
+#include "driver/device.h"
+#include "sim/zoo/api_graph.h"
+#include "sim/zoo/engine_utilisation.h"
+#include "sim/zoo/workload.h"
+#include "synapse/api/api_support.h"
+
+namespace hpusim::zoo {
+namespace {
+
+hpusim_CompileCounters counters() {
+  hpusim_CompileCounters c{};
+  check(hpusim_compileCounters(&c), "hpusim_compileCounters");
+  return c;
+}
+
+uint64_t host_ns() {
+  uint64_t ns = 0;
+  check(hpusim_hostTimeNs(&ns), "hpusim_hostTimeNs");
+  return ns;
+}
+
+std::string joined(const std::vector<std::string>& items, char sep) {
+  std::string s;
+  for (const auto& i : items) s += (s.empty() ? "" : std::string(1, sep)) + i;
+  return s;
+}
+
+// synInitialize .. synDestroy around the run, also when it throws.
+struct ApiSession {
+  ApiSession() { check(synInitialize(), "synInitialize"); }
+  ~ApiSession() { synDestroy(); }
+};
+
+}  // namespace
+
+std::vector<StepRecord> run_workload(const RunOptions& options, std::ostream& out) {
+  std::unique_ptr<Workload> workload = make_workload(options.workload);
+  if (!workload) {
+    throw std::runtime_error("unknown workload '" + options.workload + "' (available: " +
+                             joined(workload_names(), ',') + ")");
+  }
+  ApiSession session;
+  if (!options.trace_path.empty()) check(hpusim_traceToFile(options.trace_path.c_str()), "hpusim_traceToFile");
+  synDeviceId device = 0;
+  check(hpusim_deviceAcquireWithPreset(&device, options.preset.c_str(), joined(options.overrides, ';').c_str()),
+        "hpusim_deviceAcquireWithPreset");
+  hw::Card& card = synapse::api::acquired_device()->card();
+  out << "hpusim run " << options.workload << " on " << options.preset << ": " << options.steps << " steps\n";
+  workload->setup(device, options.seed);
+
+  out << std::left << std::setw(6) << "step" << std::right << std::setw(12) << "loss" << std::setw(14) << "device us"
+      << std::setw(12) << "host us" << std::setw(12) << "step us" << std::setw(8) << "MME %" << std::setw(8) << "TPC %"
+      << std::setw(10) << "compiles" << std::setw(8) << "hits" << std::setw(8) << "misses" << "  bound\n";
+  std::vector<StepRecord> records;
+  for (uint32_t i = 0; i < options.steps; ++i) {
+    StepRecord r;
+    r.step = i;
+    const hpusim_CompileCounters before = counters();
+    const uint64_t start = host_ns();
+    r.loss = workload->step(i);
+    r.step_ns = host_ns() - start;
+    const hpusim_CompileCounters after = counters();
+    r.compiles = after.compiles - before.compiles;
+    r.cache_hits = after.cacheHits - before.cacheHits;
+    r.cache_misses = after.cacheMisses - before.cacheMisses;
+    uint64_t submitted = 0, completed = 0;
+    check(hpusim_lastLaunchWindowNs(&submitted, &completed), "hpusim_lastLaunchWindowNs");
+    r.device_ns = completed - submitted;
+    r.host_ns = r.step_ns > r.device_ns ? r.step_ns - r.device_ns : 0;
+    const Utilisation u = engine_utilisation(card, submitted * 1000, completed * 1000);
+    r.mme_utilisation = u.mme;
+    r.tpc_utilisation = u.tpc;
+    out << std::left << std::setw(6) << i << std::right << std::setw(12) << std::setprecision(6) << r.loss
+        << std::setw(14) << std::fixed << std::setprecision(1) << r.device_ns / 1e3 << std::setw(12)
+        << r.host_ns / 1e3 << std::setw(12) << r.step_ns / 1e3 << std::setw(8) << 100 * r.mme_utilisation
+        << std::setw(8) << 100 * r.tpc_utilisation << std::defaultfloat << std::setw(10) << r.compiles
+        << std::setw(8) << r.cache_hits << std::setw(8) << r.cache_misses << "  "
+        << (r.host_ns > r.device_ns ? "host" : "device") << "\n";
+    records.push_back(r);
+  }
+  const hpusim_CompileCounters total = counters();
+  out << "compile and cache: " << total.compiles << " compiles (" << std::fixed << std::setprecision(1)
+      << total.compileNanoseconds / 1e6 << " ms measured), " << total.cacheHits << " hits, " << total.cacheMisses
+      << " misses, " << total.corruptRecipes << " corrupt recipes\n"
+      << std::defaultfloat;
+  if (!options.json_path.empty()) {
+    std::ofstream json(options.json_path);
+    json << steps_to_json(options, records);
+    if (!json) throw std::runtime_error("could not write '" + options.json_path + "'");
+  }
+  return records;
+}
+
+std::string steps_to_json(const RunOptions& options, const std::vector<StepRecord>& steps) {
+  std::ostringstream j;
+  j << "[\n";
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const StepRecord& r = steps[i];
+    j << "  {\"workload\": \"" << options.workload << "\", \"preset\": \"" << options.preset << "\", \"step\": "
+      << r.step << ", \"loss\": " << std::setprecision(9) << r.loss << ", \"device_ns\": " << r.device_ns
+      << ", \"host_ns\": " << r.host_ns << ", \"step_ns\": " << r.step_ns << ", \"compiles\": " << r.compiles
+      << ", \"cache_hits\": " << r.cache_hits << ", \"cache_misses\": " << r.cache_misses
+      << ", \"utilisation\": {\"mme\": " << std::setprecision(4) << r.mme_utilisation << ", \"tpc\": "
+      << r.tpc_utilisation << "}}" << (i + 1 < steps.size() ? "," : "") << "\n";
+  }
+  j << "]\n";
+  return j.str();
+}
+
+}  // namespace hpusim::zoo

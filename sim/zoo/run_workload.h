@@ -1,0 +1,39 @@
+// `hpusim run`: a zoo workload for N steps on one simulated card, printing per step the device
+// time, the host time (modeled), the engines' utilisation and the compile and cache counters,
+// and writing them as JSON, the trace and the statistics.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace hpusim::zoo {
+
+struct RunOptions {
+  std::string workload;
+  uint32_t steps = 5;
+  uint32_t seed = 7;
+  std::string preset = "hl205";
+  std::vector<std::string> overrides;   // "path=value"
+  std::string json_path;                // per-step objects
+  std::string trace_path;               // the timeline (".json": Chrome JSON, else Perfetto)
+};
+
+struct StepRecord {
+  uint32_t step = 0;
+  float loss = 0;
+  uint64_t device_ns = 0;   // the step's launch: submission to completion
+  uint64_t step_ns = 0;     // the whole step in host time (compile, copies, launch, loss read back)
+  uint64_t host_ns = 0;     // step_ns - device_ns: host work the device did not hide
+  uint64_t compiles = 0, cache_hits = 0, cache_misses = 0;   // during this step
+  double mme_utilisation = 0, tpc_utilisation = 0;           // over the launch
+};
+
+// Runs the workload; progress and the table go to `out`. Throws std::runtime_error (an unknown
+// workload, a bad preset, an API failure) with a message naming the problem.
+std::vector<StepRecord> run_workload(const RunOptions& options, std::ostream& out);
+
+std::string steps_to_json(const RunOptions& options, const std::vector<StepRecord>& steps);
+
+}  // namespace hpusim::zoo

@@ -1,0 +1,146 @@
+// `hpusim run` as a user runs it: the per-step table and JSON, a warm disk cache that compiles
+// nothing in a second process, a corrupted cached recipe recompiled, run-to-run determinism, the
+// trace, and usage errors.
+#include <gtest/gtest.h>
+
+#include <boost/property_tree/json_parser.hpp>
+#include <boost/property_tree/ptree.hpp>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ProgramRun {
+  int exit_code;
+  std::string output;
+};
+
+ProgramRun run_hpusim(const std::string& args, const std::string& env = "") {
+  const std::string command = env + " " + std::string(HPUSIM_BINARY_DIR) + "/hpusim " + args + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return {-1, "popen failed"};
+  std::string output;
+  std::array<char, 4096> buffer;
+  size_t n;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) output.append(buffer.data(), n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+std::string temp(const std::string& name) { return ::testing::TempDir() + "hpusim_run_" + name; }
+
+std::vector<boost::property_tree::ptree> steps_of(const std::string& json_path) {
+  boost::property_tree::ptree root;
+  boost::property_tree::read_json(json_path, root);
+  std::vector<boost::property_tree::ptree> steps;
+  for (const auto& [key, step] : root) steps.push_back(step);
+  return steps;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+TEST(CliRun, MlpPrintsEveryStepAndWritesJsonAndTrace) {
+  const std::string json = temp("mlp.json"), trace = temp("mlp_trace.json");
+  const ProgramRun r = run_hpusim("run mlp --steps 3 --json " + json + " --trace " + trace);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("hpusim run mlp on hl205: 3 steps"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("1 compiles"), std::string::npos) << r.output;
+  const auto steps = steps_of(json);
+  ASSERT_EQ(steps.size(), 3u);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    EXPECT_EQ(steps[i].get<std::string>("workload"), "mlp");
+    EXPECT_EQ(steps[i].get<uint32_t>("step"), i);
+    EXPECT_GT(steps[i].get<uint64_t>("device_ns"), 0u);
+    EXPECT_GT(steps[i].get<double>("loss"), 0.0);
+    EXPECT_GT(steps[i].get<double>("utilisation.tpc"), 0.0);
+    EXPECT_GE(steps[i].get<double>("utilisation.mme"), 0.0);
+    EXPECT_EQ(steps[i].get<uint64_t>("compiles"), i == 0 ? 1u : 0u);
+    EXPECT_EQ(steps[i].get<uint64_t>("cache_hits"), i == 0 ? 0u : 1u);
+    EXPECT_EQ(steps[i].get<uint64_t>("cache_misses"), i == 0 ? 1u : 0u);
+  }
+  // The first step compiles (modeled compile cost): host-bound; the others are not.
+  EXPECT_GT(steps[0].get<uint64_t>("host_ns"), steps[1].get<uint64_t>("host_ns"));
+  const std::string text = slurp(trace);
+  EXPECT_NE(text.find("\"compile\""), std::string::npos);
+  EXPECT_NE(text.find("\"recipe cache hit\""), std::string::npos);
+  EXPECT_NE(text.find("\"launch 3\""), std::string::npos);
+  EXPECT_NE(text.find("host: synapse"), std::string::npos);
+  EXPECT_NE(text.find("device: recipes"), std::string::npos);
+}
+
+TEST(CliRun, AWarmDiskCacheCompilesNothingAndACorruptRecipeIsRecompiled) {
+  const std::string dir = temp("cache");
+  fs::remove_all(dir);
+  const std::string cold = "PT_HPU_RECIPE_CACHE_CONFIG=" + dir + ",true,64";
+  const std::string warm = "PT_HPU_RECIPE_CACHE_CONFIG=" + dir + ",false,64";
+  const std::string json = temp("cache.json");
+  ProgramRun r = run_hpusim("run mlp --steps 2 --json " + json, cold);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(steps_of(json)[0].get<uint64_t>("compiles"), 1u);
+
+  r = run_hpusim("run mlp --steps 2 --json " + json, warm);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto steps = steps_of(json);
+  EXPECT_EQ(steps[0].get<uint64_t>("compiles"), 0u) << r.output;
+  EXPECT_EQ(steps[0].get<uint64_t>("cache_hits"), 1u);
+  EXPECT_EQ(steps[1].get<uint64_t>("compiles"), 0u);
+  EXPECT_NE(r.output.find("0 compiles"), std::string::npos) << r.output;
+
+  // Flip a byte in the middle of every cached recipe: the cache's checksum catches it, the
+  // graph is recompiled, and the results do not change.
+  size_t corrupted = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() != ".recipe") continue;
+    std::fstream f(entry.path(), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(fs::file_size(entry.path()) / 2));
+    f.put('\x77');
+    ++corrupted;
+  }
+  ASSERT_EQ(corrupted, 1u);
+  const std::string json2 = temp("cache2.json");
+  r = run_hpusim("run mlp --steps 2 --json " + json2, warm);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto again = steps_of(json2);
+  EXPECT_EQ(again[0].get<uint64_t>("compiles"), 1u) << r.output;
+  EXPECT_EQ(again[0].get<double>("loss"), steps[0].get<double>("loss"));
+  fs::remove_all(dir);
+}
+
+TEST(CliRun, TwoRunsGiveTheSameTimesAndLosses) {
+  const std::string a = temp("det_a.json"), b = temp("det_b.json");
+  ASSERT_EQ(run_hpusim("run mlp --steps 2 --preset hl225 --json " + a).exit_code, 0);
+  ASSERT_EQ(run_hpusim("run mlp --steps 2 --preset hl225 --json " + b).exit_code, 0);
+  EXPECT_EQ(slurp(a), slurp(b));
+}
+
+TEST(CliRun, UsageErrors) {
+  ProgramRun r = run_hpusim("run");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("run needs a workload"), std::string::npos) << r.output;
+  r = run_hpusim("run resnet");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("unknown workload 'resnet'"), std::string::npos) << r.output;
+  r = run_hpusim("run mlp --steps 0");
+  EXPECT_EQ(r.exit_code, 2);
+  r = run_hpusim("run mlp --preset hl999");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("hl999"), std::string::npos) << r.output;
+  r = run_hpusim("run mlp --steps 1", "PT_HPU_RECIPE_CACHE_CONFIG=/tmp,maybe,5");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("PT_HPU_RECIPE_CACHE_CONFIG"), std::string::npos) << r.output;
+}
+
+}  // namespace
