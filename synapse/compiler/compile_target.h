@@ -15,6 +15,7 @@ struct CompileTarget {
   std::vector<regs::QueueId> mme_queues = {regs::QueueId::MME_1_0, regs::QueueId::MME_0_0};  // MME0, MME2
   uint32_t mme_geometries = 2;              // output geometries each MME engine offers
   regs::QueueId external_queue = regs::QueueId::DMA_0_0;   // where the launch's last job runs
+  regs::QueueId dma_queue = regs::QueueId::DMA_2_0;        // memcpy nodes (an internal DMA)
   // E_N sync objects a recipe's nodes signal, and the first of the monitors (one per queue).
   uint32_t sob_base = 256, sob_count = 1536;
   uint32_t monitor_base = 256;

@@ -14,6 +14,7 @@
 #include "synapse/compiler/memory_plan.h"
 #include "synapse/compiler/queue_program.h"
 #include "synapse/compiler/tensor_size.h"
+#include "synapse/graph/dma_nodes.h"
 #include "synapse/graph/mme_nodes.h"
 #include "synapse/graph/structural_hash.h"
 #include "synapse/graph/validate.h"
@@ -63,7 +64,9 @@ class Lowering {
       record->set_guid(node.guid);
       record->set_sync_object(target_.sob_base + static_cast<uint32_t>(i));
       for (uint32_t j : waits[i]) record->add_waits_for(j);
-      graph::Result r = graph::is_mme_guid(node.guid) ? lower_mme(i, node, *record) : lower_tpc(i, node, *record);
+      graph::Result r = graph::is_mme_guid(node.guid)   ? lower_mme(i, node, *record)
+                        : graph::is_dma_guid(node.guid) ? lower_dma(i, node, *record)
+                                                        : lower_tpc(i, node, *record);
       if (!r.ok()) return r;
     }
 
@@ -206,6 +209,17 @@ class Lowering {
       wait_for_dependencies(queue, record);
       queue.append(mme::build_mme_command_buffer(s.job, target_.mme_geometries), relocs);
     }
+    return graph::Result::success();
+  }
+
+  // ---- DMA ----
+  graph::Result lower_dma(size_t step, const NodeDesc& node, recipe::NodeRecord& record) {
+    record.set_engine("dma");
+    record.set_jobs(1);
+    QueueProgram& queue = program(target_.dma_queue, false);
+    wait_for_dependencies(queue, record);
+    queue.dma_copy(relocation_of(node.inputs[0]), relocation_of(node.outputs[0]),
+                   tensor_bytes(graph_.tensor(node.inputs[0])).value_or(0), sob_of(step));
     return graph::Result::success();
   }
 

@@ -1,5 +1,6 @@
 #include "synapse/compiler/queue_program.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -55,6 +56,32 @@ void QueueProgram::append(const std::vector<uint8_t>& fragment, const RegisterRe
     at += decoded.size;
   }
   builder_.raw(fragment.data(), fragment.size());
+}
+
+void QueueProgram::dma_copy(const Relocation& source, const Relocation& destination, uint64_t bytes, uint32_t sob) {
+  constexpr uint64_t kPiece = 1ull << 30;
+  for (uint64_t done = 0; done < bytes; done += kPiece) {
+    Relocation src = source, dst = destination;
+    src.addend += done;
+    dst.addend += done;
+    const size_t at = builder_.size();
+    builder_.lin_dma(src.placeholder(), dst.placeholder(), static_cast<uint32_t>(std::min(kPiece, bytes - done)));
+    const qman::DecodeResult decoded = qman::decode(builder_.bytes().data() + at, builder_.size() - at);
+    const auto* dma = decoded.ok() ? std::get_if<qman::LinDma>(&decoded.packet) : nullptr;
+    if (!dma || dma->src_addr != src.placeholder() || dma->dst_addr != dst.placeholder()) {
+      throw std::logic_error("compiler: LIN_DMA does not hold its addresses where the patches go");
+    }
+    for (const auto& [offset, target] : {std::pair<size_t, Relocation>{8, src}, {16, dst}}) {
+      recipe::Patch patch;
+      patch.set_offset(static_cast<uint32_t>(at + offset));   // LIN_DMA: tsize, ctl, src, dst
+      patch.set_field(recipe::FIELD_ADDR64);
+      patch.set_section(target.section);
+      patch.set_index(target.index);
+      patch.set_addend(target.addend);
+      patches_.push_back(patch);
+    }
+  }
+  builder_.msg_long(sob_address(sob), qman::sob_write_value(1, true), qman::Barriers{true, true, true});
 }
 
 recipe::QueueJob QueueProgram::take() {

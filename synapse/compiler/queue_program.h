@@ -48,6 +48,11 @@ class QueueProgram {
   // packet does not decode or a relocated register holds something else.
   void append(const std::vector<uint8_t>& fragment, const RegisterRelocations& relocations);
 
+  // A linear DMA of `bytes` from `source` to `destination` (both patched 64-bit fields), then,
+  // once the engine is done (engine barrier), ADD 1 to E_N sync object `sob`. Pieces of at most
+  // 1 GB (LIN_DMA sizes are 32-bit).
+  void dma_copy(const Relocation& source, const Relocation& destination, uint64_t bytes, uint32_t sob);
+
   recipe::QueueJob take();
 
  private:

@@ -5,6 +5,7 @@
 #include <functional>
 #include <queue>
 
+#include "synapse/graph/dma_nodes.h"
 #include "synapse/graph/mme_nodes.h"
 #include "synapse/tpc_kernels/kernel_library.h"
 
@@ -177,6 +178,7 @@ std::optional<std::vector<NodeId>> topological_order(const Graph& graph) {
 Result validate_node(const Graph& graph, NodeId id) {
   const NodeDesc& node = graph.node(id);
   if (is_mme_guid(node.guid)) return mme_job_for(graph, id);
+  if (is_dma_guid(node.guid)) return dma_node_check(graph, id);
   return validate_tpc_node(graph, node);
 }
 
@@ -186,11 +188,11 @@ Result validate(const Graph& graph, std::vector<NodeId>* order_out) {
   const tpc_kernels::KernelLibrary& library = tpc_kernels::KernelLibrary::instance();
   for (uint32_t n = 0; n < graph.node_count(); ++n) {
     const NodeDesc& node = graph.node(NodeId{n});
-    if (!is_mme_guid(node.guid) && !library.has_guid(node.guid)) {
+    if (!is_mme_guid(node.guid) && !is_dma_guid(node.guid) && !library.has_guid(node.guid)) {
       std::string mme;
       for (const std::string& guid : mme_guids()) mme += (mme.empty() ? "" : ", ") + guid;
       return Result::error(Status::Unsupported, node_label(graph, n) + ": unknown GUID '" + node.guid +
-                                                    "' (neither a TPC kernel of the library nor an MME GUID: " + mme + ")");
+                                                    "' (neither a TPC kernel of the library, nor memcpy, nor an MME GUID: " + mme + ")");
     }
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       const TensorId t = node.inputs[i];

@@ -125,7 +125,7 @@ TEST_F(SynapseApiMlp, UnknownGuidIsUnsupported) {
   build();
   EXPECT_EQ(hpusim_graphValidate(graph), synUnsupported);
   EXPECT_EQ(last_error(),
-            "node 'relu1': unknown GUID 'relu_fwd_f64' (neither a TPC kernel of the library nor an MME GUID: gemm, "
+            "node 'relu1': unknown GUID 'relu_fwd_f64' (neither a TPC kernel of the library, nor memcpy, nor an MME GUID: gemm, "
             "batch_gemm, spatial_convolution, dedx, dedw)");
 }
 

@@ -129,7 +129,7 @@ TEST(SynapseGraphValidate, UnknownGuidNamesTheNode) {
   const Result r = validate_spec(spec);
   EXPECT_EQ(r.status, Status::Unsupported);
   EXPECT_EQ(r.message,
-            "node 'relu1': unknown GUID 'relu_fwd_f64' (neither a TPC kernel of the library nor an MME GUID: gemm, "
+            "node 'relu1': unknown GUID 'relu_fwd_f64' (neither a TPC kernel of the library, nor memcpy, nor an MME GUID: gemm, "
             "batch_gemm, spatial_convolution, dedx, dedw)");
 }
 

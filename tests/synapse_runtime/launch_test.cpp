@@ -202,6 +202,50 @@ TEST_F(SynapseLaunchTest, ARecipeRunsTheSameAfterSerialisation) {
   EXPECT_NE(error.find("truncated"), std::string::npos) << error;
 }
 
+TEST_F(SynapseLaunchTest, MemcpyReshapesThroughAnInternalDmaBetweenTpcNodes) {
+  // x [96, 10] -> relu -> r (workspace) -> memcpy -> m [32, 30] (workspace) -> neg -> y [32, 30].
+  Graph g;
+  TensorId x, r, m, y;
+  ASSERT_TRUE(g.add_tensor({"x", DType::F32, {96, 10}, true}, &x).ok());
+  ASSERT_TRUE(g.add_tensor({"r", DType::F32, {96, 10}}, &r).ok());
+  ASSERT_TRUE(g.add_tensor({"m", DType::F32, {32, 30}}, &m).ok());
+  ASSERT_TRUE(g.add_tensor({"y", DType::F32, {32, 30}, true}, &y).ok());
+  ASSERT_TRUE(g.add_node({"act", "relu_fwd_f32", {x}, {r}, {}}).ok());
+  ASSERT_TRUE(g.add_node({"reshape", "memcpy", {r}, {m}, {}}).ok());
+  ASSERT_TRUE(g.add_node({"flip", "neg_fwd_f32", {m}, {y}, {}}).ok());
+  recipe::Recipe recipe;
+  const auto loaded = compile_and_load(g, &recipe);
+  ASSERT_TRUE(loaded);
+  EXPECT_EQ(recipe.nodes(1).engine(), "dma");
+  bool dma_job = false;
+  for (const auto& job : recipe.jobs()) dma_job |= job.queue_id() == regs::to_index(regs::QueueId::DMA_2_0);
+  EXPECT_TRUE(dma_job);
+
+  const std::vector<float> host = random_floats(960, 9);
+  const uint64_t dx = malloc(960 * 4), dy = malloc(960 * 4);
+  const uint64_t ws = malloc(recipe.workspace_bytes());
+  upload(host, dx);
+  std::vector<uint64_t> addresses(recipe.persistent_size());
+  for (int i = 0; i < recipe.persistent_size(); ++i) addresses[i] = recipe.persistent(i).name() == "x" ? dx : dy;
+  uint64_t seq = 0;
+  ASSERT_TRUE(rt->launch(*loaded, addresses, ws, &seq).ok());
+  const std::vector<float> out = download(dy, 960);
+  for (size_t i = 0; i < host.size(); ++i) {
+    const float want = -(host[i] <= 0.0f ? 0.0f : host[i]);
+    ASSERT_EQ(bits(out[i]), bits(want)) << "element " << i;
+  }
+
+  Graph bad;
+  TensorId a, b;
+  ASSERT_TRUE(bad.add_tensor({"a", DType::F32, {96, 10}, true}, &a).ok());
+  ASSERT_TRUE(bad.add_tensor({"b", DType::F32, {32, 31}, true}, &b).ok());
+  ASSERT_TRUE(bad.add_node({"reshape", "memcpy", {a}, {b}, {}}).ok());
+  recipe::Recipe none;
+  const graph::Result err = compiler::compile_graph(bad, rt->target(), &none);
+  EXPECT_EQ(err.status, graph::Status::InvalidArgument);
+  EXPECT_EQ(err.message, "node 'reshape': memcpy: output 0 'b' has 992 elements, input 0 'a' has 960");
+}
+
 TEST_F(SynapseLaunchTest, InvalidGraphsFailAtCompileAndSubmitNothing) {
   const uint64_t before = rt->last_submission();
   struct Case {
