@@ -26,6 +26,7 @@
 #include "hw/tpc/asm/assembler.h"
 #include "hw/tpc/asm/disassembler.h"
 #include "hw/tpc/asm/program.h"
+#include "sim/bench/compile_bench.h"
 #include "sim/bench/gemm_bench.h"
 #include "sim/zoo/run_workload.h"
 #include "sim/zoo/workload.h"
@@ -55,7 +56,8 @@ void print_usage(std::ostream& out) {
          "  bench submit         command-submission latency and throughput through the driver\n"
          "  bench tpc            TPC kernels (STREAM add/scale/triad, a mac chain) against the VPU and HBM peaks\n"
          "  bench gemm           GEMMs on the MME engines against the MME peak (hl205 and hl225 by default)\n"
-         "  run WORKLOAD         a model-zoo training step N times through the Synapse API (mlp)\n"
+         "  bench compile        compile time per node, host cost per launch and the zoo's modeled step times\n"
+         "  run WORKLOAD         model-zoo training steps through the Synapse API (mlp, bert-layer, conv-block)\n"
          "  presets              list the built-in presets\n"
          "  tpc-as INPUT.s -o OUTPUT.bin\n"
          "                       assemble a TPC program (hw/tpc/ASSEMBLY.md)\n"
@@ -382,14 +384,44 @@ int command_tpc_dis(const std::vector<std::string>& args) {
   return 0;
 }
 
+int command_bench_compile(const std::vector<std::string>& args) {
+  po::options_description options = preset_options();
+  options.add_options()("help,h", "this help")
+      ("workloads", po::value<std::string>()->default_value("mlp,conv-block,bert-layer"), "zoo workloads, comma separated")
+      ("steps", po::value<uint32_t>()->default_value(2), "steps per workload (>= 2: a compile, then cache hits)")
+      ("json", po::value<std::string>(), "write the results as a JSON array");
+  po::variables_map vm = parse(args, options);
+  if (vm.count("help")) {
+    std::cout << "usage: hpusim bench compile [options]\n" << options;
+    return 0;
+  }
+  hpusim::bench::CompileBenchOptions bench;
+  bench.workloads = split_list(vm["workloads"].as<std::string>());
+  const auto names = hpusim::zoo::workload_names();
+  for (const auto& w : bench.workloads) {
+    if (std::find(names.begin(), names.end(), w) == names.end()) throw UsageError("unknown workload '" + w + "'");
+  }
+  bench.steps = vm["steps"].as<uint32_t>();
+  if (bench.steps < 2) throw UsageError("--steps must be at least 2");
+  bench.preset = vm["preset"].as<std::string>();
+  if (vm.count("set")) bench.overrides = vm["set"].as<std::vector<std::string>>();
+  if (vm.count("json")) bench.json_path = vm["json"].as<std::string>();
+  hpusim::preset::load_preset(bench.preset, bench.overrides);
+  if (const char* tmp = std::getenv("TMPDIR"); tmp && *tmp) bench.scratch_dir = tmp;
+  hpusim::bench::run_compile_bench(bench, run_child, std::cout);
+  return 0;
+}
+
 int command_run(const std::vector<std::string>& args) {
   po::options_description options = preset_options();
   options.add_options()("help,h", "this help")
-      ("workload", po::value<std::string>(), "the workload: mlp")
+      ("workload", po::value<std::string>(), "the workload: mlp, bert-layer, conv-block")
       ("steps", po::value<uint32_t>()->default_value(5), "training steps")
       ("seed", po::value<uint32_t>()->default_value(7), "parameter and data seed")
       ("json", po::value<std::string>(), "write the per-step results as a JSON array")
-      ("trace", po::value<std::string>(), "write the timeline (.json: Chrome JSON, else Perfetto)");
+      ("trace", po::value<std::string>(), "write the timeline (.json: Chrome JSON, else Perfetto)")
+      ("quiet,q", "no table (the JSON and totals files only)")
+      ("totals", po::value<std::string>(), "write the run's compile, cache and launch totals as a JSON object");
   po::positional_options_description positional;
   positional.add("workload", 1);
   po::variables_map vm;
@@ -403,10 +435,12 @@ int command_run(const std::vector<std::string>& args) {
     std::cout << "usage: hpusim run WORKLOAD [options]\n" << options;
     return 0;
   }
-  if (!vm.count("workload")) throw UsageError("run needs a workload: mlp");
+  if (!vm.count("workload")) throw UsageError("run needs a workload: mlp, bert-layer or conv-block");
   const auto names = hpusim::zoo::workload_names();
   if (std::find(names.begin(), names.end(), vm["workload"].as<std::string>()) == names.end()) {
-    throw UsageError("unknown workload '" + vm["workload"].as<std::string>() + "' (available: mlp)");
+    std::string list;
+    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    throw UsageError("unknown workload '" + vm["workload"].as<std::string>() + "' (available: " + list + ")");
   }
   hpusim::zoo::RunOptions run;
   run.workload = vm["workload"].as<std::string>();
@@ -418,7 +452,19 @@ int command_run(const std::vector<std::string>& args) {
   if (vm.count("trace")) run.trace_path = vm["trace"].as<std::string>();
   if (run.steps == 0) throw UsageError("--steps must be at least 1");
   hpusim::preset::load_preset(run.preset, run.overrides);   // a bad preset is a usage error, named now
-  hpusim::zoo::run_workload(run, std::cout);
+  hpusim::zoo::RunTotals totals;
+  std::ostream quiet(nullptr);
+  hpusim::zoo::run_workload(run, vm.count("quiet") ? quiet : std::cout, &totals);
+  if (vm.count("totals")) {
+    std::ofstream out(vm["totals"].as<std::string>());
+    out << "{\"compiles\": " << totals.compiles << ", \"cache_hits\": " << totals.cache_hits
+        << ", \"cache_misses\": " << totals.cache_misses << ", \"corrupt_recipes\": " << totals.corrupt_recipes
+        << ", \"compile_ns\": " << totals.compile_ns << ", \"compiled_nodes\": " << totals.compiled_nodes
+        << ", \"launches\": " << totals.launches << ", \"patches\": " << totals.patches
+        << ", \"launch_host_ns\": " << totals.launch_host_ns
+        << ", \"launch_prepare_ns\": " << totals.launch_prepare_ns << "}\n";
+    if (!out) throw std::runtime_error("could not write '" + vm["totals"].as<std::string>() + "'");
+  }
   return 0;
 }
 
@@ -435,14 +481,15 @@ int dispatch(const std::vector<std::string>& argv) {
   if (command == "tpc-as") return command_tpc_as(rest);
   if (command == "tpc-dis") return command_tpc_dis(rest);
   if (command == "bench") {
-    if (rest.empty()) throw UsageError("bench needs a benchmark name: memory, submit, tpc or gemm");
+    if (rest.empty()) throw UsageError("bench needs a benchmark name: memory, submit, tpc, gemm or compile");
     std::string which = rest[0];
     std::vector<std::string> bench_args(rest.begin() + 1, rest.end());
     if (which == "memory") return command_bench_memory(bench_args);
     if (which == "submit") return command_bench_submit(bench_args);
     if (which == "tpc") return command_bench_tpc(bench_args);
     if (which == "gemm") return command_bench_gemm(bench_args);
-    throw UsageError("unknown benchmark '" + which + "' (available: memory, submit, tpc, gemm)");
+    if (which == "compile") return command_bench_compile(bench_args);
+    throw UsageError("unknown benchmark '" + which + "' (available: memory, submit, tpc, gemm, compile)");
   }
   throw UsageError("unknown command '" + command + "'");
 }

@@ -41,7 +41,7 @@ struct ApiSession {
 
 }  // namespace
 
-std::vector<StepRecord> run_workload(const RunOptions& options, std::ostream& out) {
+std::vector<StepRecord> run_workload(const RunOptions& options, std::ostream& out, RunTotals* totals) {
   std::unique_ptr<Workload> workload = make_workload(options.workload);
   if (!workload) {
     throw std::runtime_error("unknown workload '" + options.workload + "' (available: " +
@@ -91,6 +91,14 @@ std::vector<StepRecord> run_workload(const RunOptions& options, std::ostream& ou
       << total.compileNanoseconds / 1e6 << " ms measured), " << total.cacheHits << " hits, " << total.cacheMisses
       << " misses, " << total.corruptRecipes << " corrupt recipes\n"
       << std::defaultfloat;
+  if (totals) {
+    hpusim_LaunchCounters launches{};
+    check(hpusim_launchCounters(&launches), "hpusim_launchCounters");
+    *totals = RunTotals{total.compiles,       total.cacheHits,    total.cacheMisses,
+                        total.corruptRecipes, total.compileNanoseconds, total.compiledNodes,
+                        launches.launches,    launches.patches,   launches.hostNanoseconds,
+                        launches.prepareNanoseconds};
+  }
   if (!options.json_path.empty()) {
     std::ofstream json(options.json_path);
     json << steps_to_json(options, records);

@@ -30,9 +30,19 @@ struct StepRecord {
   double mme_utilisation = 0, tpc_utilisation = 0;           // over the launch
 };
 
+// What the whole run cost, from the API's counters.
+struct RunTotals {
+  uint64_t compiles = 0, cache_hits = 0, cache_misses = 0, corrupt_recipes = 0;
+  uint64_t compile_ns = 0;          // measured wall time compiling
+  uint64_t compiled_nodes = 0;
+  uint64_t launches = 0, patches = 0;
+  uint64_t launch_host_ns = 0;      // modeled host time inside synLaunch
+  uint64_t launch_prepare_ns = 0;   // measured wall time preparing the launches (no driver submit)
+};
+
 // Runs the workload; progress and the table go to `out`. Throws std::runtime_error (an unknown
 // workload, a bad preset, an API failure) with a message naming the problem.
-std::vector<StepRecord> run_workload(const RunOptions& options, std::ostream& out);
+std::vector<StepRecord> run_workload(const RunOptions& options, std::ostream& out, RunTotals* totals = nullptr);
 
 std::string steps_to_json(const RunOptions& options, const std::vector<StepRecord>& steps);
 

@@ -63,6 +63,7 @@ struct PendingSpan {
 struct Session {
   std::mutex mutex;
   std::string trace_path;                            // hpusim_traceToFile
+  hpusim::cosim::HostTimeSource host_time = hpusim::cosim::HostTimeSource::kModeled;
   std::unique_ptr<hpusim::traces::Timeline> timeline;
   std::vector<PendingSpan> pending_spans;
   bool initialized = false;
@@ -78,6 +79,7 @@ struct Session {
   std::map<std::pair<uint64_t, std::string>, std::shared_ptr<rt::LoadedRecipe>> loaded;
   std::map<const void*, HostBuffer> host_buffers;
   uint64_t last_launch_seq = 0;
+  hpusim_LaunchCounters launch_counters{};
 };
 
 Session& session() {
@@ -120,6 +122,10 @@ synStatus acquire(Session& s, synDeviceId* id, const std::string& preset, const 
   if (s.device) return fail(synDeviceAlreadyAcquired, "synDeviceAcquire: device 0 is already acquired");
   hpusim::driver::HlDeviceOptions options;
   options.preset = preset;
+  options.time_source = s.host_time;
+  // A launch may run for tens of ms of device time (a BERT layer step: ~30 ms); the driver's
+  // default TDR of 20 ms suits its own tests, not whole training steps. 10 s of host time.
+  options.cs_timeout_us = 10'000'000;
   if (!s.trace_path.empty()) {
     s.timeline = std::make_unique<hpusim::traces::Timeline>();
     options.timeline = s.timeline.get();
@@ -279,6 +285,8 @@ synStatus synInitialize(void) {
       return fail(synFail, std::string("synInitialize: the recipe cache could not be set up: ") + e.what());
     }
     s.initialized = true;
+    s.launch_counters = {};
+    s.host_time = hpusim::cosim::HostTimeSource::kModeled;
     return succeed();
   });
 }
@@ -696,11 +704,15 @@ synStatus synLaunch(synStreamHandle stream, const synLaunchTensorInfo* infos, ui
       }
       r->loaded = shared;
     }
+    const uint64_t host_start_ps = s.runtime->host_now_ps();   // the launch itself (a first launch loads, above)
     uint64_t patches = 0;
     for (const auto& job : rec.jobs()) patches += static_cast<uint64_t>(job.patches_size());
     charge(s, costs(s).launch_ns() + patches * costs(s).launch_per_patch_ns());
     uint64_t seq = 0;
     if (const auto l = s.runtime->launch(*r->loaded, addresses, pWorkspace, &seq); !l.ok()) return finish(l);
+    ++s.launch_counters.launches;
+    s.launch_counters.patches += patches;
+    s.launch_counters.hostNanoseconds += (s.runtime->host_now_ps() - host_start_ps) / 1000;
     st->last_seq = seq;
     s.last_launch_seq = seq;
     flush_spans(s, false);
@@ -760,6 +772,19 @@ synStatus hpusim_hostTimeNs(uint64_t* nanoseconds) {
   });
 }
 
+synStatus hpusim_setHostTimeSource(const char* source) {
+  return locked("hpusim_setHostTimeSource", [&](Session& s) {
+    if (!s.initialized) return need_init("hpusim_setHostTimeSource");
+    if (s.device) return fail(synBusy, "hpusim_setHostTimeSource: call it before acquiring the device");
+    try {
+      s.host_time = hpusim::cosim::parse_host_time_source(source ? source : "");
+    } catch (const std::exception& e) {
+      return fail(synInvalidArgument, std::string("hpusim_setHostTimeSource: ") + e.what());
+    }
+    return succeed();
+  });
+}
+
 synStatus hpusim_traceToFile(const char* path) {
   return locked("hpusim_traceToFile", [&](Session& s) {
     if (!s.initialized) return need_init("hpusim_traceToFile");
@@ -769,12 +794,22 @@ synStatus hpusim_traceToFile(const char* path) {
   });
 }
 
+synStatus hpusim_launchCounters(hpusim_LaunchCounters* counters) {
+  return locked("hpusim_launchCounters", [&](Session& s) {
+    if (!s.initialized) return need_init("hpusim_launchCounters");
+    if (!counters) return fail(synInvalidArgument, "hpusim_launchCounters: counters is NULL");
+    *counters = s.launch_counters;
+    if (s.runtime) counters->prepareNanoseconds = s.runtime->launch_prepare_ns();
+    return succeed();
+  });
+}
+
 synStatus hpusim_compileCounters(hpusim_CompileCounters* counters) {
   return locked("hpusim_compileCounters", [&](Session& s) {
     if (!s.initialized) return need_init("hpusim_compileCounters");
     if (!counters) return fail(synInvalidArgument, "hpusim_compileCounters: counters is NULL");
     const compiler::CompileCounters c = s.compiler->counters();
-    *counters = hpusim_CompileCounters{c.compiles, c.cache_hits, c.cache_misses, c.corrupt, c.compile_ns};
+    *counters = hpusim_CompileCounters{c.compiles, c.cache_hits, c.cache_misses, c.corrupt, c.compile_ns, c.compiled_nodes};
     return succeed();
   });
 }

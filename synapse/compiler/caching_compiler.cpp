@@ -41,6 +41,7 @@ graph::Result CachingCompiler::compile(const graph::Graph& graph, const CompileT
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
   if (!r.ok()) return r;
   ++compiles_;
+  compiled_nodes_ += graph.node_count();
   const std::vector<uint8_t> bytes = recipe::serialize(*compiled);
   cache_->store(k, std::string(bytes.begin(), bytes.end()));
   *recipe = std::move(compiled);
@@ -55,6 +56,7 @@ CompileCounters CachingCompiler::counters() const {
   c.cache_misses = misses_;
   c.corrupt = corrupt_;
   c.compile_ns = compile_ns_;
+  c.compiled_nodes = compiled_nodes_;
   return c;
 }
 

@@ -23,6 +23,7 @@ struct CompileCounters {
   uint64_t cache_misses = 0;
   uint64_t corrupt = 0;         // cached recipes that failed to parse or check
   uint64_t compile_ns = 0;      // wall time spent compiling (measured)
+  uint64_t compiled_nodes = 0;  // nodes of the graphs compiled
 };
 
 class CachingCompiler {
@@ -40,7 +41,7 @@ class CachingCompiler {
 
  private:
   std::unique_ptr<recipe_cache::RecipeCache> cache_;
-  std::atomic<uint64_t> compiles_{0}, hits_{0}, misses_{0}, corrupt_{0}, compile_ns_{0};
+  std::atomic<uint64_t> compiles_{0}, hits_{0}, misses_{0}, corrupt_{0}, compile_ns_{0}, compiled_nodes_{0};
 };
 
 }  // namespace hpusim::synapse::compiler

@@ -21,8 +21,12 @@ struct CompileTarget {
   uint32_t monitor_base = 256;
   // An MME GEMM with at least this many rows is split by rows across every MME engine.
   uint32_t mme_split_min_rows = 256;
+  // Fuse elementwise chains (compiler/fusion.h).
+  bool fuse_elementwise = true;
+  // The SRAM arena intermediates may use (0: none); the runtime gives its SRAM user range.
+  uint64_t sram_bytes = 0;
 
-  // "tpcs=8 mme=2 geometries=2 sob=256+1536 mon=256": recorded in the recipe.
+  // "tpcs=8 mme=2 geometries=2 sob=256+1536 mon=256 fuse=1": recorded in the recipe.
   std::string describe() const;
 };
 

@@ -10,7 +10,7 @@ namespace {
 // A span of memory a step touches: a byte range of the workspace, of a section (persistent
 // tensors of one section share memory by their offsets), or a persistent tensor of its own.
 struct Touch {
-  enum Space : uint8_t { kWorkspace, kSection, kTensor } space = kWorkspace;
+  enum Space : uint8_t { kWorkspace, kSram, kSection, kTensor } space = kWorkspace;
   uint32_t id = 0;   // the section id, or the tensor index
   uint64_t begin = 0, end = 0;
   bool write = false;
@@ -43,6 +43,7 @@ std::vector<std::vector<uint32_t>> node_dependencies(const Graph& graph, const s
         touch.space = Touch::kTensor;
         touch.id = t.index;
       } else if (const PlannedTensor* p = plan.find(t)) {
+        touch.space = p->in_sram ? Touch::kSram : Touch::kWorkspace;
         touch.begin = p->offset;
         touch.end = p->offset + p->size;
       } else {

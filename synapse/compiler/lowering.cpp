@@ -11,6 +11,7 @@
 #include "hw/tpc/asm/program.h"
 #include "hw/tpc/tpc_launch.h"
 #include "synapse/compiler/dependencies.h"
+#include "synapse/compiler/fusion.h"
 #include "synapse/compiler/memory_plan.h"
 #include "synapse/compiler/queue_program.h"
 #include "synapse/compiler/tensor_size.h"
@@ -34,14 +35,16 @@ std::string join_target(const CompileTarget& t) { return t.describe(); }
 
 class Lowering {
  public:
-  Lowering(const Graph& graph, const CompileTarget& target, const std::vector<NodeId>& order, const MemoryPlan& plan)
-      : graph_(graph), target_(target), order_(order), plan_(plan) {}
+  Lowering(const Graph& graph, const CompileTarget& target, const std::vector<NodeId>& order, const MemoryPlan& plan,
+           const std::map<uint32_t, std::vector<std::string>>& epilogues, uint64_t graph_hash)
+      : graph_(graph), target_(target), order_(order), plan_(plan), epilogues_(epilogues), graph_hash_(graph_hash) {}
 
   graph::Result run(recipe::Recipe* out) {
     recipe_.set_format_version(recipe::kFormatVersion);
-    recipe_.set_graph_hash(graph::structural_hash(graph_));
+    recipe_.set_graph_hash(graph_hash_);
     recipe_.set_target(join_target(target_));
     recipe_.set_workspace_bytes(plan_.workspace_bytes);
+    recipe_.set_sram_bytes(plan_.sram_bytes);
     recipe_.set_sob_base(target_.sob_base);
     // One sync object per node, then the launch's start object.
     recipe_.set_sob_count(static_cast<uint32_t>(order_.size()) + 1);
@@ -120,8 +123,9 @@ class Lowering {
       r.section = recipe::SECTION_PERSISTENT;
       r.index = persistent_index_.at(t.index);
     } else {
-      r.section = recipe::SECTION_WORKSPACE;
-      r.addend = plan_.find(t)->offset;
+      const PlannedTensor* p = plan_.find(t);
+      r.section = p->in_sram ? recipe::SECTION_SRAM : recipe::SECTION_WORKSPACE;
+      r.addend = p->offset;
     }
     return r;
   }
@@ -229,12 +233,21 @@ class Lowering {
     for (TensorId t : node.inputs) params.inputs.push_back({graph_.tensor(t).dtype, graph_.tensor(t).shape, {}});
     for (TensorId t : node.outputs) params.outputs.push_back({graph_.tensor(t).dtype, graph_.tensor(t).shape, {}});
     params.scalars = node.params.scalars;
-    tk::InstantiateResult inst = tk::KernelLibrary::instance().instantiate(node.guid, params);
+    const auto fused = epilogues_.find(order_[step].index);
+    tk::InstantiateResult inst =
+        fused == epilogues_.end()
+            ? tk::KernelLibrary::instance().instantiate(node.guid, params)
+            : tk::KernelLibrary::instance().instantiate_fused(node.guid, params, fused->second);
     if (!inst.ok()) {
       return graph::Result::error(graph::Status::InvalidArgument, "node '" + node.name + "': " + inst.message);
     }
     const tk::Instantiation& k = *inst.inst;
     record.set_engine("tpc");
+    if (fused != epilogues_.end()) {
+      std::string guid = node.guid;
+      for (const std::string& next : fused->second) guid += "+" + next;
+      record.set_guid(guid);
+    }
 
     tpc::TpcLaunchSpec spec;
     Relocation kernel{recipe::SECTION_PROGRAM, 0, place_program(k)};
@@ -292,6 +305,8 @@ class Lowering {
   const CompileTarget& target_;
   const std::vector<NodeId>& order_;
   const MemoryPlan& plan_;
+  const std::map<uint32_t, std::vector<std::string>>& epilogues_;
+  uint64_t graph_hash_;
   recipe::Recipe recipe_;
   std::map<uint32_t, uint32_t> persistent_index_;   // tensor index -> ordinal
   std::map<regs::QueueId, std::unique_ptr<QueueProgram>> programs_;
@@ -305,19 +320,24 @@ class Lowering {
 std::string CompileTarget::describe() const {
   std::ostringstream s;
   s << "tpcs=" << tpcs << " mme=" << mme_queues.size() << " geometries=" << mme_geometries << " sob=" << sob_base
-    << "+" << sob_count << " mon=" << monitor_base;
+    << "+" << sob_count << " mon=" << monitor_base << " fuse=" << (fuse_elementwise ? 1 : 0) << " sram=" << sram_bytes;
   return s.str();
 }
 
 graph::Result compile_graph(const Graph& graph, const CompileTarget& target, recipe::Recipe* recipe) {
-  std::vector<NodeId> order;
-  graph::Result r = graph::validate(graph, &order);
-  if (!r.ok()) return r;
-  MemoryPlan plan;
-  r = plan_memory(graph, order, &plan);
+  graph::Result r = graph::validate(graph);
   if (!r.ok()) return r;
   try {
-    return Lowering(graph, target, order, plan).run(recipe);
+    // The validated graph, with its elementwise chains fused (or as it is).
+    FusedGraph fused;
+    if (target.fuse_elementwise) fused = fuse_elementwise_chains(graph);
+    const Graph& lowered = target.fuse_elementwise ? fused.graph : graph;
+    const auto order = graph::topological_order(lowered);
+    if (!order) return graph::Result::error(graph::Status::Fail, "compiler: the fused graph has no order");
+    MemoryPlan plan;
+    r = plan_memory(lowered, *order, &plan, kDefaultAlignment, target.sram_bytes);
+    if (!r.ok()) return r;
+    return Lowering(lowered, target, *order, plan, fused.epilogues, graph::structural_hash(graph)).run(recipe);
   } catch (const std::exception& e) {
     return graph::Result::error(graph::Status::Fail, std::string("compiler: ") + e.what());
   }

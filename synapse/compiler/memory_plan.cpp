@@ -136,17 +136,31 @@ uint64_t lowest_free_offset(const std::vector<const PlannedTensor*>& live, uint6
 // First fit in placement order. Since tensors come by first step, the placed tensors live at
 // the same time as the next one are exactly those whose range has not ended before its first
 // step; the rest can never conflict again and are dropped from `live`.
+// Two arenas (SRAM first, when it has room, then the workspace), each first fit.
 void place_tensors(MemoryPlan* plan) {
-  std::vector<const PlannedTensor*> live;   // sorted by offset
-  for (PlannedTensor& t : plan->tensors) {
-    live.erase(std::remove_if(live.begin(), live.end(),
-                              [&](const PlannedTensor* p) { return p->last_step < t.first_step; }),
-               live.end());
-    t.offset = lowest_free_offset(live, t.size);
-    plan->workspace_bytes = std::max(plan->workspace_bytes, t.offset + t.size);
-    auto at = std::upper_bound(live.begin(), live.end(), t.offset,
+  std::vector<const PlannedTensor*> live_sram, live_hbm;   // each sorted by offset
+  const auto insert = [](std::vector<const PlannedTensor*>& live, const PlannedTensor* t) {
+    auto at = std::upper_bound(live.begin(), live.end(), t->offset,
                                [](uint64_t offset, const PlannedTensor* p) { return offset < p->offset; });
-    live.insert(at, &t);
+    live.insert(at, t);
+  };
+  for (PlannedTensor& t : plan->tensors) {
+    for (auto* live : {&live_sram, &live_hbm}) {
+      live->erase(std::remove_if(live->begin(), live->end(),
+                                 [&](const PlannedTensor* p) { return p->last_step < t.first_step; }),
+                  live->end());
+    }
+    const uint64_t in_sram = lowest_free_offset(live_sram, t.size);
+    if (plan->sram_capacity > 0 && t.size <= plan->sram_capacity && in_sram <= plan->sram_capacity - t.size) {
+      t.in_sram = true;
+      t.offset = in_sram;
+      plan->sram_bytes = std::max(plan->sram_bytes, t.offset + t.size);
+      insert(live_sram, &t);
+      continue;
+    }
+    t.offset = lowest_free_offset(live_hbm, t.size);
+    plan->workspace_bytes = std::max(plan->workspace_bytes, t.offset + t.size);
+    insert(live_hbm, &t);
   }
 }
 
@@ -164,7 +178,8 @@ const PatchPoint* MemoryPlan::find_patch_point(TensorId id) const {
   return nullptr;
 }
 
-Result plan_memory(const Graph& graph, const std::vector<NodeId>& order, MemoryPlan* plan, uint64_t alignment) {
+Result plan_memory(const Graph& graph, const std::vector<NodeId>& order, MemoryPlan* plan, uint64_t alignment,
+                   uint64_t sram_capacity) {
   if (!is_power_of_two(alignment)) return invalid("alignment " + std::to_string(alignment) + " is not a power of two");
   Result r = check_order_covers_graph(graph, order);
   std::vector<TensorUse> uses(graph.tensor_count());
@@ -172,6 +187,7 @@ Result plan_memory(const Graph& graph, const std::vector<NodeId>& order, MemoryP
   if (r.ok()) r = find_readers(graph, order, &uses);
   MemoryPlan result;
   result.alignment = alignment;
+  result.sram_capacity = sram_capacity;
   if (r.ok()) r = size_tensors(graph, uses, alignment, &result);
   if (!r.ok()) return r;
   place_tensors(&result);

@@ -30,10 +30,11 @@ inline constexpr uint64_t kDefaultAlignment = 128;   // the device cache line
 // order) of its producer to the step of its last reader, both inclusive.
 struct PlannedTensor {
   TensorId tensor;
-  uint64_t offset = 0;
+  uint64_t offset = 0;   // in the SRAM arena when in_sram, else in the (HBM) workspace
   uint64_t size = 0;   // elements x dtype bytes, rounded up to the alignment
   uint32_t first_step = 0;
   uint32_t last_step = 0;
+  bool in_sram = false;
 };
 
 // A persistent tensor and the nodes that touch it, each list in step order.
@@ -47,7 +48,9 @@ struct MemoryPlan {
   uint64_t alignment = kDefaultAlignment;
   std::vector<PlannedTensor> tensors;     // in placement order: by first step, then output slot
   std::vector<PatchPoint> patch_points;   // by first touch: step, inputs before outputs
-  uint64_t workspace_bytes = 0;           // the highest end
+  uint64_t workspace_bytes = 0;           // the highest end in the workspace
+  uint64_t sram_capacity = 0;             // the SRAM arena's size (0: no SRAM)
+  uint64_t sram_bytes = 0;                // the highest end in the SRAM arena
   uint64_t bytes_without_reuse = 0;       // the sum of the sizes
 
   const PlannedTensor* find(TensorId id) const;
@@ -64,7 +67,11 @@ struct MemoryPlan {
 // two; an order entry that is not a node of the graph or repeats one; an order that leaves out
 // a node; a tensor written by two nodes; a node that reads a non-persistent tensor no earlier
 // step writes; a workspace that would not fit 64 bits. README.md lists the messages.
+//
+// SRAM: with `sram_capacity` > 0 each tensor first tries the SRAM arena (the same first fit,
+// bounded by the capacity) and goes to the workspace when it does not fit there: intermediates
+// live in SRAM while it has room, which is where it helps (its bandwidth and latency beat HBM's).
 Result plan_memory(const Graph& graph, const std::vector<NodeId>& order, MemoryPlan* plan,
-                   uint64_t alignment = kDefaultAlignment);
+                   uint64_t alignment = kDefaultAlignment, uint64_t sram_capacity = 0);
 
 }  // namespace hpusim::synapse::compiler

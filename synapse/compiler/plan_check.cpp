@@ -38,17 +38,22 @@ Result check_tensor(const Graph& g, const MemoryPlan& plan, const PlannedTensor&
     return broken(name + ": offset " + std::to_string(t.offset) + " is not a multiple of the alignment " +
                   std::to_string(plan.alignment));
   uint64_t end;
-  if (__builtin_add_overflow(t.offset, t.size, &end) || end > plan.workspace_bytes)
-    return broken(name + ": " + bytes_text(t) + " end past the workspace (" + std::to_string(plan.workspace_bytes) +
+  const uint64_t arena = t.in_sram ? plan.sram_bytes : plan.workspace_bytes;
+  if (__builtin_add_overflow(t.offset, t.size, &end) || end > arena)
+    return broken(name + ": " + bytes_text(t) + " end past the " + (t.in_sram ? "SRAM arena" : "workspace") + " (" +
+                  std::to_string(arena) + " bytes)");
+  if (t.in_sram && end > plan.sram_capacity)
+    return broken(name + ": " + bytes_text(t) + " end past the SRAM capacity (" + std::to_string(plan.sram_capacity) +
                   " bytes)");
   return Result::success();
 }
 
 // A sweep over the steps: the tensors live at one step are disjoint, so each newcomer only has
 // to clear its neighbours by offset among them.
-Result check_live_overlap(const Graph& g, const MemoryPlan& plan) {
+Result check_live_overlap(const Graph& g, const MemoryPlan& plan, bool sram) {
   std::vector<const PlannedTensor*> by_first;
-  for (const PlannedTensor& t : plan.tensors) by_first.push_back(&t);
+  for (const PlannedTensor& t : plan.tensors)
+    if (t.in_sram == sram) by_first.push_back(&t);
   std::stable_sort(by_first.begin(), by_first.end(),
                    [](const PlannedTensor* a, const PlannedTensor* b) { return a->first_step < b->first_step; });
   std::map<uint64_t, const PlannedTensor*> live;          // by offset
@@ -88,7 +93,12 @@ Result check_plan(const Graph& graph, const MemoryPlan& plan) {
   if (overflow || sum != plan.bytes_without_reuse)
     return broken("bytes_without_reuse is " + std::to_string(plan.bytes_without_reuse) + ", but the sizes add up to " +
                   (overflow ? std::string("more than 2^64") : std::to_string(sum)));
-  return check_live_overlap(graph, plan);
+  if (plan.sram_bytes > plan.sram_capacity)
+    return broken("the SRAM arena's " + std::to_string(plan.sram_bytes) + " bytes exceed its capacity of " +
+                  std::to_string(plan.sram_capacity));
+  const Result hbm = check_live_overlap(graph, plan, false);
+  if (!hbm.ok()) return hbm;
+  return check_live_overlap(graph, plan, true);
 }
 
 }  // namespace hpusim::synapse::compiler

@@ -93,6 +93,9 @@ std::string check_recipe(const Recipe& recipe) {
       if (patch.section() == SECTION_WORKSPACE && patch.addend() >= recipe.workspace_bytes()) {
         return pwho + ": workspace offset " + std::to_string(patch.addend()) + " is past the workspace";
       }
+      if (patch.section() == SECTION_SRAM && patch.addend() >= recipe.sram_bytes()) {
+        return pwho + ": SRAM offset " + std::to_string(patch.addend()) + " is past the SRAM arena";
+      }
       if (patch.section() == SECTION_PROGRAM && patch.addend() >= recipe.program_image().size()) {
         return pwho + ": program offset " + std::to_string(patch.addend()) + " is past the program image";
       }

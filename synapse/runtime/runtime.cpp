@@ -1,6 +1,7 @@
 #include "synapse/runtime/runtime.h"
 
 #include <algorithm>
+#include <chrono>
 #include <stdexcept>
 
 #include "driver/uapi.h"
@@ -54,6 +55,9 @@ Runtime::Runtime(driver::HlDevice& device) : device_(device), allocator_(0, 0) {
   allocator_ = DeviceAllocator(info.dram_base_address, info.dram_size);
   target_.tpcs = static_cast<unsigned>(__builtin_popcount(info.tpc_enabled_mask));
   target_.mme_geometries = static_cast<uint32_t>(std::max(1, device_.preset().mme().geometries_size()));
+  sram_base_ = info.sram_base_address;
+  sram_size_ = info.sram_size;
+  target_.sram_bytes = sram_size_;
 }
 
 Runtime::~Runtime() {
@@ -258,6 +262,7 @@ Result Runtime::launch(LoadedRecipe& loaded, const std::vector<uint64_t>& persis
     Result r = wait(last_launch_seq_);
     if (!r.ok()) return r;
   }
+  const auto prepare_start = std::chrono::steady_clock::now();
 
   std::vector<hl_cs_chunk> chunks;
   std::vector<uint64_t> handles;
@@ -267,6 +272,7 @@ Result Runtime::launch(LoadedRecipe& loaded, const std::vector<uint64_t>& persis
       uint64_t base = workspace;
       if (patch.section() == recipe::SECTION_PERSISTENT) base = persistent[patch.index()];
       if (patch.section() == recipe::SECTION_PROGRAM) base = loaded.program_address_;
+      if (patch.section() == recipe::SECTION_SRAM) base = sram_base_;
       recipe::apply_patch(patch, base, job.bytes.data(), job.bytes.size());
     }
     hl_cs_chunk chunk{};
@@ -281,6 +287,8 @@ Result Runtime::launch(LoadedRecipe& loaded, const std::vector<uint64_t>& persis
     }
     chunks.push_back(chunk);
   }
+  launch_prepare_ns_ += static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - prepare_start).count());
   uint64_t s = 0;
   const uint64_t submitted_ps = host_now_ps();
   const int rc = device_.submit(chunks, &s);

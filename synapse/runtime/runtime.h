@@ -93,6 +93,9 @@ class Runtime {
 
   driver::HlDevice& device() { return device_; }
   const compiler::CompileTarget& target() const { return target_; }
+  // Lets recipes use at most `bytes` of SRAM (at most the SRAM user range; 0: none). Recipes
+  // compiled for the old target no longer load.
+  void limit_sram(uint64_t bytes) { target_.sram_bytes = std::min(bytes, sram_size_); }
   const DeviceAllocator& allocator() const { return allocator_; }
 
   // ---- device memory ----
@@ -135,6 +138,9 @@ class Runtime {
   uint64_t submit_time_ps(uint64_t seq) const;
   // The last submission made (0 before the first).
   uint64_t last_submission() const { return last_seq_; }
+  // Wall time (measured) launches spent preparing their submission once the previous launch was
+  // over: patching and command buffers; not the driver's submit, which runs the simulated device.
+  uint64_t launch_prepare_ns() const { return launch_prepare_ns_; }
 
  private:
   Result submit_copy(const std::vector<uint8_t>& cb, regs::QueueId queue, uint64_t* seq, uint64_t host_va_to_release);
@@ -149,6 +155,8 @@ class Runtime {
   uint64_t last_seq_ = 0;
   uint64_t last_launch_seq_ = 0;
   std::map<uint64_t, uint64_t> submit_ps_;   // launches: seq -> host time of the submission
+  uint64_t launch_prepare_ns_ = 0;
+  uint64_t sram_base_ = 0, sram_size_ = 0;   // the SRAM user range, the recipes' SRAM arena
   // Host mappings to drop once their submission completed: seq -> device VAs.
   std::multimap<uint64_t, uint64_t> pending_unmaps_;
 };

@@ -941,6 +941,38 @@ std::shared_ptr<const tpc::Program> KernelLibrary::program_for(const std::string
 }
 
 InstantiateResult KernelLibrary::instantiate(const std::string& guid, const KernelParams& params) {
+  return instantiate_impl(guid, params, {});
+}
+
+bool KernelLibrary::can_fuse(const std::string& producer, const std::string& unary) const {
+  const auto p = defs_.find(producer);
+  const auto u = defs_.find(unary);
+  if (p == defs_.end() || u == defs_.end()) return false;
+  const KernelDef& pd = *p->second;
+  const KernelDef& ud = *u->second;
+  return (pd.kind == Kind::Binary || pd.kind == Kind::Unary) && ud.kind == Kind::Unary && ud.in == pd.out &&
+         ud.out == pd.out;
+}
+
+InstantiateResult KernelLibrary::instantiate_fused(const std::string& guid, const KernelParams& params,
+                                                   const std::vector<std::string>& then) {
+  std::vector<const KernelDef*> epilogue;
+  for (const std::string& next : then) {
+    if (!can_fuse(guid, next)) {
+      InstantiateResult result;
+      result.status = GlueStatus::UnsupportedGuid;
+      result.message = guid + ": cannot be fused with '" + next +
+                       "' (fusion takes a binary or unary elementwise kernel followed by unary elementwise "
+                       "kernels of the same dtype)";
+      return result;
+    }
+    epilogue.push_back(defs_.at(next));
+  }
+  return instantiate_impl(guid, params, epilogue);
+}
+
+InstantiateResult KernelLibrary::instantiate_impl(const std::string& guid, const KernelParams& params,
+                                                  const std::vector<const KernelDef*>& epilogue) {
   InstantiateResult result;
   auto it = defs_.find(guid);
   if (it != defs_.end() && is_batch3(it->second->kind) && !validate(*it->second, params))
@@ -1048,7 +1080,12 @@ InstantiateResult KernelLibrary::instantiate(const std::string& guid, const Kern
     switch (def.kind) {
       case Kind::Binary:
         variant << "binary " << def.op_macro << " " << t;
-        src << ".macro OP d, a, b\n        " << def.op_macro << " " << t << ", \\d, \\a, \\b\n.endm\n";
+        src << ".macro OP d, a, b\n        " << def.op_macro << " " << t << ", \\d, \\a, \\b\n";
+        for (const KernelDef* e : epilogue) {
+          variant << " then " << e->op_macro;
+          src << "        " << e->op_macro << " " << t << ", \\d, \\d\n";
+        }
+        src << ".endm\n";
         for (int k = 0; k < 2; ++k) {
           src << ".macro LOAD_" << (k ? 'B' : 'A') << " v\n";
           if (!bcast0[k]) src << "        ld_tnsr \\v, I2, " << k << "\n";
@@ -1122,8 +1159,12 @@ InstantiateResult KernelLibrary::instantiate(const std::string& guid, const Kern
       }
       case Kind::Unary:
         variant << "unary " << def.op_macro << " " << t;
-        src << ".macro OP d, a\n        " << def.op_macro << " " << t << ", \\d, \\a\n.endm\n"
-            << ".macro ROW_SETUP\n.endm\n.include \"eltwise_unary.s\"\n";
+        src << ".macro OP d, a\n        " << def.op_macro << " " << t << ", \\d, \\a\n";
+        for (const KernelDef* e : epilogue) {
+          variant << " then " << e->op_macro;
+          src << "        " << e->op_macro << " " << t << ", \\d, \\d\n";
+        }
+        src << ".endm\n.macro ROW_SETUP\n.endm\n.include \"eltwise_unary.s\"\n";
         break;
       case Kind::Fill:
         variant << "fill " << t;

@@ -126,6 +126,15 @@ class KernelLibrary {
   // the kernel variant on first use).
   InstantiateResult instantiate(const std::string& guid, const KernelParams& params);
 
+  // Fusion: the kernel of `guid` with the unary elementwise kernels `then` applied to its result
+  // in registers, in order, before the store: one launch instead of several, no intermediate
+  // tensors, the same values (every op rounds to the dtype as it does alone). `params` are the
+  // producer's inputs with the last kernel's output. can_fuse(producer, unary): the producer is a
+  // binary or unary elementwise kernel and `unary` a unary elementwise kernel of its dtype.
+  InstantiateResult instantiate_fused(const std::string& guid, const KernelParams& params,
+                                      const std::vector<std::string>& then);
+  bool can_fuse(const std::string& producer, const std::string& unary) const;
+
   // Number of kernel variants assembled so far (for tests of the cache).
   size_t assembled_count() const;
 
@@ -137,6 +146,8 @@ class KernelLibrary {
 
  private:
   InstantiateResult instantiate_batch3(const KernelDef& def, const KernelParams& params);
+  InstantiateResult instantiate_impl(const std::string& guid, const KernelParams& params,
+                                     const std::vector<const KernelDef*>& epilogue);
   std::shared_ptr<const tpc::Program> program_for(const std::string& variant_source,
                                                   const std::string& key, std::string* error);
   std::vector<std::string> guid_list_;

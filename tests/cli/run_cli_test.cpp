@@ -144,3 +144,31 @@ TEST(CliRun, UsageErrors) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(CliBenchCompile, ReportsCompileAndLaunchCostsAndStepTimes) {
+  const std::string json = temp("bench_compile.json");
+  const ProgramRun r = run_hpusim("bench compile --workloads mlp,conv-block --steps 2 --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("compile us/n"), std::string::npos) << r.output;
+  const auto rows = steps_of(json);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].get<std::string>("workload"), "mlp");
+  EXPECT_EQ(rows[1].get<std::string>("workload"), "conv-block");
+  for (const auto& row : rows) {
+    EXPECT_GT(row.get<uint64_t>("nodes"), 10u);
+    EXPECT_GT(row.get<double>("compile_us_per_node"), 0.0);
+    EXPECT_GT(row.get<double>("launch_prepare_us"), 0.0);
+    EXPECT_GT(row.get<double>("launch_modeled_us"), 0.0);
+    EXPECT_GT(row.get<uint64_t>("patches_per_launch"), 0u);
+    // The first step pays the modeled compile; the steady step does not.
+    EXPECT_GT(row.get<uint64_t>("first_step_ns"), row.get<uint64_t>("step_ns"));
+    EXPECT_GT(row.get<uint64_t>("device_ns"), 0u);
+  }
+  const ProgramRun bad = run_hpusim("bench compile --workloads resnet");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("unknown workload 'resnet'"), std::string::npos) << bad.output;
+}
+
+}  // namespace

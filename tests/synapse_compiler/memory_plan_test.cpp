@@ -35,6 +35,37 @@ TEST(SynapseMemoryPlan, AChainPingPongsBetweenTwoBuffers) {
   EXPECT_TRUE(check_plan(p.graph, p.plan).ok());
 }
 
+TEST(SynapseMemoryPlan, IntermediatesGoToSramWhileItHasRoomThenToTheWorkspace) {
+  // Room for one tile: a chain ping-pongs between two buffers, so one of each live pair spills.
+  Planned p = plan_spec(chain_spec(), kDefaultAlignment, kTile);
+  ASSERT_TRUE(p.result.ok()) << p.result.message;
+  EXPECT_TRUE(planned(p, "a").in_sram);
+  EXPECT_FALSE(planned(p, "b").in_sram) << "a is still live in the only SRAM tile";
+  EXPECT_TRUE(planned(p, "c").in_sram) << "a is dead once n1 has read it";
+  EXPECT_FALSE(planned(p, "d").in_sram);
+  EXPECT_EQ(planned(p, "a").offset, 0u);
+  EXPECT_EQ(planned(p, "b").offset, 0u) << "offsets are per arena";
+  EXPECT_EQ(p.plan.sram_bytes, kTile);
+  EXPECT_EQ(p.plan.workspace_bytes, kTile);
+  EXPECT_TRUE(check_plan(p.graph, p.plan).ok());
+
+  // Enough SRAM for everything: no workspace at all.
+  p = plan_spec(chain_spec(), kDefaultAlignment, 4 * kTile);
+  ASSERT_TRUE(p.result.ok());
+  EXPECT_EQ(p.plan.workspace_bytes, 0u);
+  EXPECT_EQ(p.plan.sram_bytes, 2 * kTile);
+
+  // The checker catches an SRAM tensor past the capacity, and overlaps within the SRAM arena.
+  MemoryPlan bad = p.plan;
+  bad.sram_capacity = kTile;
+  EXPECT_FALSE(check_plan(p.graph, bad).ok());
+  bad = p.plan;
+  for (PlannedTensor& t : bad.tensors) t.offset = 0;
+  const Result r = check_plan(p.graph, bad);
+  EXPECT_FALSE(r.ok());
+  EXPECT_NE(r.message.find("overlap"), std::string::npos) << r.message;
+}
+
 TEST(SynapseMemoryPlan, ADiamondKeepsBothBranchesLive) {
   // x -> n0 -> a; a -> n1 -> b; a -> n2 -> c; (b, c) -> n3 -> d; d -> n4 -> y.
   GraphSpec s;

@@ -26,10 +26,10 @@ struct Planned {
   Result result;
 };
 
-inline Planned plan_spec(const GraphSpec& spec, uint64_t alignment = kDefaultAlignment) {
+inline Planned plan_spec(const GraphSpec& spec, uint64_t alignment = kDefaultAlignment, uint64_t sram_capacity = 0) {
   Planned p{build(spec), {}, {}, {}};
   p.order = graph::topological_order(p.graph).value();
-  p.result = plan_memory(p.graph, p.order, &p.plan, alignment);
+  p.result = plan_memory(p.graph, p.order, &p.plan, alignment, sram_capacity);
   return p;
 }
 

@@ -142,9 +142,12 @@ TEST_F(SynapseLaunchTest, GemmBiasReluMatchesTheReferenceBitForBit) {
   recipe::Recipe recipe;
   const auto loaded = compile_and_load(g.graph, &recipe);
   ASSERT_TRUE(loaded);
-  EXPECT_EQ(recipe.nodes_size(), 3);
+  // The bias add and the relu are one fused launch: z is never written.
+  ASSERT_EQ(recipe.nodes_size(), 2);
   EXPECT_EQ(recipe.nodes(0).engine(), "mme");
   EXPECT_EQ(recipe.nodes(1).engine(), "tpc");
+  EXPECT_EQ(recipe.nodes(1).name(), "bias_add+act");
+  EXPECT_EQ(recipe.nodes(1).guid(), "add_fwd_f32+relu_fwd_f32");
   EXPECT_EQ(recipe.persistent_size(), 4);   // x, w, bias, out
   const Run r = run_dense(g, loaded, 1);
   expect_equal_bits(r.out, g.reference(r.x, r.w, r.bias));
@@ -152,6 +155,38 @@ TEST_F(SynapseLaunchTest, GemmBiasReluMatchesTheReferenceBitForBit) {
     EXPECT_EQ(line.find("error"), std::string::npos) << line;
     EXPECT_EQ(line.find("timed out"), std::string::npos) << line;
   }
+}
+
+TEST_F(SynapseLaunchTest, FusionCanBeTurnedOffAndTheRecipeRecordsTheTarget) {
+  const DenseReluGraph g(96, 64, 80);
+  compiler::CompileTarget target = rt->target();
+  target.fuse_elementwise = false;
+  recipe::Recipe recipe;
+  ASSERT_TRUE(compiler::compile_graph(g.graph, target, &recipe).ok());
+  EXPECT_EQ(recipe.nodes_size(), 3);
+  // A recipe for another target is refused by load (the runtime's target fuses).
+  std::shared_ptr<LoadedRecipe> refused;
+  EXPECT_EQ(rt->load(recipe, &refused).status, graph::Status::DeviceTypeMismatch);
+}
+
+TEST_F(SynapseLaunchTest, IntermediatesInSramOrInTheWorkspaceGiveTheSameBits) {
+  const DenseReluGraph g(96, 64, 80);
+  recipe::Recipe in_sram;
+  const auto a = compile_and_load(g.graph, &in_sram);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(in_sram.workspace_bytes(), 0u);
+  EXPECT_GT(in_sram.sram_bytes(), 0u);
+  const Run first = run_dense(g, a, 4);
+  expect_equal_bits(first.out, g.reference(first.x, first.w, first.bias));
+
+  rt->limit_sram(0);
+  recipe::Recipe in_hbm;
+  const auto b = compile_and_load(g.graph, &in_hbm);
+  ASSERT_TRUE(b);
+  EXPECT_GT(in_hbm.workspace_bytes(), 0u);
+  EXPECT_EQ(in_hbm.sram_bytes(), 0u);
+  const Run second = run_dense(g, b, 4);
+  expect_equal_bits(second.out, first.out);
 }
 
 TEST_F(SynapseLaunchTest, ASecondLaunchWithOtherBuffersIsPatchedAgain) {
@@ -223,7 +258,7 @@ TEST_F(SynapseLaunchTest, MemcpyReshapesThroughAnInternalDmaBetweenTpcNodes) {
 
   const std::vector<float> host = random_floats(960, 9);
   const uint64_t dx = malloc(960 * 4), dy = malloc(960 * 4);
-  const uint64_t ws = malloc(recipe.workspace_bytes());
+  const uint64_t ws = recipe.workspace_bytes() ? malloc(recipe.workspace_bytes()) : 0;
   upload(host, dx);
   std::vector<uint64_t> addresses(recipe.persistent_size());
   for (int i = 0; i < recipe.persistent_size(); ++i) addresses[i] = recipe.persistent(i).name() == "x" ? dx : dy;

@@ -204,15 +204,17 @@ struct RunOutcome {
 
 // Instantiates `guid`, runs it on `cores` simulated cores (partition_index_space) over the
 // tensors in a fresh memory, and reads the outputs back into `outputs` (their shapes given).
+// With `then`, the kernel fused with those unary kernels (KernelLibrary::instantiate_fused).
 inline RunOutcome run_kernel(const std::string& guid, const std::vector<HostTensor>& inputs,
                              std::vector<HostTensor>& outputs, unsigned cores,
-                             const std::vector<float>& scalars = {}) {
+                             const std::vector<float>& scalars = {}, const std::vector<std::string>& then = {}) {
   RunOutcome out;
   KernelParams p;
   for (const HostTensor& t : inputs) p.inputs.push_back(t.params());
   for (const HostTensor& t : outputs) p.outputs.push_back(t.params());
   p.scalars = scalars;
-  const InstantiateResult r = KernelLibrary::instance().instantiate(guid, p);
+  const InstantiateResult r = then.empty() ? KernelLibrary::instance().instantiate(guid, p)
+                                           : KernelLibrary::instance().instantiate_fused(guid, p, then);
   if (!r.ok()) {
     out.error = std::string(glue_status_name(r.status)) + ": " + r.message;
     return out;

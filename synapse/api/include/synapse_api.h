@@ -116,10 +116,15 @@ synStatus synRecipeDeSerialize(synRecipeHandle* recipe, const char* fileName);
  * ("path=value;path=value", NULL for none). */
 synStatus hpusim_deviceAcquireWithPreset(synDeviceId* deviceId, const char* preset, const char* overrides);
 synStatus hpusim_compileCounters(hpusim_CompileCounters* counters);
+synStatus hpusim_launchCounters(hpusim_LaunchCounters* counters);
 /* Before the device is acquired: the timeline (driver, card, and the API's compile, cache and
  * launch spans with flows to each launch's device span) goes to `path` when the device is
  * released (Chrome JSON for a ".json" name, Perfetto otherwise; NULL or "" for none). */
 synStatus hpusim_traceToFile(const char* path);
+/* Before the device is acquired: "modeled" (the default: the preset's host cost table, runs are
+ * deterministic) or "measured" (host time advances by the CPU time host code uses outside the
+ * simulator). Back to modeled at synInitialize. */
+synStatus hpusim_setHostTimeSource(const char* source);
 /* The host clock now (modeled by default: deterministic), in ns. */
 synStatus hpusim_hostTimeNs(uint64_t* nanoseconds);
 /* Completed launches so far, and the device time (submission to completion, ns) of the last. */

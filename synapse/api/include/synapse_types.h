@@ -151,6 +151,17 @@ typedef struct {
   uint64_t cacheMisses;
   uint64_t corruptRecipes;
   uint64_t compileNanoseconds;
+  uint64_t compiledNodes;         /* nodes of the graphs compiled (not of cache hits) */
 } hpusim_CompileCounters;
+
+/* hpusim: what launches cost the host (hpusim_launchCounters). */
+typedef struct {
+  uint64_t launches;
+  uint64_t patches;               /* patch points written */
+  uint64_t hostNanoseconds;       /* host time inside synLaunch, without a first launch's loading
+                                     of the recipe: modeled, or measured (hpusim_setHostTimeSource) */
+  uint64_t prepareNanoseconds;    /* measured wall time preparing launches (checks, patching,
+                                     command buffers), without the driver's submit */
+} hpusim_LaunchCounters;
 
 #endif /* HPUSIM_SYNAPSE_TYPES_H */

@@ -1,0 +1,107 @@
+#include "sim/bench/compile_bench.h"
+
+#include <unistd.h>
+
+#include <boost/property_tree/json_parser.hpp>
+#include <boost/property_tree/ptree.hpp>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <stdexcept>
+
+namespace hpusim::bench {
+namespace {
+
+namespace pt = boost::property_tree;
+
+struct ChildResult {
+  pt::ptree totals;
+  std::vector<pt::ptree> steps;
+};
+
+ChildResult run_once(const CompileBenchOptions& options, const std::string& workload, const ChildRunner& run_child) {
+  const std::string stem = options.scratch_dir + "/hpusim_bench_compile_" + std::to_string(getpid()) + "_" + workload;
+  std::vector<std::string> args = {"run",    workload, "--quiet", "--steps", std::to_string(options.steps),
+                                   "--preset", options.preset, "--json", stem + ".json", "--totals",
+                                   stem + ".totals.json"};
+  for (const std::string& o : options.overrides) args.insert(args.end(), {"--set", o});
+  std::cerr << "bench compile: " << workload << " on " << options.preset << ", " << options.steps << " steps\n";
+  if (const int status = run_child(args); status != 0) {
+    throw std::runtime_error("bench compile: 'hpusim run " + workload + "' failed (exit status " +
+                             std::to_string(status) + ")");
+  }
+  ChildResult r;
+  pt::read_json(stem + ".totals.json", r.totals);
+  pt::ptree steps;
+  pt::read_json(stem + ".json", steps);
+  for (const auto& [key, step] : steps) r.steps.push_back(step);
+  std::remove((stem + ".json").c_str());
+  std::remove((stem + ".totals.json").c_str());
+  return r;
+}
+
+double per(uint64_t total, uint64_t count, double scale) { return count ? static_cast<double>(total) / scale / count : 0; }
+
+}  // namespace
+
+std::vector<CompileBenchResult> run_compile_bench(const CompileBenchOptions& options, const ChildRunner& run_child,
+                                                  std::ostream& out) {
+  if (options.steps < 2) throw std::runtime_error("bench compile needs at least 2 steps (a compile and a cache hit)");
+  std::vector<CompileBenchResult> results;
+  for (const std::string& name : options.workloads) {
+    const auto start = std::chrono::steady_clock::now();
+    const ChildResult run = run_once(options, name, run_child);
+    CompileBenchResult r;
+    r.workload = name;
+    r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const auto& t = run.totals;
+    const uint64_t compiles = t.get<uint64_t>("compiles"), nodes = t.get<uint64_t>("compiled_nodes");
+    const uint64_t launches = t.get<uint64_t>("launches");
+    r.nodes = compiles ? nodes / compiles : 0;
+    r.compile_us_per_node = per(t.get<uint64_t>("compile_ns"), nodes, 1e3);
+    r.launch_prepare_us = per(t.get<uint64_t>("launch_prepare_ns"), launches, 1e3);
+    r.launch_modeled_us = per(t.get<uint64_t>("launch_host_ns"), launches, 1e3);
+    r.patches_per_launch = launches ? t.get<uint64_t>("patches") / launches : 0;
+    r.first_step_ns = run.steps.front().get<uint64_t>("step_ns");
+    r.step_ns = run.steps.back().get<uint64_t>("step_ns");
+    r.device_ns = run.steps.back().get<uint64_t>("device_ns");
+    r.host_ns = run.steps.back().get<uint64_t>("host_ns");
+    results.push_back(r);
+  }
+
+  out << "hpusim bench compile on " << options.preset << " (" << options.steps
+      << " steps each; compile and launch preparation measured, launch cost and step times modeled)\n";
+  out << std::left << std::setw(12) << "workload" << std::right << std::setw(7) << "nodes" << std::setw(14)
+      << "compile us/n" << std::setw(12) << "prepare us" << std::setw(12) << "modeled us" << std::setw(9) << "patches"
+      << std::setw(13) << "1st step us" << std::setw(11) << "step us" << std::setw(11) << "device us" << std::setw(9)
+      << "host us" << std::setw(8) << "wall s" << "\n";
+  out << std::fixed << std::setprecision(1);
+  for (const CompileBenchResult& r : results) {
+    out << std::left << std::setw(12) << r.workload << std::right << std::setw(7) << r.nodes << std::setw(14)
+        << r.compile_us_per_node << std::setw(12) << r.launch_prepare_us << std::setw(12) << r.launch_modeled_us
+        << std::setw(9) << r.patches_per_launch << std::setw(13) << r.first_step_ns / 1e3 << std::setw(11)
+        << r.step_ns / 1e3 << std::setw(11) << r.device_ns / 1e3 << std::setw(9) << r.host_ns / 1e3 << std::setw(8)
+        << r.wall_seconds << "\n";
+  }
+  out << std::defaultfloat;
+  if (!options.json_path.empty()) {
+    std::ofstream json(options.json_path);
+    json << "[\n";
+    for (size_t i = 0; i < results.size(); ++i) {
+      const CompileBenchResult& r = results[i];
+      json << "  {\"workload\": \"" << r.workload << "\", \"preset\": \"" << options.preset << "\", \"nodes\": " << r.nodes
+           << ", \"compile_us_per_node\": " << r.compile_us_per_node << ", \"launch_prepare_us\": " << r.launch_prepare_us
+           << ", \"launch_modeled_us\": " << r.launch_modeled_us << ", \"patches_per_launch\": " << r.patches_per_launch
+           << ", \"first_step_ns\": " << r.first_step_ns << ", \"step_ns\": " << r.step_ns
+           << ", \"device_ns\": " << r.device_ns << ", \"host_ns\": " << r.host_ns << "}"
+           << (i + 1 < results.size() ? "," : "") << "\n";
+    }
+    json << "]\n";
+    if (!json) throw std::runtime_error("could not write '" + options.json_path + "'");
+  }
+  return results;
+}
+
+}  // namespace hpusim::bench

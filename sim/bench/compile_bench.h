@@ -1,0 +1,45 @@
+// `hpusim bench compile`: what the Synapse layers cost the host, per zoo workload. Each workload
+// runs a few steps in a child `hpusim run` process (SystemC elaborates once per process): the
+// first step compiles its graph, the later ones hit the recipe cache. Measured: the compile's
+// wall time per node and the wall time a launch spends preparing its submission (checks,
+// patching, command buffers; the driver's submit runs the simulated device and is not in it).
+// Modeled: the launch's host cost from the preset's cost table, and the step, device and host
+// times of the first step and of the steady (last) step.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace hpusim::bench {
+
+struct CompileBenchOptions {
+  std::vector<std::string> workloads = {"mlp", "conv-block", "bert-layer"};
+  std::string preset = "hl205";
+  std::vector<std::string> overrides;
+  uint32_t steps = 2;
+  std::string json_path;
+  std::string scratch_dir = "/tmp";   // the children's result files
+};
+
+struct CompileBenchResult {
+  std::string workload;
+  uint64_t nodes = 0;                 // of the step graph
+  double compile_us_per_node = 0;     // measured
+  double launch_prepare_us = 0;       // measured, per launch
+  double launch_modeled_us = 0;       // modeled, per launch
+  uint64_t patches_per_launch = 0;
+  uint64_t first_step_ns = 0;         // modeled: with the compile
+  uint64_t step_ns = 0, device_ns = 0, host_ns = 0;   // modeled: the last step
+  double wall_seconds = 0;
+};
+
+// `run_child(args)` runs `hpusim args...` and returns its exit status.
+using ChildRunner = std::function<int(const std::vector<std::string>&)>;
+
+std::vector<CompileBenchResult> run_compile_bench(const CompileBenchOptions& options, const ChildRunner& run_child,
+                                                  std::ostream& out);
+
+}  // namespace hpusim::bench
