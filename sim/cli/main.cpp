@@ -420,6 +420,7 @@ int command_run(const std::vector<std::string>& args) {
       ("seed", po::value<uint32_t>()->default_value(7), "parameter and data seed")
       ("json", po::value<std::string>(), "write the per-step results as a JSON array")
       ("trace", po::value<std::string>(), "write the timeline (.json: Chrome JSON, else Perfetto)")
+      ("stats", po::value<std::string>(), "write statistics (sorted text, and FILE.json)")
       ("quiet,q", "no table (the JSON and totals files only)")
       ("totals", po::value<std::string>(), "write the run's compile, cache and launch totals as a JSON object");
   po::positional_options_description positional;
@@ -450,6 +451,7 @@ int command_run(const std::vector<std::string>& args) {
   if (vm.count("set")) run.overrides = vm["set"].as<std::vector<std::string>>();
   if (vm.count("json")) run.json_path = vm["json"].as<std::string>();
   if (vm.count("trace")) run.trace_path = vm["trace"].as<std::string>();
+  if (vm.count("stats")) run.stats_path = vm["stats"].as<std::string>();
   if (run.steps == 0) throw UsageError("--steps must be at least 1");
   hpusim::preset::load_preset(run.preset, run.overrides);   // a bad preset is a usage error, named now
   hpusim::zoo::RunTotals totals;

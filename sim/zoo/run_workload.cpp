@@ -10,6 +10,11 @@
 #include "sim/zoo/api_graph.h"
 #include "sim/zoo/engine_utilisation.h"
 #include "sim/zoo/workload.h"
+#include "hw/card/card.h"
+#include "hw/mme/mme_engine.h"
+#include "hw/tpc/tpc_core.h"
+#include "sim/bench/memory_stats.h"
+#include "sim/stats/stats.h"
 #include "synapse/api/api_support.h"
 
 namespace hpusim::zoo {
@@ -31,6 +36,55 @@ std::string joined(const std::vector<std::string>& items, char sep) {
   std::string s;
   for (const auto& i : items) s += (s.empty() ? "" : std::string(1, sep)) + i;
   return s;
+}
+
+// The card's memory-system and engine statistics and the compile counters, at the end of the run.
+void write_stats(const std::string& path, hw::Card& card, const hpusim_CompileCounters& compile) {
+  stats::Registry registry;
+  bench::register_memory_system_stats(registry, card.memory());
+  for (unsigned t = 0; hw::TpcCore* core = card.tpc_core(t); ++t) {
+    auto s = registry.scope("tpc.core" + std::to_string(t));
+    s.formula("kernels", "count", "kernels run", [core] { return double(core->kernels().size()); });
+    s.formula("bundles", "count", "bundles executed", [core] {
+      double n = 0;
+      for (const auto& k : core->kernels()) n += double(k.bundles);
+      return n;
+    });
+    s.formula("busy_ps", "ps", "time running kernels", [core] {
+      double n = 0;
+      for (const auto& k : core->kernels()) n += double(k.end_ps - k.start_ps);
+      return n;
+    });
+  }
+  for (unsigned m = 0; m < 4; ++m) {
+    hw::MmeEngine* engine = card.mme_engine(m);
+    if (!engine) continue;
+    auto s = registry.scope("mme.engine" + std::to_string(m));
+    s.formula("jobs", "count", "jobs run", [engine] { return double(engine->jobs().size()); });
+    s.formula("macs", "count", "useful multiply-accumulates", [engine] {
+      double n = 0;
+      for (const auto& j : engine->jobs()) n += double(j.macs);
+      return n;
+    });
+    s.formula("array_cycles", "cycles", "cycles the array was busy", [engine] {
+      double n = 0;
+      for (const auto& j : engine->jobs()) n += double(j.array_cycles);
+      return n;
+    });
+    s.formula("busy_ps", "ps", "time running jobs", [engine] {
+      double n = 0;
+      for (const auto& j : engine->jobs()) n += double(j.end_ps - j.start_ps);
+      return n;
+    });
+  }
+  auto c = registry.scope("synapse");
+  c.formula("compiles", "count", "graphs compiled", [compile] { return double(compile.compiles); });
+  c.formula("cache_hits", "count", "recipe cache hits", [compile] { return double(compile.cacheHits); });
+  c.formula("cache_misses", "count", "recipe cache misses", [compile] { return double(compile.cacheMisses); });
+  c.formula("corrupt_recipes", "count", "cached recipes that failed their checks",
+            [compile] { return double(compile.corruptRecipes); });
+  registry.write_text_file(path);
+  registry.write_json_file(path + ".json");
 }
 
 // synInitialize .. synDestroy around the run, also when it throws.
@@ -91,6 +145,7 @@ std::vector<StepRecord> run_workload(const RunOptions& options, std::ostream& ou
       << total.compileNanoseconds / 1e6 << " ms measured), " << total.cacheHits << " hits, " << total.cacheMisses
       << " misses, " << total.corruptRecipes << " corrupt recipes\n"
       << std::defaultfloat;
+  if (!options.stats_path.empty()) write_stats(options.stats_path, card, total);
   if (totals) {
     hpusim_LaunchCounters launches{};
     check(hpusim_launchCounters(&launches), "hpusim_launchCounters");

@@ -18,6 +18,7 @@ struct RunOptions {
   std::vector<std::string> overrides;   // "path=value"
   std::string json_path;                // per-step objects
   std::string trace_path;               // the timeline (".json": Chrome JSON, else Perfetto)
+  std::string stats_path;               // statistics: sorted text, and FILE.json
 };
 
 struct StepRecord {

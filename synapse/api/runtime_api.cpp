@@ -613,17 +613,31 @@ synStatus synMemCopyAsync(synStreamHandle stream, uint64_t src, uint64_t size, u
   });
 }
 
-synStatus synMemsetD32Async(uint64_t deviceMem, uint32_t value, uint64_t numOfElements, synStreamHandle stream) {
-  return locked("synMemsetD32Async", [&](Session& s) {
+// The memsets: a 32-bit pattern over numOfElements x element bytes.
+static synStatus memset_pattern(const char* function, uint64_t deviceMem, uint32_t pattern, uint64_t bytes,
+                         synStreamHandle stream) {
+  return locked(function, [&](Session& s) {
     Stream* st = nullptr;
-    if (const synStatus r = stream_checks(s, st, stream, "synMemsetD32Async"); r != synSuccess) return r;
+    if (const synStatus r = stream_checks(s, st, stream, function); r != synSuccess) return r;
     uint64_t seq = 0;
-    if (const auto r = s.runtime->memset_device(deviceMem, value, numOfElements * 4, &seq, st->queue); !r.ok()) {
-      return finish(r);
+    if (const auto r = s.runtime->memset_device(deviceMem, pattern, bytes, &seq, st->queue); !r.ok()) {
+      return fail(synInvalidArgument, std::string(function) + ": " + r.message);
     }
     st->last_seq = seq;
     return succeed();
   });
+}
+
+synStatus synMemsetD8Async(uint64_t deviceMem, unsigned char value, uint64_t numOfElements, synStreamHandle stream) {
+  return memset_pattern("synMemsetD8Async", deviceMem, 0x01010101u * value, numOfElements, stream);
+}
+
+synStatus synMemsetD16Async(uint64_t deviceMem, uint16_t value, uint64_t numOfElements, synStreamHandle stream) {
+  return memset_pattern("synMemsetD16Async", deviceMem, 0x00010001u * value, numOfElements * 2, stream);
+}
+
+synStatus synMemsetD32Async(uint64_t deviceMem, uint32_t value, uint64_t numOfElements, synStreamHandle stream) {
+  return memset_pattern("synMemsetD32Async", deviceMem, value, numOfElements * 4, stream);
 }
 
 // ---- compile, launch, recipes ----

@@ -53,8 +53,8 @@ std::string slurp(const std::string& path) {
 }
 
 TEST(CliRun, MlpPrintsEveryStepAndWritesJsonAndTrace) {
-  const std::string json = temp("mlp.json"), trace = temp("mlp_trace.json");
-  const ProgramRun r = run_hpusim("run mlp --steps 3 --json " + json + " --trace " + trace);
+  const std::string json = temp("mlp.json"), trace = temp("mlp_trace.json"), stats = temp("mlp.stats");
+  const ProgramRun r = run_hpusim("run mlp --steps 3 --json " + json + " --trace " + trace + " --stats " + stats);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("hpusim run mlp on hl205: 3 steps"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("1 compiles"), std::string::npos) << r.output;
@@ -79,6 +79,12 @@ TEST(CliRun, MlpPrintsEveryStepAndWritesJsonAndTrace) {
   EXPECT_NE(text.find("\"launch 3\""), std::string::npos);
   EXPECT_NE(text.find("host: synapse"), std::string::npos);
   EXPECT_NE(text.find("device: recipes"), std::string::npos);
+  const std::string counters = slurp(stats);
+  EXPECT_NE(counters.find("synapse.compiles 1 count"), std::string::npos) << counters.substr(0, 500);
+  EXPECT_NE(counters.find("synapse.cache_hits 2 count"), std::string::npos);
+  EXPECT_NE(counters.find("mme.engine0.jobs "), std::string::npos);
+  EXPECT_NE(counters.find("tpc.core7.kernels "), std::string::npos);
+  EXPECT_NE(counters.find("hbm.read_bytes "), std::string::npos);
 }
 
 TEST(CliRun, AWarmDiskCacheCompilesNothingAndACorruptRecipeIsRecompiled) {

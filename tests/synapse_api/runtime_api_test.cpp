@@ -214,6 +214,28 @@ TEST_F(SynapseRuntimeApi, LaunchErrorsNameTheTensor) {
   EXPECT_EQ(hpusim_lastLaunchDeviceTime(&ns), synObjectNotInitialized);
 }
 
+TEST_F(SynapseRuntimeApi, MemsetsFillWithTheirPatterns) {
+  synStreamHandle s;
+  ASSERT_EQ(synStreamCreateGeneric(&s, device, 0), synSuccess);
+  uint64_t a = 0;
+  ASSERT_EQ(synDeviceMalloc(device, 64, 0, 0, &a), synSuccess);
+  std::vector<uint8_t> out(64, 0);
+  ASSERT_EQ(synMemsetD32Async(a, 0xA1B2C3D4u, 16, s), synSuccess) << error();
+  ASSERT_EQ(synMemsetD16Async(a, 0x5566, 8, s), synSuccess) << error();   // the first 16 bytes
+  ASSERT_EQ(synMemsetD8Async(a + 16, 0x7F, 8, s), synSuccess) << error();  // the next 8
+  ASSERT_EQ(synMemCopyAsync(s, a, 64, reinterpret_cast<uint64_t>(out.data()), DRAM_TO_HOST), synSuccess);
+  ASSERT_EQ(synStreamSynchronize(s), synSuccess);
+  for (size_t i = 0; i < 16; i += 2) EXPECT_EQ(out[i] | (out[i + 1] << 8), 0x5566) << i;
+  for (size_t i = 16; i < 24; ++i) EXPECT_EQ(out[i], 0x7F) << i;
+  for (size_t i = 24; i < 64; i += 4) {
+    EXPECT_EQ(uint32_t(out[i]) | uint32_t(out[i + 1]) << 8 | uint32_t(out[i + 2]) << 16 | uint32_t(out[i + 3]) << 24,
+              0xA1B2C3D4u)
+        << i;
+  }
+  EXPECT_EQ(synMemsetD8Async(a, 1, 3, s), synInvalidArgument) << "3 bytes: not a multiple of 4";
+  EXPECT_NE(error().find("synMemsetD8Async"), std::string::npos) << error();
+}
+
 TEST_F(SynapseRuntimeApi, LifecycleErrors) {
   EXPECT_EQ(synInitialize(), synObjectAlreadyInitialized);
   synDeviceId other = 0;

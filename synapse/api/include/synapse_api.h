@@ -92,6 +92,9 @@ synStatus synDeviceMalloc(synDeviceId deviceId, uint64_t size, uint64_t reqAddr,
 synStatus synDeviceFree(synDeviceId deviceId, uint64_t buffer, uint32_t flags);
 /* src / dst are host pointers (as uint64_t) or device addresses, as `direction` says. */
 synStatus synMemCopyAsync(synStreamHandle stream, uint64_t src, uint64_t size, uint64_t dst, synDmaDir direction);
+/* Fill device memory with 8-, 16- or 32-bit values; the byte count must be a multiple of 4. */
+synStatus synMemsetD8Async(uint64_t deviceMem, unsigned char value, uint64_t numOfElements, synStreamHandle stream);
+synStatus synMemsetD16Async(uint64_t deviceMem, uint16_t value, uint64_t numOfElements, synStreamHandle stream);
 synStatus synMemsetD32Async(uint64_t deviceMem, uint32_t value, uint64_t numOfElements, synStreamHandle stream);
 
 /* ---- compile and launch ----
