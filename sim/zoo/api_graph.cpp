@@ -87,6 +87,7 @@ DeviceTensors::DeviceTensors(synDeviceId device, const ApiGraph& graph) : device
   check(synStreamCreateGeneric(&stream_, device_, 0), "synStreamCreateGeneric");
   for (const auto& [name, info] : graph.persistent_tensors()) {
     owner_[name] = info.owner;
+    bytes_[name] = info.bytes;
     if (info.owner == name) {
       uint64_t address = 0;
       check(synDeviceMalloc(device_, info.bytes, 0, 0, &address), "synDeviceMalloc");
@@ -150,6 +151,20 @@ void DeviceTensors::launch(synRecipeHandle recipe) {
     infos.push_back(info);
   }
   check(synLaunch(stream_, infos.data(), static_cast<uint32_t>(infos.size()), workspace_, recipe, 0), "synLaunch");
+}
+
+std::vector<float> DeviceTensors::download_floats(const std::string& name) {
+  std::vector<float> values(bytes_.at(name) / sizeof(float));
+  download(name, values.data(), values.size() * sizeof(float));
+  return values;
+}
+
+float DeviceTensors::launch_for_loss(synRecipeHandle recipe) {
+  launch(recipe);
+  float loss = 0;
+  download("loss", &loss, sizeof loss);
+  check(synRecipeDestroy(recipe), "synRecipeDestroy");
+  return loss;
 }
 
 void DeviceTensors::synchronize() { check(synStreamSynchronize(stream_), "synStreamSynchronize"); }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/zoo/workload.h"
 #include "synapse_api.h"
 
 namespace hpusim::zoo {
@@ -73,7 +74,22 @@ class DeviceTensors {
   // pinned memory: the same transfers, and so the same times, on every run. upload() returns
   // at once; download() waits.
   void upload(const std::string& name, const void* data, uint64_t bytes);
+  void upload(const std::string& name, const std::vector<float>& values) {
+    upload(name, values.data(), values.size() * sizeof(float));
+  }
   void download(const std::string& name, void* data, uint64_t bytes);
+  // The whole f32 tensor.
+  std::vector<float> download_floats(const std::string& name);
+  // The tensors `names` as they are on the device now (a workload's parameters()).
+  template <class Names>
+  std::vector<NamedTensor> download_all(const Names& names) {
+    std::vector<NamedTensor> out;
+    for (const auto& name : names) out.push_back({name, download_floats(name)});
+    return out;
+  }
+  // A training step's end: launches `recipe`, destroys the handle, and reads back the one-element
+  // persistent tensor "loss".
+  float launch_for_loss(synRecipeHandle recipe);
   // Launches with every persistent tensor and a workspace of the recipe's size.
   void launch(synRecipeHandle recipe);
   void synchronize();
@@ -83,6 +99,7 @@ class DeviceTensors {
   synStreamHandle stream_ = nullptr;
   std::map<std::string, uint64_t> buffers_;   // owners only
   std::map<std::string, std::string> owner_;
+  std::map<std::string, uint64_t> bytes_;
   std::map<std::string, std::pair<void*, uint64_t>> staging_;   // name -> pinned buffer, bytes
   void* staging(const std::string& name, uint64_t bytes);
   uint64_t workspace_ = 0, workspace_bytes_ = 0;

@@ -40,9 +40,7 @@ class BertLayerWorkload : public Workload {
     init.init(seed);
     build();
     tensors_ = std::make_unique<DeviceTensors>(device, graph_);
-    const auto up = [&](const std::string& name, const std::vector<float>& v) {
-      tensors_->upload(name, v.data(), v.size() * 4);
-    };
+    const auto up = [&](const std::string& name, const std::vector<float>& v) { tensors_->upload(name, v); };
     const auto params = init.params.tensors();
     for (size_t i = 0; i < params.size(); ++i) {
       const std::string name = ref::BertLayerParams<float>::kNames[i];
@@ -67,23 +65,11 @@ class BertLayerWorkload : public Workload {
     tensors_->upload("x", x.data(), x.size() * 4);
     tensors_->upload("adam_neg_step_size", &neg_step_size, 4);
     tensors_->upload("adam_sqrt_bc2", &sqrt_bc2, 4);
-    tensors_->launch(recipe);
-    float loss = 0;
-    tensors_->download("loss", &loss, 4);
-    check(synRecipeDestroy(recipe), "synRecipeDestroy");
-    return loss;
+    return tensors_->launch_for_loss(recipe);
   }
 
   std::vector<NamedTensor> parameters() override {
-    std::vector<NamedTensor> out;
-    for (const char* name : ref::BertLayerParams<float>::kNames) {
-      size_t count = 1;
-      for (unsigned s : shapes_.at(name)) count *= s;
-      NamedTensor t{name, std::vector<float>(count)};
-      tensors_->download(name, t.values.data(), count * 4);
-      out.push_back(std::move(t));
-    }
-    return out;
+    return tensors_->download_all(ref::BertLayerParams<float>::kNames);
   }
 
  private:

@@ -39,9 +39,7 @@ class ConvBlockWorkload : public Workload {
     init.init(seed);
     build();
     tensors_ = std::make_unique<DeviceTensors>(device, graph_);
-    const auto up = [&](const std::string& name, const std::vector<float>& v) {
-      tensors_->upload(name, v.data(), v.size() * 4);
-    };
+    const auto up = [&](const std::string& name, const std::vector<float>& v) { tensors_->upload(name, v); };
     const auto params = init.params.tensors();
     for (size_t i = 0; i < params.size(); ++i) {
       const std::string name = ref::ConvBlockParams<float>::kNames[i];
@@ -55,23 +53,11 @@ class ConvBlockWorkload : public Workload {
     const std::vector<float> x = conv_block_batch(seed_, step, config_);
     synRecipeHandle recipe = graph_.compile("conv_block_step");
     tensors_->upload("x", x.data(), x.size() * 4);
-    tensors_->launch(recipe);
-    float loss = 0;
-    tensors_->download("loss", &loss, 4);
-    check(synRecipeDestroy(recipe), "synRecipeDestroy");
-    return loss;
+    return tensors_->launch_for_loss(recipe);
   }
 
   std::vector<NamedTensor> parameters() override {
-    const size_t k = config_.out_channels;
-    const size_t counts[] = {9 * config_.in_channels * k, k, k};
-    std::vector<NamedTensor> out;
-    for (size_t i = 0; i < 3; ++i) {
-      NamedTensor t{ref::ConvBlockParams<float>::kNames[i], std::vector<float>(counts[i])};
-      tensors_->download(t.name, t.values.data(), counts[i] * 4);
-      out.push_back(std::move(t));
-    }
-    return out;
+    return tensors_->download_all(ref::ConvBlockParams<float>::kNames);
   }
 
  private:

@@ -24,9 +24,7 @@ class MlpWorkload : public Workload {
     init.init(seed);
     build();
     tensors_ = std::make_unique<DeviceTensors>(device, graph_);
-    const auto up = [&](const std::string& name, const std::vector<float>& v) {
-      tensors_->upload(name, v.data(), v.size() * 4);
-    };
+    const auto up = [&](const std::string& name, const std::vector<float>& v) { tensors_->upload(name, v); };
     const std::vector<float> zeros1(init.params.w1.size()), zerob1(init.params.b1.size()),
         zeros2(init.params.w2.size()), zerob2(init.params.b2.size());
     up("w1", init.params.w1);
@@ -49,25 +47,11 @@ class MlpWorkload : public Workload {
     synRecipeHandle recipe = graph_.compile("mlp_step");
     tensors_->upload("x", x.data(), x.size() * 4);
     tensors_->upload("target", target.data(), target.size() * 4);
-    tensors_->launch(recipe);
-    float loss = 0;
-    tensors_->download("loss", &loss, 4);
-    check(synRecipeDestroy(recipe), "synRecipeDestroy");
-    return loss;
+    return tensors_->launch_for_loss(recipe);
   }
 
   std::vector<NamedTensor> parameters() override {
-    std::vector<NamedTensor> out;
-    for (const auto& [name, count] : std::vector<std::pair<std::string, size_t>>{
-             {"w1", config_.hidden * config_.inputs},
-             {"b1", config_.hidden},
-             {"w2", config_.classes * config_.hidden},
-             {"b2", config_.classes}}) {
-      NamedTensor t{name, std::vector<float>(count)};
-      tensors_->download(name, t.values.data(), count * 4);
-      out.push_back(std::move(t));
-    }
-    return out;
+    return tensors_->download_all(ref::MlpParams<float>::kNames);
   }
 
  private:

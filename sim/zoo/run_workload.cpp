@@ -101,6 +101,11 @@ std::vector<StepRecord> run_workload(const RunOptions& options, std::ostream& ou
     throw std::runtime_error("unknown workload '" + options.workload + "' (available: " +
                              joined(workload_names(), ',') + ")");
   }
+  return run_workload(options, std::move(workload), out, totals);
+}
+
+std::vector<StepRecord> run_workload(const RunOptions& options, std::unique_ptr<Workload> workload, std::ostream& out,
+                                     RunTotals* totals) {
   ApiSession session;
   if (!options.trace_path.empty()) check(hpusim_traceToFile(options.trace_path.c_str()), "hpusim_traceToFile");
   synDeviceId device = 0;
@@ -159,6 +164,7 @@ std::vector<StepRecord> run_workload(const RunOptions& options, std::ostream& ou
     json << steps_to_json(options, records);
     if (!json) throw std::runtime_error("could not write '" + options.json_path + "'");
   }
+  workload.reset();   // its device buffers and streams go before the session does
   return records;
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,12 @@ struct RunTotals {
 // Runs the workload; progress and the table go to `out`. Throws std::runtime_error (an unknown
 // workload, a bad preset, an API failure) with a message naming the problem.
 std::vector<StepRecord> run_workload(const RunOptions& options, std::ostream& out, RunTotals* totals = nullptr);
+
+class Workload;
+// The same with a workload of the caller's (another configuration than the named one's default);
+// options.workload only labels the output.
+std::vector<StepRecord> run_workload(const RunOptions& options, std::unique_ptr<Workload> workload, std::ostream& out,
+                                     RunTotals* totals = nullptr);
 
 std::string steps_to_json(const RunOptions& options, const std::vector<StepRecord>& steps);
 

@@ -13,6 +13,16 @@
 
 namespace hpusim::synapse::api {
 
+// Handles are numbers from a counter, never reused, cast to the API's opaque pointer types.
+template <class Handle>
+uint64_t key_of(Handle h) {
+  return reinterpret_cast<uintptr_t>(h);
+}
+template <class Handle>
+Handle handle_of(uint64_t key) {
+  return reinterpret_cast<Handle>(static_cast<uintptr_t>(key));
+}
+
 synStatus fail(synStatus status, std::string message);
 synStatus finish(const graph::Result& r);
 synStatus succeed();

@@ -86,14 +86,8 @@ using hpusim::synapse::api::fail;
 using hpusim::synapse::api::finish;
 using hpusim::synapse::api::succeed;
 
-template <class Handle>
-uint64_t key_of(Handle h) {
-  return reinterpret_cast<uintptr_t>(h);
-}
-template <class Handle>
-Handle handle_of(uint64_t key) {
-  return reinterpret_cast<Handle>(static_cast<uintptr_t>(key));
-}
+using hpusim::synapse::api::handle_of;
+using hpusim::synapse::api::key_of;
 
 // Runs an entry point's body under the registry lock; no exception crosses the C boundary.
 template <class Body>

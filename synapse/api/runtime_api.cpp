@@ -87,14 +87,8 @@ Session& session() {
   return s;
 }
 
-template <class Handle>
-uint64_t key_of(Handle h) {
-  return reinterpret_cast<uintptr_t>(h);
-}
-template <class Handle>
-Handle handle_of(uint64_t key) {
-  return reinterpret_cast<Handle>(static_cast<uintptr_t>(key));
-}
+using hpusim::synapse::api::handle_of;
+using hpusim::synapse::api::key_of;
 
 // Runs the body under the session lock.
 template <class Body>

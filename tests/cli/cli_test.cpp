@@ -14,37 +14,18 @@
 #include <set>
 #include <string>
 
+#include "tests/cli/program_run.h"
 #include "traces/trace_reader.h"
 
 namespace {
 
-struct ProgramRun {
-  int exit_code;
-  std::string output;   // stdout and stderr
-};
+using hpusim::cli_testing::ProgramRun;
 
-std::string binary() { return std::string(HPUSIM_BINARY_DIR) + "/hpusim"; }
-
-ProgramRun run(const std::string& args) {
-  std::string command = binary() + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return {-1, "popen failed"};
-  std::string output;
-  std::array<char, 4096> buffer;
-  size_t n;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) output.append(buffer.data(), n);
-  int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
+ProgramRun run(const std::string& args) { return hpusim::cli_testing::run_hpusim(args); }
 
 std::string temp_path(const std::string& name) { return ::testing::TempDir() + "hpusim_cli_" + name; }
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
+using hpusim::cli_testing::slurp;
 
 TEST(Cli, InfoPrintsTheResolvedPreset) {
   ProgramRun r = run("info --preset hl225 --set hbm.queue_depth=48");

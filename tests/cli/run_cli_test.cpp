@@ -14,26 +14,15 @@
 #include <string>
 #include <vector>
 
+#include "tests/cli/program_run.h"
+
 namespace {
 
 namespace fs = std::filesystem;
 
-struct ProgramRun {
-  int exit_code;
-  std::string output;
-};
-
-ProgramRun run_hpusim(const std::string& args, const std::string& env = "") {
-  const std::string command = env + " " + std::string(HPUSIM_BINARY_DIR) + "/hpusim " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return {-1, "popen failed"};
-  std::string output;
-  std::array<char, 4096> buffer;
-  size_t n;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) output.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
+using hpusim::cli_testing::ProgramRun;
+using hpusim::cli_testing::run_hpusim;
+using hpusim::cli_testing::slurp;
 
 std::string temp(const std::string& name) { return ::testing::TempDir() + "hpusim_run_" + name; }
 
@@ -45,12 +34,6 @@ std::vector<boost::property_tree::ptree> steps_of(const std::string& json_path) 
   return steps;
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
 
 TEST(CliRun, MlpPrintsEveryStepAndWritesJsonAndTrace) {
   const std::string json = temp("mlp.json"), trace = temp("mlp_trace.json"), stats = temp("mlp.stats");

@@ -9,7 +9,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "sim/zoo/api_graph.h"
+#include "tests/support/zoo_testing.h"
 #include "sim/zoo/workload.h"
 #include "synapse/zoo_reference/mlp.h"
 
@@ -17,25 +17,10 @@ namespace hpusim::zoo {
 namespace {
 
 namespace ref = synapse::zoo_reference;
+using ZooMlp = testing::ZooDeviceTest;
 
 constexpr uint32_t kSeed = 7;
 constexpr uint32_t kDropoutSeed = 1234;
-
-class ZooMlp : public ::testing::Test {
- protected:
-  void SetUp() override {
-    check(synInitialize(), "synInitialize");
-    check(hpusim_deviceAcquireWithPreset(&device, "hl205", "hbm.refresh_enabled=false"), "acquire");
-  }
-  void TearDown() override { synDestroy(); }
-  synDeviceId device = 0;
-};
-
-uint32_t bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
 
 TEST_F(ZooMlp, FiveStepsMatchTheReference) {
   auto workload = make_workload("mlp");
@@ -49,18 +34,13 @@ TEST_F(ZooMlp, FiveStepsMatchTheReference) {
     mlp_batch(kSeed, step, reference.config.batch, reference.config.inputs, reference.config.classes, &x, &target);
     const float want = reference.step(x.data(), target.data(), kDropoutSeed);
     const float got = workload->step(step);
-    EXPECT_EQ(bits(got), bits(want)) << "loss of step " << step << ": " << got << " vs " << want;
+    EXPECT_EQ(testing::float_bits(got), testing::float_bits(want))
+        << "loss of step " << step << ": " << got << " vs " << want;
   }
-  const auto params = workload->parameters();
-  const auto want = reference.params.tensors();
-  ASSERT_EQ(params.size(), 4u);
-  for (size_t i = 0; i < params.size(); ++i) {
-    const std::vector<float>& w = *want[i];
-    ASSERT_EQ(params[i].values.size(), w.size()) << params[i].name;
-    for (size_t j = 0; j < w.size(); ++j) {
-      ASSERT_EQ(bits(params[i].values[j]), bits(w[j])) << params[i].name << "[" << j << "]";
-    }
-  }
+  const auto want_params = reference.params.tensors();
+  testing::expect_parameters_equal(workload->parameters(),
+                                   std::vector<const std::vector<float>*>(want_params.begin(), want_params.end()),
+                                   ref::MlpParams<float>::kNames);
   hpusim_CompileCounters counters{};
   check(hpusim_compileCounters(&counters), "counters");
   EXPECT_EQ(counters.compiles, 1u);

@@ -11,13 +11,14 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "sim/zoo/api_graph.h"
+#include "tests/support/zoo_testing.h"
 #include "sim/zoo/bert_layer_workload.h"
 
 namespace hpusim::zoo {
 namespace {
 
 namespace ref = synapse::zoo_reference;
+using ZooBertLayerOnDevice = testing::ZooDeviceTest;
 
 constexpr uint32_t kSeed = 7;
 
@@ -29,22 +30,6 @@ ref::BertLayerConfig small_config() {
   c.heads = 4;
   c.ffn = 128;
   return c;
-}
-
-class ZooBertLayerOnDevice : public ::testing::Test {
- protected:
-  void SetUp() override {
-    check(synInitialize(), "synInitialize");
-    check(hpusim_deviceAcquireWithPreset(&device, "hl205", "hbm.refresh_enabled=false"), "acquire");
-  }
-  void TearDown() override { synDestroy(); }
-  synDeviceId device = 0;
-};
-
-uint32_t bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
 }
 
 // `steps` steps of the workload and the reference from the same seed: the losses, then every
@@ -60,25 +45,13 @@ void expect_steps_match(synDeviceId device, const ref::BertLayerConfig& config, 
     const std::vector<float> x = bert_layer_batch(kSeed, step, config);
     const float want = reference.step(x.data());
     const float got = workload->step(step);
-    EXPECT_EQ(bits(got), bits(want)) << "loss of step " << step << ": " << got << " vs " << want;
+    EXPECT_EQ(testing::float_bits(got), testing::float_bits(want))
+        << "loss of step " << step << ": " << got << " vs " << want;
   }
-  const auto params = workload->parameters();
   const auto want = reference.params.tensors();
-  ASSERT_EQ(params.size(), want.size());
-  for (size_t i = 0; i < params.size(); ++i) {
-    EXPECT_EQ(params[i].name, ref::BertLayerParams<float>::kNames[i]);
-    const std::vector<float>& w = *want[i];
-    ASSERT_EQ(params[i].values.size(), w.size()) << params[i].name;
-    size_t differ = 0, first = 0;
-    double max_diff = 0;
-    for (size_t j = 0; j < w.size(); ++j) {
-      if (bits(params[i].values[j]) == bits(w[j])) continue;
-      if (differ++ == 0) first = j;
-      max_diff = std::max(max_diff, std::fabs(static_cast<double>(params[i].values[j]) - w[j]));
-    }
-    EXPECT_EQ(differ, 0u) << params[i].name << ": " << differ << " of " << w.size()
-                          << " elements differ, the first at " << first << ", by up to " << max_diff;
-  }
+  testing::expect_parameters_equal(workload->parameters(),
+                                   std::vector<const std::vector<float>*>(want.begin(), want.end()),
+                                   ref::BertLayerParams<float>::kNames);
   hpusim_CompileCounters counters{};
   check(hpusim_compileCounters(&counters), "counters");
   EXPECT_EQ(counters.compiles, 1u);

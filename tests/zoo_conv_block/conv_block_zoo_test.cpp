@@ -8,7 +8,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "sim/zoo/api_graph.h"
+#include "tests/support/zoo_testing.h"
 #include "sim/zoo/conv_block_workload.h"
 #include "synapse/zoo_reference/conv_block.h"
 
@@ -16,24 +16,9 @@ namespace hpusim::zoo {
 namespace {
 
 namespace ref = synapse::zoo_reference;
+using ZooConvBlockOnDevice = testing::ZooDeviceTest;
 
 constexpr uint32_t kSeed = 7;
-
-class ZooConvBlockOnDevice : public ::testing::Test {
- protected:
-  void SetUp() override {
-    check(synInitialize(), "synInitialize");
-    check(hpusim_deviceAcquireWithPreset(&device, "hl205", "hbm.refresh_enabled=false"), "acquire");
-  }
-  void TearDown() override { synDestroy(); }
-  synDeviceId device = 0;
-};
-
-uint32_t bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
 
 void expect_five_steps_match(synDeviceId device, const ref::ConvBlockConfig& config) {
   auto workload = make_conv_block_workload(config);
@@ -45,20 +30,13 @@ void expect_five_steps_match(synDeviceId device, const ref::ConvBlockConfig& con
     const std::vector<float> x = conv_block_batch(kSeed, step, config);
     const float want = reference.step(x.data());
     const float got = workload->step(step);
-    EXPECT_EQ(bits(got), bits(want)) << "loss of step " << step << ": " << got << " vs " << want;
+    EXPECT_EQ(testing::float_bits(got), testing::float_bits(want))
+        << "loss of step " << step << ": " << got << " vs " << want;
   }
-  const auto params = workload->parameters();
   const auto want = reference.params.tensors();
-  ASSERT_EQ(params.size(), want.size());
-  for (size_t i = 0; i < params.size(); ++i) {
-    EXPECT_EQ(params[i].name, ref::ConvBlockParams<float>::kNames[i]);
-    const std::vector<float>& w = *want[i];
-    ASSERT_EQ(params[i].values.size(), w.size()) << params[i].name;
-    for (size_t j = 0; j < w.size(); ++j) {
-      ASSERT_EQ(bits(params[i].values[j]), bits(w[j]))
-          << params[i].name << "[" << j << "]: " << params[i].values[j] << " vs " << w[j];
-    }
-  }
+  testing::expect_parameters_equal(workload->parameters(),
+                                   std::vector<const std::vector<float>*>(want.begin(), want.end()),
+                                   ref::ConvBlockParams<float>::kNames);
   hpusim_CompileCounters counters{};
   check(hpusim_compileCounters(&counters), "counters");
   EXPECT_EQ(counters.compiles, 1u);
