@@ -54,6 +54,29 @@ void expect_parameters_equal(const std::vector<NamedTensor>& got, const std::vec
   }
 }
 
+// `steps` training steps of `workload` (set up from `seed`) and of `reference` (initialised from
+// it), feeding both `input(step)` (the reference takes `step_args(input)`): every loss, then
+// every parameter, bit for bit; one compile, then cache hits.
+template <class Reference, class Input, class Step, class Names>
+void expect_steps_match_reference(synDeviceId device, Workload& workload, Reference& reference, uint32_t seed,
+                                  uint32_t steps, Input input, Step reference_step, const Names& names) {
+  workload.setup(device, seed);
+  reference.init(seed);
+  for (uint32_t step = 0; step < steps; ++step) {
+    const auto in = input(step);
+    const float want = reference_step(reference, in);
+    const float got = workload.step(step);
+    EXPECT_EQ(float_bits(got), float_bits(want)) << "loss of step " << step << ": " << got << " vs " << want;
+  }
+  const auto want = reference.params.tensors();
+  expect_parameters_equal(workload.parameters(), std::vector<const std::vector<float>*>(want.begin(), want.end()),
+                          names);
+  hpusim_CompileCounters counters{};
+  check(hpusim_compileCounters(&counters), "hpusim_compileCounters");
+  EXPECT_EQ(counters.compiles, 1u);
+  EXPECT_EQ(counters.cacheHits, steps - 1);
+}
+
 // The device and step times and the loss bits of every step against tests/golden/`file`, keys
 // "<prefix>.step<N>.<field>"; the first step compiles, the others hit the cache.
 inline void check_step_goldens(const std::string& file, const std::string& prefix,

@@ -38,24 +38,11 @@ void expect_steps_match(synDeviceId device, const ref::BertLayerConfig& config, 
   auto workload = make_bert_layer_workload(config);
   ASSERT_TRUE(workload);
   EXPECT_EQ(workload->name(), "bert-layer");
-  workload->setup(device, kSeed);
   ref::BertLayer reference(config);
-  reference.init(kSeed);
-  for (uint32_t step = 0; step < steps; ++step) {
-    const std::vector<float> x = bert_layer_batch(kSeed, step, config);
-    const float want = reference.step(x.data());
-    const float got = workload->step(step);
-    EXPECT_EQ(testing::float_bits(got), testing::float_bits(want))
-        << "loss of step " << step << ": " << got << " vs " << want;
-  }
-  const auto want = reference.params.tensors();
-  testing::expect_parameters_equal(workload->parameters(),
-                                   std::vector<const std::vector<float>*>(want.begin(), want.end()),
-                                   ref::BertLayerParams<float>::kNames);
-  hpusim_CompileCounters counters{};
-  check(hpusim_compileCounters(&counters), "counters");
-  EXPECT_EQ(counters.compiles, 1u);
-  EXPECT_EQ(counters.cacheHits, steps - 1);
+  testing::expect_steps_match_reference(
+      device, *workload, reference, kSeed, steps, [&](uint32_t step) { return bert_layer_batch(kSeed, step, config); },
+      [](ref::BertLayer& r, const std::vector<float>& x) { return r.step(x.data()); },
+      ref::BertLayerParams<float>::kNames);
 }
 
 TEST_F(ZooBertLayerOnDevice, FiveStepsMatchTheReference) { expect_steps_match(device, small_config(), 5); }

@@ -23,24 +23,11 @@ constexpr uint32_t kSeed = 7;
 void expect_five_steps_match(synDeviceId device, const ref::ConvBlockConfig& config) {
   auto workload = make_conv_block_workload(config);
   ASSERT_TRUE(workload);
-  workload->setup(device, kSeed);
   ref::ConvBlock reference(config);
-  reference.init(kSeed);
-  for (uint32_t step = 0; step < 5; ++step) {
-    const std::vector<float> x = conv_block_batch(kSeed, step, config);
-    const float want = reference.step(x.data());
-    const float got = workload->step(step);
-    EXPECT_EQ(testing::float_bits(got), testing::float_bits(want))
-        << "loss of step " << step << ": " << got << " vs " << want;
-  }
-  const auto want = reference.params.tensors();
-  testing::expect_parameters_equal(workload->parameters(),
-                                   std::vector<const std::vector<float>*>(want.begin(), want.end()),
-                                   ref::ConvBlockParams<float>::kNames);
-  hpusim_CompileCounters counters{};
-  check(hpusim_compileCounters(&counters), "counters");
-  EXPECT_EQ(counters.compiles, 1u);
-  EXPECT_EQ(counters.cacheHits, 4u);
+  testing::expect_steps_match_reference(
+      device, *workload, reference, kSeed, 5, [&](uint32_t step) { return conv_block_batch(kSeed, step, config); },
+      [](ref::ConvBlock& r, const std::vector<float>& x) { return r.step(x.data()); },
+      ref::ConvBlockParams<float>::kNames);
 }
 
 TEST_F(ZooConvBlockOnDevice, FiveStepsMatchTheReference) { expect_five_steps_match(device, {}); }
