@@ -7,6 +7,10 @@
 #include <boost/property_tree/ptree.hpp>
 
 #include <array>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -105,6 +109,63 @@ TEST(CliRun, AWarmDiskCacheCompilesNothingAndACorruptRecipeIsRecompiled) {
   const auto again = steps_of(json2);
   EXPECT_EQ(again[0].get<uint64_t>("compiles"), 1u) << r.output;
   EXPECT_EQ(again[0].get<double>("loss"), steps[0].get<double>("loss"));
+  fs::remove_all(dir);
+}
+
+// Two processes at a time share one cache directory with a 1 MB limit while recipes for 16
+// targets (8 TPC counts x 2 workloads, about 120 KB each) go through it: the directory never
+// exceeds the limit (the parent watches it), no run reads a bad recipe, every run succeeds.
+TEST(CliRun, ProcessesSharingASmallCacheDirectoryStayUnderItsLimit) {
+  const std::string dir = temp("shared_cache");
+  fs::remove_all(dir);
+  const std::string env = "PT_HPU_RECIPE_CACHE_CONFIG=" + dir + ",false,1";
+  constexpr uint64_t kLimit = 1ull << 20;
+  std::atomic<bool> done{false};
+  std::atomic<uint64_t> peak{0};
+  std::thread watcher([&] {
+    while (!done) {
+      uint64_t bytes = 0;
+      std::error_code ec;
+      for (const auto& entry : fs::directory_iterator(dir, ec)) {
+        const uint64_t size = fs::file_size(entry.path(), ec);
+        if (!ec) bytes += size;
+      }
+      peak = std::max<uint64_t>(peak, bytes);
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  });
+  std::vector<std::string> failures;
+  std::mutex failures_mutex;
+  const auto worker = [&](const std::string& workload, int first_tpcs) {
+    for (int i = 0; i < 4; ++i) {
+      const int tpcs = first_tpcs + 2 * i;
+      const std::string totals = temp("shared_" + workload + std::to_string(tpcs) + ".totals.json");
+      const ProgramRun r = run_hpusim("run " + workload + " --steps 1 --quiet --set tpc.count=" +
+                                          std::to_string(tpcs) + " --totals " + totals,
+                                      env);
+      boost::property_tree::ptree t;
+      if (r.exit_code == 0) boost::property_tree::read_json(totals, t);
+      std::lock_guard<std::mutex> lock(failures_mutex);
+      if (r.exit_code != 0) failures.push_back(workload + " tpc.count=" + std::to_string(tpcs) + ": " + r.output);
+      else if (t.get<uint64_t>("corrupt_recipes") != 0) failures.push_back(workload + ": read a bad recipe");
+    }
+  };
+  std::vector<std::thread> runs;
+  for (const char* workload : {"mlp", "conv-block"}) {
+    runs.emplace_back(worker, workload, 1);
+    runs.emplace_back(worker, workload, 2);
+  }
+  for (auto& t : runs) t.join();
+  done = true;
+  watcher.join();
+  RecordProperty("peak_bytes", std::to_string(peak.load()));
+  EXPECT_TRUE(failures.empty()) << (failures.empty() ? "" : failures.front());
+  EXPECT_GT(peak.load(), kLimit / 4) << "the recipes never reached the directory";
+  EXPECT_LE(peak.load(), kLimit) << "the directory exceeded its limit";
+  size_t recipes = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) recipes += entry.path().extension() == ".recipe";
+  RecordProperty("recipes_left", std::to_string(recipes));
+  EXPECT_LT(recipes, 16u) << "with 16 recipes of ~120 KB, eviction must have removed some";
   fs::remove_all(dir);
 }
 
