@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 
 #include "hw/common/hex.h"
 
@@ -158,10 +159,66 @@ void gemm_f32_reference(const float* a, size_t lda, const float* b, size_t ldb, 
   edge(a, lda, b, ldb, c, ldc, 0, rows, 0, cols, k);
 }
 
+std::vector<MemoryRegion> operand_reads(const MmeJob& job, uint32_t index) {
+  const GemmDims g = gemm_dims(job);
+  const uint32_t e = type_bytes(job.in);
+  std::vector<MemoryRegion> regions;
+  if (job.op == MmeOp::Gemm) {
+    const uint64_t a_base = job.a + uint64_t{index} * job.batch_stride_a * e;
+    const uint64_t b_base = job.b + uint64_t{index} * job.batch_stride_b * e;
+    // Stored rows of A: M rows of K, or (transposed) K rows of M; B likewise.
+    const uint64_t a_rows = job.transpose_a ? g.k : g.m, a_cols = job.transpose_a ? g.m : g.k;
+    const uint64_t b_rows = job.transpose_b ? g.n : g.k, b_cols = job.transpose_b ? g.k : g.n;
+    regions.reserve(a_rows + b_rows);
+    for (uint64_t r = 0; r < a_rows; ++r) regions.push_back({a_base + r * job.lda * e, a_cols * e});
+    for (uint64_t r = 0; r < b_rows; ++r) regions.push_back({b_base + r * job.ldb * e, b_cols * e});
+    return regions;
+  }
+  const ConvShape& s = job.conv;
+  const uint64_t x_elems = uint64_t{s.n} * s.h * s.w * s.c, w_elems = uint64_t{s.r} * s.s * s.c * s.k;
+  const uint64_t y_elems = uint64_t{s.n} * static_cast<uint64_t>(s.out_h() * s.out_w()) * s.k;
+  const uint64_t a_elems = job.op == MmeOp::ConvBackwardData ? y_elems : x_elems;
+  const uint64_t b_elems = job.op == MmeOp::ConvBackwardWeight ? y_elems : w_elems;
+  return {{job.a, a_elems * e}, {job.b, b_elems * e}};
+}
+
+bool snapshot_operands(const MmeJob& job, uint32_t index, const MemoryReader& read, OperandSnapshot& snapshot,
+                       std::string& error) {
+  snapshot.regions = operand_reads(job, index);
+  uint64_t total = 0;
+  for (const MemoryRegion& r : snapshot.regions) total += r.bytes;
+  snapshot.bytes.resize(total);
+  uint64_t at = 0;
+  for (size_t i = 0; i < snapshot.regions.size(); ++i) {
+    const MemoryRegion& r = snapshot.regions[i];
+    if (!read(r.address, r.bytes, snapshot.bytes.data() + at)) {
+      const GemmDims g = gemm_dims(job);
+      const uint64_t a_count = job.op == MmeOp::Gemm ? (job.transpose_a ? g.k : g.m) : 1;
+      const bool is_a = i < a_count;
+      error = std::string("operand ") + (is_a ? "A" : "B") + " read at " + hex(r.address) + " refused";
+      return false;
+    }
+    at += r.bytes;
+  }
+  return true;
+}
+
+MemoryReader OperandSnapshot::reader() const {
+  auto next = std::make_shared<size_t>(0);
+  auto offset = std::make_shared<uint64_t>(0);
+  return [this, next, offset](uint64_t address, size_t bytes, void* dst) {
+    if (*next >= regions.size() || regions[*next].address != address || regions[*next].bytes != bytes) return false;
+    std::memcpy(dst, this->bytes.data() + *offset, bytes);
+    *offset += bytes;
+    ++*next;
+    return true;
+  };
+}
+
 bool gather_operands(const MmeJob& job, uint32_t index, const MemoryReader& read, std::vector<float>& a,
                      std::vector<float>& b, std::string& error) {
   const GemmDims g = gemm_dims(job);
-  const uint32_t e = type_bytes(job.in);
+  const std::vector<MemoryRegion> regions = operand_reads(job, index);
   a.assign(g.m * g.k, 0.0f);
   b.assign(g.k * g.n, 0.0f);
   std::vector<uint8_t> scratch;
@@ -172,13 +229,10 @@ bool gather_operands(const MmeJob& job, uint32_t index, const MemoryReader& read
   };
 
   if (job.op == MmeOp::Gemm) {
-    const uint64_t a_base = job.a + uint64_t{index} * job.batch_stride_a * e;
-    const uint64_t b_base = job.b + uint64_t{index} * job.batch_stride_b * e;
-    // Stored rows of A: M rows of K, or (transposed) K rows of M.
     const uint64_t a_rows = job.transpose_a ? g.k : g.m, a_cols = job.transpose_a ? g.m : g.k;
     row.resize(std::max(a_cols, job.transpose_b ? g.k : g.n));
     for (uint64_t r = 0; r < a_rows; ++r) {
-      const uint64_t address = a_base + r * job.lda * e;
+      const uint64_t address = regions[r].address;
       if (!read_elements(read, address, a_cols, job.in, row.data(), scratch)) return fail("A", address);
       for (uint64_t c = 0; c < a_cols; ++c) {
         if (job.transpose_a) a[c * g.k + r] = row[c];
@@ -187,7 +241,7 @@ bool gather_operands(const MmeJob& job, uint32_t index, const MemoryReader& read
     }
     const uint64_t b_rows = job.transpose_b ? g.n : g.k, b_cols = job.transpose_b ? g.k : g.n;
     for (uint64_t r = 0; r < b_rows; ++r) {
-      const uint64_t address = b_base + r * job.ldb * e;
+      const uint64_t address = regions[a_rows + r].address;
       if (!read_elements(read, address, b_cols, job.in, row.data(), scratch)) return fail("B", address);
       for (uint64_t c = 0; c < b_cols; ++c) {
         if (job.transpose_b) b[c * g.n + r] = row[c];
@@ -207,8 +261,8 @@ bool gather_operands(const MmeJob& job, uint32_t index, const MemoryReader& read
   const uint64_t b_elems = job.op == MmeOp::ConvBackwardWeight ? y_elems : w_elems;
   ta.resize(a_elems);
   tb.resize(b_elems);
-  if (!read_elements(read, job.a, a_elems, job.in, ta.data(), scratch)) return fail("A", job.a);
-  if (!read_elements(read, job.b, b_elems, job.in, tb.data(), scratch)) return fail("B", job.b);
+  if (!read_elements(read, regions[0].address, a_elems, job.in, ta.data(), scratch)) return fail("A", job.a);
+  if (!read_elements(read, regions[1].address, b_elems, job.in, tb.data(), scratch)) return fail("B", job.b);
   const auto x_at = [&](uint64_t n, int64_t h, int64_t w, uint64_t c) -> float {
     if (h < 0 || w < 0 || h >= s.h || w >= s.w) return 0.0f;
     return ta[((n * s.h + static_cast<uint64_t>(h)) * s.w + static_cast<uint64_t>(w)) * s.c + c];

@@ -28,6 +28,25 @@ void gemm_f32_reference(const float* a, size_t lda, const float* b, size_t ldb, 
 // Reads `bytes` of device memory at `address` into `dst`; false if the memory refuses.
 using MemoryReader = std::function<bool(uint64_t address, size_t bytes, void* dst)>;
 
+// The device memory gather_operands reads for batch `index`, in its order: for a GEMM each stored
+// row of A, then each stored row of B; for a convolution the A tensor, then the B tensor.
+struct MemoryRegion {
+  uint64_t address = 0;
+  uint64_t bytes = 0;
+};
+std::vector<MemoryRegion> operand_reads(const MmeJob& job, uint32_t index);
+
+// The bytes of those regions, read once (a snapshot), and a reader that serves gather_operands
+// from them: so the simulation thread only copies bytes and another thread converts, transposes
+// and lowers them.
+struct OperandSnapshot {
+  std::vector<MemoryRegion> regions;
+  std::vector<uint8_t> bytes;   // the regions' bytes, one after another
+  MemoryReader reader() const;  // serves the regions in order; anything else is refused
+};
+bool snapshot_operands(const MmeJob& job, uint32_t index, const MemoryReader& read, OperandSnapshot& snapshot,
+                       std::string& error);
+
 // The GEMM operands of batch `index` of a job as dense f32 matrices: A as gemm_dims().m x k, B as
 // k x n (transposes undone, convolutions lowered to their implicit GEMM, padding zeros). On a
 // refused read returns false and names the operand and address in `error`.

@@ -59,15 +59,16 @@ MmeEngineParams mme_engine_params_from(const preset::Card& card, unsigned index)
 
 // ---------------------------------------------------------------------------------------------
 // The arithmetic of one job on a worker thread, super-tile by super-tile in the plan's order,
-// so output writes can start while later super-tiles are still being computed.
+// so output writes can start while later super-tiles are still being computed. The simulation
+// thread only snapshots the operand bytes; the worker converts, transposes or lowers them and
+// allocates the results, off the simulation thread's critical path.
 // ---------------------------------------------------------------------------------------------
 
 class MmeEngine::Arithmetic {
  public:
-  Arithmetic(const mme::JobPlan& plan, std::vector<std::vector<float>> a, std::vector<std::vector<float>> b)
-      : plan_(plan), a_(std::move(a)), b_(std::move(b)), c_(a_.size()) {
-    const mme::GemmDims& d = plan_.dims();
-    for (auto& c : c_) c.resize(d.m * d.n);
+  Arithmetic(const mme::MmeJob& job, const mme::JobPlan& plan, std::vector<mme::OperandSnapshot> operands)
+      : job_(job), plan_(plan), operands_(std::move(operands)), a_(operands_.size()), b_(operands_.size()),
+        c_(operands_.size()) {
     worker_ = std::thread([this] { run(); });
   }
   ~Arithmetic() {
@@ -75,10 +76,12 @@ class MmeEngine::Arithmetic {
     worker_.join();
   }
 
-  // Blocks (wall time only) until super-tile `index` is computed.
+  // Blocks (wall time only) until super-tile `index` is computed. Throws std::logic_error if the
+  // snapshot could not be unpacked (it holds exactly what gather_operands reads, so a bug).
   void wait_for(uint64_t index) {
     std::unique_lock<std::mutex> lock(mutex_);
-    ready_.wait(lock, [&] { return done_ > index; });
+    ready_.wait(lock, [&] { return done_ > index || !error_.empty(); });
+    if (!error_.empty()) throw std::logic_error("MME arithmetic: " + error_);
   }
   const float* result(uint32_t batch) const { return c_[batch].data(); }
   double seconds() const { return seconds_; }
@@ -92,6 +95,17 @@ class MmeEngine::Arithmetic {
     const mme::GemmDims& d = plan_.dims();
     for (uint64_t s = 0; s < plan_.supertiles() && !stop_; ++s) {
       const auto t = plan_.supertile(s);
+      if (c_[t.batch].empty()) {
+        std::string error;
+        if (!mme::gather_operands(job_, t.batch, operands_[t.batch].reader(), a_[t.batch], b_[t.batch], error)) {
+          std::lock_guard<std::mutex> lock(mutex_);
+          error_ = error;
+          ready_.notify_all();
+          return;
+        }
+        operands_[t.batch] = {};
+        c_[t.batch].resize(d.m * d.n);
+      }
       mme::gemm_f32(a_[t.batch].data() + t.row0 * d.k, d.k, b_[t.batch].data() + t.col0, d.n,
                     c_[t.batch].data() + t.row0 * d.n + t.col0, d.n, t.rows, t.cols, d.k);
       std::lock_guard<std::mutex> lock(mutex_);
@@ -101,8 +115,11 @@ class MmeEngine::Arithmetic {
     seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
 
+  const mme::MmeJob job_;
   const mme::JobPlan& plan_;
+  std::vector<mme::OperandSnapshot> operands_;
   std::vector<std::vector<float>> a_, b_, c_;
+  std::string error_;
   std::mutex mutex_;
   std::condition_variable ready_;
   uint64_t done_ = 0;
@@ -300,22 +317,22 @@ bool MmeEngine::execute(const mme::MmeJob& job, uint64_t epoch) {
   stats_.supertile_cols = static_cast<uint32_t>(plan.super_cols());
   stats_.kc = static_cast<uint32_t>(plan.kc());
 
-  // The values: operands read now (through the engine's port and MMU), computed on a worker
+  // The values: operand bytes read now (through the engine's port and MMU), computed on a worker
   // while the cycle model below moves the same bytes through the fabric.
-  std::vector<std::vector<float>> a(d.batch), b(d.batch);
+  std::vector<mme::OperandSnapshot> operands(d.batch);
   const mme::MemoryReader reader = [this](uint64_t address, size_t bytes, void* dst) {
     return debug_read(address, bytes, dst);
   };
   const auto gather_start = std::chrono::steady_clock::now();
   for (uint32_t i = 0; i < d.batch; ++i) {
     std::string error;
-    if (!mme::gather_operands(job, i, reader, a[i], b[i], error)) {
+    if (!mme::snapshot_operands(job, i, reader, operands[i], error)) {
       fault(MmeError::OperandRead, params_.name + ": " + error);
       return false;
     }
   }
   stats_.host_gather_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - gather_start).count();
-  Arithmetic arithmetic(plan, std::move(a), std::move(b));
+  Arithmetic arithmetic(job, plan, std::move(operands));
 
   const uint64_t chunks = plan.chunks();
   chunks_total_ = chunks;
