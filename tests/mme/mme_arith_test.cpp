@@ -95,6 +95,62 @@ MmeJob gemm_job(uint32_t m, uint32_t n, uint32_t k) {
   return j;
 }
 
+// A byte-addressed memory of random bytes, with one refused range.
+struct FakeMemory {
+  std::vector<uint8_t> bytes;
+  uint64_t refused_from = ~uint64_t{0};
+  MemoryReader reader() {
+    return [this](uint64_t address, size_t size, void* dst) {
+      if (address + size > bytes.size() || address + size > refused_from) return false;
+      std::memcpy(dst, bytes.data() + address, size);
+      return true;
+    };
+  }
+};
+
+TEST(MmeOperands, ASnapshotServesTheSameGatherAsMemory) {
+  std::mt19937 rng(5);
+  FakeMemory mem;
+  mem.bytes.resize(1 << 20);
+  for (auto& b : mem.bytes) b = static_cast<uint8_t>(rng() & 0x3F);   // finite bf16 / f32 values
+  MmeJob gemm;
+  gemm.m = 37, gemm.n = 20, gemm.k = 50, gemm.batch = 2;
+  gemm.transpose_a = true, gemm.lda = 40, gemm.ldb = 24, gemm.ldo = 20;
+  gemm.a = 0x100, gemm.b = 0x40000, gemm.batch_stride_a = 4096, gemm.batch_stride_b = 2048;
+  MmeJob conv;
+  conv.op = MmeOp::ConvBackwardWeight, conv.in = MmeType::F32;
+  conv.conv = ConvShape{2, 6, 7, 3, 4, 3, 3, 1, 1, 1, 1, 1, 1};
+  conv.a = 0x1000, conv.b = 0x80000;
+  for (const MmeJob& job : {gemm, conv}) {
+    for (uint32_t index = 0; index < gemm_dims(job).batch; ++index) {
+      std::vector<float> a1, b1, a2, b2;
+      std::string error;
+      ASSERT_TRUE(gather_operands(job, index, mem.reader(), a1, b1, error)) << error;
+      OperandSnapshot snapshot;
+      ASSERT_TRUE(snapshot_operands(job, index, mem.reader(), snapshot, error)) << error;
+      ASSERT_TRUE(gather_operands(job, index, snapshot.reader(), a2, b2, error)) << error;
+      ASSERT_EQ(a1.size(), a2.size());
+      ASSERT_EQ(b1.size(), b2.size());
+      for (size_t i = 0; i < a1.size(); ++i) ASSERT_EQ(f32_bits(a1[i]), f32_bits(a2[i])) << "A " << i;
+      for (size_t i = 0; i < b1.size(); ++i) ASSERT_EQ(f32_bits(b1[i]), f32_bits(b2[i])) << "B " << i;
+      // The snapshot holds exactly the regions read (and nothing else is served).
+      uint64_t total = 0;
+      for (const MemoryRegion& r : operand_reads(job, index)) total += r.bytes;
+      EXPECT_EQ(snapshot.bytes.size(), total);
+      uint8_t byte;
+      EXPECT_FALSE(snapshot.reader()(job.a + 1, 1, &byte));
+    }
+  }
+  mem.refused_from = 0x40000 + 100;   // B's rows are 48 bytes apart: the third row is refused
+  OperandSnapshot snapshot;
+  std::string error, direct;
+  std::vector<float> a, b;
+  EXPECT_FALSE(snapshot_operands(gemm, 0, mem.reader(), snapshot, error));
+  EXPECT_EQ(error, "operand B read at 0x40060 refused");
+  EXPECT_FALSE(gather_operands(gemm, 0, mem.reader(), a, b, direct));
+  EXPECT_EQ(direct, error) << "the snapshot names the operand and address as the gather does";
+}
+
 TEST(MmeJob, DescriptorWordsRoundTrip) {
   MmeJob j = gemm_job(100, 200, 300);
   j.op = MmeOp::ConvBackwardData;
