@@ -68,7 +68,7 @@ struct MmeJobStats {
   uint64_t reads = 0, writes = 0;
   uint32_t supertile_rows = 0, supertile_cols = 0, kc = 0;
   double host_compute_seconds = 0;     // wall time of the arithmetic (worker thread)
-  double host_gather_seconds = 0;      // wall time reading the operands for it (simulation thread)
+  double host_gather_seconds = 0;      // wall time snapshotting the operand bytes (simulation thread)
   bool faulted = false;
   bool message_sent = false;
 };
