@@ -1,0 +1,393 @@
+// The C API's lifecycle, device, stream, event and memory entry points (the session:
+// session.h).
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "synapse/api/session.h"
+#include "synapse/recipe/recipe_file.h"
+#include "synapse/recipe_cache/disk_cache_config.h"
+
+namespace api = hpusim::synapse::api;
+namespace compiler = hpusim::synapse::compiler;
+namespace recipe = hpusim::synapse::recipe;
+using namespace hpusim::synapse::api;   // the session and its helpers (session.h)
+
+extern "C" {
+
+synStatus synInitialize(void) {
+  return locked("synInitialize", [&](Session& s) {
+    if (s.initialized) return fail(synObjectAlreadyInitialized, "synInitialize: already initialized");
+    std::optional<hpusim::synapse::recipe_cache::DiskCacheConfig> disk;
+    try {
+      disk = hpusim::synapse::recipe_cache::disk_cache_config_from_environment();
+    } catch (const std::exception& e) {
+      return fail(synInvalidArgument, std::string("synInitialize: PT_HPU_RECIPE_CACHE_CONFIG: ") + e.what());
+    }
+    try {
+      s.compiler = std::make_unique<compiler::CachingCompiler>(
+          std::make_unique<hpusim::synapse::recipe_cache::RecipeCache>(disk));
+    } catch (const std::exception& e) {
+      return fail(synFail, std::string("synInitialize: the recipe cache could not be set up: ") + e.what());
+    }
+    s.initialized = true;
+    s.launch_counters = {};
+    s.host_time = hpusim::cosim::HostTimeSource::kModeled;
+    return succeed();
+  });
+}
+
+synStatus synDestroy(void) {
+  return locked("synDestroy", [&](Session& s) {
+    if (!s.initialized) return need_init("synDestroy");
+    if (s.device) release_device(s);
+    s.recipes.clear();
+    s.compiler.reset();   // flushes the cache's disk writes
+    s.initialized = false;
+    return succeed();
+  });
+}
+
+synStatus synDeviceGetCount(uint32_t* count) {
+  return locked("synDeviceGetCount", [&](Session& s) {
+    if (!s.initialized) return need_init("synDeviceGetCount");
+    if (!count) return fail(synInvalidArgument, "synDeviceGetCount: count is NULL");
+    *count = 1;
+    return succeed();
+  });
+}
+
+synStatus synDeviceAcquireByDeviceType(synDeviceId* deviceId, synDeviceType deviceType) {
+  return locked("synDeviceAcquireByDeviceType", [&](Session& s) {
+    if (deviceType != synDeviceGaudi) {
+      return fail(synDeviceTypeMismatch, "synDeviceAcquireByDeviceType: the simulated card is a Gaudi (synDeviceGaudi)");
+    }
+    const char* preset = std::getenv("HPUSIM_PRESET");
+    const char* overrides = std::getenv("HPUSIM_SET");
+    return acquire(s, deviceId, preset && *preset ? preset : hpusim::preset::kDefaultPreset, overrides ? overrides : "");
+  });
+}
+
+synStatus synDeviceAcquire(synDeviceId* deviceId, const char* pciBus) {
+  if (pciBus && *pciBus) return fail(synInvalidArgument, "synDeviceAcquire: pciBus must be NULL or empty");
+  return synDeviceAcquireByDeviceType(deviceId, synDeviceGaudi);
+}
+
+synStatus hpusim_deviceAcquireWithPreset(synDeviceId* deviceId, const char* preset, const char* overrides) {
+  return locked("hpusim_deviceAcquireWithPreset", [&](Session& s) {
+    if (!preset || !*preset) return fail(synInvalidArgument, "hpusim_deviceAcquireWithPreset: preset is NULL or empty");
+    return acquire(s, deviceId, preset, overrides ? overrides : "");
+  });
+}
+
+synStatus synDeviceRelease(synDeviceId deviceId) {
+  return locked("synDeviceRelease", [&](Session& s) {
+    if (const synStatus st = need_device(s, "synDeviceRelease", deviceId); st != synSuccess) return st;
+    release_device(s);
+    return succeed();
+  });
+}
+
+synStatus synDeviceSynchronize(synDeviceId deviceId) {
+  return locked("synDeviceSynchronize", [&](Session& s) {
+    if (const synStatus st = need_device(s, "synDeviceSynchronize", deviceId); st != synSuccess) return st;
+    for (auto& [key, stream] : s.streams) {
+      if (const auto r = s.runtime->wait(stream.last_seq); !r.ok()) return finish(r);
+    }
+    if (const auto r = s.runtime->wait(s.last_launch_seq); !r.ok()) return finish(r);
+    flush_spans(s, false);
+    return succeed();
+  });
+}
+
+synStatus synDeviceGetMemoryInfo(synDeviceId deviceId, uint64_t* free, uint64_t* total) {
+  return locked("synDeviceGetMemoryInfo", [&](Session& s) {
+    if (const synStatus st = need_device(s, "synDeviceGetMemoryInfo", deviceId); st != synSuccess) return st;
+    if (!free || !total) return fail(synInvalidArgument, "synDeviceGetMemoryInfo: free or total is NULL");
+    *free = s.runtime->allocator().free_bytes();
+    *total = s.runtime->allocator().size();
+    return succeed();
+  });
+}
+
+synStatus synDeviceGetInfo(synDeviceId deviceId, synDeviceInfo* info) {
+  return locked("synDeviceGetInfo", [&](Session& s) {
+    if (const synStatus st = need_device(s, "synDeviceGetInfo", deviceId); st != synSuccess) return st;
+    if (!info) return fail(synInvalidArgument, "synDeviceGetInfo: info is NULL");
+    hpusim::driver::uapi::hl_info_hw_ip_info hw{};
+    hpusim::driver::uapi::hl_info_args args{};
+    args.return_pointer = reinterpret_cast<uintptr_t>(&hw);
+    args.return_size = sizeof hw;
+    args.op = hpusim::driver::uapi::HL_INFO_HW_IP_INFO;
+    if (s.device->info(args) != 0) return fail(synFail, "synDeviceGetInfo: the driver's HW_IP_INFO failed");
+    *info = synDeviceInfo{};
+    info->sramBaseAddress = hw.sram_base_address;
+    info->dramBaseAddress = hw.dram_base_address;
+    info->sramSize = hw.sram_size;
+    info->dramSize = hw.dram_size;
+    info->tpcEnabledMask = hw.tpc_enabled_mask;
+    info->dramEnabled = hw.dram_enabled;
+    info->deviceId = hw.device_id;
+    info->deviceType = synDeviceGaudi;
+    return succeed();
+  });
+}
+
+// ---- streams and events ----
+
+synStatus synStreamCreate(synStreamHandle* stream, synDeviceId deviceId, synStreamType type, uint32_t flags) {
+  if (type > STREAM_TYPE_NETWORK_COLLECTIVE) return fail(synInvalidArgument, "synStreamCreate: unknown stream type");
+  if (type == STREAM_TYPE_NETWORK_COLLECTIVE) return fail(synUnsupported, "synStreamCreate: no collective streams (no NIC model yet)");
+  return create_stream(stream, deviceId, queue_of(type), flags, "synStreamCreate");
+}
+
+synStatus synStreamCreateGeneric(synStreamHandle* stream, synDeviceId deviceId, uint32_t flags) {
+  return create_stream(stream, deviceId, QueueId::DMA_0_0, flags, "synStreamCreateGeneric");
+}
+
+synStatus synStreamDestroy(synStreamHandle stream) {
+  return locked("synStreamDestroy", [&](Session& s) {
+    Stream* st = find_stream(s, stream);
+    if (!st) return fail(synInvalidArgument, "synStreamDestroy: not a live stream handle");
+    s.runtime->wait(st->last_seq);
+    s.streams.erase(key_of(stream));
+    return succeed();
+  });
+}
+
+synStatus synStreamWaitEvent(synStreamHandle stream, synEventHandle event, uint32_t flags) {
+  return locked("synStreamWaitEvent", [&](Session& s) {
+    Stream* st = find_stream(s, stream);
+    Event* ev = find_event(s, event);
+    if (!st || !ev) return fail(synInvalidArgument, "synStreamWaitEvent: not a live stream or event handle");
+    if (flags != 0) return fail(synInvalidArgument, "synStreamWaitEvent: flags must be 0");
+    if (ev->seq != 0) st->waits.push_back(ev->seq);
+    return succeed();
+  });
+}
+
+synStatus synStreamSynchronize(synStreamHandle stream) {
+  return locked("synStreamSynchronize", [&](Session& s) {
+    Stream* st = nullptr;
+    if (const synStatus r = stream_checks(s, st, stream, "synStreamSynchronize"); r != synSuccess) return r;
+    return finish(s.runtime->wait(st->last_seq));
+  });
+}
+
+synStatus synStreamQuery(synStreamHandle stream) {
+  return locked("synStreamQuery", [&](Session& s) {
+    Stream* st = find_stream(s, stream);
+    if (!st) return fail(synInvalidArgument, "synStreamQuery: not a live stream handle");
+    for (uint64_t seq : st->waits) {
+      if (!s.runtime->completed(seq)) return fail(synBusy, "synStreamQuery: the stream waits for an event");
+    }
+    return s.runtime->completed(st->last_seq) ? succeed() : fail(synBusy, "synStreamQuery: work in flight");
+  });
+}
+
+synStatus synEventCreate(synEventHandle* event, synDeviceId deviceId, uint32_t flags) {
+  return locked("synEventCreate", [&](Session& s) {
+    if (const synStatus st = need_device(s, "synEventCreate", deviceId); st != synSuccess) return st;
+    if (!event) return fail(synInvalidArgument, "synEventCreate: event is NULL");
+    if (flags & ~EVENT_COLLECT_TIME) return fail(synInvalidArgument, "synEventCreate: flags must be 0 or EVENT_COLLECT_TIME");
+    const uint64_t key = s.next_handle++;
+    s.events[key].flags = flags;
+    *event = handle_of<synEventHandle>(key);
+    return succeed();
+  });
+}
+
+synStatus synEventDestroy(synEventHandle event) {
+  return locked("synEventDestroy", [&](Session& s) {
+    if (!s.events.erase(key_of(event))) return fail(synInvalidArgument, "synEventDestroy: not a live event handle");
+    return succeed();
+  });
+}
+
+synStatus synEventRecord(synEventHandle event, synStreamHandle stream) {
+  return locked("synEventRecord", [&](Session& s) {
+    Stream* st = nullptr;
+    if (const synStatus r = stream_checks(s, st, stream, "synEventRecord"); r != synSuccess) return r;
+    Event* ev = find_event(s, event);
+    if (!ev) return fail(synInvalidArgument, "synEventRecord: not a live event handle");
+    ev->recorded = true;
+    ev->seq = s.runtime->completed(st->last_seq) ? 0 : st->last_seq;
+    ev->recorded_ps = s.runtime->host_now_ps();
+    if (ev->seq == 0 && st->last_seq != 0 && (ev->flags & EVENT_COLLECT_TIME)) ev->seq = st->last_seq;
+    return succeed();
+  });
+}
+
+synStatus synEventQuery(synEventHandle event) {
+  return locked("synEventQuery", [&](Session& s) {
+    Event* ev = find_event(s, event);
+    if (!ev) return fail(synInvalidArgument, "synEventQuery: not a live event handle");
+    return s.runtime->completed(ev->seq) ? succeed() : fail(synBusy, "synEventQuery: not yet");
+  });
+}
+
+synStatus synEventSynchronize(synEventHandle event) {
+  return locked("synEventSynchronize", [&](Session& s) {
+    Event* ev = find_event(s, event);
+    if (!ev) return fail(synInvalidArgument, "synEventSynchronize: not a live event handle");
+    return finish(s.runtime->wait(ev->seq));
+  });
+}
+
+synStatus synEventElapsedTime(uint64_t* nanoseconds, synEventHandle eventStart, synEventHandle eventEnd) {
+  return locked("synEventElapsedTime", [&](Session& s) {
+    Event* a = find_event(s, eventStart);
+    Event* b = find_event(s, eventEnd);
+    if (!a || !b || !nanoseconds) return fail(synInvalidArgument, "synEventElapsedTime: bad event handle or NULL result");
+    if (!(a->flags & EVENT_COLLECT_TIME) || !(b->flags & EVENT_COLLECT_TIME)) {
+      return fail(synInvalidArgument, "synEventElapsedTime: both events need EVENT_COLLECT_TIME");
+    }
+    if (!a->recorded || !b->recorded) return fail(synObjectNotInitialized, "synEventElapsedTime: an event was never recorded");
+    const auto time_of = [&](const Event& e, uint64_t* ps) -> hpusim::synapse::graph::Result {
+      if (e.seq == 0) {
+        *ps = e.recorded_ps;
+        return hpusim::synapse::graph::Result::success();
+      }
+      return s.runtime->completion_time_ps(e.seq, ps);
+    };
+    uint64_t start = 0, end = 0;
+    if (const auto r = time_of(*a, &start); !r.ok()) return finish(r);
+    if (const auto r = time_of(*b, &end); !r.ok()) return finish(r);
+    *nanoseconds = end > start ? (end - start) / 1000 : 0;
+    return succeed();
+  });
+}
+
+// ---- memory ----
+
+synStatus synHostMalloc(synDeviceId deviceId, uint64_t size, uint32_t flags, void** buffer) {
+  return locked("synHostMalloc", [&](Session& s) {
+    if (const synStatus st = need_device(s, "synHostMalloc", deviceId); st != synSuccess) return st;
+    if (!buffer || size == 0 || flags != 0) return fail(synInvalidArgument, "synHostMalloc: NULL buffer, size 0 or flags");
+    void* p = std::aligned_alloc(4096, (size + 4095) / 4096 * 4096);
+    if (!p) return fail(synOutOfHostMemory, "synHostMalloc: " + std::to_string(size) + " bytes");
+    HostBuffer b{size, 0, true};
+    if (s.device->map_host(p, size, &b.device_va) != 0) {
+      std::free(p);
+      return fail(synFailedToAllocateDeviceMemory, "synHostMalloc: the buffer could not be mapped for the device");
+    }
+    s.host_buffers[p] = b;
+    *buffer = p;
+    return succeed();
+  });
+}
+
+synStatus synHostFree(synDeviceId deviceId, const void* buffer, uint32_t flags) {
+  return locked("synHostFree", [&](Session& s) {
+    if (const synStatus st = need_device(s, "synHostFree", deviceId); st != synSuccess) return st;
+    auto it = s.host_buffers.find(buffer);
+    if (it == s.host_buffers.end() || !it->second.owned || flags != 0) {
+      return fail(synInvalidArgument, "synHostFree: not a buffer from synHostMalloc");
+    }
+    s.device->unmap_host(it->second.device_va);
+    std::free(const_cast<void*>(buffer));
+    s.host_buffers.erase(it);
+    return succeed();
+  });
+}
+
+synStatus synHostMap(synDeviceId deviceId, uint64_t size, const void* buffer) {
+  return locked("synHostMap", [&](Session& s) {
+    if (const synStatus st = need_device(s, "synHostMap", deviceId); st != synSuccess) return st;
+    if (!buffer || size == 0) return fail(synInvalidArgument, "synHostMap: NULL buffer or size 0");
+    if (s.host_buffers.count(buffer)) return fail(synInvalidArgument, "synHostMap: buffer is already mapped");
+    HostBuffer b{size, 0, false};
+    if (s.device->map_host(buffer, size, &b.device_va) != 0) {
+      return fail(synFailedToMapCb, "synHostMap: the buffer could not be mapped for the device");
+    }
+    s.host_buffers[buffer] = b;
+    return succeed();
+  });
+}
+
+synStatus synHostUnmap(synDeviceId deviceId, const void* buffer) {
+  return locked("synHostUnmap", [&](Session& s) {
+    if (const synStatus st = need_device(s, "synHostUnmap", deviceId); st != synSuccess) return st;
+    auto it = s.host_buffers.find(buffer);
+    if (it == s.host_buffers.end() || it->second.owned) return fail(synInvalidArgument, "synHostUnmap: not a synHostMap buffer");
+    s.device->unmap_host(it->second.device_va);
+    s.host_buffers.erase(it);
+    return succeed();
+  });
+}
+
+synStatus synDeviceMalloc(synDeviceId deviceId, uint64_t size, uint64_t reqAddr, uint32_t flags, uint64_t* buffer) {
+  return locked("synDeviceMalloc", [&](Session& s) {
+    if (const synStatus st = need_device(s, "synDeviceMalloc", deviceId); st != synSuccess) return st;
+    if (!buffer) return fail(synInvalidArgument, "synDeviceMalloc: buffer is NULL");
+    if (reqAddr != 0 || flags != 0) return fail(synUnsupported, "synDeviceMalloc: reqAddr and flags must be 0");
+    return finish(s.runtime->device_malloc(size, buffer));
+  });
+}
+
+synStatus synDeviceFree(synDeviceId deviceId, uint64_t buffer, uint32_t flags) {
+  return locked("synDeviceFree", [&](Session& s) {
+    if (const synStatus st = need_device(s, "synDeviceFree", deviceId); st != synSuccess) return st;
+    if (flags != 0) return fail(synInvalidArgument, "synDeviceFree: flags must be 0");
+    const auto r = s.runtime->device_free(buffer);
+    return r.ok() ? succeed() : fail(synFailedToFreeDeviceMemory, "synDeviceFree: " + r.message);
+  });
+}
+
+synStatus synMemCopyAsync(synStreamHandle stream, uint64_t src, uint64_t size, uint64_t dst, synDmaDir direction) {
+  return locked("synMemCopyAsync", [&](Session& s) {
+    Stream* st = nullptr;
+    if (const synStatus r = stream_checks(s, st, stream, "synMemCopyAsync"); r != synSuccess) return r;
+    uint64_t seq = 0;
+    hpusim::synapse::graph::Result r;
+    switch (direction) {
+      case HOST_TO_DRAM:
+        r = s.runtime->copy_to_device(reinterpret_cast<const void*>(static_cast<uintptr_t>(src)), dst, size, &seq, st->queue);
+        break;
+      case DRAM_TO_HOST:
+        r = s.runtime->copy_to_host(src, reinterpret_cast<void*>(static_cast<uintptr_t>(dst)), size, &seq, st->queue);
+        break;
+      case DRAM_TO_DRAM:
+        r = s.runtime->copy_on_device(src, dst, size, &seq, st->queue);
+        break;
+      default:
+        return fail(synInvalidArgument, "synMemCopyAsync: unknown direction");
+    }
+    if (!r.ok()) return finish(r);
+    st->last_seq = seq;
+    return succeed();
+  });
+}
+
+// The memsets: a 32-bit pattern over numOfElements x element bytes.
+static synStatus memset_pattern(const char* function, uint64_t deviceMem, uint32_t pattern, uint64_t bytes,
+                         synStreamHandle stream) {
+  return locked(function, [&](Session& s) {
+    Stream* st = nullptr;
+    if (const synStatus r = stream_checks(s, st, stream, function); r != synSuccess) return r;
+    uint64_t seq = 0;
+    if (const auto r = s.runtime->memset_device(deviceMem, pattern, bytes, &seq, st->queue); !r.ok()) {
+      return fail(synInvalidArgument, std::string(function) + ": " + r.message);
+    }
+    st->last_seq = seq;
+    return succeed();
+  });
+}
+
+synStatus synMemsetD8Async(uint64_t deviceMem, unsigned char value, uint64_t numOfElements, synStreamHandle stream) {
+  return memset_pattern("synMemsetD8Async", deviceMem, 0x01010101u * value, numOfElements, stream);
+}
+
+synStatus synMemsetD16Async(uint64_t deviceMem, uint16_t value, uint64_t numOfElements, synStreamHandle stream) {
+  return memset_pattern("synMemsetD16Async", deviceMem, 0x00010001u * value, numOfElements * 2, stream);
+}
+
+synStatus synMemsetD32Async(uint64_t deviceMem, uint32_t value, uint64_t numOfElements, synStreamHandle stream) {
+  return memset_pattern("synMemsetD32Async", deviceMem, value, numOfElements * 4, stream);
+}
+
+
+}  // extern "C"
