@@ -323,14 +323,16 @@ void ChannelController::retire(uint32_t s, uint64_t cycle, std::vector<Completio
 
 // The oldest ready column candidate and the oldest ready row candidate among the active banks of
 // bank group g, against the best found so far (FR-FCFS: the order of the scan does not matter).
-void ChannelController::select_in_group(uint32_t g, uint64_t cycle, bool want_col, bool want_row, bool pc_held,
-                                        uint32_t target, bool forced, int32_t& col_slot, int32_t& row_slot,
-                                        Command& row_cmd) const {
+// want_col: the group's column terms are ready (so a bank's column candidate is ready when its
+// bank-level time is); act_ready: likewise for ACT (PRE has no group terms).
+void ChannelController::select_in_group(uint32_t g, uint64_t cycle, bool want_col, bool want_row, bool act_ready,
+                                        bool pc_held, uint32_t target, bool forced, int32_t& col_slot,
+                                        int32_t& row_slot, Command& row_cmd) const {
   const uint32_t first = g * engine_.banks_per_group();
   for (uint32_t b = first; b < first + engine_.banks_per_group(); ++b) {
     const Bank& bank = banks_[b];
     if (bank.active_pos == kNotActive) continue;
-    if (want_col && bank.col != kNone && col_raw(bank) <= cycle &&
+    if (want_col && bank.col != kNone && bank.col_local <= cycle &&
         (col_slot == kNone || older(static_cast<uint32_t>(bank.col), static_cast<uint32_t>(col_slot)))) {
       const bool restricted = pc_held || (b == target && forced);
       if (!restricted ||
@@ -338,7 +340,8 @@ void ChannelController::select_in_group(uint32_t g, uint64_t cycle, bool want_co
         col_slot = bank.col;
       }
     }
-    if (want_row && b != target && bank.row != kNone && row_raw(bank) <= cycle &&
+    if (want_row && b != target && bank.row != kNone && bank.row_local <= cycle &&
+        (bank.row_cmd == Command::PRE || act_ready) &&
         (row_slot == kNone || older(static_cast<uint32_t>(bank.row), static_cast<uint32_t>(row_slot)))) {
       row_slot = bank.row;
       row_cmd = bank.row_cmd;
@@ -381,10 +384,11 @@ void ChannelController::advance(uint64_t cycle, std::vector<Completion>& out) {
     for (uint32_t g = p * groups; g < (p + 1) * groups; ++g) {
       const BgCache& bc = bg_cache_[g];
       const bool group_col = want_col && bc.min_col_local <= cycle && engine_.shared_constraint(col_cmd, g, p) <= cycle;
-      const bool group_row = want_row && (bc.min_pre_local <= cycle || (bc.min_act_local <= cycle &&
-                                                                        engine_.shared_constraint(Command::ACT, g, p) <= cycle));
+      const bool act_ready = want_row && bc.min_act_local <= cycle && engine_.shared_constraint(Command::ACT, g, p) <= cycle;
+      const bool group_row = want_row && (bc.min_pre_local <= cycle || act_ready);
       if (group_col || group_row) {
-        select_in_group(g, cycle, group_col, group_row, pc_held, target, forced, col_slot, row_slot, row_cmd);
+        select_in_group(g, cycle, group_col, group_row, act_ready, pc_held, target, forced, col_slot, row_slot,
+                        row_cmd);
       }
     }
   }

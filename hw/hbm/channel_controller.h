@@ -129,8 +129,7 @@ class ChannelController {
     bool in_use = false;
     uint8_t klass = 0;         // 0 unclassified, 1 needed ACT (miss), 2 needed PRE (conflict)
   };
-  struct Bank {
-    std::vector<uint32_t> q;   // slot indices, oldest first
+  struct Bank {   // the fields the scheduler reads every command first
     int32_t col = kNone;       // oldest arrived request of the current mode hitting the open row
     int32_t row = kNone;       // request whose row command (row_cmd) this bank needs
     Command col_cmd = Command::RD;
@@ -144,6 +143,7 @@ class ChannelController {
     // changes when a command issues to this bank; the bank-group and pseudo-channel parts are
     // added when used, so a command to one bank does not make its neighbours' caches stale.
     uint64_t col_local = 0, row_local = 0;
+    std::vector<uint32_t> q;   // slot indices, oldest first
   };
   uint64_t col_raw(const Bank& bank) const {
     return std::max(bank.col_local, engine_.shared_constraint(bank.col_cmd, bank.bg, bank.pc));
@@ -197,8 +197,8 @@ class ChannelController {
     return recompute_pc(p);
   }
   const PcCache& recompute_pc(uint32_t p) const;
-  void select_in_group(uint32_t g, uint64_t cycle, bool want_col, bool want_row, bool pc_held, uint32_t target,
-                       bool forced, int32_t& col_slot, int32_t& row_slot, Command& row_cmd) const;
+  void select_in_group(uint32_t g, uint64_t cycle, bool want_col, bool want_row, bool act_ready, bool pc_held,
+                       uint32_t target, bool forced, int32_t& col_slot, int32_t& row_slot, Command& row_cmd) const;
   void process_arrivals(uint64_t cycle);
   void update_mode();
   void mark_all_dirty();

@@ -15,7 +15,8 @@ HbmSubsystem::HbmSubsystem(sc_core::sc_module_name name, const SubsystemConfig& 
       socket("socket"),
       config_(config),
       mapper_(config.organization, config.timing, config.controller),
-      store_(std::string(basename()), config.base, mapper_.capacity_bytes()) {
+      store_(std::string(basename()), config.base, mapper_.capacity_bytes()),
+      calendar_(mapper_.total_channels()) {
   socket.register_nb_transport_fw(this, &HbmSubsystem::forward);
   socket.register_transport_dbg(this, &HbmSubsystem::debug_transport);
   const uint32_t channels = mapper_.total_channels();
@@ -140,8 +141,8 @@ void HbmSubsystem::reschedule(uint32_t channel, uint64_t not_before) {
   next = std::max(next, not_before);
   if (next >= scheduled_[channel]) return;
   scheduled_[channel] = next;
-  calendar_.push({next, channel});
-  if (!in_scheduler_) wake_.notify(hw::delay_until(calendar_.top().cycle * config_.timing.tck_ps));
+  calendar_.push(next, channel);
+  if (!in_scheduler_) wake_.notify(hw::delay_until(calendar_.top().first * config_.timing.tck_ps));
 }
 
 void HbmSubsystem::run_scheduler() {
@@ -149,9 +150,10 @@ void HbmSubsystem::run_scheduler() {
   in_scheduler_ = true;
   const uint64_t now_cycle = hw::now_ps() / config_.timing.tck_ps;
   current_cycle_ = now_cycle;
-  while (!calendar_.empty() && calendar_.top().cycle <= now_cycle) {
-    const Wake wake = calendar_.top();
+  while (!calendar_.empty() && calendar_.top().first <= now_cycle) {
+    const auto [cycle, channel] = calendar_.top();
     calendar_.pop();
+    const Wake wake{cycle, channel};
     if (scheduled_[wake.channel] != wake.cycle) continue;  // superseded by an earlier entry
     scheduled_[wake.channel] = kNever;
     ChannelController& controller = *controllers_[wake.channel];
@@ -169,7 +171,7 @@ void HbmSubsystem::run_scheduler() {
     reschedule(wake.channel, now_cycle + 1);
   }
   in_scheduler_ = false;
-  if (!calendar_.empty()) wake_.notify(hw::delay_until(calendar_.top().cycle * config_.timing.tck_ps));
+  if (!calendar_.empty()) wake_.notify(hw::delay_until(calendar_.top().first * config_.timing.tck_ps));
 }
 
 void HbmSubsystem::complete(const Completion& completion) {

@@ -20,6 +20,7 @@
 #include "hw/common/mem_protocol.h"
 #include "hw/hbm/address_mapper.h"
 #include "hw/hbm/channel_controller.h"
+#include "hw/hbm/wake_calendar.h"
 #include "hw/hbm/hbm_config.h"
 
 namespace hpusim::hbm {
@@ -93,7 +94,7 @@ class HbmSubsystem : public sc_core::sc_module {
   std::vector<std::unique_ptr<ChannelController>> controllers_;
   std::vector<std::deque<Request>> overflow_;        // per channel, waiting for queue space
   std::vector<uint64_t> scheduled_;                  // per channel: cycle of its live calendar entry
-  std::priority_queue<Wake, std::vector<Wake>, std::greater<Wake>> calendar_;
+  WakeCalendar calendar_;
   std::vector<Parent> parents_;
   std::vector<uint32_t> free_parents_;
   std::vector<Completion> completions_;
