@@ -434,7 +434,8 @@ void ChannelController::advance(uint64_t cycle, std::vector<Completion>& out) {
     check_choice(col_slot, slot.is_write ? Command::WR : Command::RD, cycle);
     engine_.issue_flat(slot.is_write ? Command::WR : Command::RD, slot.bank, slot.row, cycle);
     ++pc_epoch_[banks_[slot.bank].pc];
-    mark_times_stale(slot.bank);
+    // The bank's own candidate times stay: RD and WR move only its PRE time, and a bank with a
+    // column candidate has no row candidate. The group and pseudo-channel terms moved (epoch).
     issued = true;
     if (slot.remaining == slot.bursts) {
       if (slot.klass == 0) ++stats_.row_hits;
