@@ -153,13 +153,12 @@ void HbmSubsystem::run_scheduler() {
   while (!calendar_.empty() && calendar_.top().first <= now_cycle) {
     const auto [cycle, channel] = calendar_.top();
     calendar_.pop();
-    const Wake wake{cycle, channel};
-    if (scheduled_[wake.channel] != wake.cycle) continue;  // superseded by an earlier entry
-    scheduled_[wake.channel] = kNever;
-    ChannelController& controller = *controllers_[wake.channel];
+    if (scheduled_[channel] != cycle) continue;  // superseded by an earlier entry
+    scheduled_[channel] = kNever;
+    ChannelController& controller = *controllers_[channel];
     completions_.clear();
     controller.advance(now_cycle, completions_);
-    std::deque<Request>& waiting = overflow_[wake.channel];
+    std::deque<Request>& waiting = overflow_[channel];
     while (!waiting.empty() && controller.can_accept()) {
       Request request = waiting.front();
       waiting.pop_front();
@@ -168,7 +167,7 @@ void HbmSubsystem::run_scheduler() {
     }
     // Responses may make initiators issue new requests right here (re-entrantly).
     for (const Completion& completion : completions_) complete(completion);
-    reschedule(wake.channel, now_cycle + 1);
+    reschedule(channel, now_cycle + 1);
   }
   in_scheduler_ = false;
   if (!calendar_.empty()) wake_.notify(hw::delay_until(calendar_.top().first * config_.timing.tck_ps));

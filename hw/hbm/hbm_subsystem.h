@@ -13,7 +13,6 @@
 
 #include <deque>
 #include <memory>
-#include <queue>
 #include <vector>
 
 #include "hw/backing_store/backing_store.h"
@@ -69,14 +68,6 @@ class HbmSubsystem : public sc_core::sc_module {
     uint32_t remaining = 0;
     uint64_t done_cycle = 0;
   };
-  struct Wake {
-    uint64_t cycle;
-    uint32_t channel;
-    bool operator>(const Wake& other) const {
-      return cycle != other.cycle ? cycle > other.cycle : channel > other.channel;
-    }
-  };
-
   tlm::tlm_sync_enum forward(tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase, sc_core::sc_time& delay);
   unsigned debug_transport(tlm::tlm_generic_payload& trans);
   bool move_data(tlm::tlm_generic_payload& trans);

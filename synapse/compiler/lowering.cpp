@@ -31,7 +31,6 @@ using graph::NodeDesc;
 
 constexpr uint64_t kProgramAlignment = 256;
 
-std::string join_target(const CompileTarget& t) { return t.describe(); }
 
 class Lowering {
  public:
@@ -42,7 +41,7 @@ class Lowering {
   graph::Result run(recipe::Recipe* out) {
     recipe_.set_format_version(recipe::kFormatVersion);
     recipe_.set_graph_hash(graph_hash_);
-    recipe_.set_target(join_target(target_));
+    recipe_.set_target(target_.describe());
     recipe_.set_workspace_bytes(plan_.workspace_bytes);
     recipe_.set_sram_bytes(plan_.sram_bytes);
     recipe_.set_sob_base(target_.sob_base);
