@@ -35,7 +35,6 @@ synStatus synInitialize(void) {
     }
     s.initialized = true;
     s.launch_counters = {};
-    s.host_time = hpusim::cosim::HostTimeSource::kModeled;
     return succeed();
   });
 }

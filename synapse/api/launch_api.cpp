@@ -164,19 +164,6 @@ synStatus hpusim_hostTimeNs(uint64_t* nanoseconds) {
   });
 }
 
-synStatus hpusim_setHostTimeSource(const char* source) {
-  return locked("hpusim_setHostTimeSource", [&](Session& s) {
-    if (!s.initialized) return need_init("hpusim_setHostTimeSource");
-    if (s.device) return fail(synBusy, "hpusim_setHostTimeSource: call it before acquiring the device");
-    try {
-      s.host_time = hpusim::cosim::parse_host_time_source(source ? source : "");
-    } catch (const std::exception& e) {
-      return fail(synInvalidArgument, std::string("hpusim_setHostTimeSource: ") + e.what());
-    }
-    return succeed();
-  });
-}
-
 synStatus hpusim_traceToFile(const char* path) {
   return locked("hpusim_traceToFile", [&](Session& s) {
     if (!s.initialized) return need_init("hpusim_traceToFile");

@@ -30,7 +30,6 @@ synStatus acquire(Session& s, synDeviceId* id, const std::string& preset, const 
   if (s.device) return fail(synDeviceAlreadyAcquired, "synDeviceAcquire: device 0 is already acquired");
   hpusim::driver::HlDeviceOptions options;
   options.preset = preset;
-  options.time_source = s.host_time;
   // A launch may run for tens of ms of device time (a BERT layer step: ~30 ms); the driver's
   // default TDR of 20 ms suits its own tests, not whole training steps. 10 s of host time.
   options.cs_timeout_us = 10'000'000;

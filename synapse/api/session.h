@@ -55,7 +55,6 @@ struct PendingSpan {
 struct Session {
   std::mutex mutex;
   std::string trace_path;                            // hpusim_traceToFile
-  hpusim::cosim::HostTimeSource host_time = hpusim::cosim::HostTimeSource::kModeled;
   std::unique_ptr<hpusim::traces::Timeline> timeline;
   std::vector<PendingSpan> pending_spans;
   bool initialized = false;

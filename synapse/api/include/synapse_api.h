@@ -124,10 +124,6 @@ synStatus hpusim_launchCounters(hpusim_LaunchCounters* counters);
  * launch spans with flows to each launch's device span) goes to `path` when the device is
  * released (Chrome JSON for a ".json" name, Perfetto otherwise; NULL or "" for none). */
 synStatus hpusim_traceToFile(const char* path);
-/* Before the device is acquired: "modeled" (the default: the preset's host cost table, runs are
- * deterministic) or "measured" (host time advances by the CPU time host code uses outside the
- * simulator). Back to modeled at synInitialize. */
-synStatus hpusim_setHostTimeSource(const char* source);
 /* The host clock now (modeled by default: deterministic), in ns. */
 synStatus hpusim_hostTimeNs(uint64_t* nanoseconds);
 /* Completed launches so far, and the device time (submission to completion, ns) of the last. */

@@ -158,8 +158,8 @@ typedef struct {
 typedef struct {
   uint64_t launches;
   uint64_t patches;               /* patch points written */
-  uint64_t hostNanoseconds;       /* host time inside synLaunch, without a first launch's loading
-                                     of the recipe: modeled, or measured (hpusim_setHostTimeSource) */
+  uint64_t hostNanoseconds;       /* modeled host time inside synLaunch, without a first launch's
+                                     loading of the recipe */
   uint64_t prepareNanoseconds;    /* measured wall time preparing launches (checks, patching,
                                      command buffers), without the driver's submit */
 } hpusim_LaunchCounters;
