@@ -1080,7 +1080,12 @@ void HlDevice::check_tdr() {
 }
 
 void HlDevice::wait_event(uint64_t until_ps) {
-  poll_interrupts();
+  // An interrupt already due is the event: the caller re-checks what it waits for. (Blocking for
+  // the next one instead could wait for an interrupt that never comes, until the next deadline.)
+  if (poll_interrupts()) {
+    run_timers();
+    return;
+  }
   run_timers();
   const uint64_t now = sim_->host_now_ps();
   uint64_t target = std::min(until_ps, tdr_deadline_ps());
