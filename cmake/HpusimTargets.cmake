@@ -8,10 +8,16 @@ function(hpusim_add_library name)
   target_link_libraries(${name} PUBLIC ${ARG_DEPS})
 endfunction()
 
-# hpusim_add_gtest(NAME SOURCES... [DEPS ...]) : a GoogleTest executable. ctest runs every TEST
-# in its own process, because SystemC elaborates once per process.
+# hpusim_add_gtest(NAME SOURCES... [DEPS ...] LABEL tier [GOLDEN_FILTER pattern]) : a GoogleTest
+# executable. ctest runs every TEST in its own process, because SystemC elaborates once per
+# process. Its tests carry the ctest label `tier` (unit, timing, formula, golden, e2e); those whose
+# names match the gtest pattern GOLDEN_FILTER (e.g. "*Golden*") carry `golden` instead.
+set(HPUSIM_TEST_TIERS unit timing formula golden e2e python)
 function(hpusim_add_gtest name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  cmake_parse_arguments(ARG "" "LABEL;GOLDEN_FILTER" "SOURCES;DEPS" ${ARGN})
+  if(NOT ARG_LABEL IN_LIST HPUSIM_TEST_TIERS)
+    message(FATAL_ERROR "hpusim_add_gtest(${name}): LABEL must be one of ${HPUSIM_TEST_TIERS}, not '${ARG_LABEL}'")
+  endif()
   add_executable(${name} ${ARG_SOURCES} ${PROJECT_SOURCE_DIR}/tests/support/test_main.cpp)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR})
   target_compile_options(${name} PRIVATE -Wall -Wextra)
@@ -19,8 +25,16 @@ function(hpusim_add_gtest name)
   # Tests find the built program and the source tree through these definitions.
   target_compile_definitions(${name} PRIVATE HPUSIM_BINARY_DIR="${PROJECT_BINARY_DIR}"
                                              HPUSIM_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60
-    PROPERTIES ENVIRONMENT "SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1")
+  set(environment "SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1")
+  if(ARG_GOLDEN_FILTER)
+    gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 TEST_FILTER "${ARG_GOLDEN_FILTER}"
+      TEST_LIST ${name}_golden_tests PROPERTIES ENVIRONMENT "${environment}" LABELS golden)
+    gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 TEST_FILTER "-${ARG_GOLDEN_FILTER}"
+      TEST_LIST ${name}_tests PROPERTIES ENVIRONMENT "${environment}" LABELS ${ARG_LABEL})
+  else()
+    gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60
+      PROPERTIES ENVIRONMENT "${environment}" LABELS ${ARG_LABEL})
+  endif()
 endfunction()
 
 # hpusim_embed_text_files(OUTPUT cpp FILES ... HEADER h NAMESPACE ns FUNCTION fn TYPE t

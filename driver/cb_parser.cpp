@@ -5,7 +5,7 @@
 #include <cstdarg>
 #include <cstdio>
 
-#include "hw/qman/packets.h"
+#include "arch/packets/packets.h"
 
 namespace hpusim::driver {
 namespace {

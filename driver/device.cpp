@@ -6,12 +6,12 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "firmware/cpucp.h"
+#include "arch/cpucp/cpucp.h"
 #include "hw/card/card.h"
 #include "hw/card/card_tracer.h"
-#include "hw/common/hex.h"
-#include "hw/mme/mme_job.h"
-#include "hw/qman/packets.h"
+#include "arch/hex.h"
+#include "arch/mme/mme_job.h"
+#include "arch/packets/packets.h"
 #include "sim/cosim/host_port.h"
 
 namespace hpusim::driver {
@@ -30,7 +30,7 @@ constexpr uint64_t kMsiHostAddress = 0xFEE00000ull;          // x86 MSI window (
 constexpr uint64_t kCpuPqRegion = 0x100000000ull;           // CPU PQ: kCpuPqEntries BDs
 constexpr uint64_t kEqRegion = 0x100004000ull;              // event queue: kEqEntries x 64 B
 constexpr uint64_t kCpuCqRegion = 0x100008000ull;           // CPU-accessible window (CQ regs)
-constexpr uint32_t kEqEntries = firmware::eq::kDefaultLength;   // HL_EQ_LENGTH
+constexpr uint32_t kEqEntries = fw_if::eq::kDefaultLength;   // HL_EQ_LENGTH
 constexpr uint32_t kCpuCqBytes = 0x4000;
 constexpr uint64_t kCqRegion = 0x100010000ull;               // kNumCqs rings
 constexpr uint64_t kCqStride = 0x4000;                       // 4096 entries x 4 B
@@ -45,9 +45,9 @@ constexpr uint32_t kBdBytes = 16;
 constexpr uint64_t kGaudiHostVaStart = 0x1000000000000ull;   // VA_HOST_SPACE_START
 constexpr uint64_t kGaudiHostVaEnd = 0x3FF8000000000ull;
 
-// The firmware event (GAUDI_EVENT_*_QM) of a QMAN; its SPI is firmware::event::spi_of(event).
+// The firmware event (GAUDI_EVENT_*_QM) of a QMAN; its SPI is fw_if::event::spi_of(event).
 uint32_t qman_event_type(regs::QmanId qman) {
-  namespace ev = firmware::event;
+  namespace ev = fw_if::event;
   const unsigned engine = regs::qman_engine(qman);
   switch (regs::qman_family(qman)) {
     case regs::QmanFamily::Dma: return ev::dma_qm(engine);
@@ -247,7 +247,7 @@ bool HlDevice::wait_qman_error(regs::QmanId qman, uint64_t timeout_us) {
 // ---------------------------------------------------------------------------------------------
 
 bool HlDevice::init_cpu_queues() {
-  namespace fw = firmware;
+  namespace fw = fw_if;
   namespace cif = regs::cpu_if;
   // hl_fw_read_preboot_status / the boot wait: CPU_BOOT_STATUS reaches SRAM_AVAIL.
   const uint64_t boot_deadline = sim_->host_now_ps() + 100'000'000'000ull;   // 100 ms
@@ -294,7 +294,7 @@ bool HlDevice::init_cpu_queues() {
 }
 
 void HlDevice::halt_device_cpu() {
-  namespace fw = firmware;
+  namespace fw = fw_if;
   mmio_write(fw::boot::kKmdMsgToCpu, fw::boot::kKmdMsgGotoWfe);
   mmio_write(regs::gic::kGicdSetspiNsr, fw::event::spi_of(fw::event::kHaltMachine));
   const uint64_t deadline = sim_->host_now_ps() + 1'000'000'000ull;   // 1 ms
@@ -334,7 +334,7 @@ void HlDevice::init_qman(regs::QmanId qman) {
   const uint64_t gic = regs::cfg_address(regs::gic::kGicdSetspiNsr);
   mmio_write(reg(QmReg::GlblErrAddrLo, 0), static_cast<uint32_t>(gic));
   mmio_write(reg(QmReg::GlblErrAddrHi, 0), static_cast<uint32_t>(gic >> 32));
-  mmio_write(reg(QmReg::GlblErrWdata, 0), firmware::event::spi_of(qman_event_type(qman)));
+  mmio_write(reg(QmReg::GlblErrWdata, 0), fw_if::event::spi_of(qman_event_type(qman)));
   mmio_write(reg(QmReg::GlblErrCfg, 0), (0xFu << regs::qm::kGlblErrCfgPqfMsgEnShift) |
                                             (0x1Fu << regs::qm::kGlblErrCfgCqfMsgEnShift) |
                                             (0x1Fu << regs::qm::kGlblErrCfgCpMsgEnShift));
@@ -367,7 +367,7 @@ void HlDevice::init_dma_core(unsigned channel) {
   const uint64_t gic = regs::cfg_address(regs::gic::kGicdSetspiNsr);
   mmio_write(base + dc::kErrmsgAddrLo, static_cast<uint32_t>(gic));
   mmio_write(base + dc::kErrmsgAddrHi, static_cast<uint32_t>(gic >> 32));
-  mmio_write(base + dc::kErrmsgWdata, firmware::event::spi_of(firmware::event::dma_core(channel)));
+  mmio_write(base + dc::kErrmsgWdata, fw_if::event::spi_of(fw_if::event::dma_core(channel)));
   mmio_write(base + dc::kErrCfg, dc::kErrCfgErrMsgEn | dc::kErrCfgStopOnErr);
   mmio_write(base + dc::kSecureProps, dc::kPropsMmbp);
   mmio_write(base + dc::kNonSecureProps, dc::kPropsMmbp);
@@ -888,7 +888,7 @@ void HlDevice::handle_irq(unsigned vector) {
   trace_instant("MSI " + std::to_string(vector));
   if (vector < kNumCqs) {
     handle_cq(vector);
-  } else if (vector == firmware::kEventQueueMsiVector) {
+  } else if (vector == fw_if::kEventQueueMsiVector) {
     handle_eq();
   }
 }
@@ -896,7 +896,7 @@ void HlDevice::handle_irq(unsigned vector) {
 // hl_irq_handler_eq: every READY entry from CI on is handled, its header cleared, and the new CI
 // written to EQ_RD_OFFS.
 void HlDevice::handle_eq() {
-  namespace eq = firmware::eq;
+  namespace eq = fw_if::eq;
   bool any = false;
   while (true) {
     uint8_t entry[eq::kEntryBytes];
@@ -918,7 +918,7 @@ void HlDevice::handle_eq() {
 
 // gaudi_handle_eqe: QMAN errors name the engine and the causes (GLBL_STS1 of each CP, cleared).
 void HlDevice::handle_event(uint32_t type, const uint64_t* data) {
-  namespace ev = firmware::event;
+  namespace ev = fw_if::event;
   if (type == ev::kHeartbeat) return;
   if (type == ev::kMmuPageFault) {
     handle_page_fault();

@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "driver/cb_parser.h"
-#include "driver/uapi.h"
+#include "arch/uapi/uapi.h"
 #include "driver/vm_support.h"
-#include "hw/regs/gaudi1_map.h"
+#include "arch/regs/gaudi1_map.h"
 #include "sim/cosim/cosimulation.h"
 #include "sim/preset/preset.h"
 
@@ -298,7 +298,7 @@ class HlDevice {
   // range, host bus addresses for pinned user pages, the user's mappings by device VA.
   static constexpr uint32_t kUserAsid = 1;
   std::unique_ptr<ShadowPageTables> page_table_memory_;
-  std::unique_ptr<hw::PageTableBuilder> page_tables_;
+  std::unique_ptr<PageTableBuilder> page_tables_;
   std::unique_ptr<RangeAllocator> host_va_;
   std::unique_ptr<RangeAllocator> pinned_phys_;
   std::map<uint64_t, HostMapping> host_mappings_;

@@ -5,13 +5,13 @@
 #include <cstring>
 
 #include "driver/device.h"
-#include "firmware/cpucp.h"
+#include "arch/cpucp/cpucp.h"
 
 namespace hpusim::driver {
 namespace {
 
-namespace fw = firmware;
-namespace cpucp = firmware::cpucp;
+namespace fw = fw_if;
+namespace cpucp = fw_if::cpucp;
 
 // Host bus addresses of the message buffers (next to the CPU queues; one message at a time, as
 // the driver's send_cpu_message lock allows).

@@ -8,10 +8,10 @@
 #include <sstream>
 
 #include "driver/device.h"
-#include "firmware/cpucp.h"
+#include "arch/cpucp/cpucp.h"
 #include "hw/card/card.h"
-#include "hw/common/hex.h"
-#include "hw/mme/mme_job.h"
+#include "arch/hex.h"
+#include "arch/mme/mme_job.h"
 
 namespace hpusim::driver {
 namespace {
@@ -22,7 +22,7 @@ using namespace uapi;
 constexpr uint64_t kPageTablesOffset = 0x10000000;
 constexpr uint64_t kPageTablesBytes = 0xBFC0000;
 constexpr uint32_t kKernelAsid = 0;   // HL_KERNEL_ASID_ID
-constexpr uint64_t kHostPageBytes = hw::pte::k4K;
+constexpr uint64_t kHostPageBytes = pte::k4K;
 // Host bus addresses handed out to pinned user pages (what the IOMMU-less DMA API would give).
 constexpr uint64_t kPinnedRegion = 0x400000000000ull;
 constexpr uint64_t kPinnedRegionEnd = 0x800000000000ull;
@@ -37,14 +37,14 @@ void HlDevice::init_mmu() {
     const uint64_t end = std::min(dram_user_base_, base + kPageTablesBytes);
     if (end <= base) throw std::runtime_error("HlDevice: no room for the MMU page tables below dram_user_base");
     page_table_memory_ = std::make_unique<ShadowPageTables>();
-    page_tables_ = std::make_unique<hw::PageTableBuilder>(*page_table_memory_, base, end - base, hw::gaudi1_va::kMaxAsid);
-    host_va_ = std::make_unique<RangeAllocator>(hw::gaudi1_va::kPmmuStart, hw::gaudi1_va::kPmmuEnd);
+    page_tables_ = std::make_unique<PageTableBuilder>(*page_table_memory_, base, end - base, gaudi1_va::kMaxAsid);
+    host_va_ = std::make_unique<RangeAllocator>(gaudi1_va::kPmmuStart, gaudi1_va::kPmmuEnd);
     pinned_phys_ = std::make_unique<RangeAllocator>(kPinnedRegion, kPinnedRegionEnd);
     // The hop0 tables must read as empty on the device, whatever DRAM held before.
-    page_table_memory_->zero(page_tables_->hop0_address(0), hw::gaudi1_va::kMaxAsid * hw::pte::kTableBytes);
+    page_table_memory_->zero(page_tables_->hop0_address(0), gaudi1_va::kMaxAsid * pte::kTableBytes);
   }
   flush_page_tables();
-  for (uint32_t asid = 0; asid < hw::gaudi1_va::kMaxAsid; ++asid) {
+  for (uint32_t asid = 0; asid < gaudi1_va::kMaxAsid; ++asid) {
     const uint64_t hop0 = page_tables_->hop0_address(asid);
     mmio_write(mmu::kHop0Pa4312, static_cast<uint32_t>(hop0 >> 12));
     mmio_write(mmu::kHop0Pa4944, static_cast<uint32_t>(hop0 >> 44));
@@ -212,7 +212,7 @@ int HlDevice::map_host_memory(uint64_t host_address, uint64_t bytes, uint64_t hi
   }
   try {
     page_tables_->map(kUserAsid, *va, host_phys_base_ + *phys, span, kHostPageBytes);
-  } catch (const hw::PageTableError& error) {
+  } catch (const PageTableError& error) {
     logf(std::string("mapping host memory failed: ") + error.what());
     host_va_->release(*va);
     pinned_phys_->release(*phys);

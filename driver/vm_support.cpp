@@ -19,7 +19,7 @@ uint64_t ShadowPageTables::read64(uint64_t pa) {
 }
 
 void ShadowPageTables::zero(uint64_t pa, uint64_t bytes) {
-  for (uint64_t off = 0; off < bytes; off += hw::pte::kSize) entries_.erase(pa + off);
+  for (uint64_t off = 0; off < bytes; off += pte::kSize) entries_.erase(pa + off);
   for (uint64_t line = pa & ~(kLineBytes - 1); line < pa + bytes; line += kLineBytes) dirty_.insert(line);
 }
 
@@ -39,7 +39,7 @@ void ShadowPageTables::flush(const BlockWriter& write) {
       emit();
       block_start = line;
     }
-    for (uint64_t off = 0; off < kLineBytes; off += hw::pte::kSize) {
+    for (uint64_t off = 0; off < kLineBytes; off += pte::kSize) {
       const uint64_t value = read64(line + off);
       for (unsigned b = 0; b < 8; ++b) block.push_back(static_cast<uint8_t>(value >> (8 * b)));
     }

@@ -14,11 +14,11 @@
 #include <set>
 #include <unordered_map>
 
-#include "hw/mmu/page_table.h"
+#include "driver/page_tables.h"
 
 namespace hpusim::driver {
 
-class ShadowPageTables : public hw::PageTableMemory {
+class ShadowPageTables : public PageTableMemory {
  public:
   static constexpr uint64_t kLineBytes = 64;
 

@@ -4,7 +4,7 @@
 #include <cctype>
 #include <cstring>
 
-#include "hw/regs/gaudi1_map.h"
+#include "arch/regs/gaudi1_map.h"
 
 namespace hpusim::firmware {
 namespace {

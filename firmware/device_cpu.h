@@ -27,11 +27,13 @@
 #include <vector>
 
 #include "card_preset.pb.h"
-#include "firmware/cpucp.h"
+#include "arch/cpucp/cpucp.h"
 #include "hw/cfg/cfg_space.h"
 #include "hw/common/bus_master.h"
 
 namespace hpusim::firmware {
+// The driver <-> firmware interface (arch/cpucp) is this namespace's vocabulary.
+using namespace fw_if;
 
 using hw::Picoseconds;
 

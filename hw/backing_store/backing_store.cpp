@@ -6,7 +6,7 @@
 #include <new>
 #include <utility>
 
-#include "hw/common/hex.h"
+#include "arch/hex.h"
 
 namespace hpusim::mem {
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "firmware/cpucp.h"
+#include "arch/cpucp/cpucp.h"
 
 namespace hpusim::hw {
 namespace {
@@ -58,7 +58,7 @@ Card::Card(sc_core::sc_module_name name, const preset::Card& preset, const CardO
                        *mmu_controller_);
   // The page-fault interrupt is a wire into the device CPU's GIC (GAUDI_EVENT_MMU_PAGE_FAULT).
   mmu_controller_->set_interrupt_line([this](Picoseconds at) {
-    if (device_cpu_) device_cpu_->raise_spi(firmware::event::spi_of(firmware::event::kMmuPageFault), at);
+    if (device_cpu_) device_cpu_->raise_spi(fw_if::event::spi_of(fw_if::event::kMmuPageFault), at);
   });
 
   for (unsigned i = 0; i < 4; ++i) {
@@ -102,7 +102,7 @@ Card::Card(sc_core::sc_module_name name, const preset::Card& preset, const CardO
     core->bus().socket.bind(
         add_mmu(core->params().name, gaudi1_engine::kTpc0 + n, [engine] { return engine->mmu_props(); }).target);
     core->set_interrupt_line([this, n](Picoseconds at) {
-      if (device_cpu_) device_cpu_->raise_spi(firmware::event::spi_of(firmware::event::tpc_krn_err(n)), at);
+      if (device_cpu_) device_cpu_->raise_spi(fw_if::event::spi_of(fw_if::event::tpc_krn_err(n)), at);
     });
     tpc_cores_.push_back(std::move(core));
   }
@@ -125,7 +125,7 @@ Card::Card(sc_core::sc_module_name name, const preset::Card& preset, const CardO
       engine->port(i).socket.bind(add_mmu(port, gaudi1_engine::kMme0 + mme, [e] { return e->mmu_props(); }).target);
     }
     engine->set_interrupt_line([this, mme](Picoseconds at) {
-      if (device_cpu_) device_cpu_->raise_spi(firmware::event::spi_of(firmware::event::mme_err(mme)), at);
+      if (device_cpu_) device_cpu_->raise_spi(fw_if::event::spi_of(fw_if::event::mme_err(mme)), at);
     });
     mme_engines_[mme] = std::move(engine);
   }
@@ -184,7 +184,7 @@ Card::Card(sc_core::sc_module_name name, const preset::Card& preset, const CardO
       for (const auto& m : mmus_) {
         if (m->config().engine == access.master) engine = m->config().engine_id;
       }
-      device_cpu_->report_event(firmware::event::kRazwiOrAdc, {access.address, access.is_write ? 1u : 0u, engine});
+      device_cpu_->report_event(fw_if::event::kRazwiOrAdc, {access.address, access.is_write ? 1u : 0u, engine});
     });
     memory_.bind_master(device_cpu_->bus().socket, "device_cpu");
     device_cpu_->attach_registers(memory_.cfg());

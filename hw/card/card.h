@@ -19,7 +19,7 @@
 #include "hw/mmu/mmu_controller.h"
 #include "hw/pcie/msi_block.h"
 #include "hw/qman/qman.h"
-#include "hw/regs/gaudi1_map.h"
+#include "arch/regs/gaudi1_map.h"
 #include "hw/syncmgr/sync_manager.h"
 #include "hw/tpc/tpc_core.h"
 

@@ -2,7 +2,7 @@
 
 #include <mutex>
 
-#include "hw/regs/gaudi1_map.h"
+#include "arch/regs/gaudi1_map.h"
 
 namespace hpusim::hw {
 namespace {

@@ -6,8 +6,8 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "hw/common/hex.h"
-#include "hw/regs/gaudi1_map.h"
+#include "arch/hex.h"
+#include "arch/regs/gaudi1_map.h"
 
 namespace hpusim::hw {
 

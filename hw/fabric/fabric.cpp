@@ -4,7 +4,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "hw/common/hex.h"
+#include "arch/hex.h"
 
 namespace hpusim::hw {
 namespace {

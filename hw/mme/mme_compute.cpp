@@ -4,8 +4,9 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <stdexcept>
 
-#include "hw/common/hex.h"
+#include "arch/hex.h"
 
 namespace hpusim::mme {
 namespace {
@@ -146,12 +147,46 @@ uint16_t f32_to_bf16(float value) {
   return static_cast<uint16_t>((u + rounding) >> 16);
 }
 
+const char* gemm_path_name(GemmPath path) {
+  switch (path) {
+    case GemmPath::kSse: return "sse";
+    case GemmPath::kAvx2: return "avx2";
+    case GemmPath::kAvx512: return "avx512";
+  }
+  return "?";
+}
+
+bool gemm_path_supported(GemmPath path) {
+  switch (path) {
+    case GemmPath::kSse: return true;   // x86-64 baseline
+    case GemmPath::kAvx2: return __builtin_cpu_supports("avx2");
+    case GemmPath::kAvx512: return __builtin_cpu_supports("avx512f");
+  }
+  return false;
+}
+
+GemmPath gemm_path_chosen() {
+  static const GemmPath chosen = gemm_path_supported(GemmPath::kAvx512) ? GemmPath::kAvx512
+                                 : gemm_path_supported(GemmPath::kAvx2) ? GemmPath::kAvx2
+                                                                        : GemmPath::kSse;
+  return chosen;
+}
+
+void gemm_f32_on(GemmPath path, const float* a, size_t lda, const float* b, size_t ldb, float* c, size_t ldc,
+                 size_t rows, size_t cols, size_t k) {
+  if (!gemm_path_supported(path)) {
+    throw std::invalid_argument(std::string("gemm_f32_on: this host cannot run the ") + gemm_path_name(path) + " path");
+  }
+  switch (path) {
+    case GemmPath::kAvx512: return gemm_avx512(a, lda, b, ldb, c, ldc, rows, cols, k);
+    case GemmPath::kAvx2: return gemm_avx2(a, lda, b, ldb, c, ldc, rows, cols, k);
+    case GemmPath::kSse: return gemm_sse(a, lda, b, ldb, c, ldc, rows, cols, k);
+  }
+}
+
 void gemm_f32(const float* a, size_t lda, const float* b, size_t ldb, float* c, size_t ldc, size_t rows, size_t cols,
               size_t k) {
-  static const int level = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;
-  if (level == 2) return gemm_avx512(a, lda, b, ldb, c, ldc, rows, cols, k);
-  if (level == 1) return gemm_avx2(a, lda, b, ldb, c, ldc, rows, cols, k);
-  gemm_sse(a, lda, b, ldb, c, ldc, rows, cols, k);
+  gemm_f32_on(gemm_path_chosen(), a, lda, b, ldb, c, ldc, rows, cols, k);
 }
 
 void gemm_f32_reference(const float* a, size_t lda, const float* b, size_t ldb, float* c, size_t ldc, size_t rows,

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "hw/mme/mme_job.h"
+#include "arch/mme/mme_job.h"
 
 namespace hpusim::mme {
 
@@ -24,6 +24,17 @@ void gemm_f32(const float* a, size_t lda, const float* b, size_t ldb, float* c, 
 // The same with plain scalar loops: the reference the tests compare against.
 void gemm_f32_reference(const float* a, size_t lda, const float* b, size_t ldb, float* c, size_t ldc, size_t rows,
                         size_t cols, size_t k);
+
+// The vector paths gemm_f32 picks from (the widest the host runs). Each gives the reference's bits,
+// except that a NaN's sign and payload may differ (the output conversion makes NaNs canonical); the
+// tests run every path the host supports, not only the one gemm_f32 picks.
+enum class GemmPath { kSse, kAvx2, kAvx512 };
+const char* gemm_path_name(GemmPath path);
+bool gemm_path_supported(GemmPath path);
+GemmPath gemm_path_chosen();
+// gemm_f32 on `path`; std::invalid_argument if the host cannot run it.
+void gemm_f32_on(GemmPath path, const float* a, size_t lda, const float* b, size_t ldb, float* c, size_t ldc,
+                 size_t rows, size_t cols, size_t k);
 
 // Reads `bytes` of device memory at `address` into `dst`; false if the memory refuses.
 using MemoryReader = std::function<bool(uint64_t address, size_t bytes, void* dst)>;

@@ -11,7 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "hw/common/hex.h"
+#include "arch/hex.h"
 #include "hw/mme/mme_compute.h"
 
 namespace hpusim::hw {

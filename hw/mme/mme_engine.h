@@ -23,7 +23,7 @@
 #include "hw/common/engine_status.h"
 #include "hw/common/mem_protocol.h"
 #include "hw/dma/dma_port.h"
-#include "hw/mme/mme_job.h"
+#include "arch/mme/mme_job.h"
 #include "hw/mme/mme_plan.h"
 
 namespace hpusim::hw {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "hw/mme/mme_job.h"
+#include "arch/mme/mme_job.h"
 
 namespace hpusim::mme {
 

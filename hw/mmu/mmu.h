@@ -39,7 +39,7 @@
 
 #include "hw/common/bus_master.h"
 #include "hw/common/mem_protocol.h"
-#include "hw/mmu/page_table.h"
+#include "arch/mmu/page_table_format.h"
 
 namespace hpusim::hw {
 

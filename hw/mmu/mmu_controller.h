@@ -29,14 +29,14 @@
 #include "hw/common/mem_protocol.h"
 #include "hw/common/timed_writes.h"
 #include "hw/mmu/mmu.h"
-#include "hw/regs/gaudi1_map.h"
+#include "arch/regs/gaudi1_map.h"
 
 namespace hpusim::hw {
 
 // Register offsets relative to the controller's block (CFG offset 0xC11000); the absolute CFG
 // offset of each is in its comment (the driver's mm* constant).
 namespace mmu_regs {
-// Offsets inside the block, from the register map (hw/regs: regs::mmu, absolute CFG offsets).
+// Offsets inside the block, from the register map (arch/regs: regs::mmu, absolute CFG offsets).
 namespace abs = regs::mmu;
 constexpr uint64_t kMmuEnable = abs::kMmuUpEnable - abs::kMmuUpBase;
 constexpr uint64_t kSpiMask = abs::kMmuUpSpiMask - abs::kMmuUpBase;             // storage

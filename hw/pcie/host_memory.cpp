@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "hw/common/hex.h"
+#include "arch/hex.h"
 
 namespace hpusim::hw {
 namespace {

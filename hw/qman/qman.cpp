@@ -5,7 +5,7 @@
 #include <sstream>
 #include <type_traits>
 
-#include "hw/common/hex.h"
+#include "arch/hex.h"
 
 namespace hpusim::hw {
 namespace {

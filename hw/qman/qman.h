@@ -9,7 +9,7 @@
 // README.md describes. STOP, an undefined opcode or a failed access raise a QMAN error:
 // GLBL_STS1 records the cause, the error message GLBL_ERR_WDATA is written to GLBL_ERR_ADDR when
 // enabled, and that CP stops until the QMAN is reset. The registers sit at the real Gaudi 1 CFG
-// offsets (hw/regs/gaudi1_map.h).
+// offsets (arch/regs/gaudi1_map.h).
 #pragma once
 
 #include <systemc>
@@ -25,8 +25,8 @@
 #include "hw/common/bus_master.h"
 #include "hw/common/engine_status.h"
 #include "hw/common/timed_writes.h"
-#include "hw/qman/packets.h"
-#include "hw/regs/gaudi1_map.h"
+#include "arch/packets/packets.h"
+#include "arch/regs/gaudi1_map.h"
 
 namespace hpusim::hw {
 

@@ -5,7 +5,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "hw/common/hex.h"
+#include "arch/hex.h"
 
 namespace hpusim::hw {
 namespace {

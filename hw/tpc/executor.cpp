@@ -7,8 +7,8 @@
 #include <stdexcept>
 #include <type_traits>
 
-#include "hw/common/hex.h"
-#include "hw/tpc/numerics.h"
+#include "arch/hex.h"
+#include "arch/tpc/numerics.h"
 
 namespace hpusim::tpc {
 namespace {

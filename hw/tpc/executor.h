@@ -71,7 +71,8 @@
 #include <string>
 #include <vector>
 
-#include "hw/tpc/isa.h"
+#include "arch/tpc/isa.h"
+#include "arch/tpc/launch_context.h"
 
 namespace hpusim::tpc {
 
@@ -83,31 +84,13 @@ inline unsigned elem_bits(DType t) {
 inline bool elem_is_float(DType t) { return t == DType::F32 || t == DType::BF16; }
 
 // Switches of SPMov / VPMov (see above).
-inline constexpr uint8_t kSwPredConst = 0x02;   // hw/tpc/asm/syntax.h: bit 1 = constant,
+inline constexpr uint8_t kSwPredConst = 0x02;   // arch/tpc/asm/syntax.h: bit 1 = constant,
 inline constexpr uint8_t kSwPredTrue = 0x01;    // bit 0 = its value
 
 struct TpcCoreConfig {
   unsigned vector_bits = 2048;   // a power of two, 256 .. 16384
   uint32_t slm_bytes = 1024;     // a multiple of 4
   uint32_t vlm_bytes = 80 * 1024;
-};
-
-// One tensor accessor (ISA.md §Tensor accessors). Sizes and strides are in elements.
-struct TensorDescriptor {
-  uint64_t base = 0;
-  DType dtype = DType::F32;
-  uint8_t dims = 0;                          // 1..5 valid dims; 0 = not set by the launch
-  std::array<uint32_t, kDims> size{};
-  std::array<int64_t, kDims> stride{};       // stride[0] is ignored: dim 0 is contiguous
-  uint32_t padding = 0;
-};
-
-// What a launch gives one core.
-struct LaunchContext {
-  std::array<TensorDescriptor, kMaxTensors> tensors{};
-  std::array<int32_t, kDims> ispace_offset{};   // this core's slice of the index space
-  std::array<int32_t, kDims> ispace_size{};
-  std::array<uint32_t, 32> srf{};               // S0..S31
 };
 
 // Global memory as the executor sees it: one call per tensor instruction, for the in-bounds

@@ -7,8 +7,8 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "hw/common/hex.h"
-#include "hw/regs/gaudi1_map.h"
+#include "arch/hex.h"
+#include "arch/regs/gaudi1_map.h"
 
 namespace hpusim::hw {
 
@@ -36,10 +36,10 @@ tpc::LaunchContext decode_set(const uint32_t* w, std::string* error) {
     const uint32_t base = t * tc::kTensorStride;
     tpc::TensorDescriptor& d = ctx.tensors[t];
     const uint32_t config = word(base + tc::kTensorConfig);
-    const uint32_t mask = (config >> tpc_tensor_config::kValidDimMaskShift) & tpc_tensor_config::kValidDimMaskMask;
-    const uint32_t last = (config >> tpc_tensor_config::kLastDimShift) & tpc_tensor_config::kLastDimMask;
+    const uint32_t mask = (config >> regs::tpc_tensor_config::kValidDimMaskShift) & regs::tpc_tensor_config::kValidDimMaskMask;
+    const uint32_t last = (config >> regs::tpc_tensor_config::kLastDimShift) & regs::tpc_tensor_config::kLastDimMask;
     d.base = join(word(base + tc::kTensorBaseAddrHigh), word(base + tc::kTensorBaseAddrLow));
-    d.dtype = static_cast<tpc::DType>(config & tpc_tensor_config::kDataTypeMask);
+    d.dtype = static_cast<tpc::DType>(config & regs::tpc_tensor_config::kDataTypeMask);
     d.padding = word(base + tc::kTensorPaddingValue);
     for (unsigned k = 0; k < tc::kNumDims; ++k) {
       d.size[k] = word(base + tc::tensor_dim_size(k));
@@ -201,7 +201,7 @@ bool TpcCore::read_register(uint64_t offset, uint32_t& value, Picoseconds) {
   if (offset >= size_bytes() || offset % 4 != 0) return false;
   switch (offset) {
     case tc::kStatus:
-      value = (engine_idle() ? tpc_status::kIdleMask : 0) | (regs_[offset / 4] & tpc_status::kFaulted);
+      value = (engine_idle() ? regs::tpc_status::kIdleMask : 0) | (regs_[offset / 4] & regs::tpc_status::kFaulted);
       break;
     case tc::kTpcExecute:
       value = 0;
@@ -222,7 +222,7 @@ bool TpcCore::write_register(uint64_t offset, uint32_t value, Picoseconds at_ps)
       return true;
     case tc::kTpcCmd:
       regs_[offset / 4] = value;
-      if (value & tpc_cmd::kIcacheInvalidate) invalidate_icache();
+      if (value & regs::tpc_cmd::kIcacheInvalidate) invalidate_icache();
       return true;
     case tc::kTpcExecute: {
       if ((value & 1) == 0) return true;
@@ -236,7 +236,7 @@ bool TpcCore::write_register(uint64_t offset, uint32_t value, Picoseconds at_ps)
       std::copy(launch.desc.begin(), launch.desc.end(), regs_.begin() + tc::kKernelDesc / 4);
       launch.at = std::max(at_ps, now_ps());
       launch.sm_base_high = regs_[tc::kSmBaseAddressHigh / 4];
-      regs_[tc::kStatus / 4] &= ~tpc_status::kFaulted;
+      regs_[tc::kStatus / 4] &= ~regs::tpc_status::kFaulted;
       queue_.push_back(std::move(launch));
       work_event_.notify(sc_core::SC_ZERO_TIME);
       return true;
@@ -639,7 +639,7 @@ void TpcCore::run_kernel(const Launch& launch, uint64_t epoch) {
       fault_.pc = st.pc;
       fault_.message = late_message_;
     }
-    regs_[tc::kStatus / 4] |= tpc_status::kFaulted;
+    regs_[tc::kStatus / 4] |= regs::tpc_status::kFaulted;
     regs_[tc::kTpcIntrCause / 4] |= 1u << static_cast<unsigned>(fault_.kind);
     if (interrupt_) interrupt_(now_ps());
   }

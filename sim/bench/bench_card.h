@@ -11,7 +11,7 @@
 
 #include "card_preset.pb.h"
 #include "hw/card/card.h"
-#include "hw/regs/gaudi1_map.h"
+#include "arch/regs/gaudi1_map.h"
 #include "sim/cosim/cosimulation.h"
 #include "sim/cosim/host_port.h"
 

@@ -11,8 +11,8 @@
 
 #include "hw/mme/mme_compute.h"
 #include "hw/mme/mme_engine.h"
-#include "hw/mme/mme_launch.h"
-#include "hw/qman/packets.h"
+#include "arch/mme/mme_launch.h"
+#include "arch/packets/packets.h"
 #include "sim/bench/bench_card.h"
 #include "sim/report/json_records.h"
 

@@ -8,7 +8,7 @@
 #include <stdexcept>
 
 #include "driver/device.h"
-#include "hw/qman/packets.h"
+#include "arch/packets/packets.h"
 #include "sim/report/json_records.h"
 #include "traces/timeline.h"
 
@@ -16,7 +16,7 @@ namespace hpusim::bench {
 namespace {
 
 using driver::HlDevice;
-using driver::uapi::hl_cs_chunk;
+using uapi::hl_cs_chunk;
 
 constexpr uint32_t kPage = 4096;
 
@@ -42,7 +42,7 @@ hl_cs_chunk chunk(uint64_t handle, uint32_t size, regs::QueueId queue = regs::Qu
 void wait_done(HlDevice& device, uint64_t seq) {
   uint32_t status = 0;
   const int rc = device.wait(seq, 1000000, &status);
-  if (rc != 0 || status != driver::uapi::HL_WAIT_CS_STATUS_COMPLETED) {
+  if (rc != 0 || status != uapi::HL_WAIT_CS_STATUS_COMPLETED) {
     throw std::runtime_error("command submission " + std::to_string(seq) + " did not complete (rc " +
                              std::to_string(rc) + ", status " + std::to_string(status) + ")");
   }

@@ -14,11 +14,11 @@
 #include <stdexcept>
 
 #include "hw/card/card.h"
-#include "hw/regs/gaudi1_map.h"
-#include "hw/tpc/asm/assembler.h"
-#include "hw/tpc/numerics.h"
+#include "arch/regs/gaudi1_map.h"
+#include "arch/tpc/asm/assembler.h"
+#include "arch/tpc/numerics.h"
 #include "hw/tpc/tpc_core.h"
-#include "hw/tpc/tpc_launch.h"
+#include "arch/tpc/tpc_launch.h"
 #include "sim/bench/bench_card.h"
 #include "sim/cosim/cosimulation.h"
 #include "sim/cosim/host_port.h"

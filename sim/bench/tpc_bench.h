@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "card_preset.pb.h"
-#include "hw/tpc/asm/program.h"
-#include "hw/tpc/isa.h"
+#include "arch/tpc/asm/program.h"
+#include "arch/tpc/isa.h"
 
 namespace hpusim::bench {
 

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "hw/common/hex.h"
+#include "arch/hex.h"
 
 namespace hpusim::cosim {
 namespace {

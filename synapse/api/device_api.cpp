@@ -116,11 +116,11 @@ synStatus synDeviceGetInfo(synDeviceId deviceId, synDeviceInfo* info) {
   return locked("synDeviceGetInfo", [&](Session& s) {
     if (const synStatus st = need_device(s, "synDeviceGetInfo", deviceId); st != synSuccess) return st;
     if (!info) return fail(synInvalidArgument, "synDeviceGetInfo: info is NULL");
-    hpusim::driver::uapi::hl_info_hw_ip_info hw{};
-    hpusim::driver::uapi::hl_info_args args{};
+    hpusim::uapi::hl_info_hw_ip_info hw{};
+    hpusim::uapi::hl_info_args args{};
     args.return_pointer = reinterpret_cast<uintptr_t>(&hw);
     args.return_size = sizeof hw;
-    args.op = hpusim::driver::uapi::HL_INFO_HW_IP_INFO;
+    args.op = hpusim::uapi::HL_INFO_HW_IP_INFO;
     if (s.device->info(args) != 0) return fail(synFail, "synDeviceGetInfo: the driver's HW_IP_INFO failed");
     *info = synDeviceInfo{};
     info->sramBaseAddress = hw.sram_base_address;

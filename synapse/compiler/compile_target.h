@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "hw/regs/gaudi1_map.h"
+#include "arch/regs/gaudi1_map.h"
 
 namespace hpusim::synapse::compiler {
 

@@ -6,10 +6,10 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "hw/mme/mme_job.h"
-#include "hw/mme/mme_launch.h"
-#include "hw/tpc/asm/program.h"
-#include "hw/tpc/tpc_launch.h"
+#include "arch/mme/mme_job.h"
+#include "arch/mme/mme_launch.h"
+#include "arch/tpc/asm/program.h"
+#include "arch/tpc/tpc_launch.h"
 #include "synapse/compiler/dependencies.h"
 #include "synapse/compiler/fusion.h"
 #include "synapse/compiler/memory_plan.h"

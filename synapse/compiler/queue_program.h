@@ -7,8 +7,8 @@
 #include <map>
 #include <vector>
 
-#include "hw/qman/packets.h"
-#include "hw/regs/gaudi1_map.h"
+#include "arch/packets/packets.h"
+#include "arch/regs/gaudi1_map.h"
 #include "synapse/recipe/recipe.pb.h"
 
 namespace hpusim::synapse::compiler {

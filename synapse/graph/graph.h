@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "hw/tpc/isa.h"
+#include "arch/tpc/isa.h"
 #include "synapse/graph/status.h"
 
 namespace hpusim::synapse::graph {

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "hw/mme/mme_job.h"
+#include "arch/mme/mme_job.h"
 #include "synapse/graph/graph.h"
 
 namespace hpusim::synapse::graph {

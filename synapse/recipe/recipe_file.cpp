@@ -3,7 +3,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "hw/regs/gaudi1_map.h"
+#include "arch/regs/gaudi1_map.h"
 #include "synapse/recipe_cache/fnv1a.h"
 
 namespace hpusim::synapse::recipe {

@@ -4,14 +4,14 @@
 #include <chrono>
 #include <stdexcept>
 
-#include "driver/uapi.h"
-#include "hw/qman/packets.h"
+#include "arch/uapi/uapi.h"
+#include "arch/packets/packets.h"
 #include "synapse/recipe/recipe_file.h"
 
 namespace hpusim::synapse::runtime {
 namespace {
 
-using namespace driver::uapi;
+using namespace uapi;
 
 constexpr uint64_t kPage = 4096;
 constexpr uint32_t kMaxDmaChunk = 1u << 30;   // LIN_DMA sizes are 32-bit: copies go in 1 GB pieces

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <sstream>
 
-#include "hw/tpc/asm/assembler.h"
+#include "arch/tpc/asm/assembler.h"
 #include "synapse/tpc_kernels/embedded_sources.h"
 
 namespace hpusim::synapse::tpc_kernels {

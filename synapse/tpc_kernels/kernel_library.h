@@ -22,9 +22,9 @@
 #include <string>
 #include <vector>
 
-#include "hw/tpc/asm/program.h"
-#include "hw/tpc/executor.h"
-#include "hw/tpc/isa.h"
+#include "arch/tpc/asm/program.h"
+#include "arch/tpc/launch_context.h"
+#include "arch/tpc/isa.h"
 
 namespace hpusim::synapse::tpc_kernels {
 

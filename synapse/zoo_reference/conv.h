@@ -1,4 +1,4 @@
-// The MME's 2-D convolutions (hw/mme/mme_job.h ConvShape, hw/mme/README.md) as their implicit
+// The MME's 2-D convolutions (arch/mme/mme_job.h ConvShape, hw/mme/README.md) as their implicit
 // GEMMs, in the array's accumulation order: NHWC activations x[n][h][w][c], RSCK weights
 // w[r][s][c][k], NPQK outputs y[n][p][q][k], p = (h + 2 pad - (r - 1) - 1) / stride + 1 (q
 // likewise; no dilation). Padding contributes zero products, as the implicit GEMM's zeros.

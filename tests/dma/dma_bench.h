@@ -19,7 +19,7 @@
 
 #include "hw/card/memory_system.h"
 #include "hw/dma/dma_core.h"
-#include "hw/regs/gaudi1_map.h"
+#include "arch/regs/gaudi1_map.h"
 #include "hw/syncmgr/sync_manager.h"
 #include "sim/bench/traffic_generator.h"
 #include "sim/preset/preset.h"

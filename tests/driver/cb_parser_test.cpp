@@ -9,7 +9,7 @@
 #include <memory>
 #include <random>
 
-#include "hw/qman/packets.h"
+#include "arch/packets/packets.h"
 
 namespace hpusim::driver {
 namespace {

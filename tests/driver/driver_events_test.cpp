@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "firmware/cpucp.h"
+#include "arch/cpucp/cpucp.h"
 #include "tests/driver/driver_fixture.h"
 
 namespace hpusim::driver {
@@ -20,7 +20,7 @@ TEST_F(DriverTest, HwIpInfoComesFromTheFirmwaresCpucpInfo) {
   ASSERT_EQ(dev->open(), 0);
   const auto hw = info<hl_info_hw_ip_info>(HL_INFO_HW_IP_INFO);
   EXPECT_STREQ(reinterpret_cast<const char*>(hw.card_name), "HL205");
-  EXPECT_STREQ(reinterpret_cast<const char*>(hw.cpucp_version), firmware::cpucp::DeviceInfo{}.cpucp_version.c_str());
+  EXPECT_STREQ(reinterpret_cast<const char*>(hw.cpucp_version), fw_if::cpucp::DeviceInfo{}.cpucp_version.c_str());
   EXPECT_GE(dev->cpu_messages(), 1u);   // INFO_GET
   EXPECT_EQ(dev->close(), 0);
 }
@@ -57,9 +57,9 @@ TEST_F(DriverTest, AMissedHeartbeatHardResetsTheDevice) {
   options.heartbeat_period_us = 200;
   make(options);
   ASSERT_EQ(dev->open(), 0);
-  namespace ev = firmware::event;
+  namespace ev = fw_if::event;
   CommandBufferBuilder hang;
-  hang.msg_long(cfg(firmware::boot::kKmdMsgToCpu), firmware::boot::kKmdMsgGotoWfe)
+  hang.msg_long(cfg(fw_if::boot::kKmdMsgToCpu), fw_if::boot::kKmdMsgGotoWfe)
       .msg_long(cfg(regs::gic::kGicdSetspiNsr), ev::spi_of(ev::kHaltMachine));
   EXPECT_EQ(run({ext_cb(QueueId::DMA_0_0, hang.bytes())}), HL_WAIT_CS_STATUS_COMPLETED);
   uint64_t held = 0;
@@ -78,7 +78,7 @@ TEST_F(DriverTest, AMissedHeartbeatHardResetsTheDevice) {
 TEST_F(DriverTest, AResetRequestEventHardResetsTheDevice) {
   make();
   ASSERT_EQ(dev->open(), 0);
-  namespace ev = firmware::event;
+  namespace ev = fw_if::event;
   CommandBufferBuilder raise;
   raise.msg_long(cfg(regs::gic::kGicdSetspiNsr), ev::spi_of(ev::kDevResetReq));
   EXPECT_EQ(run({ext_cb(QueueId::DMA_0_0, raise.bytes())}), HL_WAIT_CS_STATUS_COMPLETED);

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "driver/device.h"
-#include "hw/qman/packets.h"
+#include "arch/packets/packets.h"
 
 namespace hpusim::driver {
 

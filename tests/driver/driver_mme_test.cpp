@@ -13,7 +13,7 @@
 #include <random>
 
 #include "hw/mme/mme_compute.h"
-#include "hw/mme/mme_launch.h"
+#include "arch/mme/mme_launch.h"
 #include "tests/driver/driver_fixture.h"
 
 namespace hpusim::driver {

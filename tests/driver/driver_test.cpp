@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "driver/device.h"
-#include "hw/qman/packets.h"
+#include "arch/packets/packets.h"
 #include "tests/driver/driver_fixture.h"
 
 namespace hpusim::driver {

@@ -16,9 +16,9 @@
 #include <random>
 #include <string>
 
-#include "hw/tpc/asm/assembler.h"
-#include "hw/tpc/asm/program.h"
-#include "hw/tpc/tpc_launch.h"
+#include "arch/tpc/asm/assembler.h"
+#include "arch/tpc/asm/program.h"
+#include "arch/tpc/tpc_launch.h"
 #include "synapse/tpc_kernels/kernel_library.h"
 #include "tests/driver/driver_fixture.h"
 

@@ -3,9 +3,9 @@
 
 #include <cstring>
 
-#include "firmware/cpucp.h"
+#include "arch/cpucp/cpucp.h"
 
-namespace hpusim::firmware {
+namespace hpusim::fw_if {
 namespace {
 
 TEST(FirmwareCpucp, PacketLayoutAndCtlFields) {
@@ -73,4 +73,4 @@ TEST(FirmwareCpucp, InfoBlockLayout) {
 }
 
 }  // namespace
-}  // namespace hpusim::firmware
+}  // namespace hpusim::fw_if

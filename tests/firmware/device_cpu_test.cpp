@@ -11,7 +11,7 @@
 
 #include "firmware/device_cpu.h"
 #include "hw/card/card.h"
-#include "hw/qman/packets.h"
+#include "arch/packets/packets.h"
 #include "sim/cosim/cosimulation.h"
 #include "sim/preset/preset.h"
 #include "tests/support/host_platform.h"

@@ -3,15 +3,17 @@
 // NaNs, the descriptor encoding and validation, and the job plan's tiles, chunks and reads.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <random>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "hw/mme/mme_compute.h"
-#include "hw/mme/mme_job.h"
+#include "arch/mme/mme_job.h"
 #include "hw/mme/mme_plan.h"
 
 namespace hpusim::testing {
@@ -54,6 +56,48 @@ TEST(MmeArithmetic, VectorisedGemmIsBitIdenticalToTheReferenceOrder) {
       }
     }
   }
+}
+
+// Every vector path, not only the one this host's gemm_f32 picks: the same bits as the reference
+// (NaN for NaN), with subnormals, infinities and NaNs among the operands and leading dimensions wider
+// than the rows.
+class MmeGemmPath : public ::testing::TestWithParam<GemmPath> {};
+
+TEST_P(MmeGemmPath, IsBitIdenticalToTheScalarReference) {
+  const GemmPath path = GetParam();
+  if (!gemm_path_supported(path)) GTEST_SKIP() << "this host cannot run the " << gemm_path_name(path) << " path";
+  std::mt19937 rng(23);
+  const float specials[] = {0.0f, -0.0f, std::numeric_limits<float>::denorm_min(), -1e-40f,
+                            std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(), 3e38f};
+  const std::vector<std::array<size_t, 3>> shapes = {{1, 1, 1},  {3, 5, 2},    {4, 16, 9},  {17, 33, 8},
+                                                     {16, 64, 1}, {31, 47, 70}, {64, 80, 33}, {5, 200, 17}};
+  for (const auto& [m, n, k] : shapes) {
+    const size_t lda = k + 3, ldb = n + 5, ldc = n + 2;
+    auto a = random_matrix(rng, m * lda, false), b = random_matrix(rng, k * ldb, false);
+    for (size_t i = 0; i < a.size(); i += 13) a[i] = specials[(i / 13) % std::size(specials)];
+    for (size_t i = 0; i < b.size(); i += 29) b[i] = specials[(i / 29 + 3) % std::size(specials)];
+    std::vector<float> c(m * ldc, -1.0f), ref(m * ldc, -1.0f);
+    gemm_f32_on(path, a.data(), lda, b.data(), ldb, c.data(), ldc, m, n, k);
+    gemm_f32_reference(a.data(), lda, b.data(), ldb, ref.data(), ldc, m, n, k);
+    for (size_t i = 0; i < c.size(); ++i) {
+      // A NaN's sign and payload are not specified (the output conversion makes every NaN canonical).
+      if (std::isnan(ref[i])) {
+        ASSERT_TRUE(std::isnan(c[i])) << gemm_path_name(path) << " " << m << "x" << n << "x" << k << " element " << i;
+        continue;
+      }
+      ASSERT_EQ(f32_bits(c[i]), f32_bits(ref[i])) << gemm_path_name(path) << " " << m << "x" << n << "x" << k
+                                                  << " element " << i;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllPaths, MmeGemmPath, ::testing::Values(GemmPath::kSse, GemmPath::kAvx2, GemmPath::kAvx512),
+                         [](const ::testing::TestParamInfo<GemmPath>& info) { return std::string(gemm_path_name(info.param)); });
+
+TEST(MmeGemmPath, GemmF32UsesTheWidestPathTheHostRuns) {
+  EXPECT_TRUE(gemm_path_supported(gemm_path_chosen()));
+  if (gemm_path_supported(GemmPath::kAvx512)) EXPECT_EQ(gemm_path_chosen(), GemmPath::kAvx512);
+  EXPECT_TRUE(gemm_path_supported(GemmPath::kSse));
 }
 
 TEST(MmeArithmetic, RoundsProductAndSumSeparately) {

@@ -9,8 +9,8 @@
 
 #include "hw/mme/mme_compute.h"
 #include "hw/mme/mme_engine.h"
-#include "hw/mme/mme_launch.h"
-#include "hw/qman/packets.h"
+#include "arch/mme/mme_launch.h"
+#include "arch/packets/packets.h"
 #include "tests/qman/qman_fixture.h"
 
 namespace hpusim::testing {

@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include "firmware/cpucp.h"
+#include "arch/cpucp/cpucp.h"
 #include "tests/mme/mme_card_fixture.h"
 
 namespace hpusim::testing {

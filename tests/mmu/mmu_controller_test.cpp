@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "hw/card/memory_system.h"
+#include "tests/mmu/store_page_table_memory.h"
 #include "hw/mmu/mmu.h"
 #include "hw/mmu/mmu_controller.h"
 #include "sim/preset/preset.h"
@@ -15,8 +16,8 @@
 namespace hpusim::testing {
 namespace {
 
-namespace pte = hw::pte;
-namespace va = hw::gaudi1_va;
+namespace pte = hpusim::pte;
+namespace va = hpusim::gaudi1_va;
 namespace r = hw::mmu_regs;
 using hw::MmuController;
 using hw::Picoseconds;
@@ -131,8 +132,8 @@ struct ControllerBench {
   hw::Mmu mmu_a;
   hw::Mmu mmu_b;
   MmuController controller;
-  hw::StorePageTableMemory tables_memory;
-  hw::PageTableBuilder tables;
+  test::StorePageTableMemory tables_memory;
+  driver::PageTableBuilder tables;
   RecordingMmuObserver observer;
   std::vector<Picoseconds> interrupts;
 };

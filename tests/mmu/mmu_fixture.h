@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "hw/card/memory_system.h"
+#include "tests/mmu/store_page_table_memory.h"
 #include "hw/mmu/mmu.h"
 #include "sim/preset/preset.h"
 #include "tests/memory/probe_master.h"
@@ -83,8 +84,8 @@ struct MmuBench {
   hw::MemorySystem system;
   ProbeMaster probe;
   hw::Mmu mmu;
-  hw::StorePageTableMemory tables_memory;
-  hw::PageTableBuilder tables;
+  test::StorePageTableMemory tables_memory;
+  driver::PageTableBuilder tables;
   RecordingMmuObserver observer;
 };
 

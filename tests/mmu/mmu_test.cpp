@@ -10,8 +10,8 @@
 namespace hpusim::testing {
 namespace {
 
-namespace pte = hw::pte;
-namespace va = hw::gaudi1_va;
+namespace pte = hpusim::pte;
+namespace va = hpusim::gaudi1_va;
 
 constexpr uint64_t kP = va::kPmmuStart + 0x10000;     // a PMMU (host) VA
 constexpr uint64_t kD = va::kDmmuStart + pte::k2M;    // a DMMU (DRAM) VA

@@ -1,6 +1,6 @@
 // Golden encodings (driver-generated packets from reference §3, hand-computed 64-bit words),
 // encode/decode round trips with random fields, and decoder robustness on random bytes.
-#include "hw/qman/packets.h"
+#include "arch/packets/packets.h"
 
 #include <gtest/gtest.h>
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "hw/card/card.h"
-#include "hw/qman/packets.h"
+#include "arch/packets/packets.h"
 #include "sim/cosim/cosimulation.h"
 #include "sim/preset/preset.h"
 #include "tests/support/host_platform.h"

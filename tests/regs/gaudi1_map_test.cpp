@@ -1,7 +1,7 @@
-// Spot checks of hw/regs against values read from the public habanalabs headers
+// Spot checks of arch/regs against values read from the public habanalabs headers
 // (drivers/accel/habanalabs/include/gaudi/... in the Linux kernel; file named on each check),
 // plus consistency checks of the tables themselves.
-#include "hw/regs/gaudi1_map.h"
+#include "arch/regs/gaudi1_map.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// The TPC assembler (hw/tpc/ASSEMBLY.md): what each construct assembles to, the errors it reports
+// The TPC assembler (arch/tpc/ASSEMBLY.md): what each construct assembles to, the errors it reports
 // (file, line, column, message), includes and macros, and that no input text crashes it.
 #include <gtest/gtest.h>
 
@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "hw/tpc/asm/assembler.h"
-#include "hw/tpc/asm/disassembler.h"
-#include "hw/tpc/asm/program.h"
+#include "arch/tpc/asm/assembler.h"
+#include "arch/tpc/asm/disassembler.h"
+#include "arch/tpc/asm/program.h"
 
 namespace hpusim::tpc {
 namespace {
@@ -539,7 +539,7 @@ TEST(TpcAssembler, RawBundles) {
 }
 
 TEST(TpcAssembler, TheFirstExampleOfAssemblyMdAssembles) {
-  std::ifstream in(std::string(HPUSIM_SOURCE_DIR) + "/hw/tpc/ASSEMBLY.md");
+  std::ifstream in(std::string(HPUSIM_SOURCE_DIR) + "/arch/tpc/ASSEMBLY.md");
   std::stringstream doc;
   doc << in.rdbuf();
   const std::string text = doc.str();

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "hw/tpc/asm/assembler.h"
-#include "hw/tpc/asm/disassembler.h"
-#include "hw/tpc/asm/program.h"
-#include "hw/tpc/asm/syntax.h"
+#include "arch/tpc/asm/assembler.h"
+#include "arch/tpc/asm/disassembler.h"
+#include "arch/tpc/asm/program.h"
+#include "arch/tpc/asm/syntax.h"
 #include "tests/tpc/tpc_random.h"
 
 namespace hpusim::tpc {

@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "hw/tpc/isa.h"
+#include "arch/tpc/isa.h"
 #include "tests/tpc/tpc_random.h"
 
 namespace hpusim::tpc {

@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <string>
 
-#include "hw/tpc/numerics.h"
+#include "arch/tpc/numerics.h"
 #include "tests/tpc/executor_reference.h"
 #include "tests/tpc/executor_test_util.h"
 

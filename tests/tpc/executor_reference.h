@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "hw/tpc/isa.h"
+#include "arch/tpc/isa.h"
 #include "tests/tpc/executor_test_util.h"
 
 namespace hpusim::tpc::testing {

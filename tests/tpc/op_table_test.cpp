@@ -7,7 +7,7 @@
 #include <set>
 #include <string>
 
-#include "hw/tpc/isa.h"
+#include "arch/tpc/isa.h"
 
 namespace hpusim::tpc {
 namespace {

@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "firmware/cpucp.h"
-#include "hw/regs/gaudi1_map.h"
-#include "hw/tpc/asm/assembler.h"
+#include "arch/cpucp/cpucp.h"
+#include "arch/regs/gaudi1_map.h"
+#include "arch/tpc/asm/assembler.h"
 #include "hw/tpc/tpc_core.h"
-#include "hw/tpc/tpc_launch.h"
+#include "arch/tpc/tpc_launch.h"
 #include "tests/qman/qman_fixture.h"
 
 namespace hpusim::testing {
@@ -188,7 +188,7 @@ TEST_F(TpcCardTest, AxpyKernelOnOneTpcThroughItsQman) {
   EXPECT_TRUE(stats[0].message_sent);
   EXPECT_EQ(stats[0].loads, 2u * 16);
   EXPECT_EQ(stats[0].stores, 16u);
-  EXPECT_EQ(tpc_read(0, regs::tpc_cfg::kStatus) & hw::tpc_status::kIdleMask, hw::tpc_status::kIdleMask);
+  EXPECT_EQ(tpc_read(0, regs::tpc_cfg::kStatus) & regs::tpc_status::kIdleMask, regs::tpc_status::kIdleMask);
   // The QM set was latched into the KERNEL set.
   EXPECT_EQ(tpc_read(0, regs::tpc_cfg::kKernelKernelBaseAddressLow), static_cast<uint32_t>(kKernel));
   EXPECT_EQ(tpc_read(0, regs::tpc_cfg::kernel_srf(0)), f32_bits(1.5f));
@@ -263,7 +263,7 @@ TEST_F(TpcCardTest, FaultsRaiseTheInterruptSendNoMessageAndTheNextLaunchWorks) {
   EXPECT_NE(fault.message.find("Load slot"), std::string::npos) << fault.message;
   ASSERT_EQ(interrupts.size(), 1u);
   EXPECT_EQ(interrupts[0].tpc, 0u);
-  EXPECT_NE(tpc_read(0, regs::tpc_cfg::kStatus) & hw::tpc_status::kFaulted, 0u);
+  EXPECT_NE(tpc_read(0, regs::tpc_cfg::kStatus) & regs::tpc_status::kFaulted, 0u);
   EXPECT_EQ(tpc_read(0, regs::tpc_cfg::kTpcIntrCause),
             1u << static_cast<unsigned>(tpc::FaultKind::IllegalInstruction));
   sim->charge_ns(5000);
@@ -293,7 +293,7 @@ TEST_F(TpcCardTest, FaultsRaiseTheInterruptSendNoMessageAndTheNextLaunchWorks) {
   std::vector<float> c(n);
   dram_read(kData + 0x20000, c.data(), n * 4);
   for (size_t i = 0; i < n; ++i) ASSERT_EQ(c[i], 6.5f) << i;
-  EXPECT_EQ(tpc_read(0, regs::tpc_cfg::kStatus) & hw::tpc_status::kFaulted, 0u);
+  EXPECT_EQ(tpc_read(0, regs::tpc_cfg::kStatus) & regs::tpc_status::kFaulted, 0u);
   EXPECT_EQ(interrupts.size(), 2u);
   const auto stats = kernel_stats(0);
   ASSERT_EQ(stats.size(), 3u);
@@ -386,7 +386,7 @@ TEST(TpcLaunch, DescriptorWordsHoldTheFields) {
   r.size = {100, 2, 2, 1, 1};
   const auto w = tpc::tpc_descriptor_words(spec, r, 0x80000001u);
   namespace tc = regs::tpc_cfg;
-  EXPECT_EQ(w[tc::kTensorConfig / 4], hw::tpc_tensor_config::make(tpc::DType::BF16, 3));
+  EXPECT_EQ(w[tc::kTensorConfig / 4], regs::tpc_tensor_config::make(tpc::DType::BF16, 3));
   EXPECT_EQ(w[tc::kTensorConfig / 4], 0x20701u);   // dtype 1, dims 0..2 valid, last_dim 2
   EXPECT_EQ(w[tc::kDescSyncObjectMessage / 4], 0x80000001u);
   EXPECT_EQ(w[tc::kDescSyncObjectAddr / 4], 0xFC4A2000u);
@@ -396,12 +396,12 @@ TEST(TpcLaunch, DescriptorWordsHoldTheFields) {
 }
 
 TEST(TpcEvents, KernelErrorsAreHardwareErrorSpis) {
-  namespace ev = firmware::event;
+  namespace ev = fw_if::event;
   for (unsigned n = 0; n < 8; ++n) {
     EXPECT_EQ(ev::tpc_krn_err(n), 301u + 6 * n);
     EXPECT_EQ(ev::tpc_of_krn_err(ev::tpc_krn_err(n)), static_cast<int>(n));
-    const auto meaning = firmware::decode_spi(ev::spi_of(ev::tpc_krn_err(n)));
-    EXPECT_EQ(meaning.kind, firmware::SpiKind::kHwError);
+    const auto meaning = fw_if::decode_spi(ev::spi_of(ev::tpc_krn_err(n)));
+    EXPECT_EQ(meaning.kind, fw_if::SpiKind::kHwError);
     EXPECT_EQ(meaning.event_type, ev::tpc_krn_err(n));
     EXPECT_EQ(meaning.engine_id, static_cast<int>(12 + n));
     EXPECT_EQ(ev::name(ev::tpc_krn_err(n)), "TPC" + std::to_string(n) + "_KRN_ERR");

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "hw/regs/gaudi1_map.h"
-#include "hw/tpc/asm/assembler.h"
+#include "arch/regs/gaudi1_map.h"
+#include "arch/tpc/asm/assembler.h"
 #include "hw/tpc/tpc_core.h"
-#include "hw/tpc/tpc_launch.h"
+#include "arch/tpc/tpc_launch.h"
 #include "sim/bench/tpc_bench.h"
 #include "tests/qman/qman_fixture.h"
 #include "tests/support/golden.h"

@@ -5,7 +5,7 @@
 #include <random>
 #include <vector>
 
-#include "hw/tpc/isa.h"
+#include "arch/tpc/isa.h"
 
 namespace hpusim::tpc::testing {
 

@@ -20,7 +20,7 @@ namespace hpusim::synapse::tpc_kernels::testing {
 
 using tpc::DType;
 
-// ---- Number formats (independent of hw/tpc/numerics.h) ----
+// ---- Number formats (independent of arch/tpc/numerics.h) ----
 
 inline uint32_t bits_of(float f) {
   uint32_t u;
