@@ -23,9 +23,9 @@
 #include <string>
 #include <vector>
 
-#include "hw/tpc/asm/assembler.h"
-#include "hw/tpc/asm/disassembler.h"
-#include "hw/tpc/asm/program.h"
+#include "arch/tpc/asm/assembler.h"
+#include "arch/tpc/asm/disassembler.h"
+#include "arch/tpc/asm/program.h"
 #include "sim/bench/compile_bench.h"
 #include "sim/bench/gemm_bench.h"
 #include "sim/zoo/run_workload.h"
@@ -48,6 +48,23 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A count option (--steps, --seed, --max-size): decimal digits only, at most 2^32 - 1. Boost's own
+// uint32_t conversion reads "-1" as 4294967295 and would start four billion steps.
+struct Count {
+  uint32_t value = 0;
+};
+void validate(boost::any& out, const std::vector<std::string>& values, Count*, int) {
+  po::validators::check_first_occurrence(out);
+  const std::string& text = po::validators::get_single_string(values);
+  const bool digits = !text.empty() && text.size() <= 10 &&
+                      std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (!digits || std::stoull(text) > UINT32_MAX) throw po::invalid_option_value(text);
+  out = Count{static_cast<uint32_t>(std::stoull(text))};
+}
+po::typed_value<Count>* count_value(uint32_t default_value) {
+  return po::value<Count>()->default_value(Count{default_value}, std::to_string(default_value));
+}
+
 void print_usage(std::ostream& out) {
   out << "usage: hpusim <command> [options]\n\n"
          "commands:\n"
@@ -60,7 +77,7 @@ void print_usage(std::ostream& out) {
          "  run WORKLOAD         model-zoo training steps through the Synapse API (mlp, bert-layer, conv-block)\n"
          "  presets              list the built-in presets\n"
          "  tpc-as INPUT.s -o OUTPUT.bin\n"
-         "                       assemble a TPC program (hw/tpc/ASSEMBLY.md)\n"
+         "                       assemble a TPC program (arch/tpc/ASSEMBLY.md)\n"
          "  tpc-dis INPUT.bin [-o OUTPUT.s]\n"
          "                       disassemble a TPC program (to stdout by default)\n\n"
          "common options:\n"
@@ -241,7 +258,7 @@ int command_bench_gemm(const std::vector<std::string>& args) {
       ("preset", po::value<std::string>()->default_value("hl205,hl225"), "built-in preset names or files, comma separated")
       ("set", po::value<std::vector<std::string>>()->composing(), "override PATH=VALUE (repeatable)")
       ("json", po::value<std::string>(), "write results as a JSON array of objects")
-      ("max-size", po::value<uint32_t>()->default_value(8192), "skip shapes with a dimension above this")
+      ("max-size", count_value(8192), "skip shapes with a dimension above this")
       ("shapes", po::value<std::string>(), "instead of the sweep: [BATCH*]MxNxK[:f32][:rowmajor],... (bf16, A stored K x M by default)")
       ("memory", po::value<std::string>()->default_value("hbm"), "where the operands live: hbm or sram");
   po::variables_map vm = parse(args, options);
@@ -256,7 +273,7 @@ int command_bench_gemm(const std::vector<std::string>& args) {
     int status = 0;
     for (size_t i = 0; i < presets.size(); ++i) {
       std::vector<std::string> child = {"bench", "gemm", "--preset", presets[i], "--max-size",
-                                        std::to_string(vm["max-size"].as<uint32_t>()), "--memory",
+                                        std::to_string(vm["max-size"].as<Count>().value), "--memory",
                                         vm["memory"].as<std::string>()};
       if (vm.count("set")) {
         for (const std::string& o : vm["set"].as<std::vector<std::string>>()) child.insert(child.end(), {"--set", o});
@@ -282,7 +299,7 @@ int command_bench_gemm(const std::vector<std::string>& args) {
   if (vm.count("set")) overrides = vm["set"].as<std::vector<std::string>>();
   hpusim::bench::GemmBenchOptions bench;
   bench.card = hpusim::preset::load_preset(presets[0], overrides);
-  bench.max_size = vm["max-size"].as<uint32_t>();
+  bench.max_size = vm["max-size"].as<Count>().value;
   bench.memory = vm["memory"].as<std::string>();
   if (vm.count("json")) bench.json_path = vm["json"].as<std::string>();
   if (vm.count("shapes")) {
@@ -388,7 +405,7 @@ int command_bench_compile(const std::vector<std::string>& args) {
   po::options_description options = preset_options();
   options.add_options()("help,h", "this help")
       ("workloads", po::value<std::string>()->default_value("mlp,conv-block,bert-layer"), "zoo workloads, comma separated")
-      ("steps", po::value<uint32_t>()->default_value(2), "steps per workload (>= 2: a compile, then cache hits)")
+      ("steps", count_value(2), "steps per workload (>= 2: a compile, then cache hits)")
       ("json", po::value<std::string>(), "write the results as a JSON array");
   po::variables_map vm = parse(args, options);
   if (vm.count("help")) {
@@ -401,7 +418,7 @@ int command_bench_compile(const std::vector<std::string>& args) {
   for (const auto& w : bench.workloads) {
     if (std::find(names.begin(), names.end(), w) == names.end()) throw UsageError("unknown workload '" + w + "'");
   }
-  bench.steps = vm["steps"].as<uint32_t>();
+  bench.steps = vm["steps"].as<Count>().value;
   if (bench.steps < 2) throw UsageError("--steps must be at least 2");
   bench.preset = vm["preset"].as<std::string>();
   if (vm.count("set")) bench.overrides = vm["set"].as<std::vector<std::string>>();
@@ -416,8 +433,8 @@ int command_run(const std::vector<std::string>& args) {
   po::options_description options = preset_options();
   options.add_options()("help,h", "this help")
       ("workload", po::value<std::string>(), "the workload: mlp, bert-layer, conv-block")
-      ("steps", po::value<uint32_t>()->default_value(5), "training steps")
-      ("seed", po::value<uint32_t>()->default_value(7), "parameter and data seed")
+      ("steps", count_value(5), "training steps")
+      ("seed", count_value(7), "parameter and data seed")
       ("json", po::value<std::string>(), "write the per-step results as a JSON array")
       ("trace", po::value<std::string>(), "write the timeline (.json: Chrome JSON, else Perfetto)")
       ("stats", po::value<std::string>(), "write statistics (sorted text, and FILE.json)")
@@ -445,8 +462,8 @@ int command_run(const std::vector<std::string>& args) {
   }
   hpusim::zoo::RunOptions run;
   run.workload = vm["workload"].as<std::string>();
-  run.steps = vm["steps"].as<uint32_t>();
-  run.seed = vm["seed"].as<uint32_t>();
+  run.steps = vm["steps"].as<Count>().value;
+  run.seed = vm["seed"].as<Count>().value;
   run.preset = vm["preset"].as<std::string>();
   if (vm.count("set")) run.overrides = vm["set"].as<std::vector<std::string>>();
   if (vm.count("json")) run.json_path = vm["json"].as<std::string>();

@@ -185,6 +185,15 @@ TEST(CliRun, UsageErrors) {
   EXPECT_NE(r.output.find("unknown workload 'resnet'"), std::string::npos) << r.output;
   r = run_hpusim("run mlp --steps 0");
   EXPECT_EQ(r.exit_code, 2);
+  // A negative or fractional count is refused naming the option, not read as four billion steps.
+  const std::vector<std::pair<std::string, std::string>> bad_counts = {
+      {"--steps -1", "--steps"}, {"--steps 1.5", "--steps"}, {"--steps 4294967296", "--steps"},
+      {"--steps ''", "--steps"}, {"--seed -3", "--seed"}};
+  for (const auto& [arguments, option] : bad_counts) {
+    r = run_hpusim("run mlp " + arguments);
+    EXPECT_EQ(r.exit_code, 2) << arguments << ": " << r.output;
+    EXPECT_NE(r.output.find(option), std::string::npos) << arguments << ": " << r.output;
+  }
   r = run_hpusim("run mlp --preset hl999");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("hl999"), std::string::npos) << r.output;
