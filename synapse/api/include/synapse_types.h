@@ -7,7 +7,16 @@
 
 #define SYN_MAX_TENSOR_DIM 5 /* MAX_DIMENSIONS_NUM */
 
-typedef enum {
+/* C++ sees every enum of the API with int as its underlying type, the type a C caller passes:
+ * an out-of-range value (synDeviceType 99) is then a value the library can check and refuse,
+ * not undefined behaviour. */
+#ifdef __cplusplus
+#define SYN_ENUM_BASE : int
+#else
+#define SYN_ENUM_BASE
+#endif
+
+typedef enum SYN_ENUM_BASE {
   synSuccess = 0,
   synInvalidArgument = 1,
   synCbFull = 2,
@@ -37,7 +46,7 @@ typedef enum {
   synFail = 26
 } synStatus;
 
-typedef enum {
+typedef enum SYN_ENUM_BASE {
   synDeviceGoya = 0,
   synDeviceGreco = 1,
   synDeviceGaudi = 2,
@@ -48,7 +57,7 @@ typedef enum {
 } synDeviceType;
 
 /* Bit flags, as the API numbers them. */
-typedef enum {
+typedef enum SYN_ENUM_BASE {
   syn_type_na = 0,
   syn_type_fixed = 1,
   syn_type_int8 = syn_type_fixed,
@@ -63,7 +72,7 @@ typedef enum {
 } synDataType;
 
 /* Only DATA_TENSOR is supported. */
-typedef enum { DATA_TENSOR = 0 } synTensorType;
+typedef enum SYN_ENUM_BASE { DATA_TENSOR = 0 } synTensorType;
 
 /* Opaque handles; a destroyed handle is never handed out again. */
 typedef struct hpusim_GraphObject* synGraphHandle;
@@ -122,9 +131,9 @@ typedef struct {
   synDeviceType deviceType;
 } synDeviceInfo;
 
-typedef enum { HOST_TO_DRAM = 0, DRAM_TO_HOST = 1, DRAM_TO_DRAM = 2 } synDmaDir;
+typedef enum SYN_ENUM_BASE { HOST_TO_DRAM = 0, DRAM_TO_HOST = 1, DRAM_TO_DRAM = 2 } synDmaDir;
 
-typedef enum {
+typedef enum SYN_ENUM_BASE {
   STREAM_TYPE_COPY_DEVICE_TO_HOST = 0,
   STREAM_TYPE_COPY_HOST_TO_DEVICE = 1,
   STREAM_TYPE_COPY_DEVICE_TO_DEVICE = 2,
@@ -135,7 +144,7 @@ typedef enum {
 #define EVENT_COLLECT_TIME 1u
 
 /* A persistent tensor's address for synLaunch, by name (tensorId is not used). */
-typedef enum { HOST_TO_DEVICE_TENSOR = 0, OUTPUT_TENSOR = 1, INPUT_TENSOR = 2 } synTensorTypeLaunch;
+typedef enum SYN_ENUM_BASE { HOST_TO_DEVICE_TENSOR = 0, OUTPUT_TENSOR = 1, INPUT_TENSOR = 2 } synTensorTypeLaunch;
 typedef struct {
   const char* tensorName;
   uint64_t pTensorAddress;
