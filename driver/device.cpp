@@ -452,7 +452,7 @@ int HlDevice::wait_for_kernel_cs(uint64_t seq) {
 // open / close / ioctl
 // ---------------------------------------------------------------------------------------------
 
-int HlDevice::open() {
+int HlDevice::do_open() {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   const HostSpan span(*this, "open");
   charge(preset_.host().ioctl_ns());
@@ -477,7 +477,7 @@ int HlDevice::open() {
   return 0;
 }
 
-int HlDevice::close() {
+int HlDevice::do_close() {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   const HostSpan span(*this, "close");
   if (!open_) return -EBADF;
@@ -497,6 +497,37 @@ int HlDevice::close() {
   return 0;
 }
 
+// Every entry point catches at the boundary: whatever a lower layer throws (a host write or an
+// MMIO the link refuses) becomes -EIO (-ENOMEM for allocation) and a line in the log, never an
+// exception into user space. What the entry point had changed is undone where it matters: a CS
+// that failed before its first doorbell leaves no trace (schedule()).
+template <class Body>
+int HlDevice::at_boundary(const char* entry, Body&& body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    logf(std::string(entry) + ": out of host memory");
+    return -ENOMEM;
+  } catch (const std::exception& e) {
+    logf(std::string(entry) + " failed: " + e.what());
+    return -EIO;
+  }
+}
+
+int HlDevice::open() { return at_boundary("open", [&] { return do_open(); }); }
+int HlDevice::close() { return at_boundary("close", [&] { return do_close(); }); }
+int HlDevice::info(hl_info_args& args) { return at_boundary("INFO", [&] { return do_info(args); }); }
+int HlDevice::cb(hl_cb_args& args) { return at_boundary("CB", [&] { return do_cb(args); }); }
+int HlDevice::cs(hl_cs_args& args) { return at_boundary("CS", [&] { return do_cs(args); }); }
+int HlDevice::wait_cs(hl_wait_cs_args& args) { return at_boundary("WAIT_CS", [&] { return do_wait_cs(args); }); }
+int HlDevice::memory(hl_mem_args& args) { return at_boundary("MEMORY", [&] { return do_memory(args); }); }
+int HlDevice::mmap_cb(uint64_t handle, uint64_t length, void** address) {
+  return at_boundary("mmap", [&] { return do_mmap_cb(handle, length, address); });
+}
+int HlDevice::munmap_cb(void* address, uint64_t length) {
+  return at_boundary("munmap", [&] { return do_munmap_cb(address, length); });
+}
+
 int HlDevice::ioctl(unsigned long request, void* arg) {
   if (arg == nullptr) return -EFAULT;
   if (request == DRM_IOCTL_HL_INFO || request == HL_IOCTL_INFO) return info(*static_cast<hl_info_args*>(arg));
@@ -511,7 +542,7 @@ int HlDevice::ioctl(unsigned long request, void* arg) {
 // INFO
 // ---------------------------------------------------------------------------------------------
 
-int HlDevice::info(hl_info_args& args) {
+int HlDevice::do_info(hl_info_args& args) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   const HostSpan span(*this, "INFO");
   charge(preset_.host().ioctl_ns());
@@ -582,7 +613,7 @@ int HlDevice::info(hl_info_args& args) {
 // CB
 // ---------------------------------------------------------------------------------------------
 
-int HlDevice::cb(hl_cb_args& args) {
+int HlDevice::do_cb(hl_cb_args& args) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   const HostSpan span(*this, "CB");
   charge(preset_.host().ioctl_ns());
@@ -626,7 +657,7 @@ int HlDevice::cb(hl_cb_args& args) {
   }
 }
 
-int HlDevice::mmap_cb(uint64_t handle, uint64_t length, void** address) {
+int HlDevice::do_mmap_cb(uint64_t handle, uint64_t length, void** address) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   if (address == nullptr) return -EFAULT;
   auto it = cbs_.find(handle);
@@ -639,7 +670,7 @@ int HlDevice::mmap_cb(uint64_t handle, uint64_t length, void** address) {
   return 0;
 }
 
-int HlDevice::munmap_cb(void* address, uint64_t) {
+int HlDevice::do_munmap_cb(void* address, uint64_t) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   auto m = mapped_.find(address);
   if (m == mapped_.end()) return -EINVAL;
@@ -655,7 +686,7 @@ int HlDevice::munmap_cb(void* address, uint64_t) {
 // CS
 // ---------------------------------------------------------------------------------------------
 
-int HlDevice::cs(hl_cs_args& args) {
+int HlDevice::do_cs(hl_cs_args& args) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   const HostSpan span(*this, "CS");
   charge(preset_.host().ioctl_ns());
@@ -813,6 +844,15 @@ int HlDevice::schedule(std::vector<PendingJob>& jobs, Cs& cs) {
       return -EAGAIN;
     }
   }
+  // Phase 1 writes every job's patched CB and PQ entry; phase 2 rings the doorbells. A failure in
+  // phase 1 (a host write the link refuses) is undone here: no job is rung, the queues, the CQs and
+  // the CS table are as they were.
+  std::map<unsigned, uint32_t> saved_pi, saved_cq_pi;
+  for (const auto& [q, n] : per_queue) {
+    saved_pi[q] = queues_[q].pi;
+    if (queues_[q].external) saved_cq_pi[q] = cqs_[q].pi;
+  }
+  const uint64_t saved_next_seq = next_seq_, saved_next_kernel_seq = next_kernel_seq_;
   cs.seq = cs.kernel ? next_kernel_seq_++ : next_seq_++;
   for (const PendingJob& job : jobs) {
     if (job.external) ++cs.external_pending;
@@ -824,49 +864,63 @@ int HlDevice::schedule(std::vector<PendingJob>& jobs, Cs& cs) {
   in_flight_.push_back(seq);
   if (in_flight_.size() == 1) cs_[seq].head_since_ps = now;
 
-  for (PendingJob& job : jobs) {
-    HwQueue& hq = queues_[job.queue];
-    const uint32_t offset = hq.pi & (hq.length - 1);
-    uint8_t bd[kBdBytes];
-    uint64_t ptr = 0;
-    uint32_t len = 0, ctl = 0;
-    if (job.external) {
-      // add_end_of_cb_packets: the CQ entry for this PQ slot and the MSI of this queue's CQ.
-      const unsigned cq_index = job.queue;   // CQ i serves external queue i
-      CompletionQueue& cq = cqs_[cq_index];
-      const uint32_t shadow = hq.pi & kShadowIndexMask;
-      qman::MsgProt entry;
-      entry.value = shadow | kCqEntryShadowIndexValid | kCqEntryReady;
-      entry.addr = device_view(cq.address + 4ull * cq.pi);
-      entry.barriers = qman::Barriers{job.parsed.contains_dma_pkt, false, true};
-      qman::MsgProt msi;
-      msi.value = 1;
-      msi.addr = regs::cfg_address(regs::pcie::msi_intr(cq_index));
-      msi.barriers = qman::kMbOnly;
-      std::vector<uint8_t> tail;
-      qman::encode(entry, tail);
-      qman::encode(msi, tail);
-      std::memcpy(job.parsed.patched.data() + job.parsed.completion_offset, tail.data(), tail.size());
-      cq.pi = (cq.pi + 1) & (hq.length - 1);
+  std::vector<std::pair<unsigned, uint32_t>> doorbells;   // queue, its PI after the job
+  doorbells.reserve(jobs.size());
+  try {
+    for (PendingJob& job : jobs) {
+      HwQueue& hq = queues_[job.queue];
+      const uint32_t offset = hq.pi & (hq.length - 1);
+      uint8_t bd[kBdBytes];
+      uint64_t ptr = 0;
+      uint32_t len = 0, ctl = 0;
+      if (job.external) {
+        // add_end_of_cb_packets: the CQ entry for this PQ slot and the MSI of this queue's CQ.
+        const unsigned cq_index = job.queue;   // CQ i serves external queue i
+        CompletionQueue& cq = cqs_[cq_index];
+        const uint32_t shadow = hq.pi & kShadowIndexMask;
+        qman::MsgProt entry;
+        entry.value = shadow | kCqEntryShadowIndexValid | kCqEntryReady;
+        entry.addr = device_view(cq.address + 4ull * cq.pi);
+        entry.barriers = qman::Barriers{job.parsed.contains_dma_pkt, false, true};
+        qman::MsgProt msi;
+        msi.value = 1;
+        msi.addr = regs::cfg_address(regs::pcie::msi_intr(cq_index));
+        msi.barriers = qman::kMbOnly;
+        std::vector<uint8_t> tail;
+        qman::encode(entry, tail);
+        qman::encode(msi, tail);
+        std::memcpy(job.parsed.patched.data() + job.parsed.completion_offset, tail.data(), tail.size());
+        cq.pi = (cq.pi + 1) & (hq.length - 1);
 
-      const uint64_t slot = hq.cb_slots + offset * kPatchedCbSlot;
-      host_write(slot, job.parsed.patched.data(), job.parsed.patched.size());
-      hq.shadow[offset] = Job{seq, cs.kernel, slot, job.parsed.patched.size()};
-      ptr = device_view(slot);
-      len = static_cast<uint32_t>(job.parsed.patched.size());
-      ctl = shadow;
-    } else {
-      ptr = job.address;
-      len = job.size;
-      ++cs_[seq].internal_jobs[job.queue];
+        const uint64_t slot = hq.cb_slots + offset * kPatchedCbSlot;
+        host_write(slot, job.parsed.patched.data(), job.parsed.patched.size());
+        hq.shadow[offset] = Job{seq, cs.kernel, slot, job.parsed.patched.size()};
+        ptr = device_view(slot);
+        len = static_cast<uint32_t>(job.parsed.patched.size());
+        ctl = shadow;
+      } else {
+        ptr = job.address;
+        len = job.size;
+        ++cs_[seq].internal_jobs[job.queue];
+      }
+      std::memcpy(bd, &ptr, 8);
+      std::memcpy(bd + 8, &len, 4);
+      std::memcpy(bd + 12, &ctl, 4);
+      host_write(hq.pq_address + offset * kBdBytes, bd, kBdBytes);
+      hq.pi = (hq.pi + 1) & (2 * hq.length - 1);
+      doorbells.emplace_back(job.queue, hq.pi);
+      if (options_.fault_hook) options_.fault_hook("schedule: PQ entry written");
     }
-    std::memcpy(bd, &ptr, 8);
-    std::memcpy(bd + 8, &len, 4);
-    std::memcpy(bd + 12, &ctl, 4);
-    host_write(hq.pq_address + offset * kBdBytes, bd, kBdBytes);
-    hq.pi = (hq.pi + 1) & (2 * hq.length - 1);
-    mmio_write(regs::queue_doorbell(regs::queue_from_index(job.queue)), hq.pi);
+  } catch (...) {
+    for (const auto& [q, pi] : saved_pi) queues_[q].pi = pi;
+    for (const auto& [q, pi] : saved_cq_pi) cqs_[q].pi = pi;
+    cs_.erase(seq);
+    in_flight_.pop_back();
+    next_seq_ = saved_next_seq;
+    next_kernel_seq_ = saved_next_kernel_seq;
+    throw;
   }
+  for (const auto& [queue, pi] : doorbells) mmio_write(regs::queue_doorbell(regs::queue_from_index(queue)), pi);
   return 0;
 }
 
@@ -1150,7 +1204,7 @@ void HlDevice::hard_reset(const std::string& reason, Cs* timed_out) {
 // WAIT_CS
 // ---------------------------------------------------------------------------------------------
 
-int HlDevice::wait_cs(hl_wait_cs_args& args) {
+int HlDevice::do_wait_cs(hl_wait_cs_args& args) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   const HostSpan span(*this, "WAIT_CS");
   charge(preset_.host().ioctl_ns());

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -59,6 +60,10 @@ struct HlDeviceOptions {
   // Heartbeat (hl_fw_send_heartbeat): a TEST packet to the device CPU this often (host time);
   // no answer means a hard reset. 0 turns it off. The real driver's period is 5 s.
   uint64_t heartbeat_period_us = 5000000;
+  // Fault injection for tests: called at named points inside the driver ("schedule: PQ entry
+  // written" after each PQ entry of a CS); what it throws stands for a failing host write or MMIO
+  // at that point.
+  std::function<void(const char* point)> fault_hook;
 };
 
 class HlDevice {
@@ -210,6 +215,19 @@ class HlDevice {
     uint64_t start_ps_;
   };
   void trace_instant(const std::string& name);
+
+  // The entry points' bodies; the public ones run them at_boundary.
+  template <class Body>
+  int at_boundary(const char* entry, Body&& body);
+  int do_open();
+  int do_close();
+  int do_info(uapi::hl_info_args& args);
+  int do_cb(uapi::hl_cb_args& args);
+  int do_cs(uapi::hl_cs_args& args);
+  int do_wait_cs(uapi::hl_wait_cs_args& args);
+  int do_memory(uapi::hl_mem_args& args);
+  int do_mmap_cb(uint64_t handle, uint64_t length, void** address);
+  int do_munmap_cb(void* address, uint64_t length);
 
   // Device initialisation (hw_init): PQs, CQs, CPs, enables, error reporting.
   void init_queues();

@@ -110,7 +110,7 @@ void HlDevice::flush_page_tables() {
   });
 }
 
-int HlDevice::memory(hl_mem_args& args) {
+int HlDevice::do_memory(hl_mem_args& args) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   const HostSpan span(*this, "MEMORY");
   charge(preset_.host().ioctl_ns());
@@ -220,9 +220,20 @@ int HlDevice::map_host_memory(uint64_t host_address, uint64_t bytes, uint64_t hi
   }
   uint8_t* pages = reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(first_page));
   const uint64_t phys_start = *phys;
-  sim_->on_sim_thread([&] { card_->memory().host_memory().pin(phys_start, pages, span); });
-  flush_page_tables();
-  invalidate_mmu_cache();
+  bool pinned = false;
+  try {
+    sim_->on_sim_thread([&] { card_->memory().host_memory().pin(phys_start, pages, span); });
+    pinned = true;
+    flush_page_tables();
+    invalidate_mmu_cache();
+  } catch (...) {
+    // Nothing of the mapping stays: the tables, the pin, the VA block and the host pages.
+    page_tables_->unmap(kUserAsid, *va, span);
+    if (pinned) sim_->on_sim_thread([&] { card_->memory().host_memory().unpin(phys_start); });
+    host_va_->release(*va);
+    pinned_phys_->release(*phys);
+    throw;
+  }
   host_mappings_[*va + offset] = HostMapping{*va, span, *phys};
   *device_va = *va + offset;
   return 0;

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <memory>
 #include <set>
+#include <stdexcept>
+#include <string>
 #include <thread>
 
 #include "driver/device.h"
@@ -285,6 +287,47 @@ TEST_F(DriverTest, ParserAndChunkRejectionsSurfaceFromTheCsIoctl) {
   uint32_t status = 99;
   EXPECT_EQ(dev->wait(seq, 1000000, &status), 0);
   EXPECT_EQ(status, HL_WAIT_CS_STATUS_COMPLETED);
+  EXPECT_EQ(dev->close(), 0);
+}
+
+// A failure inside the CS ioctl after the first of three PQ entries is written (an injected host
+// write error) comes back as -EIO and rings no job: the three jobs' sync-object increments never
+// happen, the next CS gets sequence 1, and the same three jobs submitted again all run.
+TEST_F(DriverTest, AFailureAfterTheFirstPqWriteRingsNoJobAndLeavesNothingHalfScheduled) {
+  bool armed = false;
+  HlDeviceOptions options;
+  options.fault_hook = [&](const char* point) {
+    if (armed && std::string(point) == "schedule: PQ entry written") {
+      armed = false;
+      throw std::runtime_error("injected host write error");
+    }
+  };
+  make(options);
+  ASSERT_EQ(dev->open(), 0);
+  const unsigned sob = 20, mon = 6;
+  const std::vector<uint8_t> increment = CommandBufferBuilder().msg_long(sob_address(sob), 0x80000001).bytes();
+  const std::vector<hl_cs_chunk> three = {ext_cb(QueueId::DMA_0_0, increment), ext_cb(QueueId::DMA_0_2, increment),
+                                          ext_cb(QueueId::DMA_1_0, increment)};
+  armed = true;
+  uint64_t seq = 0;
+  EXPECT_EQ(dev->submit(three, &seq), -EIO);
+  EXPECT_FALSE(armed) << "the fault point was never reached";
+  EXPECT_EQ(log_lines_with("CS failed: injected host write error"), 1u) << log_text();
+
+  // The sync object is still 0: a stream that waits for SOB == 0 passes at once.
+  CommandBufferBuilder still_zero;
+  wait_on_sob(still_zero, 1, sob, mon, true, 0);
+  ASSERT_EQ(dev->submit({ext_cb(QueueId::DMA_0_1, still_zero.bytes())}, &seq), 0);
+  EXPECT_EQ(seq, 1u);
+  uint32_t status = 99;
+  EXPECT_EQ(dev->wait(seq, 100000, &status), 0);
+  EXPECT_EQ(status, HL_WAIT_CS_STATUS_COMPLETED) << "a job of the failed CS ran";
+
+  EXPECT_EQ(run(three), HL_WAIT_CS_STATUS_COMPLETED);
+  CommandBufferBuilder three_done;
+  wait_on_sob(three_done, 1, sob, mon, true, 3);
+  EXPECT_EQ(run({ext_cb(QueueId::DMA_0_1, three_done.bytes())}), HL_WAIT_CS_STATUS_COMPLETED);
+  EXPECT_EQ(info<hl_info_reset_count>(HL_INFO_RESET_COUNT).hard_reset_cnt, 0u);
   EXPECT_EQ(dev->close(), 0);
 }
 
