@@ -7,12 +7,10 @@
 #include <stdexcept>
 
 #include "arch/cpucp/cpucp.h"
-#include "hw/card/card.h"
-#include "hw/card/card_tracer.h"
 #include "arch/hex.h"
 #include "arch/mme/mme_job.h"
 #include "arch/packets/packets.h"
-#include "sim/cosim/host_port.h"
+#include "traces/timeline.h"
 
 namespace hpusim::driver {
 namespace {
@@ -26,7 +24,6 @@ constexpr uint32_t kShadowIndexMask = 0xFFF;
 
 // Host bus addresses of the driver's coherent DMA memory. The host memory is sparse, so the
 // layout is generous: one fixed region per object, nothing is ever moved.
-constexpr uint64_t kMsiHostAddress = 0xFEE00000ull;          // x86 MSI window (direct-MSI path)
 constexpr uint64_t kCpuPqRegion = 0x100000000ull;           // CPU PQ: kCpuPqEntries BDs
 constexpr uint64_t kEqRegion = 0x100004000ull;              // event queue: kEqEntries x 64 B
 constexpr uint64_t kCpuCqRegion = 0x100008000ull;           // CPU-accessible window (CQ regs)
@@ -85,7 +82,8 @@ uint32_t internal_queue_length(regs::QueueKind kind) {
 // Platform and device initialisation
 // ---------------------------------------------------------------------------------------------
 
-HlDevice::HlDevice(const HlDeviceOptions& options) : options_(options) {
+HlDevice::HlDevice(DeviceLink& link, const preset::Card& card, const HlDeviceOptions& options)
+    : link_(link), options_(options), preset_(card) {
   if (options_.ext_queue_length == 0 || options_.ext_queue_length > 4096 ||
       (options_.ext_queue_length & (options_.ext_queue_length - 1)) != 0) {
     throw std::invalid_argument("HlDevice: ext_queue_length must be a power of two <= 4096");
@@ -93,36 +91,7 @@ HlDevice::HlDevice(const HlDeviceOptions& options) : options_(options) {
   if (options_.max_pending_cs == 0 || (options_.max_pending_cs & (options_.max_pending_cs - 1)) != 0) {
     throw std::invalid_argument("HlDevice: max_pending_cs must be a power of two");
   }
-  preset_ = preset::load_preset(options_.preset, options_.overrides);
   timeline_ = options_.timeline;
-  const auto& host = preset_.host();
-  cosim::HostCostsNs costs;
-  costs.mmio_write_ns = host.mmio_write_ns();
-  costs.mmio_read_ns = host.mmio_read_ns();
-  costs.irq_latency_ns = host.irq_latency_ns();
-  sim_ = std::make_unique<cosim::CoSimulation>(options_.time_source, costs);
-
-  // Platform assembly (what the BIOS/PCIe enumeration provides): the card, the root port and
-  // the MSI routing to the host.
-  sim_->on_sim_thread([this] {
-    // The card with its device CPU: the firmware zeroes the driver-reserved head of SRAM
-    // (GAUDI_DRIVER_SRAM_RESERVED_SIZE_FROM_START) at boot; nothing of the driver lives there.
-    hw::CardOptions card_options;
-    card_options.device_cpu = true;
-    card_options.fw_init_region_base = preset_.memory_map().sram_base();
-    card_options.fw_init_region_bytes = GAUDI_DRIVER_SRAM_RESERVED_SIZE_FROM_START;
-    card_ = std::make_unique<hw::Card>("card", preset_, card_options);
-    if (timeline_ != nullptr) card_tracer_ = std::make_unique<hw::CardTracer>(*timeline_, *card_);
-    host_port_ = std::make_unique<cosim::HostPort>("host");
-    host_port_->socket.bind(card_->memory().pcie().host_side);
-    cosim::HostPort* port = host_port_.get();
-    card_->memory().pcie().set_msi_sink(kMsiHostAddress, [port](uint32_t vector, hw::Picoseconds at) {
-      port->deliver_msi(vector, at);
-    });
-    // What the firmware would report (cpucp info): the DRAM size.
-    dram_size_ = card_->memory().dram_size();
-  });
-  sim_->attach(*host_port_);
 
   const auto& map = preset_.memory_map();
   sram_base_ = map.sram_base();
@@ -159,17 +128,12 @@ HlDevice::HlDevice(const HlDeviceOptions& options) : options_(options) {
   init_mmu();
   init_queues();
   status_ = HL_DEVICE_STATUS_OPERATIONAL;
-  if (options_.heartbeat_period_us != 0) next_heartbeat_ps_ = sim_->host_now_ps() + options_.heartbeat_period_us * 1000000;
+  if (options_.heartbeat_period_us != 0) next_heartbeat_ps_ = link_.host_now_ps() + options_.heartbeat_period_us * 1000000;
   logf("device initialised: " + preset_.name() + " (" + card_name_ + ", F/W " + cpucp_version_ + ")");
 }
 
 HlDevice::~HlDevice() {
   if (open_) close();
-  sim_->on_sim_thread([this] {
-    card_tracer_.reset();
-    card_.reset();
-    host_port_.reset();
-  });
 }
 
 bool HlDevice::queue_exists(unsigned q) const {
@@ -186,26 +150,22 @@ bool HlDevice::queue_exists(unsigned q) const {
   return false;
 }
 
-void HlDevice::mmio_write(uint64_t cfg_offset, uint32_t value) { sim_->mmio_write32(regs::cfg_address(cfg_offset), value); }
+void HlDevice::mmio_write(uint64_t cfg_offset, uint32_t value) { link_.mmio_write32(regs::cfg_address(cfg_offset), value); }
 
-void HlDevice::host_write(uint64_t address, const void* data, uint64_t bytes) {
-  sim_->on_sim_thread([&] { card_->memory().host_memory().write(address, data, bytes); });
-}
-void HlDevice::host_read(uint64_t address, void* data, uint64_t bytes) {
-  sim_->on_sim_thread([&] { card_->memory().host_memory().read(address, data, bytes); });
-}
+void HlDevice::host_write(uint64_t address, const void* data, uint64_t bytes) { link_.host_write(address, data, bytes); }
+void HlDevice::host_read(uint64_t address, void* data, uint64_t bytes) { link_.host_read(address, data, bytes); }
 void HlDevice::host_release(uint64_t address, uint64_t bytes) {
   const uint64_t rounded = (bytes + kHostPage - 1) / kHostPage * kHostPage;
-  sim_->on_sim_thread([&] { card_->memory().host_memory().fill(address, 0, rounded); });
+  link_.host_fill(address, 0, rounded);
 }
 
 HlDevice::HostSpan::HostSpan(HlDevice& device, const char* name)
-    : device_(device), name_(name), start_ps_(device.timeline_ != nullptr ? device.sim_->host_now_ps() : 0) {}
+    : device_(device), name_(name), start_ps_(device.timeline_ != nullptr ? device.link_.host_now_ps() : 0) {}
 
 HlDevice::HostSpan::~HostSpan() {
   traces::Timeline* timeline = device_.timeline_;
   if (timeline == nullptr || !timeline->enabled()) return;
-  const uint64_t end_ps = device_.sim_->host_now_ps();
+  const uint64_t end_ps = device_.link_.host_now_ps();
   std::lock_guard<std::mutex> lock(timeline->mutex());
   const auto track = timeline->track(timeline->process("host: driver"), "ioctls");
   timeline->writer().complete_slice(track, start_ps_ / 1000, std::max(end_ps / 1000, start_ps_ / 1000 + 1), name_);
@@ -213,19 +173,19 @@ HlDevice::HostSpan::~HostSpan() {
 
 void HlDevice::trace_instant(const std::string& name) {
   if (timeline_ == nullptr || !timeline_->enabled()) return;
-  const uint64_t at_ps = sim_->host_now_ps();
+  const uint64_t at_ps = link_.host_now_ps();
   std::lock_guard<std::mutex> lock(timeline_->mutex());
   const auto track = timeline_->track(timeline_->process("host: driver"), "interrupts");
   timeline_->writer().instant(track, at_ps / 1000, name);
 }
 
 void HlDevice::charge(uint64_t ns) {
-  if (ns != 0) sim_->charge_ns(ns);
+  if (ns != 0) link_.charge_host_ns(ns);
 }
 
 void HlDevice::logf(const std::string& line) { log_.push_back(line); }
 
-uint32_t HlDevice::mmio_read(uint64_t cfg_offset) { return sim_->mmio_read32(regs::cfg_address(cfg_offset)); }
+uint32_t HlDevice::mmio_read(uint64_t cfg_offset) { return link_.mmio_read32(regs::cfg_address(cfg_offset)); }
 
 uint32_t HlDevice::qman_error_word(regs::QmanId qman) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
@@ -235,10 +195,10 @@ uint32_t HlDevice::qman_error_word(regs::QmanId qman) {
 
 bool HlDevice::wait_qman_error(regs::QmanId qman, uint64_t timeout_us) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
-  const uint64_t deadline = sim_->host_now_ps() + timeout_us * 1000000;
+  const uint64_t deadline = link_.host_now_ps() + timeout_us * 1000000;
   const unsigned index = regs::to_index(qman);
   poll_interrupts();
-  while (qman_error_words_.at(index) == 0 && sim_->host_now_ps() < deadline) wait_event(deadline);
+  while (qman_error_words_.at(index) == 0 && link_.host_now_ps() < deadline) wait_event(deadline);
   return qman_error_words_.at(index) != 0;
 }
 
@@ -250,9 +210,9 @@ bool HlDevice::init_cpu_queues() {
   namespace fw = fw_if;
   namespace cif = regs::cpu_if;
   // hl_fw_read_preboot_status / the boot wait: CPU_BOOT_STATUS reaches SRAM_AVAIL.
-  const uint64_t boot_deadline = sim_->host_now_ps() + 100'000'000'000ull;   // 100 ms
+  const uint64_t boot_deadline = link_.host_now_ps() + 100'000'000'000ull;   // 100 ms
   uint32_t boot_status = mmio_read(fw::boot::kCpuBootStatus);
-  while (boot_status != fw::boot::kStatusSramAvail && sim_->host_now_ps() < boot_deadline) {
+  while (boot_status != fw::boot::kStatusSramAvail && link_.host_now_ps() < boot_deadline) {
     charge(1000);
     boot_status = mmio_read(fw::boot::kCpuBootStatus);
   }
@@ -280,9 +240,9 @@ bool HlDevice::init_cpu_queues() {
   mmio_write(cif::kPfPqPi, 0);
   mmio_write(cif::kQueueInit, fw::boot::kPqInitReadyForCp);
   mmio_write(regs::gic::kGicdSetspiNsr, fw::event::spi_of(fw::event::kPiUpdate));
-  const uint64_t init_deadline = sim_->host_now_ps() + 10'000'000'000ull;   // 10 ms
+  const uint64_t init_deadline = link_.host_now_ps() + 10'000'000'000ull;   // 10 ms
   uint32_t status = mmio_read(cif::kQueueInit);
-  while (status == fw::boot::kPqInitReadyForCp && sim_->host_now_ps() < init_deadline) {
+  while (status == fw::boot::kPqInitReadyForCp && link_.host_now_ps() < init_deadline) {
     charge(1000);
     status = mmio_read(cif::kQueueInit);
   }
@@ -297,9 +257,9 @@ void HlDevice::halt_device_cpu() {
   namespace fw = fw_if;
   mmio_write(fw::boot::kKmdMsgToCpu, fw::boot::kKmdMsgGotoWfe);
   mmio_write(regs::gic::kGicdSetspiNsr, fw::event::spi_of(fw::event::kHaltMachine));
-  const uint64_t deadline = sim_->host_now_ps() + 1'000'000'000ull;   // 1 ms
+  const uint64_t deadline = link_.host_now_ps() + 1'000'000'000ull;   // 1 ms
   uint32_t status = mmio_read(fw::boot::kCpuBootStatus);
-  while (status != fw::boot::kStatusInWfe && sim_->host_now_ps() < deadline) {
+  while (status != fw::boot::kStatusInWfe && link_.host_now_ps() < deadline) {
     charge(1000);
     status = mmio_read(fw::boot::kCpuBootStatus);
   }
@@ -563,9 +523,12 @@ int HlDevice::do_info(hl_info_args& args) {
       hw.dram_base_address = dram_user_base_;
       hw.dram_size = dram_base_ + dram_size_ - dram_user_base_;
       hw.device_id = PCI_IDS_GAUDI;
-      hw.tpc_enabled_mask = static_cast<uint8_t>((1u << preset_.tpc().count()) - 1);
-      hw.tpc_enabled_mask_ext = (1ull << preset_.tpc().count()) - 1;
+      // The TPCs the card has (the Gaudi 1 map holds at most kNumTpcEngines).
+      const unsigned tpcs = std::min(preset_.tpc().count(), regs::kNumTpcEngines);
+      hw.tpc_enabled_mask_ext = tpcs >= 64 ? ~0ull : (1ull << tpcs) - 1;
+      hw.tpc_enabled_mask = static_cast<uint8_t>(hw.tpc_enabled_mask_ext);
       hw.dram_enabled = 1;
+      hw.reserved7 = static_cast<uint8_t>(std::max(1, preset_.mme().geometries_size()));   // hpusim: MME output geometries
       hw.dram_page_size = 0x200000;   // 2 MB
       hw.device_mem_alloc_default_page_size = 0x200000;
       std::memcpy(hw.cpucp_version, cpucp_version_.data(), std::min(cpucp_version_.size(), sizeof hw.cpucp_version - 1));
@@ -857,7 +820,7 @@ int HlDevice::schedule(std::vector<PendingJob>& jobs, Cs& cs) {
   for (const PendingJob& job : jobs) {
     if (job.external) ++cs.external_pending;
   }
-  const uint64_t now = sim_->host_now_ps();
+  const uint64_t now = link_.host_now_ps();
   cs.head_since_ps = now;
   const uint64_t seq = cs.seq;
   cs_[seq] = cs;
@@ -930,7 +893,7 @@ int HlDevice::schedule(std::vector<PendingJob>& jobs, Cs& cs) {
 
 bool HlDevice::poll_interrupts() {
   bool any = false;
-  while (auto vector = sim_->wait_for_interrupt(0)) {
+  while (auto vector = link_.wait_for_interrupt(0)) {
     any = true;
     charge(preset_.host().irq_handler_ns());
     handle_irq(*vector);
@@ -1072,7 +1035,7 @@ void HlDevice::complete_job(unsigned queue, uint32_t shadow_index) {
 
 void HlDevice::finish_cs(Cs& cs, CsState state) {
   cs.state = state;
-  cs.completed_ps = sim_->host_now_ps();
+  cs.completed_ps = link_.host_now_ps();
   if (state == CsState::kCompleted) {
     // hl_hw_queue_update_ci: internal queues get their slots back when the CS completes.
     for (const auto& [q, n] : cs.internal_jobs) {
@@ -1084,7 +1047,7 @@ void HlDevice::finish_cs(Cs& cs, CsState state) {
   in_flight_.erase(std::remove(in_flight_.begin(), in_flight_.end(), cs.seq), in_flight_.end());
   if (was_head && !in_flight_.empty()) {
     // The TDR is re-armed for the new oldest CS.
-    if (Cs* next = find_cs(in_flight_.front())) next->head_since_ps = sim_->host_now_ps();
+    if (Cs* next = find_cs(in_flight_.front())) next->head_since_ps = link_.host_now_ps();
   }
   // Bounded history: outcomes of the last max_pending_cs user CSs.
   if (!cs.kernel && next_seq_ > options_.max_pending_cs) {
@@ -1114,8 +1077,8 @@ void HlDevice::run_timers() {
     reset_request_.clear();
     hard_reset(reason, nullptr);
   }
-  if (status_ == HL_DEVICE_STATUS_OPERATIONAL && sim_->host_now_ps() >= next_heartbeat_ps_) {
-    next_heartbeat_ps_ = sim_->host_now_ps() + options_.heartbeat_period_us * 1000000;
+  if (status_ == HL_DEVICE_STATUS_OPERATIONAL && link_.host_now_ps() >= next_heartbeat_ps_) {
+    next_heartbeat_ps_ = link_.host_now_ps() + options_.heartbeat_period_us * 1000000;
     if (!send_heartbeat()) {
       logf("Device heartbeat failed!");
       hard_reset("heartbeat", nullptr);
@@ -1126,7 +1089,7 @@ void HlDevice::run_timers() {
 
 void HlDevice::check_tdr() {
   Cs* head = oldest_in_flight();
-  if (head == nullptr || sim_->host_now_ps() < tdr_deadline_ps()) return;
+  if (head == nullptr || link_.host_now_ps() < tdr_deadline_ps()) return;
   std::ostringstream msg;
   msg << "Command submission " << head->seq << " has not finished in " << head->timeout_ps / 1000000 << " us!";
   logf(msg.str());
@@ -1141,12 +1104,12 @@ void HlDevice::wait_event(uint64_t until_ps) {
     return;
   }
   run_timers();
-  const uint64_t now = sim_->host_now_ps();
+  const uint64_t now = link_.host_now_ps();
   uint64_t target = std::min(until_ps, tdr_deadline_ps());
   if (status_ == HL_DEVICE_STATUS_OPERATIONAL) target = std::min(target, next_heartbeat_ps_);
   if (target == UINT64_MAX) return;   // nothing can happen: no CS in flight, no deadline
   if (target > now) {
-    if (auto vector = sim_->wait_for_interrupt(target - now)) {
+    if (auto vector = link_.wait_for_interrupt(target - now)) {
       charge(preset_.host().irq_handler_ns());
       handle_irq(*vector);
     }
@@ -1173,9 +1136,9 @@ void HlDevice::hard_reset(const std::string& reason, Cs* timed_out) {
   // modelled reset line puts the QMANs, sync managers, DMA cores and the device CPU back to
   // their reset state; the firmware boots again.
   halt_device_cpu();
-  sim_->on_sim_thread([this] { card_->reset(); });
+  link_.reset_card();
   // Anything the device had already signalled is stale now.
-  while (sim_->wait_for_interrupt(0)) {
+  while (link_.wait_for_interrupt(0)) {
   }
   for (HwQueue& hq : queues_) {
     if (!hq.exists) continue;
@@ -1196,7 +1159,7 @@ void HlDevice::hard_reset(const std::string& reason, Cs* timed_out) {
   if (open_) prepare_mmu_asid(kUserAsid);
   ++hard_reset_cnt_;
   status_ = HL_DEVICE_STATUS_OPERATIONAL;
-  if (options_.heartbeat_period_us != 0) next_heartbeat_ps_ = sim_->host_now_ps() + options_.heartbeat_period_us * 1000000;
+  if (options_.heartbeat_period_us != 0) next_heartbeat_ps_ = link_.host_now_ps() + options_.heartbeat_period_us * 1000000;
   logf("hard reset done, device is operational");
 }
 
@@ -1224,7 +1187,7 @@ int HlDevice::do_wait_cs(hl_wait_cs_args& args) {
     args.out.flags = HL_WAIT_CS_STATUS_FLAG_GONE;
     return 0;
   }
-  const uint64_t start = sim_->host_now_ps();
+  const uint64_t start = link_.host_now_ps();
   const uint64_t deadline = in.timeout_us > (UINT64_MAX - start) / 1000000 ? UINT64_MAX : start + in.timeout_us * 1000000;
   while (true) {
     Cs* cs = find_cs(in.seq);
@@ -1248,7 +1211,7 @@ int HlDevice::do_wait_cs(hl_wait_cs_args& args) {
       case CsState::kInFlight:
         break;
     }
-    if (in.timeout_us == 0 || sim_->host_now_ps() >= deadline) {
+    if (in.timeout_us == 0 || link_.host_now_ps() >= deadline) {
       args.out.status = HL_WAIT_CS_STATUS_BUSY;
       return 0;
     }
@@ -1259,44 +1222,5 @@ int HlDevice::do_wait_cs(hl_wait_cs_args& args) {
 // ---------------------------------------------------------------------------------------------
 // Convenience wrappers
 // ---------------------------------------------------------------------------------------------
-
-int HlDevice::cb_create(uint32_t size, uint64_t* handle) {
-  hl_cb_args args{};
-  args.in.op = HL_CB_OP_CREATE;
-  args.in.cb_size = size;
-  const int rc = ioctl(DRM_IOCTL_HL_CB, &args);
-  if (rc == 0 && handle != nullptr) *handle = args.out.cb_handle;
-  return rc;
-}
-
-int HlDevice::cb_destroy(uint64_t handle) {
-  hl_cb_args args{};
-  args.in.op = HL_CB_OP_DESTROY;
-  args.in.cb_handle = handle;
-  return ioctl(DRM_IOCTL_HL_CB, &args);
-}
-
-int HlDevice::submit(const std::vector<hl_cs_chunk>& execute, uint64_t* seq, uint32_t flags,
-                     const std::vector<hl_cs_chunk>& restore) {
-  hl_cs_args args{};
-  args.in.chunks_execute = reinterpret_cast<uintptr_t>(execute.data());
-  args.in.num_chunks_execute = static_cast<uint32_t>(execute.size());
-  args.in.chunks_restore = reinterpret_cast<uintptr_t>(restore.data());
-  args.in.num_chunks_restore = static_cast<uint32_t>(restore.size());
-  args.in.cs_flags = flags;
-  const int rc = ioctl(DRM_IOCTL_HL_CS, &args);
-  if (rc == 0 && seq != nullptr) *seq = args.out.seq;
-  return rc;
-}
-
-int HlDevice::wait(uint64_t seq, uint64_t timeout_us, uint32_t* status, uint32_t* flags) {
-  hl_wait_cs_args args{};
-  args.in.seq = seq;
-  args.in.timeout_us = timeout_us;
-  const int rc = ioctl(DRM_IOCTL_HL_WAIT_CS, &args);
-  if (status != nullptr) *status = args.out.status;
-  if (flags != nullptr) *flags = args.out.flags;
-  return rc;
-}
 
 }  // namespace hpusim::driver

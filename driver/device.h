@@ -1,14 +1,13 @@
 // HlDevice: the habanalabs kernel driver of one Gaudi 1 class card, running in user space.
 //
-// It owns the platform (the co-simulation loop, the simulated card and the host's root port) and
-// talks to the card only the way a kernel driver does: MMIO writes/reads through the PCIe BARs,
-// MSIs it waits for, and host memory (primary queues, completion queues, patched command
-// buffers) that the device reads and writes by DMA. It never calls into a SystemC module after
-// the platform is assembled, except for card reset (the modelled reset line) on a hard reset.
+// The platform (sim/platform) probes it with a device link to its card; it talks to the card only
+// the way a kernel driver does (driver/device_link.h): MMIO writes/reads through the PCIe BARs,
+// MSIs it waits for, host memory (primary queues, completion queues, patched command buffers)
+// that the device reads and writes by DMA, and the reset line on a hard reset.
 //
-// The user-facing entry points are the file operations of the real driver: open(), close(),
-// ioctl() with the habanalabs request numbers (DRM accel or legacy encoding), and CB mmap.
-// Return values are 0 or a negative errno, like the kernel's.
+// User space reaches it through its device file (driver/device_file.h): open, close, ioctl with
+// the habanalabs request numbers (DRM accel or legacy encoding) and CB mmap. Return values are 0
+// or a negative errno, like the kernel's.
 #pragma once
 
 #include <cstdint>
@@ -21,36 +20,26 @@
 #include <string>
 #include <vector>
 
-#include "driver/cb_parser.h"
-#include "arch/uapi/uapi.h"
-#include "driver/vm_support.h"
 #include "arch/regs/gaudi1_map.h"
-#include "sim/cosim/cosimulation.h"
+#include "arch/uapi/uapi.h"
+#include "driver/cb_parser.h"
+#include "driver/device_file.h"
+#include "driver/device_link.h"
+#include "driver/vm_support.h"
 #include "sim/preset/preset.h"
 
-namespace hpusim::hw {
-class Card;
-class CardTracer;
-}
 namespace hpusim::traces {
 class Timeline;
-}
-namespace hpusim::cosim {
-class HostPort;
 }
 
 namespace hpusim::driver {
 
 struct HlDeviceOptions {
-  std::string preset = preset::kDefaultPreset;
-  std::vector<std::string> overrides;
-  cosim::HostTimeSource time_source = cosim::HostTimeSource::kModeled;
   // TDR: a CS that has been the oldest in flight for this long (host time) times out and the
   // device is hard-reset. The real Gaudi default is 600 s; tests want something small.
   uint64_t cs_timeout_us = 20000;
   // When set, the driver puts its ioctls (slices) and interrupts (instants) on a "host: driver"
-  // process of this timeline, and the card's activity (QMAN packets, DMA transfers, sync objects,
-  // page faults) on the device's tracks. Must outlive the device.
+  // process of this timeline. Must outlive the device.
   traces::Timeline* timeline = nullptr;
   // PQ length of the external queues (HL_QUEUE_LENGTH = 4096; power of two, <= 4096).
   uint32_t ext_queue_length = 4096;
@@ -66,9 +55,11 @@ struct HlDeviceOptions {
   std::function<void(const char* point)> fault_hook;
 };
 
-class HlDevice {
+class HlDevice : public DeviceFileOps {
  public:
-  explicit HlDevice(const HlDeviceOptions& options = {});
+  // Probes the card behind `link`, described by `card` (the preset it was built from): brings up
+  // its device CPU, MMU and queues. Throws std::runtime_error when the card does not come up.
+  HlDevice(DeviceLink& link, const preset::Card& card, const HlDeviceOptions& options = {});
   ~HlDevice();
   HlDevice(const HlDevice&) = delete;
   HlDevice& operator=(const HlDevice&) = delete;
@@ -76,12 +67,15 @@ class HlDevice {
   // File operations. open(): 0, or -EBUSY when the compute context is already open.
   // close(): waits for the CSs in flight (a stuck one ends in a TDR hard reset, which aborts the
   // rest), releases the context's CBs and returns 0; -EBADF if not open.
-  int open();
-  int close();
+  int open() override;
+  int close() override;
   bool is_open() const { return open_; }
 
   // Dispatches INFO, CB, CS, WAIT_CS and MEMORY (DRM or legacy request numbers).
-  int ioctl(unsigned long request, void* arg);
+  int ioctl(unsigned long request, void* arg) override;
+  // The device file's mmap: `offset` is a CB handle (mmap_cb).
+  int mmap(uint64_t offset, uint64_t length, void** address) override { return mmap_cb(offset, length, address); }
+  int munmap(void* address, uint64_t length) override { return munmap_cb(address, length); }
 
   // Typed entry points (the same code paths as ioctl()).
   int info(uapi::hl_info_args& args);
@@ -97,25 +91,11 @@ class HlDevice {
   int mmap_cb(uint64_t handle, uint64_t length, void** address);
   int munmap_cb(void* address, uint64_t length);
 
-  // Convenience wrappers in the style of hl-thunk.
-  int cb_create(uint32_t size, uint64_t* handle);
-  int cb_destroy(uint64_t handle);
-  int submit(const std::vector<uapi::hl_cs_chunk>& execute, uint64_t* seq, uint32_t flags = 0,
-             const std::vector<uapi::hl_cs_chunk>& restore = {});
-  // Returns the ioctl rc; *status gets HL_WAIT_CS_STATUS_*, *flags the out flags (optional).
-  int wait(uint64_t seq, uint64_t timeout_us, uint32_t* status, uint32_t* flags = nullptr);
-  // hlthunk_host_memory_map / unmap: the device VA of `bytes` of user memory at `address`.
-  int map_host(const void* address, uint64_t bytes, uint64_t* device_va, uint64_t hint = 0, uint32_t flags = 0);
-  int unmap_host(uint64_t device_va);
-
-  // Platform facts a test or a tool may want (all from the preset / memory map).
+  // What a kernel developer reads in debugfs and the kernel log (tests and tools; user space goes
+  // through the device file). Memory-map facts first.
   uint64_t sram_base() const { return sram_base_; }
   uint64_t sram_user_base() const { return sram_base_ + sram_reserved_; }
   uint64_t dram_user_base() const { return dram_user_base_; }
-  cosim::CoSimulation& cosim() { return *sim_; }
-  // The simulated card, for tools that read its statistics (a profiler's counters). The driver
-  // itself reaches it only through MMIO, interrupts and DMA (and Card::reset on a hard reset).
-  hw::Card& card() { return *card_; }
   const preset::Card& preset() const { return preset_; }
   // The driver's kernel log (dev_err/dev_info style lines).
   const std::vector<std::string>& log() const { return log_; }
@@ -287,13 +267,10 @@ class HlDevice {
   void logf(const std::string& line);
   bool queue_exists(unsigned q) const;
 
+  DeviceLink& link_;
   HlDeviceOptions options_;
   preset::Card preset_;
-  std::unique_ptr<cosim::CoSimulation> sim_;
-  std::unique_ptr<hw::Card> card_;
   traces::Timeline* timeline_ = nullptr;
-  std::unique_ptr<hw::CardTracer> card_tracer_;
-  std::unique_ptr<cosim::HostPort> host_port_;
   std::recursive_mutex mutex_;
 
   uint64_t sram_base_ = 0, sram_size_ = 0, sram_reserved_ = 0;

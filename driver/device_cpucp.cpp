@@ -44,13 +44,13 @@ int HlDevice::send_cpu_message(uint32_t opcode, uint64_t value, uint32_t index, 
   mmio_write(regs::cpu_if::kPfPqPi, cpu_pq_pi_);
   mmio_write(regs::gic::kGicdSetspiNsr, fw::event::spi_of(fw::event::kPiUpdate));
   // hl_poll_timeout_memory on the packet's fence, sleeping between looks.
-  const uint64_t deadline = sim_->host_now_ps() + timeout_us * 1000000;
+  const uint64_t deadline = link_.host_now_ps() + timeout_us * 1000000;
   uint8_t answer[cpucp::kPacketBytes];
   while (true) {
-    sim_->sync_device();
+    link_.sync_device();
     host_read(kCpuPacketRegion, answer, sizeof answer);
     if (cpucp::decode(answer).fence == cpucp::kFenceValue) break;
-    if (sim_->host_now_ps() >= deadline) {
+    if (link_.host_now_ps() >= deadline) {
       logf("Device CPU packet timeout (opcode " + std::to_string(opcode) + ")");
       return -EIO;
     }
@@ -81,10 +81,11 @@ bool HlDevice::cpucp_info_get() {
   cpucp_version_ = fixed_string(block.data() + cpucp::info::kCpucpVersion, cpucp::info::kVersionLen);
   uint64_t dram_size = 0;
   std::memcpy(&dram_size, block.data() + cpucp::info::kDramSize, 8);
-  if (dram_size != 0 && dram_size != dram_size_) {
-    logf("F/W reports a DRAM size of " + std::to_string(dram_size) + " bytes, the device map has " +
-         std::to_string(dram_size_));
+  if (dram_size == 0) {
+    logf("F/W reports no DRAM");
+    return false;
   }
+  dram_size_ = dram_size;   // the driver learns the DRAM size from the firmware, as hl_fw_cpucp_info_get does
   return true;
 }
 

@@ -49,8 +49,8 @@ void HlDevice::init_mmu() {
     mmio_write(mmu::kHop0Pa4312, static_cast<uint32_t>(hop0 >> 12));
     mmio_write(mmu::kHop0Pa4944, static_cast<uint32_t>(hop0 >> 44));
     mmio_write(mmu::kBusy, mmu::kBusyBit | asid);
-    const uint64_t deadline = sim_->host_now_ps() + 2'000'000'000ull;   // MMU_CONFIG_TIMEOUT_USEC
-    while ((mmio_read(mmu::kBusy) & mmu::kBusyBit) && sim_->host_now_ps() < deadline) charge(1000);
+    const uint64_t deadline = link_.host_now_ps() + 2'000'000'000ull;   // MMU_CONFIG_TIMEOUT_USEC
+    while ((mmio_read(mmu::kBusy) & mmu::kBusyBit) && link_.host_now_ps() < deadline) charge(1000);
     if (mmio_read(mmu::kBusy) & mmu::kBusyBit) logf("Timeout during MMU hop0 config of asid " + std::to_string(asid));
   }
   mmu_inv_pi_ = 1;   // the hardware expects the first producer index after init to be 1
@@ -66,9 +66,9 @@ bool HlDevice::invalidate_mmu_cache() {
   const uint32_t pi = mmu_inv_pi_++;   // wraps at 8 bits, as the hardware index does
   mmio_write(mmu::kStlbCacheInv, pi);
   mmio_write(mmu::kStlbInvPs, 2);
-  const uint64_t deadline = sim_->host_now_ps() + 2'000'000'000ull;
+  const uint64_t deadline = link_.host_now_ps() + 2'000'000'000ull;
   uint32_t consumer = mmio_read(mmu::kStlbInvConsumerIndex);
-  while (consumer != pi && sim_->host_now_ps() < deadline) {
+  while (consumer != pi && link_.host_now_ps() < deadline) {
     charge(1000);
     consumer = mmio_read(mmu::kStlbInvConsumerIndex);
   }
@@ -106,7 +106,7 @@ void HlDevice::prepare_mmu_asid(uint32_t asid) {
 
 void HlDevice::flush_page_tables() {
   page_table_memory_->flush([this](uint64_t address, const void* data, uint64_t bytes) {
-    sim_->mmio_write_block(address, data, bytes);
+    link_.mmio_write_block(address, data, bytes);
   });
 }
 
@@ -159,25 +159,6 @@ int HlDevice::do_memory(hl_mem_args& args) {
   }
 }
 
-int HlDevice::map_host(const void* address, uint64_t bytes, uint64_t* device_va, uint64_t hint, uint32_t flags) {
-  hl_mem_args args{};
-  args.in.op = HL_MEM_OP_MAP;
-  args.in.flags = flags | HL_MEM_USERPTR;
-  args.in.map_host.host_virt_addr = reinterpret_cast<uintptr_t>(address);
-  args.in.map_host.mem_size = bytes;
-  args.in.map_host.hint_addr = hint;
-  const int rc = memory(args);
-  if (rc == 0 && device_va != nullptr) *device_va = args.out.device_virt_addr;
-  return rc;
-}
-
-int HlDevice::unmap_host(uint64_t device_va) {
-  hl_mem_args args{};
-  args.in.op = HL_MEM_OP_UNMAP;
-  args.in.unmap.device_virt_addr = device_va;
-  return memory(args);
-}
-
 // map_device_va with HL_MEM_USERPTR: pin the user pages, give them host bus addresses, map them
 // at a VA block of the PMMU range and invalidate the MMU cache.
 int HlDevice::map_host_memory(uint64_t host_address, uint64_t bytes, uint64_t hint, bool force_hint,
@@ -222,14 +203,14 @@ int HlDevice::map_host_memory(uint64_t host_address, uint64_t bytes, uint64_t hi
   const uint64_t phys_start = *phys;
   bool pinned = false;
   try {
-    sim_->on_sim_thread([&] { card_->memory().host_memory().pin(phys_start, pages, span); });
+    link_.pin_user_pages(phys_start, pages, span);
     pinned = true;
     flush_page_tables();
     invalidate_mmu_cache();
   } catch (...) {
     // Nothing of the mapping stays: the tables, the pin, the VA block and the host pages.
     page_tables_->unmap(kUserAsid, *va, span);
-    if (pinned) sim_->on_sim_thread([&] { card_->memory().host_memory().unpin(phys_start); });
+    if (pinned) link_.unpin_user_pages(phys_start);
     host_va_->release(*va);
     pinned_phys_->release(*phys);
     throw;
@@ -251,7 +232,7 @@ int HlDevice::unmap_host_memory(uint64_t device_va) {
   flush_page_tables();
   invalidate_mmu_cache();
   // Unpinned only after the MMU can no longer reach the pages.
-  sim_->on_sim_thread([&] { card_->memory().host_memory().unpin(mapping.phys); });
+  link_.unpin_user_pages(mapping.phys);
   host_va_->release(mapping.va_block);
   pinned_phys_->release(mapping.phys);
   return 0;
@@ -282,7 +263,7 @@ void HlDevice::handle_page_fault() {
   mmio_write(mmu::kPageErrorCapture, 0);
   if (!page_fault_) {
     hl_page_fault_info info{};
-    info.timestamp = static_cast<int64_t>(sim_->host_now_ps() / 1000);
+    info.timestamp = static_cast<int64_t>(link_.host_now_ps() / 1000);
     info.addr = va;
     info.engine_id = static_cast<uint16_t>(engine);
     page_fault_ = info;

@@ -1,6 +1,6 @@
-// A card as the host drives it in the benches (as the QMAN tests do): the co-simulation loop with
-// modeled host time, the card, the host's root port; PQs and command buffers in host memory,
-// doorbells by MMIO.
+// A card as the host drives it in the benches (as the QMAN tests do), without a driver: the
+// platform's co-simulation loop (modeled host time), card and root port; PQs and command buffers
+// in host memory, doorbells by MMIO.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +13,7 @@
 #include "hw/card/card.h"
 #include "arch/regs/gaudi1_map.h"
 #include "sim/cosim/cosimulation.h"
-#include "sim/cosim/host_port.h"
+#include "sim/platform/platform.h"
 
 namespace hpusim::bench {
 
@@ -22,22 +22,11 @@ class BenchCard {
   static constexpr uint64_t kHostHeap = 0x100000000ull;   // host memory for the PQs and command buffers
   static constexpr uint32_t kPqLog2Entries = 6;
 
-  explicit BenchCard(const preset::Card& preset) : preset_(preset) {
-    sim_ = std::make_unique<cosim::CoSimulation>(cosim::HostTimeSource::kModeled, cosim::HostCostsNs{});
-    sim_->on_sim_thread([&] {
-      card_ = std::make_unique<hw::Card>("card", preset_);
-      host_ = std::make_unique<cosim::HostPort>("host");
-      host_->socket.bind(card_->memory().pcie().host_side);
-      card_->memory().pcie().set_msi_sink(0xFEE00000, [this](uint32_t v, hw::Picoseconds at) { host_->deliver_msi(v, at); });
-    });
-    sim_->attach(*host_);
-  }
-  ~BenchCard() {
-    sim_->on_sim_thread([this] {
-      card_.reset();
-      host_.reset();
-    });
-  }
+  explicit BenchCard(const preset::Card& preset)
+      : platform_(options(preset)),
+        preset_(platform_.preset()),
+        sim_(&platform_.cosim()),
+        card_(&platform_.card()) {}
 
   hw::Card& card() { return *card_; }
   cosim::CoSimulation& sim() { return *sim_; }
@@ -101,10 +90,17 @@ class BenchCard {
     sim_->mmio_write32(regs::cfg_address(regs::qman_reg(q, r, 0)), value);
   }
 
+  static platform::PlatformOptions options(const preset::Card& preset) {
+    platform::PlatformOptions o;
+    o.resolved_preset = preset;
+    o.with_driver = false;
+    return o;
+  }
+
+  platform::Platform platform_;
   preset::Card preset_;
-  std::unique_ptr<cosim::CoSimulation> sim_;
-  std::unique_ptr<hw::Card> card_;
-  std::unique_ptr<cosim::HostPort> host_;
+  cosim::CoSimulation* sim_;
+  hw::Card* card_;
   std::map<unsigned, Queue> queues_;
   uint64_t next_host_ = kHostHeap;
 };

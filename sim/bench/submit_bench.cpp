@@ -7,27 +7,36 @@
 #include <ostream>
 #include <stdexcept>
 
-#include "driver/device.h"
 #include "arch/packets/packets.h"
+#include "driver/device_file.h"
+#include "sim/platform/platform.h"
 #include "sim/report/json_records.h"
+#include "synapse/hlthunk/hlthunk.h"
 #include "traces/timeline.h"
 
 namespace hpusim::bench {
 namespace {
 
-using driver::HlDevice;
 using uapi::hl_cs_chunk;
+
+// The bench is a user-space client: the device file for the work, the platform's clock to time it.
+struct Device {
+  int fd;
+  platform::Platform& platform;
+  uint64_t dram_user_base;
+  uint64_t host_now_ps() { return platform.host_now_ps(); }
+};
 
 constexpr uint32_t kPage = 4096;
 
-uint64_t make_cb(HlDevice& device, const std::vector<uint8_t>& bytes) {
+uint64_t make_cb(Device& device, const std::vector<uint8_t>& bytes) {
   uint64_t handle = 0;
-  if (device.cb_create(static_cast<uint32_t>(bytes.size()), &handle) != 0) throw std::runtime_error("CB create failed");
+  if (hlthunk::cb_create(device.fd, static_cast<uint32_t>(bytes.size()), &handle) != 0) throw std::runtime_error("CB create failed");
   void* memory = nullptr;
   const uint64_t length = (bytes.size() + kPage - 1) / kPage * kPage;
-  if (device.mmap_cb(handle, length, &memory) != 0) throw std::runtime_error("CB mmap failed");
+  if (driver::hl_mmap(device.fd, length, handle, &memory) != 0) throw std::runtime_error("CB mmap failed");
   std::memcpy(memory, bytes.data(), bytes.size());
-  device.munmap_cb(memory, length);
+  driver::hl_munmap(memory, length);
   return handle;
 }
 
@@ -39,9 +48,9 @@ hl_cs_chunk chunk(uint64_t handle, uint32_t size, regs::QueueId queue = regs::Qu
   return c;
 }
 
-void wait_done(HlDevice& device, uint64_t seq) {
+void wait_done(Device& device, uint64_t seq) {
   uint32_t status = 0;
-  const int rc = device.wait(seq, 1000000, &status);
+  const int rc = hlthunk::wait(device.fd, seq, 1000000, &status);
   if (rc != 0 || status != uapi::HL_WAIT_CS_STATUS_COMPLETED) {
     throw std::runtime_error("command submission " + std::to_string(seq) + " did not complete (rc " +
                              std::to_string(rc) + ", status " + std::to_string(status) + ")");
@@ -49,25 +58,25 @@ void wait_done(HlDevice& device, uint64_t seq) {
 }
 
 // Submits `total` NOP submissions, waiting after every `batch`; returns the case result.
-SubmitCaseResult run_case(HlDevice& device, const std::string& name, uint32_t nops, uint64_t total, uint64_t batch) {
+SubmitCaseResult run_case(Device& device, const std::string& name, uint32_t nops, uint64_t total, uint64_t batch) {
   qman::CommandBufferBuilder builder;
   for (uint32_t i = 0; i < nops; ++i) builder.nop();
   const uint32_t size = static_cast<uint32_t>(builder.size());
   const uint64_t handle = make_cb(device, builder.bytes());
-  const uint64_t host_start = device.cosim().host_now_ps();
+  const uint64_t host_start = device.host_now_ps();
   const auto wall_start = std::chrono::steady_clock::now();
   uint64_t seq = 0;
   for (uint64_t done = 0; done < total;) {
     const uint64_t n = std::min(batch, total - done);
     for (uint64_t i = 0; i < n; ++i) {
-      if (device.submit({chunk(handle, size)}, &seq) != 0) throw std::runtime_error("CS submit failed");
+      if (hlthunk::submit(device.fd, {chunk(handle, size)}, &seq) != 0) throw std::runtime_error("CS submit failed");
     }
     wait_done(device, seq);
     done += n;
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-  const double host_ns = double(device.cosim().host_now_ps() - host_start) / 1000.0;
-  device.cb_destroy(handle);
+  const double host_ns = double(device.host_now_ps() - host_start) / 1000.0;
+  hlthunk::cb_destroy(device.fd, handle);
   SubmitCaseResult r;
   r.name = name;
   r.size_bytes = size;
@@ -79,27 +88,27 @@ SubmitCaseResult run_case(HlDevice& device, const std::string& name, uint32_t no
 }
 
 // `reps` CSs of one LIN_DMA each between a mapped host buffer and DRAM, waiting for each.
-SubmitCaseResult run_dma_case(HlDevice& device, bool to_device, uint64_t bytes, uint64_t reps) {
+SubmitCaseResult run_dma_case(Device& device, bool to_device, uint64_t bytes, uint64_t reps) {
   std::vector<uint8_t> host(bytes, 0x3C);
   uint64_t va = 0;
-  if (device.map_host(host.data(), bytes, &va) != 0) throw std::runtime_error("mapping the host buffer failed");
-  const uint64_t dram = device.dram_user_base();
+  if (hlthunk::host_memory_map(device.fd, host.data(), bytes, &va) != 0) throw std::runtime_error("mapping the host buffer failed");
+  const uint64_t dram = device.dram_user_base;
   qman::CommandBufferBuilder builder;
   builder.lin_dma(to_device ? va : dram, to_device ? dram : va, static_cast<uint32_t>(bytes));
   const uint32_t size = static_cast<uint32_t>(builder.size());
   const uint64_t handle = make_cb(device, builder.bytes());
   const auto queue = to_device ? regs::QueueId::DMA_0_0 : regs::QueueId::DMA_1_0;
-  const uint64_t host_start = device.cosim().host_now_ps();
+  const uint64_t host_start = device.host_now_ps();
   const auto wall_start = std::chrono::steady_clock::now();
   for (uint64_t i = 0; i < reps; ++i) {
     uint64_t seq = 0;
-    if (device.submit({chunk(handle, size, queue)}, &seq) != 0) throw std::runtime_error("CS submit failed");
+    if (hlthunk::submit(device.fd, {chunk(handle, size, queue)}, &seq) != 0) throw std::runtime_error("CS submit failed");
     wait_done(device, seq);
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-  const double host_ns = double(device.cosim().host_now_ps() - host_start) / 1000.0;
-  device.cb_destroy(handle);
-  device.unmap_host(va);
+  const double host_ns = double(device.host_now_ps() - host_start) / 1000.0;
+  hlthunk::cb_destroy(device.fd, handle);
+  hlthunk::memory_unmap(device.fd, va);
   SubmitCaseResult r;
   r.name = to_device ? "dma_host_to_dram" : "dma_dram_to_host";
   r.size_bytes = bytes;
@@ -116,16 +125,21 @@ SubmitCaseResult run_dma_case(HlDevice& device, bool to_device, uint64_t bytes, 
 std::vector<SubmitCaseResult> run_submit_bench(const SubmitBenchOptions& options, std::ostream& out) {
   if (!(options.scale > 0)) throw std::invalid_argument("--scale must be greater than 0");
   auto count = [&](uint64_t n) { return std::max<uint64_t>(4, static_cast<uint64_t>(double(n) * options.scale)); };
-  traces::Timeline timeline(!options.trace_path.empty());
-  driver::HlDeviceOptions device_options;
-  if (timeline.enabled()) device_options.timeline = &timeline;
-  device_options.preset = options.preset;
-  device_options.overrides = options.overrides;
-  device_options.cs_timeout_us = 1000000;
-  HlDevice device(device_options);
-  if (int rc = device.open(); rc != 0) throw std::runtime_error("cannot open the device (" + std::to_string(rc) + ")");
+  platform::PlatformOptions platform_options;
+  platform_options.preset = options.preset;
+  platform_options.overrides = options.overrides;
+  platform_options.trace_path = options.trace_path;
+  platform_options.driver.cs_timeout_us = 1000000;
+  platform::Platform box(platform_options);
+  const int fd = driver::hl_open(platform::Platform::device_path(0).c_str());
+  if (fd < 0) throw std::runtime_error("cannot open " + platform::Platform::device_path(0) + " (" + std::to_string(fd) + ")");
+  uapi::hl_info_hw_ip_info info{};
+  if (const int rc = hlthunk::hw_ip_info(fd, &info); rc != 0) {
+    throw std::runtime_error("INFO failed (" + std::to_string(rc) + ")");
+  }
+  Device device{fd, box, info.dram_base_address};
 
-  out << "hpusim bench submit — preset " << device.preset().name() << " (modeled host time)\n";
+  out << "hpusim bench submit — preset " << box.preset().name() << " (modeled host time)\n";
   char line[256];
   std::snprintf(line, sizeof line, "%-26s %8s %8s %14s %14s %14s\n", "case", "CB bytes", "CS", "sim latency ns",
                 "sim CS/s", "wall CS/s");
@@ -166,10 +180,9 @@ std::vector<SubmitCaseResult> run_submit_bench(const SubmitBenchOptions& options
       results.push_back(r);
     }
   }
-  device.close();
-  if (timeline.enabled()) {
-    std::lock_guard<std::mutex> lock(timeline.mutex());
-    timeline.writer().write_perfetto(options.trace_path);
+  driver::hl_close(fd);
+  if (!options.trace_path.empty()) {
+    box.write_trace();
     out << "trace: " << options.trace_path << "\n";
   }
 

@@ -6,7 +6,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "driver/device.h"
+#include "sim/platform/platform.h"
 #include "sim/zoo/api_graph.h"
 #include "sim/zoo/engine_utilisation.h"
 #include "sim/zoo/workload.h"
@@ -15,7 +15,6 @@
 #include "hw/tpc/tpc_core.h"
 #include "sim/bench/memory_stats.h"
 #include "sim/stats/stats.h"
-#include "synapse/api/api_support.h"
 
 namespace hpusim::zoo {
 namespace {
@@ -111,7 +110,10 @@ std::vector<StepRecord> run_workload(const RunOptions& options, std::unique_ptr<
   synDeviceId device = 0;
   check(hpusim_deviceAcquireWithPreset(&device, options.preset.c_str(), joined(options.overrides, ';').c_str()),
         "hpusim_deviceAcquireWithPreset");
-  hw::Card& card = synapse::api::acquired_device()->card();
+  // The acquire brought the platform up (platform::boot); its card's statistics are the profile.
+  platform::Platform* box = platform::Platform::current();
+  if (box == nullptr) throw std::runtime_error("hpusim run: the acquire left no platform to read statistics from");
+  hw::Card& card = box->card();
   out << "hpusim run " << options.workload << " on " << options.preset << ": " << options.steps << " steps\n";
   workload->setup(device, options.seed);
 

@@ -48,14 +48,3 @@ bool copy_graph(synGraphHandle handle, graph::Graph* out);
 
 }  // namespace hpusim::synapse::api
 
-namespace hpusim::driver {
-class HlDevice;
-}
-
-namespace hpusim::synapse::api {
-
-// In-process tools (hpusim run's statistics): the acquired device, or nullptr. Defined by the
-// runtime part.
-driver::HlDevice* acquired_device();
-
-}  // namespace hpusim::synapse::api

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "synapse/api/session.h"
+#include "synapse/hlthunk/hlthunk.h"
 #include "synapse/recipe/recipe_file.h"
 #include "synapse/recipe_cache/disk_cache_config.h"
 
@@ -42,7 +43,7 @@ synStatus synInitialize(void) {
 synStatus synDestroy(void) {
   return locked("synDestroy", [&](Session& s) {
     if (!s.initialized) return need_init("synDestroy");
-    if (s.device) release_device(s);
+    if (s.acquired()) release_device(s);
     s.recipes.clear();
     s.compiler.reset();   // flushes the cache's disk writes
     s.initialized = false;
@@ -66,7 +67,8 @@ synStatus synDeviceAcquireByDeviceType(synDeviceId* deviceId, synDeviceType devi
     }
     const char* preset = std::getenv("HPUSIM_PRESET");
     const char* overrides = std::getenv("HPUSIM_SET");
-    return acquire(s, deviceId, preset && *preset ? preset : hpusim::preset::kDefaultPreset, overrides ? overrides : "");
+    // No HPUSIM_PRESET: the platform's own card (its default when it is brought up here).
+    return acquire(s, deviceId, preset ? preset : "", overrides ? overrides : "");
   });
 }
 
@@ -117,11 +119,7 @@ synStatus synDeviceGetInfo(synDeviceId deviceId, synDeviceInfo* info) {
     if (const synStatus st = need_device(s, "synDeviceGetInfo", deviceId); st != synSuccess) return st;
     if (!info) return fail(synInvalidArgument, "synDeviceGetInfo: info is NULL");
     hpusim::uapi::hl_info_hw_ip_info hw{};
-    hpusim::uapi::hl_info_args args{};
-    args.return_pointer = reinterpret_cast<uintptr_t>(&hw);
-    args.return_size = sizeof hw;
-    args.op = hpusim::uapi::HL_INFO_HW_IP_INFO;
-    if (s.device->info(args) != 0) return fail(synFail, "synDeviceGetInfo: the driver's HW_IP_INFO failed");
+    if (hpusim::hlthunk::hw_ip_info(s.fd, &hw) != 0) return fail(synFail, "synDeviceGetInfo: the driver's HW_IP_INFO failed");
     *info = synDeviceInfo{};
     info->sramBaseAddress = hw.sram_base_address;
     info->dramBaseAddress = hw.dram_base_address;
@@ -269,7 +267,7 @@ synStatus synHostMalloc(synDeviceId deviceId, uint64_t size, uint32_t flags, voi
     void* p = std::aligned_alloc(4096, (size + 4095) / 4096 * 4096);
     if (!p) return fail(synOutOfHostMemory, "synHostMalloc: " + std::to_string(size) + " bytes");
     HostBuffer b{size, 0, true};
-    if (s.device->map_host(p, size, &b.device_va) != 0) {
+    if (hpusim::hlthunk::host_memory_map(s.fd, p, size, &b.device_va) != 0) {
       std::free(p);
       return fail(synFailedToAllocateDeviceMemory, "synHostMalloc: the buffer could not be mapped for the device");
     }
@@ -286,7 +284,7 @@ synStatus synHostFree(synDeviceId deviceId, const void* buffer, uint32_t flags) 
     if (it == s.host_buffers.end() || !it->second.owned || flags != 0) {
       return fail(synInvalidArgument, "synHostFree: not a buffer from synHostMalloc");
     }
-    s.device->unmap_host(it->second.device_va);
+    hpusim::hlthunk::memory_unmap(s.fd, it->second.device_va);
     std::free(const_cast<void*>(buffer));
     s.host_buffers.erase(it);
     return succeed();
@@ -299,7 +297,7 @@ synStatus synHostMap(synDeviceId deviceId, uint64_t size, const void* buffer) {
     if (!buffer || size == 0) return fail(synInvalidArgument, "synHostMap: NULL buffer or size 0");
     if (s.host_buffers.count(buffer)) return fail(synInvalidArgument, "synHostMap: buffer is already mapped");
     HostBuffer b{size, 0, false};
-    if (s.device->map_host(buffer, size, &b.device_va) != 0) {
+    if (hpusim::hlthunk::host_memory_map(s.fd, buffer, size, &b.device_va) != 0) {
       return fail(synFailedToMapCb, "synHostMap: the buffer could not be mapped for the device");
     }
     s.host_buffers[buffer] = b;
@@ -312,7 +310,7 @@ synStatus synHostUnmap(synDeviceId deviceId, const void* buffer) {
     if (const synStatus st = need_device(s, "synHostUnmap", deviceId); st != synSuccess) return st;
     auto it = s.host_buffers.find(buffer);
     if (it == s.host_buffers.end() || it->second.owned) return fail(synInvalidArgument, "synHostUnmap: not a synHostMap buffer");
-    s.device->unmap_host(it->second.device_va);
+    hpusim::hlthunk::memory_unmap(s.fd, it->second.device_va);
     s.host_buffers.erase(it);
     return succeed();
   });

@@ -30,15 +30,16 @@ synStatus synGraphCompile(synRecipeHandle* recipeHandle, synGraphHandle graph, c
   }
   return locked("synGraphCompile", [&](Session& s) {
     if (!s.initialized) return need_init("synGraphCompile");
-    if (!s.device) return fail(synNoDeviceFound, "synGraphCompile: no device is acquired (recipes are for a card)");
+    if (!s.acquired()) return fail(synNoDeviceFound, "synGraphCompile: no device is acquired (recipes are for a card)");
     if (!recipeHandle) return fail(synInvalidArgument, "synGraphCompile: recipeHandle is NULL");
     std::shared_ptr<const recipe::Recipe> compiled;
     const uint64_t start_ps = s.runtime->host_now_ps();
     const uint64_t nodes = copy.node_count();
-    charge(s, nodes * costs(s).graph_hash_per_node_ns() + costs(s).recipe_lookup_ns());
+    charge(s, hpusim::platform::HostWork::kGraphHashPerNode, nodes);
+    charge(s, hpusim::platform::HostWork::kRecipeLookup);
     bool hit = false;
     const auto r = s.compiler->compile(copy, s.runtime->target(), &compiled, &hit);
-    if (!hit) charge(s, nodes * costs(s).compile_per_node_ns());
+    if (!hit) charge(s, hpusim::platform::HostWork::kCompilePerNode, nodes);
     host_span(s, hit ? "recipe cache hit" : (r.ok() ? "compile" : "compile (failed)"), start_ps);
     if (!r.ok()) return finish(r);
     const uint64_t key = s.next_handle++;
@@ -99,7 +100,8 @@ synStatus synLaunch(synStreamHandle stream, const synLaunchTensorInfo* infos, ui
     const uint64_t host_start_ps = s.runtime->host_now_ps();   // the launch itself (a first launch loads, above)
     uint64_t patches = 0;
     for (const auto& job : rec.jobs()) patches += static_cast<uint64_t>(job.patches_size());
-    charge(s, costs(s).launch_ns() + patches * costs(s).launch_per_patch_ns());
+    charge(s, hpusim::platform::HostWork::kLaunch);
+    charge(s, hpusim::platform::HostWork::kLaunchPerPatch, patches);
     uint64_t seq = 0;
     if (const auto l = s.runtime->launch(*r->loaded, addresses, pWorkspace, &seq); !l.ok()) return finish(l);
     ++s.launch_counters.launches;
@@ -157,7 +159,7 @@ synStatus synRecipeDeSerialize(synRecipeHandle* recipeHandle, const char* fileNa
 
 synStatus hpusim_hostTimeNs(uint64_t* nanoseconds) {
   return locked("hpusim_hostTimeNs", [&](Session& s) {
-    if (!s.device) return fail(synNoDeviceFound, "hpusim_hostTimeNs: no device is acquired");
+    if (!s.acquired()) return fail(synNoDeviceFound, "hpusim_hostTimeNs: no device is acquired");
     if (!nanoseconds) return fail(synInvalidArgument, "hpusim_hostTimeNs: NULL result");
     *nanoseconds = s.runtime->host_now_ps() / 1000;
     return succeed();
@@ -167,7 +169,7 @@ synStatus hpusim_hostTimeNs(uint64_t* nanoseconds) {
 synStatus hpusim_traceToFile(const char* path) {
   return locked("hpusim_traceToFile", [&](Session& s) {
     if (!s.initialized) return need_init("hpusim_traceToFile");
-    if (s.device) return fail(synBusy, "hpusim_traceToFile: call it before acquiring the device");
+    if (s.acquired()) return fail(synBusy, "hpusim_traceToFile: call it before acquiring the device");
     s.trace_path = path ? path : "";
     return succeed();
   });
@@ -195,7 +197,7 @@ synStatus hpusim_compileCounters(hpusim_CompileCounters* counters) {
 
 synStatus hpusim_lastLaunchWindowNs(uint64_t* submitted, uint64_t* completed) {
   return locked("hpusim_lastLaunchWindowNs", [&](Session& s) {
-    if (!s.device) return fail(synNoDeviceFound, "hpusim_lastLaunchWindowNs: no device is acquired");
+    if (!s.acquired()) return fail(synNoDeviceFound, "hpusim_lastLaunchWindowNs: no device is acquired");
     if (!submitted || !completed) return fail(synInvalidArgument, "hpusim_lastLaunchWindowNs: NULL result");
     if (s.last_launch_seq == 0) return fail(synObjectNotInitialized, "hpusim_lastLaunchWindowNs: nothing launched yet");
     if (const auto r = s.runtime->wait(s.last_launch_seq); !r.ok()) return finish(r);
@@ -209,7 +211,7 @@ synStatus hpusim_lastLaunchWindowNs(uint64_t* submitted, uint64_t* completed) {
 
 synStatus hpusim_lastLaunchDeviceTime(uint64_t* nanoseconds) {
   return locked("hpusim_lastLaunchDeviceTime", [&](Session& s) {
-    if (!s.device) return fail(synNoDeviceFound, "hpusim_lastLaunchDeviceTime: no device is acquired");
+    if (!s.acquired()) return fail(synNoDeviceFound, "hpusim_lastLaunchDeviceTime: no device is acquired");
     if (!nanoseconds) return fail(synInvalidArgument, "hpusim_lastLaunchDeviceTime: NULL result");
     if (s.last_launch_seq == 0) return fail(synObjectNotInitialized, "hpusim_lastLaunchDeviceTime: nothing launched yet");
     if (const auto r = s.runtime->wait(s.last_launch_seq); !r.ok()) return finish(r);
@@ -222,9 +224,3 @@ synStatus hpusim_lastLaunchDeviceTime(uint64_t* nanoseconds) {
 }
 
 }  // extern "C"
-
-hpusim::driver::HlDevice* hpusim::synapse::api::acquired_device() {
-  std::lock_guard<std::mutex> lock(session().mutex);
-  return session().device.get();
-}
-

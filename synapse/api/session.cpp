@@ -1,7 +1,11 @@
 #include "synapse/api/session.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <sstream>
+
+#include "driver/device_file.h"
+#include "synapse/hlthunk/hlthunk.h"
 
 namespace hpusim::synapse::api {
 
@@ -19,7 +23,7 @@ synStatus need_init(const char* function) {
 
 synStatus need_device(Session& s, const char* function, synDeviceId id) {
   if (!s.initialized) return need_init(function);
-  if (!s.device) return fail(synNoDeviceFound, std::string(function) + ": no device is acquired");
+  if (!s.acquired()) return fail(synNoDeviceFound, std::string(function) + ": no device is acquired");
   if (id != 0) return fail(synInvalidArgument, std::string(function) + ": device " + std::to_string(id) + " does not exist (only 0)");
   return synSuccess;
 }
@@ -27,28 +31,31 @@ synStatus need_device(Session& s, const char* function, synDeviceId id) {
 synStatus acquire(Session& s, synDeviceId* id, const std::string& preset, const std::string& overrides) {
   if (!s.initialized) return need_init("synDeviceAcquire");
   if (!id) return fail(synInvalidArgument, "synDeviceAcquire: deviceId is NULL");
-  if (s.device) return fail(synDeviceAlreadyAcquired, "synDeviceAcquire: device 0 is already acquired");
-  hpusim::driver::HlDeviceOptions options;
-  options.preset = preset;
-  // A launch may run for tens of ms of device time (a BERT layer step: ~30 ms); the driver's
-  // default TDR of 20 ms suits its own tests, not whole training steps. 10 s of host time.
-  options.cs_timeout_us = 10'000'000;
-  if (!s.trace_path.empty()) {
-    s.timeline = std::make_unique<hpusim::traces::Timeline>();
-    options.timeline = s.timeline.get();
-  }
+  if (s.acquired()) return fail(synDeviceAlreadyAcquired, "synDeviceAcquire: device 0 is already acquired");
+  hpusim::platform::BootRequest request;
+  request.preset = preset;
+  request.trace_path = s.trace_path;
   std::stringstream list(overrides);
   for (std::string item; std::getline(list, item, ';');) {
-    if (!item.empty()) options.overrides.push_back(item);
+    if (!item.empty()) request.overrides.push_back(item);
+  }
+  if (const std::string why = hpusim::platform::boot(request); !why.empty()) {
+    return fail(synNoDeviceFound, "synDeviceAcquire: " + why);
+  }
+  const int fd = hpusim::driver::hl_open("/dev/hl0");
+  if (fd < 0) {
+    return fail(fd == -EBUSY ? synDeviceAlreadyAcquired : synNoDeviceFound,
+                "synDeviceAcquire: /dev/hl0 could not be opened (" + std::to_string(fd) + ")");
   }
   try {
-    s.device = std::make_unique<hpusim::driver::HlDevice>(options);
-    s.runtime = std::make_unique<rt::Runtime>(*s.device);
+    s.runtime = std::make_unique<rt::Runtime>(fd);
   } catch (const std::exception& e) {
-    s.runtime.reset();
-    s.device.reset();
-    return fail(synNoDeviceFound, std::string("synDeviceAcquire: the card could not be built: ") + e.what());
+    hpusim::driver::hl_close(fd);
+    return fail(synNoDeviceFound, std::string("synDeviceAcquire: ") + e.what());
   }
+  s.fd = fd;
+  hpusim::platform::HostServices* host = hpusim::platform::host_services();
+  s.timeline = host != nullptr ? host->timeline() : nullptr;
   *id = 0;
   return succeed();
 }
@@ -59,31 +66,24 @@ void release_device(Session& s) {
   for (auto& [key, loaded] : s.loaded) s.runtime->unload(*loaded);
   s.loaded.clear();
   for (auto& [pointer, buffer] : s.host_buffers) {
-    s.device->unmap_host(buffer.device_va);
+    hpusim::hlthunk::memory_unmap(s.fd, buffer.device_va);
     if (buffer.owned) std::free(const_cast<void*>(pointer));
   }
   s.host_buffers.clear();
   s.streams.clear();
   s.events.clear();
   s.runtime.reset();
-  s.device.reset();
+  hpusim::driver::hl_close(s.fd);
+  s.fd = -1;
   if (s.timeline) {
-    std::lock_guard<std::mutex> lock(s.timeline->mutex());
-    const bool json = s.trace_path.size() > 5 && s.trace_path.compare(s.trace_path.size() - 5, 5, ".json") == 0;
-    if (json) {
-      s.timeline->writer().write_chrome_json(s.trace_path);
-    } else {
-      s.timeline->writer().write_perfetto(s.trace_path);
-    }
+    if (hpusim::platform::HostServices* host = hpusim::platform::host_services()) host->write_trace();
   }
-  s.timeline.reset();
+  s.timeline = nullptr;
 }
 
-// Host work charged to the modeled host clock (the preset's host cost table).
-void charge(Session& s, uint64_t ns) {
-  if (ns != 0) s.device->cosim().charge_ns(ns);
+void charge(Session&, hpusim::platform::HostWork work, uint64_t count) {
+  if (hpusim::platform::HostServices* host = hpusim::platform::host_services()) host->charge(work, count);
 }
-const preset::HostCosts& costs(Session& s) { return s.device->preset().host(); }
 
 // A slice on the "host: synapse" track from `start_ps` to now; returns the flow id it starts
 // (0 without a timeline or when `with_flow` is false).
@@ -143,7 +143,7 @@ synStatus settle_waits(Session& s, Stream& stream, const char* function) {
 
 synStatus stream_checks(Session& s, Stream*& stream, synStreamHandle handle, const char* function) {
   if (!s.initialized) return need_init(function);
-  if (!s.device) return fail(synNoDeviceFound, std::string(function) + ": no device is acquired");
+  if (!s.acquired()) return fail(synNoDeviceFound, std::string(function) + ": no device is acquired");
   stream = find_stream(s, handle);
   if (!stream) return fail(synInvalidArgument, std::string(function) + (handle ? ": not a live stream handle" : ": stream is NULL"));
   return settle_waits(s, *stream, function);

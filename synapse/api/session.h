@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "driver/device.h"
+#include "sim/platform/host_services.h"
 #include "synapse/api/api_support.h"
 #include "synapse/compiler/caching_compiler.h"
 #include "synapse/runtime/runtime.h"
@@ -55,11 +55,12 @@ struct PendingSpan {
 struct Session {
   std::mutex mutex;
   std::string trace_path;                            // hpusim_traceToFile
-  std::unique_ptr<hpusim::traces::Timeline> timeline;
+  hpusim::traces::Timeline* timeline = nullptr;      // the platform's, when the run is traced
   std::vector<PendingSpan> pending_spans;
   bool initialized = false;
   uint64_t next_handle = 1;
-  std::unique_ptr<hpusim::driver::HlDevice> device;
+  int fd = -1;                                       // the device file, while a device is acquired
+  bool acquired() const { return fd >= 0; }
   std::unique_ptr<rt::Runtime> runtime;
   std::unique_ptr<compiler::CachingCompiler> compiler;
   std::map<uint64_t, Stream> streams;
@@ -89,9 +90,8 @@ synStatus need_init(const char* function);
 synStatus need_device(Session& s, const char* function, synDeviceId id);
 synStatus acquire(Session& s, synDeviceId* id, const std::string& preset, const std::string& overrides);
 void release_device(Session& s);
-// Host work charged to the modeled host clock (the preset's host cost table).
-void charge(Session& s, uint64_t ns);
-const preset::HostCosts& costs(Session& s);
+// Host work charged to the host clock (the platform models its cost).
+void charge(Session& s, hpusim::platform::HostWork work, uint64_t count = 1);
 // A slice on the "host: synapse" track from `start_ps` to now; returns the flow id it starts
 // (0 without a timeline or when `with_flow` is false).
 uint64_t host_span(Session& s, const std::string& name, uint64_t start_ps, bool with_flow = false);

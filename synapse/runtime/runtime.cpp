@@ -4,8 +4,11 @@
 #include <chrono>
 #include <stdexcept>
 
-#include "arch/uapi/uapi.h"
 #include "arch/packets/packets.h"
+#include "arch/uapi/uapi.h"
+#include "driver/device_file.h"
+#include "sim/platform/host_services.h"
+#include "synapse/hlthunk/hlthunk.h"
 #include "synapse/recipe/recipe_file.h"
 
 namespace hpusim::synapse::runtime {
@@ -16,13 +19,11 @@ using namespace uapi;
 constexpr uint64_t kPage = 4096;
 constexpr uint32_t kMaxDmaChunk = 1u << 30;   // LIN_DMA sizes are 32-bit: copies go in 1 GB pieces
 
-hl_info_hw_ip_info hw_ip_info(driver::HlDevice& device) {
+hl_info_hw_ip_info hw_ip_info(int fd) {
   hl_info_hw_ip_info info{};
-  hl_info_args args{};
-  args.return_pointer = reinterpret_cast<uintptr_t>(&info);
-  args.return_size = sizeof info;
-  args.op = HL_INFO_HW_IP_INFO;
-  if (device.info(args) != 0) throw std::runtime_error("runtime: the device's HW_IP_INFO could not be read");
+  if (const int rc = hlthunk::hw_ip_info(fd, &info); rc != 0) {
+    throw std::runtime_error("runtime: the device's HW_IP_INFO could not be read (driver returned " + std::to_string(rc) + ")");
+  }
   return info;
 }
 
@@ -45,16 +46,11 @@ std::vector<uint8_t> copy_packets(uint64_t source, uint64_t destination, uint64_
 
 }  // namespace
 
-Runtime::Runtime(driver::HlDevice& device) : device_(device), allocator_(0, 0) {
-  if (!device_.is_open()) {
-    const int rc = device_.open();
-    if (rc != 0) throw std::runtime_error("runtime: the device could not be opened (" + errno_text(rc) + ")");
-    opened_here_ = true;
-  }
-  const hl_info_hw_ip_info info = hw_ip_info(device_);
+Runtime::Runtime(int fd) : fd_(fd), allocator_(0, 0) {
+  const hl_info_hw_ip_info info = hw_ip_info(fd_);
   allocator_ = DeviceAllocator(info.dram_base_address, info.dram_size);
   target_.tpcs = static_cast<unsigned>(__builtin_popcount(info.tpc_enabled_mask));
-  target_.mme_geometries = static_cast<uint32_t>(std::max(1, device_.preset().mme().geometries_size()));
+  target_.mme_geometries = std::max<uint32_t>(1, info.reserved7);   // hpusim: MME output geometries
   sram_base_ = info.sram_base_address;
   sram_size_ = info.sram_size;
   target_.sram_bytes = sram_size_;
@@ -65,7 +61,6 @@ Runtime::~Runtime() {
   for (const auto& [seq, va] : pending_unmaps_) in_flight.insert(seq);
   if (last_launch_seq_ != 0) in_flight.insert(last_launch_seq_);
   for (uint64_t seq : in_flight) wait(seq);
-  if (opened_here_) device_.close();
 }
 
 Result Runtime::device_malloc(uint64_t bytes, uint64_t* address) {
@@ -88,16 +83,16 @@ Result Runtime::device_free(uint64_t address) {
 }
 
 Result Runtime::external_cb(const uint8_t* bytes, size_t size, uint64_t* handle) {
-  if (const int rc = device_.cb_create(static_cast<uint32_t>(size), handle); rc != 0) {
+  if (const int rc = hlthunk::cb_create(fd_, static_cast<uint32_t>(size), handle); rc != 0) {
     return Result::error(Status::FailedToInitializeCb, "command buffer create: " + errno_text(rc));
   }
   void* memory = nullptr;
   const uint64_t length = (size + kPage - 1) / kPage * kPage;
-  if (const int rc = device_.mmap_cb(*handle, length, &memory); rc != 0) {
+  if (const int rc = driver::hl_mmap(fd_, length, *handle, &memory); rc != 0) {
     return Result::error(Status::FailedToMapCb, "command buffer map: " + errno_text(rc));
   }
   std::copy(bytes, bytes + size, static_cast<uint8_t*>(memory));
-  device_.munmap_cb(memory, length);
+  driver::hl_munmap(memory, length);
   return Result::success();
 }
 
@@ -120,10 +115,10 @@ Result Runtime::submit_copy(const std::vector<uint8_t>& cb, regs::QueueId queue,
   chunk.queue_index = queue_index(queue);
   chunk.cb_size = static_cast<uint32_t>(cb.size());
   uint64_t s = 0;
-  const int rc = device_.submit({chunk}, &s);
-  device_.cb_destroy(handle);   // the driver keeps its own reference until the job is done
+  const int rc = hlthunk::submit(fd_, {chunk}, &s);
+  hlthunk::cb_destroy(fd_, handle);   // the driver keeps its own reference until the job is done
   if (rc != 0) {
-    if (host_va_to_release != 0) device_.unmap_host(host_va_to_release);
+    if (host_va_to_release != 0) hlthunk::memory_unmap(fd_, host_va_to_release);
     return Result::error(Status::CommandSubmissionFailure, "copy submission: " + errno_text(rc));
   }
   last_seq_ = s;
@@ -136,7 +131,7 @@ Result Runtime::copy_to_device(const void* source, uint64_t destination, uint64_
   if (Result q = check_copy_queue(queue); !q.ok()) return q;
   if (bytes == 0) return Result::error(Status::InvalidArgument, "copy of 0 bytes");
   uint64_t va = 0;
-  if (const int rc = device_.map_host(source, bytes, &va); rc != 0) {
+  if (const int rc = hlthunk::host_memory_map(fd_, source, bytes, &va); rc != 0) {
     return Result::error(Status::InvalidArgument, "host buffer could not be mapped for the device: " + errno_text(rc));
   }
   return submit_copy(copy_packets(va, destination, bytes, false, 0), queue, seq, va);
@@ -146,7 +141,7 @@ Result Runtime::copy_to_host(uint64_t source, void* destination, uint64_t bytes,
   if (Result q = check_copy_queue(queue); !q.ok()) return q;
   if (bytes == 0) return Result::error(Status::InvalidArgument, "copy of 0 bytes");
   uint64_t va = 0;
-  if (const int rc = device_.map_host(destination, bytes, &va); rc != 0) {
+  if (const int rc = hlthunk::host_memory_map(fd_, destination, bytes, &va); rc != 0) {
     return Result::error(Status::InvalidArgument, "host buffer could not be mapped for the device: " + errno_text(rc));
   }
   return submit_copy(copy_packets(source, va, bytes, false, 0), queue, seq, va);
@@ -198,7 +193,7 @@ Result Runtime::load(const recipe::Recipe& recipe, std::shared_ptr<LoadedRecipe>
   // Internal command buffers stay mapped for the device while the recipe is loaded.
   for (LoadedRecipe::Job& job : out->jobs_) {
     if (job.external) continue;
-    if (const int rc = device_.map_host(job.bytes.data(), job.bytes.size(), &job.device_va); rc != 0) {
+    if (const int rc = hlthunk::host_memory_map(fd_, job.bytes.data(), job.bytes.size(), &job.device_va); rc != 0) {
       unload(*out);
       return Result::error(Status::FailedToMapCb, "recipe command buffer could not be mapped: " + errno_text(rc));
     }
@@ -211,7 +206,7 @@ Result Runtime::unload(LoadedRecipe& loaded) {
   if (loaded.released_) return Result::success();
   if (last_launch_seq_ != 0) wait(last_launch_seq_);
   for (LoadedRecipe::Job& job : loaded.jobs_) {
-    if (job.device_va != 0) device_.unmap_host(job.device_va);
+    if (job.device_va != 0) hlthunk::memory_unmap(fd_, job.device_va);
     job.device_va = 0;
   }
   if (loaded.program_address_ != 0) device_free(loaded.program_address_);
@@ -291,8 +286,8 @@ Result Runtime::launch(LoadedRecipe& loaded, const std::vector<uint64_t>& persis
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - prepare_start).count());
   uint64_t s = 0;
   const uint64_t submitted_ps = host_now_ps();
-  const int rc = device_.submit(chunks, &s);
-  for (uint64_t handle : handles) device_.cb_destroy(handle);
+  const int rc = hlthunk::submit(fd_, chunks, &s);
+  for (uint64_t handle : handles) hlthunk::cb_destroy(fd_, handle);
   if (rc != 0) return Result::error(Status::CommandSubmissionFailure, "launch submission: " + errno_text(rc));
   last_seq_ = last_launch_seq_ = s;
   submit_ps_[s] = submitted_ps;
@@ -304,14 +299,14 @@ Result Runtime::launch(LoadedRecipe& loaded, const std::vector<uint64_t>& persis
 // Drops the host mappings of a completed submission.
 void Runtime::release_finished(uint64_t completed_seq) {
   const auto [first, last] = pending_unmaps_.equal_range(completed_seq);
-  for (auto it = first; it != last; ++it) device_.unmap_host(it->second);
+  for (auto it = first; it != last; ++it) hlthunk::memory_unmap(fd_, it->second);
   pending_unmaps_.erase(first, last);
 }
 
 Result Runtime::wait(uint64_t seq, uint64_t timeout_us) {
   if (seq == 0) return Result::success();
   uint32_t status = 0;
-  const int rc = device_.wait(seq, timeout_us, &status);
+  const int rc = hlthunk::wait(fd_, seq, timeout_us, &status);
   if (rc != 0 || status != HL_WAIT_CS_STATUS_COMPLETED) {
     return Result::error(Status::Fail, "submission " + std::to_string(seq) + " did not complete (" + errno_text(rc) +
                                            ", wait status " + std::to_string(status) + ")");
@@ -323,7 +318,7 @@ Result Runtime::wait(uint64_t seq, uint64_t timeout_us) {
 bool Runtime::completed(uint64_t seq) {
   if (seq == 0) return true;
   uint32_t status = 0;
-  const int rc = device_.wait(seq, 0, &status);
+  const int rc = hlthunk::wait(fd_, seq, 0, &status);
   if (rc == 0 && status == HL_WAIT_CS_STATUS_COMPLETED) {
     release_finished(seq);
     return true;
@@ -335,7 +330,7 @@ Result Runtime::completion_time_ps(uint64_t seq, uint64_t* ps) {
   hl_wait_cs_args args{};
   args.in.seq = seq;
   args.in.timeout_us = 0;
-  const int rc = device_.wait_cs(args);
+  const int rc = driver::hl_ioctl(fd_, DRM_IOCTL_HL_WAIT_CS, &args);
   if (rc != 0 || args.out.status != HL_WAIT_CS_STATUS_COMPLETED) {
     return Result::error(Status::Busy, "submission " + std::to_string(seq) + " has not completed");
   }
@@ -346,7 +341,10 @@ Result Runtime::completion_time_ps(uint64_t seq, uint64_t* ps) {
   return Result::success();
 }
 
-uint64_t Runtime::host_now_ps() { return device_.cosim().host_now_ps(); }
+uint64_t Runtime::host_now_ps() {
+  platform::HostServices* host = platform::host_services();
+  return host != nullptr ? host->host_now_ps() : 0;
+}
 
 uint64_t Runtime::submit_time_ps(uint64_t seq) const {
   const auto found = submit_ps_.find(seq);

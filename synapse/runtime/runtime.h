@@ -2,8 +2,8 @@
 // queue, and recipe launches (patch the persistent-tensor, workspace and program addresses into
 // the recipe's command buffers, submit one command submission, wait for its completion).
 //
-//   driver::HlDevice device(options);
-//   Runtime rt(device);                              // opens the compute context
+//   int fd = driver::hl_open("/dev/hl0");             // the device file: the compute context
+//   Runtime rt(fd);
 //   uint64_t x; rt.device_malloc(bytes, &x);
 //   uint64_t seq; rt.copy_to_device(host, x, bytes, &seq);
 //   std::shared_ptr<LoadedRecipe> loaded; rt.load(recipe, &loaded);   // program image uploaded
@@ -25,7 +25,6 @@
 #include <string>
 #include <vector>
 
-#include "driver/device.h"
 #include "synapse/compiler/compile_target.h"
 #include "synapse/graph/status.h"
 #include "synapse/recipe/recipe.pb.h"
@@ -84,14 +83,14 @@ class LoadedRecipe {
 
 class Runtime {
  public:
-  // Opens the device's compute context (synDeviceAcquire). Throws std::runtime_error when the
-  // device cannot be opened (already open elsewhere) or its info cannot be read.
-  explicit Runtime(driver::HlDevice& device);
+  // Works through `fd`, an open descriptor of the device file (the caller closes it after the
+  // runtime is gone). Throws std::runtime_error when the device's INFO cannot be read.
+  explicit Runtime(int fd);
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
 
-  driver::HlDevice& device() { return device_; }
+  int fd() const { return fd_; }
   const compiler::CompileTarget& target() const { return target_; }
   // Lets recipes use at most `bytes` of SRAM (at most the SRAM user range; 0: none). Recipes
   // compiled for the old target no longer load.
@@ -148,8 +147,7 @@ class Runtime {
   void release_finished(uint64_t completed_seq);
   Result check_copy_queue(regs::QueueId queue) const;
 
-  driver::HlDevice& device_;
-  bool opened_here_ = false;
+  int fd_;
   compiler::CompileTarget target_;
   DeviceAllocator allocator_;
   uint64_t last_seq_ = 0;

@@ -10,7 +10,7 @@
 namespace hpusim::driver {
 namespace {
 
-bool logged(const HlDevice& dev, const std::string& text) {
+bool logged(const testing::TestDevice& dev, const std::string& text) {
   const auto& log = dev.log();
   return std::any_of(log.begin(), log.end(), [&](const std::string& l) { return l.find(text) != std::string::npos; });
 }

@@ -1,5 +1,5 @@
-// The driver test fixture: one simulated card per test process, reached only through the
-// driver's ioctl ABI (no test touches a SystemC module).
+// The driver test fixture: one simulated card per test process, reached only through its device
+// file and the driver's debug view (no test touches a SystemC module).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "driver/device.h"
+#include "tests/support/test_device.h"
 #include "arch/packets/packets.h"
 
 namespace hpusim::driver {
@@ -33,9 +34,11 @@ inline std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
 
 class DriverTest : public ::testing::Test {
  protected:
-  void make(HlDeviceOptions options = {}) {
-    options.overrides.push_back("hbm.refresh_enabled=false");
-    dev = std::make_unique<HlDevice>(options);
+  // The card with the driver `options`; `platform` gives the preset, overrides and host time.
+  void make(HlDeviceOptions options = {}, platform::PlatformOptions platform = {}) {
+    platform.overrides.push_back("hbm.refresh_enabled=false");
+    platform.driver = options;
+    dev = std::make_unique<testing::TestDevice>(platform);
   }
   void SetUp() override {}
 
@@ -127,7 +130,7 @@ class DriverTest : public ::testing::Test {
     return all;
   }
 
-  std::unique_ptr<HlDevice> dev;
+  std::unique_ptr<testing::TestDevice> dev;
 };
 
 }  // namespace hpusim::driver

@@ -44,9 +44,9 @@ TEST_F(DriverTest, OpenCloseWithoutIoctls) {
 // code takes, so this test catches it often, not always (a first open after boot hung in about
 // one run in ten before the fix).
 TEST_F(DriverTest, MeasuredHostTimeOpensDoNotWaitForTheHeartbeat) {
-  HlDeviceOptions options;
-  options.time_source = cosim::HostTimeSource::kMeasured;
-  make(options);
+  platform::PlatformOptions platform;
+  platform.time_source = cosim::HostTimeSource::kMeasured;
+  make({}, platform);
   for (int i = 0; i < 20; ++i) {
     const uint64_t start = dev->cosim().host_now_ps();
     ASSERT_EQ(dev->open(), 0);
@@ -470,7 +470,7 @@ static std::vector<uint8_t> sram_writer(uint64_t address, const std::vector<uint
   return writer.bytes();
 }
 
-static bool log_has(const HlDevice& dev, size_t from, const std::string& a, const std::string& b) {
+static bool log_has(const testing::TestDevice& dev, size_t from, const std::string& a, const std::string& b) {
   for (size_t i = from; i < dev.log().size(); ++i) {
     const std::string& line = dev.log()[i];
     if (line.find(a) != std::string::npos && line.find(b) != std::string::npos) return true;
@@ -561,9 +561,9 @@ namespace {
 // Eight host threads submit and wait concurrently, each on its own external stream; every CS
 // completes and the sequence numbers are unique.
 TEST(DriverThreads, EightThreadsSubmitConcurrently) {
-  HlDeviceOptions options;
+  platform::PlatformOptions options;
   options.overrides.push_back("hbm.refresh_enabled=false");
-  HlDevice dev(options);
+  testing::TestDevice dev(options);
   ASSERT_EQ(dev.open(), 0);
   const std::vector<uint8_t> nop = qman::CommandBufferBuilder().nop().bytes();
   std::vector<std::vector<uint64_t>> seqs(8);

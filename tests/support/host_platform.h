@@ -1,6 +1,6 @@
-// A card as a host sees it: the co-simulation loop, the card, the host's root port and its MSI
-// sink, plus host-side helpers (a bump allocator over host memory, reads and writes of it, CFG
-// and device addresses). Tests that drive the device like a driver derive from it.
+// A card as a host sees it, without a driver: the platform's co-simulation loop, card and root
+// port (sim/platform), plus host-side helpers (a bump allocator over host memory, reads and writes
+// of it, CFG and device addresses). Tests that drive the device like a driver derive from it.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -12,11 +12,12 @@
 
 #include "hw/card/card.h"
 #include "sim/cosim/cosimulation.h"
+#include "sim/platform/platform.h"
 #include "sim/preset/preset.h"
 
 namespace hpusim::testing {
 
-inline constexpr uint64_t kMsiHostAddress = 0xFEE00000;
+inline constexpr uint64_t kMsiHostAddress = platform::Platform::kMsiHostAddress;
 
 class HostPlatformTest : public ::testing::Test {
  protected:
@@ -25,28 +26,24 @@ class HostPlatformTest : public ::testing::Test {
   void build_platform(std::function<void()> extra = {}, uint64_t host_heap_base = 0x100000000ull,
                       const std::vector<std::string>& overrides = {"hbm.refresh_enabled=false"}) {
     next_host_ = host_heap_base;
-    sim = std::make_unique<cosim::CoSimulation>(cosim::HostTimeSource::kModeled, cosim::HostCostsNs{});
-    preset = preset::load_preset("hl205", overrides);
-    sim->on_sim_thread([&] {
-      card = std::make_unique<hw::Card>("card", preset);
-      host = std::make_unique<cosim::HostPort>("host");
-      host->socket.bind(card->memory().pcie().host_side);
-      card->memory().pcie().set_msi_sink(kMsiHostAddress, [this](uint32_t v, hw::Picoseconds at) {
-        host->deliver_msi(v, at);
-      });
+    platform::PlatformOptions options;
+    options.preset = "hl205";
+    options.overrides = overrides;
+    options.with_driver = false;
+    options.on_card_built = [this, extra](hw::Card& built) {
+      card = &built;
       if (extra) extra();
-    });
-    sim->attach(*host);
+    };
+    preset = preset::load_preset(options.preset, overrides);
+    platform_ = std::make_unique<platform::Platform>(options);
+    sim = &platform_->cosim();
   }
   // Modules a derived fixture added; released on the simulation thread before the card.
   virtual void release_extras() {}
   void TearDown() override {
-    if (!sim) return;
-    sim->on_sim_thread([this] {
-      release_extras();
-      card.reset();
-      host.reset();
-    });
+    if (!platform_) return;
+    sim->on_sim_thread([this] { release_extras(); });
+    platform_.reset();
   }
 
   uint64_t device_view(uint64_t host_address) const { return preset.memory_map().host_phys_base() + host_address; }
@@ -69,12 +66,12 @@ class HostPlatformTest : public ::testing::Test {
     return value;
   }
 
-  std::unique_ptr<cosim::CoSimulation> sim;
+  cosim::CoSimulation* sim = nullptr;
   preset::Card preset;
-  std::unique_ptr<hw::Card> card;
-  std::unique_ptr<cosim::HostPort> host;
+  hw::Card* card = nullptr;
 
  private:
+  std::unique_ptr<platform::Platform> platform_;
   uint64_t next_host_ = 0x100000000ull;
 };
 

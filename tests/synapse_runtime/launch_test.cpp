@@ -12,6 +12,7 @@
 #include "synapse/compiler/lowering.h"
 #include "synapse/recipe/recipe_file.h"
 #include "synapse/runtime/runtime.h"
+#include "tests/support/test_device.h"
 
 namespace hpusim::synapse::runtime {
 namespace {
@@ -67,11 +68,12 @@ struct DenseReluGraph {
 class SynapseLaunchTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    driver::HlDeviceOptions options;
+    platform::PlatformOptions options;
     options.overrides.push_back("hbm.refresh_enabled=false");
-    options.cs_timeout_us = 2000000;
-    device = std::make_unique<driver::HlDevice>(options);
-    rt = std::make_unique<Runtime>(*device);
+    options.driver.cs_timeout_us = 2000000;
+    device = std::make_unique<testing::TestDevice>(options);
+    ASSERT_EQ(device->open(), 0);
+    rt = std::make_unique<Runtime>(device->fd());
   }
 
   uint64_t malloc(uint64_t bytes) {
@@ -133,7 +135,7 @@ class SynapseLaunchTest : public ::testing::Test {
     for (size_t i = 0; i < want.size(); ++i) ASSERT_EQ(bits(got[i]), bits(want[i])) << "element " << i;
   }
 
-  std::unique_ptr<driver::HlDevice> device;
+  std::unique_ptr<testing::TestDevice> device;
   std::unique_ptr<Runtime> rt;
 };
 

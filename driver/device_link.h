@@ -1,0 +1,46 @@
+// What a driver has of its card, and nothing more: the card's BARs (32-bit MMIO and posted block
+// writes), the MSIs it raises, the host memory the card reaches by DMA (the driver's coherent
+// buffers and the user pages it pins), the card's reset line, and the host clock the driver runs
+// on. The platform (sim/platform) implements it for a simulated card; the driver never sees a
+// SystemC module. Pure C++.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+namespace hpusim::driver {
+
+class DeviceLink {
+ public:
+  virtual ~DeviceLink() = default;
+
+  // MMIO on the card's BARs (device addresses). A read blocks until its data returns. Both throw
+  // std::runtime_error when the card answers with an error.
+  virtual void mmio_write32(uint64_t address, uint32_t value) = 0;
+  virtual uint32_t mmio_read32(uint64_t address) = 0;
+  // A block of posted writes (memcpy_toio); the data is copied before the call returns.
+  virtual void mmio_write_block(uint64_t address, const void* data, uint64_t bytes) = 0;
+
+  // Waits until an MSI reaches the host or `timeout_ps` of host time passes; the vector, if any.
+  virtual std::optional<uint32_t> wait_for_interrupt(uint64_t timeout_ps) = 0;
+  // Lets the card catch up with host time (a busy-poll on host memory sees what it wrote).
+  virtual void sync_device() = 0;
+
+  // Host memory by bus address, as the card sees it through the root port.
+  virtual void host_write(uint64_t bus_address, const void* data, uint64_t bytes) = 0;
+  virtual void host_read(uint64_t bus_address, void* data, uint64_t bytes) = 0;
+  virtual void host_fill(uint64_t bus_address, uint8_t value, uint64_t bytes) = 0;
+  // Pinning user pages: [bus_address, +bytes) becomes the process memory at `memory` (page
+  // aligned) until unpinned. Throws std::invalid_argument for a range the host memory refuses.
+  virtual void pin_user_pages(uint64_t bus_address, uint8_t* memory, uint64_t bytes) = 0;
+  virtual void unpin_user_pages(uint64_t bus_address) = 0;
+
+  // The card's reset line (a hard reset).
+  virtual void reset_card() = 0;
+
+  // The host clock (ps) and host work charged to it (the driver's modeled costs).
+  virtual uint64_t host_now_ps() = 0;
+  virtual void charge_host_ns(uint64_t ns) = 0;
+};
+
+}  // namespace hpusim::driver

@@ -1,0 +1,33 @@
+// Linked into a program (as an object library), it lets the Synapse layer bring the platform up
+// on its first device acquire: the platform is built from the acquire's preset and overrides and
+// lives until the program exits. It is never destroyed: static destruction at exit would tear
+// SystemC down under it in no defined order.
+#include "sim/platform/platform.h"
+
+namespace hpusim::platform {
+namespace {
+
+std::string boot_platform(const BootRequest& request) {
+  if (Platform* running = Platform::current()) return running->accepts(request);
+  PlatformOptions options;
+  if (!request.preset.empty()) options.preset = request.preset;
+  options.overrides = request.overrides;
+  options.trace_path = request.trace_path;
+  // A launch may run for tens of ms of device time (a BERT layer step: ~30 ms); the driver's
+  // default TDR of 20 ms suits its own tests, not whole training steps. 10 s of host time.
+  options.driver.cs_timeout_us = 10'000'000;
+  try {
+    new Platform(options);   // Platform::current() from now on
+  } catch (const std::exception& e) {
+    return std::string("the card could not be built: ") + e.what();
+  }
+  return "";
+}
+
+const bool installed = [] {
+  set_boot_handler(boot_platform);
+  return true;
+}();
+
+}  // namespace
+}  // namespace hpusim::platform

@@ -1,0 +1,65 @@
+// What the platform offers the host software above the driver (Synapse, the bridge), without
+// SystemC: the host clock and the modeled cost of host work, the run's timeline, and a way to
+// bring the platform up when a program asks for a device before anything built one. Pure C++
+// (library hpusim_host_services); sim/platform implements it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace hpusim::traces {
+class Timeline;
+}
+
+namespace hpusim::platform {
+
+// Host work whose cost the preset's host table models (sim/preset/card_preset.proto, HostCosts).
+enum class HostWork {
+  kGraphHashPerNode,   // graph_hash_per_node_ns
+  kRecipeLookup,       // recipe_lookup_ns
+  kCompilePerNode,     // compile_per_node_ns
+  kLaunch,             // launch_ns
+  kLaunchPerPatch,     // launch_per_patch_ns
+  kOpRecord,           // op_record_ns
+  kEagerOp,            // eager_op_ns
+};
+
+// What a program asks for when it brings the platform up (hpusim_deviceAcquireWithPreset,
+// HPUSIM_PRESET / HPUSIM_SET, hpusim_traceToFile).
+struct BootRequest {
+  std::string preset;                  // empty: the running platform's, or the default preset
+  std::vector<std::string> overrides;
+  std::string trace_path;   // empty: not traced
+};
+
+class HostServices {
+ public:
+  virtual ~HostServices() = default;
+  // Host time now (ps), on the one host clock of the box.
+  virtual uint64_t host_now_ps() = 0;
+  // Charges `count` times the modeled cost of `work` to the host clock.
+  virtual void charge(HostWork work, uint64_t count = 1) = 0;
+  // The run's timeline, or nullptr when the run is not traced.
+  virtual traces::Timeline* timeline() = 0;
+  // Writes the timeline to the file the platform was brought up with (nothing if none).
+  virtual void write_trace() = 0;
+  // "" when this platform serves `request` (the same preset and overrides; a trace only if it was
+  // built with one), else why not.
+  virtual std::string accepts(const BootRequest& request) = 0;
+};
+
+// The running platform's services, or nullptr when this process has no platform.
+HostServices* host_services();
+void set_host_services(HostServices* services);
+
+// Brings a platform up for `request`; returns "" or why it could not.
+using BootHandler = std::function<std::string(const BootRequest& request)>;
+void set_boot_handler(BootHandler handler);
+// Makes sure this process has a platform that matches `request`: builds one through the boot
+// handler when there is none. Returns "" or why not (no platform in this program, a platform
+// with another preset already running, the card could not be built).
+std::string boot(const BootRequest& request);
+
+}  // namespace hpusim::platform

@@ -1,0 +1,102 @@
+// The platform: what owns the simulation of one host with its card(s). It builds, from a preset,
+// the co-simulation loop (the SystemC kernel on its own thread and the host clock), the card with
+// its root port and MSI routing, the card's tracer, the device link, and the driver instance that
+// probes the card and serves "/dev/hl0". Tests, benches, the CLI and the Synapse layer (through
+// platform::boot) all build it this way. One platform per process (SystemC elaborates once).
+//
+//   platform::Platform box({.preset = "hl205"});
+//   int fd = driver::hl_open("/dev/hl0");        // user space: the device file only
+//   box.card().tpc_core(0)->...;                  // tools and tests: the models' statistics
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "driver/device.h"
+#include "sim/cosim/cosimulation.h"
+#include "sim/platform/host_services.h"
+#include "sim/preset/preset.h"
+
+namespace hpusim::hw {
+class Card;
+class CardTracer;
+}
+namespace hpusim::traces {
+class Timeline;
+}
+
+namespace hpusim::platform {
+
+struct PlatformOptions {
+  std::string preset = preset::kDefaultPreset;
+  std::vector<std::string> overrides;
+  // A preset already resolved (a bench's or a sweep's), used instead of preset and overrides.
+  std::optional<preset::Card> resolved_preset;
+  cosim::HostTimeSource time_source = cosim::HostTimeSource::kModeled;
+  // Cards in the box. One for now: more are refused with an error naming the option.
+  unsigned cards = 1;
+  // The run's timeline: the driver's ioctls and interrupts and the card's activity go on it.
+  // Either the caller's (it must outlive the platform) or, with trace_path set, the platform's own,
+  // written to trace_path by write_trace() (.json: Chrome JSON, else Perfetto).
+  traces::Timeline* timeline = nullptr;
+  std::string trace_path;
+  // Without a driver the platform is a bare card with its root port (tests that drive the card
+  // by MMIO themselves); with one, the driver probes the card and serves "/dev/hl0".
+  bool with_driver = true;
+  driver::HlDeviceOptions driver;   // its timeline is set from the platform's
+  // Runs on the simulation thread once the card is built, before elaboration ends: where a test
+  // adds its own modules or observers. Whatever it creates must be destroyed (on the simulation
+  // thread) before the platform.
+  std::function<void(hw::Card&)> on_card_built;
+};
+
+class Platform : public HostServices {
+ public:
+  // Throws std::runtime_error naming what is wrong (a bad preset or override, a second platform
+  // in the process, a card that does not come up).
+  explicit Platform(const PlatformOptions& options);
+  ~Platform() override;
+  Platform(const Platform&) = delete;
+  Platform& operator=(const Platform&) = delete;
+
+  // Where the root port delivers MSIs: the x86 MSI window (the direct-MSI path).
+  static constexpr uint64_t kMsiHostAddress = 0xFEE00000ull;
+
+  // The platform of this process, or nullptr.
+  static Platform* current();
+
+  const preset::Card& preset() const { return preset_; }
+  const PlatformOptions& options() const { return options_; }
+  cosim::CoSimulation& cosim() { return *cosim_; }
+  unsigned cards() const { return 1; }
+  hw::Card& card(unsigned index = 0);
+  // The driver instance of card `index` (its debug view: log, counters); throws without a driver.
+  driver::HlDevice& driver(unsigned index = 0);
+  // The device file of card `index`.
+  static std::string device_path(unsigned index = 0) { return "/dev/hl" + std::to_string(index); }
+
+  // HostServices.
+  uint64_t host_now_ps() override { return cosim_->host_now_ps(); }
+  void charge(HostWork work, uint64_t count = 1) override;
+  traces::Timeline* timeline() override { return timeline_; }
+  void write_trace() override;
+  std::string accepts(const BootRequest& request) override;
+
+ private:
+  PlatformOptions options_;
+  preset::Card preset_;
+  std::unique_ptr<traces::Timeline> own_timeline_;
+  traces::Timeline* timeline_ = nullptr;
+  std::unique_ptr<cosim::CoSimulation> cosim_;
+  std::unique_ptr<hw::Card> card_;
+  std::unique_ptr<cosim::HostPort> host_port_;
+  std::unique_ptr<hw::CardTracer> card_tracer_;
+  std::unique_ptr<driver::DeviceLink> link_;
+  std::unique_ptr<driver::HlDevice> driver_;
+};
+
+}  // namespace hpusim::platform
