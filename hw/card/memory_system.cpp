@@ -47,6 +47,7 @@ hbm::SubsystemConfig hbm_config_from(const preset::Card& card) {
   c.controller.channel_hash = h.channel_hash();
   c.controller.refresh_enabled = h.refresh_enabled();
   c.controller.refresh_mode = h.refresh_mode() == "all_bank" ? hbm::RefreshMode::kAllBank : hbm::RefreshMode::kPerBank;
+  c.controller.self_refresh_after_refi = h.self_refresh_after_refi();
   c.base = card.memory_map().dram_base();
   return c;
 }

@@ -33,6 +33,10 @@ ChannelController::ChannelController(const Organization& org, const Timing& timi
     throw std::invalid_argument("HBM controller: refresh is enabled but nREFI is 0");
   }
   if (org.columns == 0) throw std::invalid_argument("HBM controller: columns must be > 0");
+  if (cfg.refresh_enabled && cfg.self_refresh_after_refi == 1) {
+    throw std::invalid_argument("HBM controller: self_refresh_after_refi must be 0 (off) or at least 2");
+  }
+  sr_idle_ = cfg.refresh_enabled ? uint64_t{cfg.self_refresh_after_refi} * timing.nREFI : 0;
   stack_ = global_channel / org.channels_per_stack;
   channel_ = global_channel % org.channels_per_stack;
 
@@ -84,7 +88,37 @@ ChannelController::ChannelController(const Organization& org, const Timing& timi
 // The pseudo-channels are staggered by a fraction of the per-bank interval.
 uint64_t ChannelController::per_bank_due(uint32_t p, uint64_t k) const {
   const uint64_t stagger = uint64_t{p} * pb_interval_ / org_.pseudo_channels;
-  return stagger + (k + 1) * uint64_t{timing_.nREFI} / engine_.banks_per_pc();
+  return refresh_epoch_ + stagger + (k + 1) * uint64_t{timing_.nREFI} / engine_.banks_per_pc();
+}
+
+// Self-refresh entry: with the queue empty since last_empty_, no refresh is started from
+// last_empty_ + sr_idle_ - nRFC(SB) on, so the last one is over by last_empty_ + sr_idle_, the
+// earliest cycle an arrival ends the self-refresh (enqueue). By then every bank has been refreshed
+// (closed) at least once since the queue emptied (sr_idle_ >= 2 nREFI).
+uint64_t ChannelController::refresh_due_at(uint32_t p) const {
+  if (sr_idle_ == 0 || queued_ != 0) return refresh_due_[p];
+  const uint64_t stop = last_empty_ + sr_idle_ - (per_bank_ ? timing_.nRFCSB : timing_.nRFC);
+  return (refresh_due_[p] >= stop || now_ >= stop) ? kNever : refresh_due_[p];
+}
+
+// Self-refresh exit: the refresh schedule (and the per-bank round robin) starts again at `a`, as
+// at cycle 0, so what follows does not depend on how long the channel idled.
+void ChannelController::exit_self_refresh(uint64_t a) {
+  refresh_epoch_ = a;
+  ++stats_.self_refresh_exits;
+  for (uint32_t p = 0; p < org_.pseudo_channels; ++p) {
+    pb_count_[p] = 0;
+    pb_bank_[p] = p * engine_.banks_per_pc();
+    if (per_bank_) {
+      refresh_due_[p] = per_bank_due(p, 0);
+      pb_force_[p] = refresh_due_[p] + pb_interval_;
+    } else {
+      refresh_due_[p] = a + uint64_t{timing_.nREFI} + uint64_t{p} * (timing_.nREFI / org_.pseudo_channels);
+      refresh_end_[p] = 0;
+    }
+    ++pc_epoch_[p];
+  }
+  next_dirty_ = true;
 }
 
 void ChannelController::enqueue(const Request& r) {
@@ -109,6 +143,9 @@ void ChannelController::enqueue(const Request& r) {
                                 "; they must stay within the row (" + std::to_string(org_.columns) + " columns)");
   }
 
+  if (sr_idle_ != 0 && queued_ == 0 && std::max(r.arrival_cycle, now_) >= last_empty_ + sr_idle_) {
+    exit_self_refresh(std::max(r.arrival_cycle, now_));
+  }
   const uint32_t s = free_.back();
   free_.pop_back();
   ++queued_;
@@ -318,7 +355,7 @@ void ChannelController::retire(uint32_t s, uint64_t cycle, std::vector<Completio
   }
   slot.in_use = false;
   free_.push_back(s);
-  --queued_;
+  if (--queued_ == 0) last_empty_ = cycle;
 }
 
 // The oldest ready column candidate and the oldest ready row candidate among the active banks of
@@ -401,12 +438,12 @@ void ChannelController::advance(uint64_t cycle, std::vector<Completion>& out) {
   bool pull_in = false;
   if (per_bank_) {
     for (uint32_t p = 0; p < org_.pseudo_channels && refresh_pc == kNone; ++p) {
-      if (cycle < refresh_due_[p]) continue;
+      if (cycle < refresh_due_at(p)) continue;
       if (bank_refresh_step(p, cycle, &refresh_cmd) <= cycle) refresh_pc = static_cast<int32_t>(p);
     }
   } else if (cfg_.refresh_enabled) {
     for (uint32_t p = 0; p < org_.pseudo_channels && refresh_pc == kNone; ++p) {
-      if (cycle < refresh_due_[p]) continue;
+      if (cycle < refresh_due_at(p)) continue;
       int32_t pre_bank = kNone;
       if (refresh_step(p, &pre_bank) <= cycle) {
         refresh_pc = static_cast<int32_t>(p);
@@ -583,6 +620,7 @@ uint64_t ChannelController::compute_next_event() const {
   const uint64_t now = now_;
   if (per_bank_) {
     for (uint32_t p = 0; p < org_.pseudo_channels; ++p) {
+      if (refresh_due_at(p) == kNever) continue;   // self-refresh
       if (now < refresh_due_[p]) {
         t = std::min(t, refresh_due_[p]);
       } else {
@@ -593,6 +631,7 @@ uint64_t ChannelController::compute_next_event() const {
   } else if (cfg_.refresh_enabled) {
     for (uint32_t p = 0; p < org_.pseudo_channels; ++p) {
       int32_t pre_bank = kNone;
+      if (refresh_due_at(p) == kNever) continue;   // self-refresh
       if (now < refresh_due_[p]) {
         if (refresh_due_[p] < t) t = refresh_due_[p];
         // A pull-in step counts only while its window lasts.

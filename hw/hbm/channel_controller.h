@@ -44,6 +44,7 @@ struct ControllerStats {
   uint64_t row_conflicts = 0;   // request needed a PRE of another row first
   uint64_t busy_data_cycles = 0;  // sum of nBL per burst, over all pseudo-channels of the channel
   uint64_t mode_switches = 0;   // read->write and write->read drain-mode changes
+  uint64_t self_refresh_exits = 0;  // arrivals that ended a self-refresh (refresh schedule restarted)
 };
 
 class ChannelController {
@@ -216,6 +217,11 @@ class ChannelController {
     return banks_[b].col != kNone;
   }
   uint64_t per_bank_due(uint32_t p, uint64_t k) const;
+  // refresh_due_[p] as the scheduler sees it: kNever once the channel is (about to be) in
+  // self-refresh, so no REF/REFSB issues and no refresh event is scheduled while it idles.
+  uint64_t refresh_due_at(uint32_t p) const;
+  // Ends a self-refresh at cycle `a`: the refresh schedule restarts from there (refresh_epoch_).
+  void exit_self_refresh(uint64_t a);
   void note_bank_refreshed(uint32_t b, uint64_t cycle) {
     ++bank_refresh_count_[b];
     bank_last_refresh_[b] = cycle;
@@ -258,6 +264,11 @@ class ChannelController {
   std::vector<uint64_t> pb_force_;
   std::vector<uint64_t> bank_refresh_count_;  // per flat bank
   std::vector<uint64_t> bank_last_refresh_;   // per flat bank
+  // Self-refresh (cfg_.self_refresh_after_refi): idle cycles after which the channel is in it (0:
+  // never), the cycle its queue last became empty, and the cycle the refresh schedule counts from.
+  uint64_t sr_idle_ = 0;
+  uint64_t last_empty_ = 0;
+  uint64_t refresh_epoch_ = 0;
 
   uint64_t now_ = 0;            // cycle of the last advance()
   bool advanced_ = false;

@@ -52,6 +52,13 @@ struct ControllerConfig {
   bool channel_hash = false;   // rotate (stack, channel) by a hash of the chunk's other fields
   bool refresh_enabled = true;
   RefreshMode refresh_mode = RefreshMode::kPerBank;
+  // Self-refresh: a channel whose queue has been empty for this many nREFI intervals is in
+  // self-refresh (the DRAM refreshes itself; the controller issues no REF/REFSB) and the refresh
+  // schedule restarts at the arrival that ends it. So a request stream meets the same refreshes
+  // however long the channel was idle before it. 0: never (refresh on the absolute schedule).
+  // At least 2 when set: every bank has been refreshed, and the last refresh is over, when the
+  // channel enters it.
+  uint32_t self_refresh_after_refi = 0;
 };
 
 }  // namespace hpusim::hbm

@@ -142,6 +142,8 @@ void resolve_and_validate(Card& card) {
   require(t.n_refi() > t.n_rfcsb(), "hbm.timing.n_refi must be > n_rfcsb");
   require(hbm.refresh_mode() == "per_bank" || hbm.refresh_mode() == "all_bank",
           "hbm.refresh_mode = '" + hbm.refresh_mode() + "' must be per_bank or all_bank");
+  require(hbm.self_refresh_after_refi() != 1,
+          "hbm.self_refresh_after_refi = 1: it must be 0 (never) or at least 2 (every bank refreshed before the channel stops)");
   require_positive(hbm.queue_depth(), "hbm.queue_depth");
   require(hbm.write_low_watermark() < hbm.write_high_watermark() && hbm.write_high_watermark() <= hbm.queue_depth(),
           "hbm watermarks need write_low_watermark < write_high_watermark <= queue_depth");

@@ -340,12 +340,32 @@ synStatus synMemCopyAsync(synStreamHandle stream, uint64_t src, uint64_t size, u
     if (const synStatus r = stream_checks(s, st, stream, "synMemCopyAsync"); r != synSuccess) return r;
     uint64_t seq = 0;
     hpusim::synapse::graph::Result r;
+    // Host memory mapped for the device already (synHostMalloc, synHostMap) is reached through that
+    // mapping: no page-table writes or MMU invalidation while a launch runs. 0 when
+    // [host, host + size) is not inside one.
+    const auto mapped_va = [&](uint64_t host) -> uint64_t {
+      auto it = s.host_buffers.upper_bound(reinterpret_cast<const void*>(static_cast<uintptr_t>(host)));
+      if (it == s.host_buffers.begin()) return 0;
+      --it;
+      const uint64_t start = reinterpret_cast<uintptr_t>(it->first);
+      if (host < start || size > it->second.bytes || host - start > it->second.bytes - size) return 0;
+      return it->second.device_va + (host - start);
+    };
     switch (direction) {
       case HOST_TO_DRAM:
-        r = s.runtime->copy_to_device(reinterpret_cast<const void*>(static_cast<uintptr_t>(src)), dst, size, &seq, st->queue);
+        if (const uint64_t va = mapped_va(src)) {
+          r = s.runtime->copy_mapped_to_device(va, dst, size, &seq, st->queue);
+        } else {
+          r = s.runtime->copy_to_device(reinterpret_cast<const void*>(static_cast<uintptr_t>(src)), dst, size, &seq,
+                                        st->queue);
+        }
         break;
       case DRAM_TO_HOST:
-        r = s.runtime->copy_to_host(src, reinterpret_cast<void*>(static_cast<uintptr_t>(dst)), size, &seq, st->queue);
+        if (const uint64_t va = mapped_va(dst)) {
+          r = s.runtime->copy_mapped_to_host(src, va, size, &seq, st->queue);
+        } else {
+          r = s.runtime->copy_to_host(src, reinterpret_cast<void*>(static_cast<uintptr_t>(dst)), size, &seq, st->queue);
+        }
         break;
       case DRAM_TO_DRAM:
         r = s.runtime->copy_on_device(src, dst, size, &seq, st->queue);

@@ -106,11 +106,14 @@ void flush_spans(Session& s, bool wait_all) {
   std::vector<PendingSpan> still;
   for (const PendingSpan& p : s.pending_spans) {
     if (wait_all) s.runtime->wait(p.seq);
-    uint64_t done_ps = 0;
-    if (!s.runtime->completed(p.seq) || !s.runtime->completion_time_ps(p.seq, &done_ps).ok()) {
+    // What a wait already told, without an ioctl: tracing must not charge host time or handle
+    // interrupts the untraced run would not (that moved later host work into a running launch).
+    const std::optional<uint64_t> done = s.runtime->take_completion_ps(p.seq);
+    if (!done) {
       still.push_back(p);
       continue;
     }
+    const uint64_t done_ps = *done;
     std::lock_guard<std::mutex> lock(s.timeline->mutex());
     const auto track = s.timeline->track(s.timeline->process("device: recipes"), "launches");
     s.timeline->writer().complete_slice(track, p.submit_ps / 1000, std::max(done_ps / 1000, p.submit_ps / 1000 + 1),

@@ -36,13 +36,17 @@ int submit(int fd, const std::vector<hl_cs_chunk>& execute, uint64_t* seq, uint3
   return rc;
 }
 
-int wait(int fd, uint64_t seq, uint64_t timeout_us, uint32_t* status, uint32_t* flags) {
+int wait(int fd, uint64_t seq, uint64_t timeout_us, uint32_t* status, uint32_t* flags, uint64_t* timestamp_ns) {
   hl_wait_cs_args args{};
   args.in.seq = seq;
   args.in.timeout_us = timeout_us;
   const int rc = hl_ioctl(fd, DRM_IOCTL_HL_WAIT_CS, &args);
   if (status != nullptr) *status = args.out.status;
   if (flags != nullptr) *flags = args.out.flags;
+  if (timestamp_ns != nullptr) {
+    const bool valid = rc == 0 && (args.out.flags & HL_WAIT_CS_STATUS_FLAG_TIMESTAMP_VLD) != 0;
+    *timestamp_ns = valid ? static_cast<uint64_t>(args.out.timestamp_nsec) : 0;
+  }
   return rc;
 }
 

@@ -16,8 +16,10 @@ int cb_destroy(int fd, uint64_t handle);
 // HL_IOCTL_CS with the execute (and restore) chunks; *seq is the CS sequence number.
 int submit(int fd, const std::vector<uapi::hl_cs_chunk>& execute, uint64_t* seq, uint32_t flags = 0,
            const std::vector<uapi::hl_cs_chunk>& restore = {});
-// HL_IOCTL_WAIT_CS: the ioctl's return code; *status gets HL_WAIT_CS_STATUS_*, *flags the out flags.
-int wait(int fd, uint64_t seq, uint64_t timeout_us, uint32_t* status, uint32_t* flags = nullptr);
+// HL_IOCTL_WAIT_CS: the ioctl's return code; *status gets HL_WAIT_CS_STATUS_*, *flags the out flags,
+// *timestamp_ns the completion time when the driver gives one (TIMESTAMP_VLD), else 0.
+int wait(int fd, uint64_t seq, uint64_t timeout_us, uint32_t* status, uint32_t* flags = nullptr,
+         uint64_t* timestamp_ns = nullptr);
 // hlthunk_host_memory_map / hlthunk_memory_unmap: the device VA of `bytes` of user memory.
 int host_memory_map(int fd, const void* address, uint64_t bytes, uint64_t* device_va, uint64_t hint = 0,
                     uint32_t flags = 0);

@@ -58,7 +58,7 @@ Runtime::Runtime(int fd) : fd_(fd), allocator_(0, 0) {
 
 Runtime::~Runtime() {
   std::set<uint64_t> in_flight;
-  for (const auto& [seq, va] : pending_unmaps_) in_flight.insert(seq);
+  for (const auto& [seq, unmap] : pending_unmaps_) in_flight.insert(seq);
   if (last_launch_seq_ != 0) in_flight.insert(last_launch_seq_);
   for (uint64_t seq : in_flight) wait(seq);
 }
@@ -122,7 +122,8 @@ Result Runtime::submit_copy(const std::vector<uint8_t>& cb, regs::QueueId queue,
     return Result::error(Status::CommandSubmissionFailure, "copy submission: " + errno_text(rc));
   }
   last_seq_ = s;
-  if (host_va_to_release != 0) pending_unmaps_.emplace(s, host_va_to_release);
+  queue_of_[s] = queue;
+  if (host_va_to_release != 0) pending_unmaps_.emplace(s, PendingUnmap{queue, host_va_to_release});
   if (seq) *seq = s;
   return Result::success();
 }
@@ -145,6 +146,20 @@ Result Runtime::copy_to_host(uint64_t source, void* destination, uint64_t bytes,
     return Result::error(Status::InvalidArgument, "host buffer could not be mapped for the device: " + errno_text(rc));
   }
   return submit_copy(copy_packets(source, va, bytes, false, 0), queue, seq, va);
+}
+
+Result Runtime::copy_mapped_to_device(uint64_t host_va, uint64_t destination, uint64_t bytes, uint64_t* seq,
+                                      regs::QueueId queue) {
+  if (Result q = check_copy_queue(queue); !q.ok()) return q;
+  if (bytes == 0) return Result::error(Status::InvalidArgument, "copy of 0 bytes");
+  return submit_copy(copy_packets(host_va, destination, bytes, false, 0), queue, seq, 0);
+}
+
+Result Runtime::copy_mapped_to_host(uint64_t source, uint64_t host_va, uint64_t bytes, uint64_t* seq,
+                                    regs::QueueId queue) {
+  if (Result q = check_copy_queue(queue); !q.ok()) return q;
+  if (bytes == 0) return Result::error(Status::InvalidArgument, "copy of 0 bytes");
+  return submit_copy(copy_packets(source, host_va, bytes, false, 0), queue, seq, 0);
 }
 
 Result Runtime::copy_on_device(uint64_t source, uint64_t destination, uint64_t bytes, uint64_t* seq, regs::QueueId queue) {
@@ -290,37 +305,57 @@ Result Runtime::launch(LoadedRecipe& loaded, const std::vector<uint64_t>& persis
   for (uint64_t handle : handles) hlthunk::cb_destroy(fd_, handle);
   if (rc != 0) return Result::error(Status::CommandSubmissionFailure, "launch submission: " + errno_text(rc));
   last_seq_ = last_launch_seq_ = s;
+  queue_of_[s] = kLaunchQueue;
   submit_ps_[s] = submitted_ps;
   ++loaded.launches_;
   if (seq) *seq = s;
   return Result::success();
 }
 
-// Drops the host mappings of a completed submission.
-void Runtime::release_finished(uint64_t completed_seq) {
-  const auto [first, last] = pending_unmaps_.equal_range(completed_seq);
-  for (auto it = first; it != last; ++it) hlthunk::memory_unmap(fd_, it->second);
-  pending_unmaps_.erase(first, last);
+// Drops the host mappings of a completed submission and of every earlier one on its queue (a
+// copy whose own seq is never waited for is done once anything after it on its queue is), and
+// keeps the completion time of a launch for the trace.
+void Runtime::release_finished(uint64_t completed_seq, uint64_t completed_ns) {
+  if (completed_ns != 0 && submit_ps_.count(completed_seq)) {
+    completed_ps_[completed_seq] = completed_ns * 1000;
+    if (completed_ps_.size() > kKeptCompletions) completed_ps_.erase(completed_ps_.begin());
+  }
+  const auto found = queue_of_.find(completed_seq);
+  if (found == queue_of_.end()) return;
+  const regs::QueueId queue = found->second;
+  for (auto it = pending_unmaps_.begin(); it != pending_unmaps_.end() && it->first <= completed_seq;) {
+    if (it->second.queue != queue) {
+      ++it;
+      continue;
+    }
+    hlthunk::memory_unmap(fd_, it->second.va);
+    it = pending_unmaps_.erase(it);
+  }
+  for (auto it = queue_of_.begin(); it != queue_of_.end() && it->first <= completed_seq;) {
+    it = it->second == queue ? queue_of_.erase(it) : std::next(it);
+  }
 }
 
 Result Runtime::wait(uint64_t seq, uint64_t timeout_us) {
   if (seq == 0) return Result::success();
   uint32_t status = 0;
-  const int rc = hlthunk::wait(fd_, seq, timeout_us, &status);
+  uint64_t done_ns = 0;
+  const int rc = hlthunk::wait(fd_, seq, timeout_us, &status, nullptr, &done_ns);
   if (rc != 0 || status != HL_WAIT_CS_STATUS_COMPLETED) {
     return Result::error(Status::Fail, "submission " + std::to_string(seq) + " did not complete (" + errno_text(rc) +
                                            ", wait status " + std::to_string(status) + ")");
   }
-  release_finished(seq);
+  release_finished(seq, done_ns);
   return Result::success();
 }
 
 bool Runtime::completed(uint64_t seq) {
   if (seq == 0) return true;
   uint32_t status = 0;
-  const int rc = hlthunk::wait(fd_, seq, 0, &status);
+  uint64_t done_ns = 0;
+  const int rc = hlthunk::wait(fd_, seq, 0, &status, nullptr, &done_ns);
   if (rc == 0 && status == HL_WAIT_CS_STATUS_COMPLETED) {
-    release_finished(seq);
+    release_finished(seq, done_ns);
     return true;
   }
   return false;
@@ -344,6 +379,14 @@ Result Runtime::completion_time_ps(uint64_t seq, uint64_t* ps) {
 uint64_t Runtime::host_now_ps() {
   platform::HostServices* host = platform::host_services();
   return host != nullptr ? host->host_now_ps() : 0;
+}
+
+std::optional<uint64_t> Runtime::take_completion_ps(uint64_t seq) {
+  const auto found = completed_ps_.find(seq);
+  if (found == completed_ps_.end()) return std::nullopt;
+  const uint64_t ps = found->second;
+  completed_ps_.erase(found);
+  return ps;
 }
 
 uint64_t Runtime::submit_time_ps(uint64_t seq) const {

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <new>
+#include <optional>
 #include <map>
 #include <set>
 #include <memory>
@@ -109,6 +110,13 @@ class Runtime {
                         regs::QueueId queue = kLaunchQueue);
   Result copy_to_host(uint64_t source, void* destination, uint64_t bytes, uint64_t* seq,
                       regs::QueueId queue = kLaunchQueue);
+  // The same copies between device memory and host memory the caller has mapped already
+  // (synHostMalloc / synHostMap): `host_va` is its device VA. No mapping of their own, so no page
+  // table writes and no MMU cache invalidation while other work runs.
+  Result copy_mapped_to_device(uint64_t host_va, uint64_t destination, uint64_t bytes, uint64_t* seq,
+                               regs::QueueId queue = kLaunchQueue);
+  Result copy_mapped_to_host(uint64_t source, uint64_t host_va, uint64_t bytes, uint64_t* seq,
+                             regs::QueueId queue = kLaunchQueue);
   Result copy_on_device(uint64_t source, uint64_t destination, uint64_t bytes, uint64_t* seq,
                         regs::QueueId queue = kLaunchQueue);
   // Fills `bytes` (a multiple of 4) with the 32-bit `value`.
@@ -135,6 +143,11 @@ class Runtime {
   // Host time now (ps), and the host time at which launch `seq` was submitted (0 if unknown).
   uint64_t host_now_ps();
   uint64_t submit_time_ps(uint64_t seq) const;
+  // The completion time (ps) of launch `seq` if a wait of this runtime has seen it complete, and
+  // forgets it; no ioctl, so no host time is charged and no interrupt handled (a trace must not
+  // change the timeline). The last kKeptCompletions are kept.
+  std::optional<uint64_t> take_completion_ps(uint64_t seq);
+  static constexpr size_t kKeptCompletions = 4096;
   // The last submission made (0 before the first).
   uint64_t last_submission() const { return last_seq_; }
   // Wall time (measured) launches spent preparing their submission once the previous launch was
@@ -144,7 +157,7 @@ class Runtime {
  private:
   Result submit_copy(const std::vector<uint8_t>& cb, regs::QueueId queue, uint64_t* seq, uint64_t host_va_to_release);
   Result external_cb(const uint8_t* bytes, size_t size, uint64_t* handle);
-  void release_finished(uint64_t completed_seq);
+  void release_finished(uint64_t completed_seq, uint64_t completed_ns);
   Result check_copy_queue(regs::QueueId queue) const;
 
   int fd_;
@@ -155,8 +168,16 @@ class Runtime {
   std::map<uint64_t, uint64_t> submit_ps_;   // launches: seq -> host time of the submission
   uint64_t launch_prepare_ns_ = 0;
   uint64_t sram_base_ = 0, sram_size_ = 0;   // the SRAM user range, the recipes' SRAM arena
-  // Host mappings to drop once their submission completed: seq -> device VAs.
-  std::multimap<uint64_t, uint64_t> pending_unmaps_;
+  // Host mappings to drop once their submission completed. Queues complete in order: when a
+  // submission completes, so has everything submitted before it to its queue (a launch: to
+  // kLaunchQueue, where its first and last jobs run).
+  struct PendingUnmap {
+    regs::QueueId queue;
+    uint64_t va;
+  };
+  std::multimap<uint64_t, PendingUnmap> pending_unmaps_;
+  std::map<uint64_t, regs::QueueId> queue_of_;   // submissions not known complete: seq -> queue
+  std::map<uint64_t, uint64_t> completed_ps_;    // launches a wait saw complete: seq -> time
 };
 
 }  // namespace hpusim::synapse::runtime

@@ -112,6 +112,45 @@ TEST(CliRun, AWarmDiskCacheCompilesNothingAndACorruptRecipeIsRecompiled) {
   fs::remove_all(dir);
 }
 
+// A launch's device time does not depend on where its recipe came from (compiled in the process,
+// read from the disk cache, found in the memory cache), on whether the run is traced, nor on how
+// long the host kept the card idle before it (the modeled compile time): every step of each run
+// has the same device time as in the others. From the third step on the steps are equal (the
+// first launches warm the TPC instruction caches and the MMU).
+TEST(CliRun, DeviceTimeDoesNotDependOnWhereTheRecipeCameFrom) {
+  const std::string dir = temp("origin_cache");
+  fs::remove_all(dir);
+  struct Variant {
+    std::string name, args, env;
+    uint64_t first_compiles;
+  };
+  const std::vector<Variant> variants = {
+      {"compiled, disk cache cold", "", "PT_HPU_RECIPE_CACHE_CONFIG=" + dir + ",true,64", 1},
+      {"disk cache hit", "", "PT_HPU_RECIPE_CACHE_CONFIG=" + dir + ",false,64", 0},
+      {"memory cache only", "", "", 1},
+      {"traced", " --trace " + temp("origin.pftrace"), "", 1},
+      {"no modeled compile time", " --set host.compile_per_node_ns=0", "", 1},
+  };
+  std::vector<uint64_t> reference;
+  for (const Variant& v : variants) {
+    const std::string json = temp("origin.json");
+    const ProgramRun r = run_hpusim("run mlp --steps 4 --quiet --json " + json + v.args, v.env);
+    ASSERT_EQ(r.exit_code, 0) << v.name << ": " << r.output;
+    const auto steps = steps_of(json);
+    ASSERT_EQ(steps.size(), 4u) << v.name;
+    EXPECT_EQ(steps[0].get<uint64_t>("compiles"), v.first_compiles) << v.name;
+    std::vector<uint64_t> device;
+    for (const auto& step : steps) device.push_back(step.get<uint64_t>("device_ns"));
+    EXPECT_EQ(device[2], device[3]) << v.name;
+    if (reference.empty()) {
+      reference = device;
+    } else {
+      EXPECT_EQ(device, reference) << v.name << " differs from the first run";
+    }
+  }
+  fs::remove_all(dir);
+}
+
 // Two processes at a time share one cache directory with a 1 MB limit while recipes for 16
 // targets (8 TPC counts x 2 workloads, about 120 KB each) go through it: the directory never
 // exceeds the limit (the parent watches it), no run reads a bad recipe, every run succeeds.

@@ -1014,5 +1014,106 @@ TEST(HbmControllerSpeed, RandomReads64B) {
   EXPECT_EQ(r.stats.reads, N);
 }
 
+
+// Self-refresh (ControllerConfig::self_refresh_after_refi): a stream that follows an idle period
+// meets the same refreshes whatever the idle period's length, so a launch's cycles do not depend on
+// how long the host kept the card idle before it (a modeled compile, a slower step).
+struct StreamRun {
+  std::vector<uint64_t> done;   // completion cycles relative to the stream's start
+  uint64_t refreshes = 0;       // during the stream
+};
+
+StreamRun stream_after_idle(const ControllerConfig& cfg, uint64_t start) {
+  Timing t;
+  t.nREFI = 3432;
+  t.nRFC = 229;
+  ChannelController c(Organization{}, t, cfg, 0);
+  std::mt19937 rng(1);
+  std::vector<Completion> out;
+  uint64_t id = 0;
+  StreamRun run;
+  auto feed = [&](uint64_t t0, int n, bool keep) {
+    int sent = 0;
+    uint64_t now = t0;
+    while (sent < n || c.queued() > 0) {
+      while (sent < n && c.can_accept()) {
+        DramAddress a;
+        a.channels_per_stack = Organization{}.channels_per_stack;
+        a.pseudo_channel = rng() % 2;
+        a.bank_group = rng() % 4;
+        a.bank = rng() % 4;
+        a.row = rng() % 64;
+        a.column = (rng() % 16) * 2;
+        c.enqueue(Request{++id, rng() % 3 == 0, a, 2, t0 + uint64_t(sent) * 3});
+        ++sent;
+      }
+      now = std::max(now, c.next_event_cycle());
+      out.clear();
+      c.advance(now, out);
+      if (keep) {
+        for (const Completion& x : out) run.done.push_back(x.done_cycle - t0);
+      }
+    }
+  };
+  feed(0, 2000, false);
+  // Idle until `start`, handling whatever events the controller asks for (refreshes).
+  for (uint64_t e = c.next_event_cycle(); e < start; e = c.next_event_cycle()) {
+    out.clear();
+    c.advance(e, out);
+  }
+  const uint64_t before = c.refreshes();
+  feed(start, 20000, true);
+  run.refreshes = c.refreshes() - before;
+  return run;
+}
+
+TEST(HbmSelfRefresh, AStreamAfterAnIdlePeriodIsTheSameWhateverItsLength) {
+  ControllerConfig on;
+  on.self_refresh_after_refi = 2;
+  const StreamRun first = stream_after_idle(on, 100000);
+  ASSERT_EQ(first.done.size(), 20000u);
+  EXPECT_GT(first.refreshes, 0u);
+  for (uint64_t start : {100001ull, 100037ull, 101144ull, 117161ull, 5600000ull}) {
+    const StreamRun run = stream_after_idle(on, start);
+    EXPECT_EQ(run.done, first.done) << "stream started at " << start;
+    EXPECT_EQ(run.refreshes, first.refreshes) << "stream started at " << start;
+  }
+  // Without it, refresh runs on a schedule counted from cycle 0 and the same stream meets it at
+  // another phase: this is what the option removes.
+  const ControllerConfig off;
+  EXPECT_NE(stream_after_idle(off, 100000).done, stream_after_idle(off, 101144).done);
+}
+
+TEST(HbmSelfRefresh, AnIdleChannelStopsRefreshingAndAsksForNoEvent) {
+  Timing t;
+  t.nREFI = 3432;
+  t.nRFC = 229;
+  ControllerConfig cfg;
+  cfg.self_refresh_after_refi = 2;
+  ChannelController c(Organization{}, t, cfg, 0);
+  std::vector<Completion> out;
+  uint64_t last = 0;
+  for (uint64_t e = c.next_event_cycle(); e != ChannelController::kNever && e < 100 * uint64_t{t.nREFI};
+       e = c.next_event_cycle()) {
+    out.clear();
+    c.advance(e, out);
+    last = e;
+  }
+  EXPECT_EQ(c.next_event_cycle(), ChannelController::kNever) << "still asking for events at " << last;
+  EXPECT_LE(last, 2 * uint64_t{t.nREFI});
+  EXPECT_GT(c.refreshes(), 0u);   // it did refresh before it stopped
+  EXPECT_EQ(c.stats().self_refresh_exits, 0u);
+  DramAddress a;
+  a.channels_per_stack = Organization{}.channels_per_stack;
+  c.enqueue(Request{1, false, a, 1, 50 * uint64_t{t.nREFI}});
+  EXPECT_EQ(c.stats().self_refresh_exits, 1u);
+}
+
+TEST(HbmSelfRefresh, OneIntervalIsRefused) {
+  ControllerConfig cfg;
+  cfg.self_refresh_after_refi = 1;
+  EXPECT_THROW(ChannelController(Organization{}, Timing{}, cfg, 0), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace hpusim::hbm
