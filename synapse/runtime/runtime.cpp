@@ -58,9 +58,10 @@ Runtime::Runtime(int fd) : fd_(fd), allocator_(0, 0) {
 
 Runtime::~Runtime() {
   std::set<uint64_t> in_flight;
-  for (const auto& [seq, unmap] : pending_unmaps_) in_flight.insert(seq);
+  for (const auto& [seq, copy] : staged_copies_) in_flight.insert(seq);
   if (last_launch_seq_ != 0) in_flight.insert(last_launch_seq_);
   for (uint64_t seq : in_flight) wait(seq);
+  for (auto& [capacity, buffer] : idle_staging_) hlthunk::memory_unmap(fd_, buffer->device_va);
 }
 
 Result Runtime::device_malloc(uint64_t bytes, uint64_t* address) {
@@ -105,11 +106,13 @@ Result Runtime::check_copy_queue(regs::QueueId queue) const {
   return Result::success();
 }
 
-Result Runtime::submit_copy(const std::vector<uint8_t>& cb, regs::QueueId queue, uint64_t* seq,
-                            uint64_t host_va_to_release) {
+Result Runtime::submit_copy(const std::vector<uint8_t>& cb, regs::QueueId queue, uint64_t* seq, StagedCopy staged) {
   uint64_t handle = 0;
   Result r = external_cb(cb.data(), cb.size(), &handle);
-  if (!r.ok()) return r;
+  if (!r.ok()) {
+    if (staged.buffer) return_staging(std::move(staged.buffer));
+    return r;
+  }
   hl_cs_chunk chunk{};
   chunk.cb_handle = handle;
   chunk.queue_index = queue_index(queue);
@@ -118,54 +121,97 @@ Result Runtime::submit_copy(const std::vector<uint8_t>& cb, regs::QueueId queue,
   const int rc = hlthunk::submit(fd_, {chunk}, &s);
   hlthunk::cb_destroy(fd_, handle);   // the driver keeps its own reference until the job is done
   if (rc != 0) {
-    if (host_va_to_release != 0) hlthunk::memory_unmap(fd_, host_va_to_release);
+    if (staged.buffer) return_staging(std::move(staged.buffer));
     return Result::error(Status::CommandSubmissionFailure, "copy submission: " + errno_text(rc));
   }
   last_seq_ = s;
   queue_of_[s] = queue;
-  if (host_va_to_release != 0) pending_unmaps_.emplace(s, PendingUnmap{queue, host_va_to_release});
+  if (staged.buffer) {
+    staged.queue = queue;
+    staged_copies_.emplace(s, std::move(staged));
+  }
   if (seq) *seq = s;
   return Result::success();
+}
+
+// A staging buffer of at least `bytes`: an idle one of the same power-of-two capacity, or a new
+// one mapped for the device.
+Result Runtime::take_staging(uint64_t bytes, std::unique_ptr<StagingBuffer>* buffer) {
+  uint64_t capacity = kMinStagingBytes;
+  while (capacity < bytes) capacity *= 2;
+  // The one returned last (its translations are the warmest), so a steady stream of copies reuses
+  // the same buffers in the same order.
+  if (const auto [first, last] = idle_staging_.equal_range(capacity); first != last) {
+    const auto it = std::prev(last);
+    *buffer = std::move(it->second);
+    idle_staging_.erase(it);
+    idle_staging_bytes_ -= capacity;
+    return Result::success();
+  }
+  auto fresh = std::make_unique<StagingBuffer>();
+  try {
+    fresh->bytes.resize(capacity);
+  } catch (const std::bad_alloc&) {
+    return Result::error(Status::OutOfHostMemory, "staging buffer of " + std::to_string(capacity) + " bytes");
+  }
+  if (const int rc = hlthunk::host_memory_map(fd_, fresh->bytes.data(), capacity, &fresh->device_va); rc != 0) {
+    return Result::error(Status::InvalidArgument, "staging buffer could not be mapped for the device: " + errno_text(rc));
+  }
+  *buffer = std::move(fresh);
+  return Result::success();
+}
+
+void Runtime::return_staging(std::unique_ptr<StagingBuffer> buffer) {
+  const uint64_t capacity = buffer->bytes.size();
+  if (idle_staging_bytes_ + capacity > kKeptStagingBytes) {
+    hlthunk::memory_unmap(fd_, buffer->device_va);
+    return;
+  }
+  idle_staging_bytes_ += capacity;
+  idle_staging_.emplace(capacity, std::move(buffer));
 }
 
 Result Runtime::copy_to_device(const void* source, uint64_t destination, uint64_t bytes, uint64_t* seq, regs::QueueId queue) {
   if (Result q = check_copy_queue(queue); !q.ok()) return q;
   if (bytes == 0) return Result::error(Status::InvalidArgument, "copy of 0 bytes");
-  uint64_t va = 0;
-  if (const int rc = hlthunk::host_memory_map(fd_, source, bytes, &va); rc != 0) {
-    return Result::error(Status::InvalidArgument, "host buffer could not be mapped for the device: " + errno_text(rc));
-  }
-  return submit_copy(copy_packets(va, destination, bytes, false, 0), queue, seq, va);
+  if (source == nullptr) return Result::error(Status::InvalidArgument, "copy from a NULL host buffer");
+  StagedCopy staged;
+  if (Result r = take_staging(bytes, &staged.buffer); !r.ok()) return r;
+  std::memcpy(staged.buffer->bytes.data(), source, bytes);
+  const uint64_t va = staged.buffer->device_va;
+  return submit_copy(copy_packets(va, destination, bytes, false, 0), queue, seq, std::move(staged));
 }
 
 Result Runtime::copy_to_host(uint64_t source, void* destination, uint64_t bytes, uint64_t* seq, regs::QueueId queue) {
   if (Result q = check_copy_queue(queue); !q.ok()) return q;
   if (bytes == 0) return Result::error(Status::InvalidArgument, "copy of 0 bytes");
-  uint64_t va = 0;
-  if (const int rc = hlthunk::host_memory_map(fd_, destination, bytes, &va); rc != 0) {
-    return Result::error(Status::InvalidArgument, "host buffer could not be mapped for the device: " + errno_text(rc));
-  }
-  return submit_copy(copy_packets(source, va, bytes, false, 0), queue, seq, va);
+  if (destination == nullptr) return Result::error(Status::InvalidArgument, "copy to a NULL host buffer");
+  StagedCopy staged;
+  if (Result r = take_staging(bytes, &staged.buffer); !r.ok()) return r;
+  staged.copy_back_to = destination;
+  staged.bytes = bytes;
+  const uint64_t va = staged.buffer->device_va;
+  return submit_copy(copy_packets(source, va, bytes, false, 0), queue, seq, std::move(staged));
 }
 
 Result Runtime::copy_mapped_to_device(uint64_t host_va, uint64_t destination, uint64_t bytes, uint64_t* seq,
                                       regs::QueueId queue) {
   if (Result q = check_copy_queue(queue); !q.ok()) return q;
   if (bytes == 0) return Result::error(Status::InvalidArgument, "copy of 0 bytes");
-  return submit_copy(copy_packets(host_va, destination, bytes, false, 0), queue, seq, 0);
+  return submit_copy(copy_packets(host_va, destination, bytes, false, 0), queue, seq);
 }
 
 Result Runtime::copy_mapped_to_host(uint64_t source, uint64_t host_va, uint64_t bytes, uint64_t* seq,
                                     regs::QueueId queue) {
   if (Result q = check_copy_queue(queue); !q.ok()) return q;
   if (bytes == 0) return Result::error(Status::InvalidArgument, "copy of 0 bytes");
-  return submit_copy(copy_packets(source, host_va, bytes, false, 0), queue, seq, 0);
+  return submit_copy(copy_packets(source, host_va, bytes, false, 0), queue, seq);
 }
 
 Result Runtime::copy_on_device(uint64_t source, uint64_t destination, uint64_t bytes, uint64_t* seq, regs::QueueId queue) {
   if (Result q = check_copy_queue(queue); !q.ok()) return q;
   if (bytes == 0) return Result::error(Status::InvalidArgument, "copy of 0 bytes");
-  return submit_copy(copy_packets(source, destination, bytes, false, 0), queue, seq, 0);
+  return submit_copy(copy_packets(source, destination, bytes, false, 0), queue, seq);
 }
 
 Result Runtime::memset_device(uint64_t destination, uint32_t value, uint64_t bytes, uint64_t* seq, regs::QueueId queue) {
@@ -174,7 +220,7 @@ Result Runtime::memset_device(uint64_t destination, uint32_t value, uint64_t byt
     return Result::error(Status::InvalidArgument, "memset of " + std::to_string(bytes) + " bytes (a non-zero multiple of 4)");
   }
   const uint64_t pattern = (uint64_t{value} << 32) | value;
-  return submit_copy(copy_packets(0, destination, bytes, true, pattern), queue, seq, 0);
+  return submit_copy(copy_packets(0, destination, bytes, true, pattern), queue, seq);
 }
 
 Result Runtime::load(const recipe::Recipe& recipe, std::shared_ptr<LoadedRecipe>* loaded) {
@@ -323,13 +369,15 @@ void Runtime::release_finished(uint64_t completed_seq, uint64_t completed_ns) {
   const auto found = queue_of_.find(completed_seq);
   if (found == queue_of_.end()) return;
   const regs::QueueId queue = found->second;
-  for (auto it = pending_unmaps_.begin(); it != pending_unmaps_.end() && it->first <= completed_seq;) {
+  for (auto it = staged_copies_.begin(); it != staged_copies_.end() && it->first <= completed_seq;) {
     if (it->second.queue != queue) {
       ++it;
       continue;
     }
-    hlthunk::memory_unmap(fd_, it->second.va);
-    it = pending_unmaps_.erase(it);
+    StagedCopy& copy = it->second;
+    if (copy.copy_back_to != nullptr) std::memcpy(copy.copy_back_to, copy.buffer->bytes.data(), copy.bytes);
+    return_staging(std::move(copy.buffer));
+    it = staged_copies_.erase(it);
   }
   for (auto it = queue_of_.begin(); it != queue_of_.end() && it->first <= completed_seq;) {
     it = it->second == queue ? queue_of_.erase(it) : std::next(it);

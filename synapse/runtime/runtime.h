@@ -155,7 +155,26 @@ class Runtime {
   uint64_t launch_prepare_ns() const { return launch_prepare_ns_; }
 
  private:
-  Result submit_copy(const std::vector<uint8_t>& cb, regs::QueueId queue, uint64_t* seq, uint64_t host_va_to_release);
+  // Copies from and to caller memory the device cannot reach go through staging buffers: page
+  // aligned, mapped once and reused, so a copy's timing does not depend on the caller's alignment
+  // and no page tables change while a launch runs. A buffer is busy until its copy's submission is
+  // known complete; queues complete in order, so when a submission completes, so has everything
+  // submitted before it to its queue (a launch: to kLaunchQueue, where its first and last jobs run).
+  struct StagingBuffer {
+    HostBytes bytes;
+    uint64_t device_va = 0;
+  };
+  struct StagedCopy {
+    regs::QueueId queue = regs::QueueId::DMA_0_0;
+    std::unique_ptr<StagingBuffer> buffer;
+    void* copy_back_to = nullptr;   // device-to-host copies: the caller's memory
+    uint64_t bytes = 0;
+  };
+  // Submits a copy's command buffer on `queue`; `staged` (if any) is held until it completes.
+  Result submit_copy(const std::vector<uint8_t>& cb, regs::QueueId queue, uint64_t* seq, StagedCopy staged);
+  Result submit_copy(const std::vector<uint8_t>& cb, regs::QueueId queue, uint64_t* seq) {
+    return submit_copy(cb, queue, seq, StagedCopy());
+  }
   Result external_cb(const uint8_t* bytes, size_t size, uint64_t* handle);
   void release_finished(uint64_t completed_seq, uint64_t completed_ns);
   Result check_copy_queue(regs::QueueId queue) const;
@@ -168,15 +187,14 @@ class Runtime {
   std::map<uint64_t, uint64_t> submit_ps_;   // launches: seq -> host time of the submission
   uint64_t launch_prepare_ns_ = 0;
   uint64_t sram_base_ = 0, sram_size_ = 0;   // the SRAM user range, the recipes' SRAM arena
-  // Host mappings to drop once their submission completed. Queues complete in order: when a
-  // submission completes, so has everything submitted before it to its queue (a launch: to
-  // kLaunchQueue, where its first and last jobs run).
-  struct PendingUnmap {
-    regs::QueueId queue;
-    uint64_t va;
-  };
-  std::multimap<uint64_t, PendingUnmap> pending_unmaps_;
-  std::map<uint64_t, regs::QueueId> queue_of_;   // submissions not known complete: seq -> queue
+  static constexpr uint64_t kMinStagingBytes = 64 * 1024;
+  static constexpr uint64_t kKeptStagingBytes = 256ull << 20;   // idle buffers beyond it are unmapped
+  Result take_staging(uint64_t bytes, std::unique_ptr<StagingBuffer>* buffer);
+  void return_staging(std::unique_ptr<StagingBuffer> buffer);
+  std::multimap<uint64_t, std::unique_ptr<StagingBuffer>> idle_staging_;   // by capacity
+  uint64_t idle_staging_bytes_ = 0;
+  std::multimap<uint64_t, StagedCopy> staged_copies_;   // by submission
+  std::map<uint64_t, regs::QueueId> queue_of_;           // submissions not known complete: seq -> queue
   std::map<uint64_t, uint64_t> completed_ps_;    // launches a wait saw complete: seq -> time
 };
 

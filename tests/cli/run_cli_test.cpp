@@ -116,7 +116,10 @@ TEST(CliRun, AWarmDiskCacheCompilesNothingAndACorruptRecipeIsRecompiled) {
 // read from the disk cache, found in the memory cache), on whether the run is traced, nor on how
 // long the host kept the card idle before it (the modeled compile time): every step of each run
 // has the same device time as in the others. From the third step on the steps are equal (the
-// first launches warm the TPC instruction caches and the MMU).
+// first launches warm the TPC instruction caches and the MMU). "The same" is to the nanosecond
+// but for 1 ns: the device time is the host clock's span from the submission to the completion
+// interrupt, and where a submission falls within a cycle of each clock domain (TPC 556 ps, ...)
+// moves the completion by less than a cycle.
 TEST(CliRun, DeviceTimeDoesNotDependOnWhereTheRecipeCameFrom) {
   const std::string dir = temp("origin_cache");
   fs::remove_all(dir);
@@ -141,11 +144,15 @@ TEST(CliRun, DeviceTimeDoesNotDependOnWhereTheRecipeCameFrom) {
     EXPECT_EQ(steps[0].get<uint64_t>("compiles"), v.first_compiles) << v.name;
     std::vector<uint64_t> device;
     for (const auto& step : steps) device.push_back(step.get<uint64_t>("device_ns"));
-    EXPECT_EQ(device[2], device[3]) << v.name;
+    const auto near = [](uint64_t a, uint64_t b) { return a + 1 >= b && b + 1 >= a; };
+    EXPECT_TRUE(near(device[2], device[3])) << v.name << ": " << device[2] << " vs " << device[3];
     if (reference.empty()) {
       reference = device;
-    } else {
-      EXPECT_EQ(device, reference) << v.name << " differs from the first run";
+      continue;
+    }
+    for (size_t i = 0; i < device.size(); ++i) {
+      EXPECT_TRUE(near(device[i], reference[i]))
+          << v.name << ", step " << i << ": " << device[i] << " ns, first run " << reference[i] << " ns";
     }
   }
   fs::remove_all(dir);

@@ -4,6 +4,9 @@
 // files (and a corrupt file refused); and the errors of the lifecycle and launch calls.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -89,8 +92,15 @@ class SynapseRuntimeApi : public ::testing::Test {
   }
 
   // Copies in on a host-to-device stream, launches on a compute stream after an event, copies
-  // out on a device-to-host stream after another; returns the output.
-  std::vector<float> run(synRecipeHandle recipe, uint64_t* device_ns = nullptr) {
+  // out on a device-to-host stream after another; returns the output. The inputs are copied from
+  // x, w and bias, or from `inputs` (the same values anywhere in memory) when given.
+  struct Inputs {
+    const float* x;
+    const float* w;
+    const float* bias;
+  };
+  std::vector<float> run(synRecipeHandle recipe, uint64_t* device_ns = nullptr, const Inputs* inputs = nullptr) {
+    const Inputs from = inputs != nullptr ? *inputs : Inputs{x.data(), w.data(), bias.data()};
     synStreamHandle down, compute, up;
     EXPECT_EQ(synStreamCreate(&down, device, STREAM_TYPE_COPY_HOST_TO_DEVICE, 0), synSuccess);
     EXPECT_EQ(synStreamCreateGeneric(&compute, device, 0), synSuccess);
@@ -105,9 +115,9 @@ class SynapseRuntimeApi : public ::testing::Test {
     EXPECT_EQ(ws_size, 0u);
     // The output starts as garbage the launch must overwrite.
     EXPECT_EQ(synMemsetD32Async(dout, 0x7FC00001u, kM * kN, down), synSuccess) << error();
-    EXPECT_EQ(synMemCopyAsync(down, reinterpret_cast<uint64_t>(x.data()), x.size() * 4, dx, HOST_TO_DRAM), synSuccess);
-    EXPECT_EQ(synMemCopyAsync(down, reinterpret_cast<uint64_t>(w.data()), w.size() * 4, dw, HOST_TO_DRAM), synSuccess);
-    EXPECT_EQ(synMemCopyAsync(down, reinterpret_cast<uint64_t>(bias.data()), bias.size() * 4, db, HOST_TO_DRAM),
+    EXPECT_EQ(synMemCopyAsync(down, reinterpret_cast<uint64_t>(from.x), x.size() * 4, dx, HOST_TO_DRAM), synSuccess);
+    EXPECT_EQ(synMemCopyAsync(down, reinterpret_cast<uint64_t>(from.w), w.size() * 4, dw, HOST_TO_DRAM), synSuccess);
+    EXPECT_EQ(synMemCopyAsync(down, reinterpret_cast<uint64_t>(from.bias), bias.size() * 4, db, HOST_TO_DRAM),
               synSuccess);
     synEventHandle copied, start, done;
     EXPECT_EQ(synEventCreate(&copied, device, 0), synSuccess);
@@ -162,6 +172,82 @@ TEST_F(SynapseRuntimeApi, DenseReluThroughStreamsAndEventsMatchesTheReference) {
   EXPECT_GT(launch_ns, 0u);
   EXPECT_EQ(synRecipeDestroy(recipe), synSuccess);
   EXPECT_EQ(synGraphDestroy(g), synSuccess);
+}
+
+// Where the caller's buffers sit in memory does not change the card's work or the host's: the same
+// step, with its inputs at page offsets 0, 8, 100 and 4092, takes the same launch time and the
+// same host time and computes the same values. Each offset runs in a child process on a card of
+// its own (one platform per process), so the runs differ in nothing but the offset.
+class SynapseAlignment : public SynapseRuntimeApi {
+ protected:
+  void SetUp() override {}      // the children acquire
+  void TearDown() override {}
+
+  struct Outcome {
+    uint64_t launch_ns = 0;
+    uint64_t host_ns = 0;
+    bool values_ok = false;
+  };
+  // In a child process: warm-up steps, then the step with its inputs at `offset`.
+  Outcome step_with_inputs_at(size_t offset) {
+    SynapseRuntimeApi::SetUp();
+    synGraphHandle g = dense_graph();
+    synRecipeHandle recipe = nullptr;
+    Outcome o;
+    if (synGraphCompile(&recipe, g, "dense", nullptr) != synSuccess) return o;
+    run(recipe);   // the first launch loads the recipe and warms the caches
+    run(recipe);
+    constexpr size_t kPage = 4096;
+    std::vector<std::vector<uint8_t>> storage;
+    auto place = [&](const std::vector<float>& values) {
+      storage.emplace_back(values.size() * 4 + 2 * kPage);
+      const uintptr_t base = reinterpret_cast<uintptr_t>(storage.back().data());
+      float* at = reinterpret_cast<float*>((base + kPage - 1) / kPage * kPage + offset);
+      std::memcpy(at, values.data(), values.size() * 4);
+      return static_cast<const float*>(at);
+    };
+    const Inputs inputs{place(x), place(w), place(bias)};
+    uint64_t before = 0, after = 0;
+    hpusim_hostTimeNs(&before);
+    const std::vector<float> out = run(recipe, nullptr, &inputs);
+    hpusim_hostTimeNs(&after);
+    hpusim_lastLaunchDeviceTime(&o.launch_ns);
+    o.host_ns = after - before;
+    const std::vector<float> want = reference();
+    o.values_ok = out.size() == want.size() && std::memcmp(out.data(), want.data(), out.size() * 4) == 0;
+    return o;
+  }
+};
+
+TEST_F(SynapseAlignment, TheCallersBufferAlignmentChangesNoTime) {
+  std::vector<std::pair<size_t, Outcome>> outcomes;
+  for (size_t offset : {size_t{0}, size_t{8}, size_t{100}, size_t{4092}}) {
+    int pipe_fds[2];
+    ASSERT_EQ(pipe(pipe_fds), 0);
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      close(pipe_fds[0]);
+      const Outcome o = step_with_inputs_at(offset);
+      const ssize_t written = write(pipe_fds[1], &o, sizeof o);
+      _exit(written == static_cast<ssize_t>(sizeof o) ? 0 : 1);
+    }
+    close(pipe_fds[1]);
+    Outcome o;
+    const ssize_t got = read(pipe_fds[0], &o, sizeof o);
+    close(pipe_fds[0]);
+    int status = 0;
+    waitpid(child, &status, 0);
+    ASSERT_EQ(got, static_cast<ssize_t>(sizeof o)) << "the child for offset " << offset << " reported nothing";
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "offset " << offset;
+    EXPECT_TRUE(o.values_ok) << "offset " << offset;
+    EXPECT_GT(o.launch_ns, 0u);
+    outcomes.emplace_back(offset, o);
+  }
+  for (const auto& [offset, o] : outcomes) {
+    EXPECT_EQ(o.launch_ns, outcomes[0].second.launch_ns) << "launch time with inputs at page offset " << offset;
+    EXPECT_EQ(o.host_ns, outcomes[0].second.host_ns) << "host time with inputs at page offset " << offset;
+  }
 }
 
 TEST_F(SynapseRuntimeApi, ASecondCompileOfTheSameGraphIsACacheHit) {
