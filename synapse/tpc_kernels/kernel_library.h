@@ -163,10 +163,11 @@ struct CoreSlice {
   std::array<int32_t, kMaxDims> size{};
 };
 
-// The rule: split the outermost dim (4 down to 0) whose size is >= cores into `cores` contiguous
-// chunks, sizes differing by at most one (the first ones larger). If no dim is that large, split
-// the largest dim (the outermost of equals) into one-step chunks: fewer slices than cores. Every
-// slice is non-empty; a geometry with a 0 dim gives no slices.
+// The launch builder's rule (tpc::partition_index_space, what the compiler's launches use): split
+// the outermost dim (4 down to 0) whose size is >= cores into `cores` contiguous chunks, sizes
+// differing by at most one (the first ones larger). If no dim is that large, split the largest dim
+// (the innermost of equals) into one-step chunks: fewer slices than cores. Every slice is
+// non-empty; a geometry with a 0 dim gives no slices. At most 8 cores (std::invalid_argument).
 std::vector<CoreSlice> partition_index_space(const std::array<int32_t, kMaxDims>& geometry,
                                              unsigned cores);
 

@@ -3,6 +3,8 @@
 
 #include "synapse/tpc_kernels/kernel_library.h"
 
+#include "arch/tpc/tpc_launch.h"
+
 namespace hpusim::synapse::tpc_kernels {
 
 std::vector<CoreSlice> partition_index_space(const std::array<int32_t, kMaxDims>& geometry, unsigned cores) {
@@ -10,25 +12,16 @@ std::vector<CoreSlice> partition_index_space(const std::array<int32_t, kMaxDims>
   if (cores == 0) return slices;
   for (int32_t g : geometry)
     if (g <= 0) return slices;
-  int split = -1;
-  for (int d = kMaxDims - 1; d >= 0 && split < 0; --d)
-    if (static_cast<int64_t>(geometry[d]) >= static_cast<int64_t>(cores)) split = d;
-  if (split < 0) {
-    split = kMaxDims - 1;
-    for (int d = kMaxDims - 2; d >= 0; --d)
-      if (geometry[d] > geometry[split]) split = d;
-  }
-  const int32_t total = geometry[split];
-  const int32_t n = static_cast<int32_t>(std::min<int64_t>(cores, total));
-  int32_t start = 0;
-  for (int32_t c = 0; c < n; ++c) {
-    CoreSlice s;
-    s.size = geometry;
-    const int32_t len = total / n + (c < total % n ? 1 : 0);
-    s.offset[split] = start;
-    s.size[split] = len;
-    start += len;
-    slices.push_back(s);
+  // The launch builder's rule (arch/tpc/tpc_launch.h), the one the compiler's launches use.
+  tpc::TpcLaunchSpec spec;
+  spec.tpcs = cores;
+  std::copy(geometry.begin(), geometry.end(), spec.index_space.begin());
+  spec.granule.fill(1);
+  for (const tpc::IndexRange& range : tpc::partition_index_space(spec)) {
+    CoreSlice slice;
+    std::copy(range.offset.begin(), range.offset.end(), slice.offset.begin());
+    std::copy(range.size.begin(), range.size.end(), slice.size.begin());
+    slices.push_back(slice);
   }
   return slices;
 }

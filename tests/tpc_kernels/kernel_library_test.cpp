@@ -2,10 +2,12 @@
 // access patterns, descriptor templates, the program cache, and the partitioning rule.
 #include <gtest/gtest.h>
 
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "arch/tpc/tpc_launch.h"
 #include "tests/tpc_kernels/kernel_test_util.h"
 
 namespace hpusim::synapse::tpc_kernels::testing {
@@ -259,6 +261,34 @@ TEST(TpcKernelPartition, SplitsTheOutermostDimLargeEnough) {
   ASSERT_EQ(s.size(), 1u);
   EXPECT_TRUE(partition_index_space({0, 1, 1, 1, 1}, 8).empty());
   EXPECT_EQ(partition_index_space({5, 5, 5, 5, 5}, 1).size(), 1u);
+  // Equal largest dims: the innermost is split, as the launch builder does for the compiler.
+  s = partition_index_space({4, 4, 1, 1, 1}, 8);
+  ASSERT_EQ(s.size(), 4u);
+  EXPECT_EQ(s[2].offset, (std::array<int32_t, 5>{2, 0, 0, 0, 0}));
+  EXPECT_EQ(s[2].size, (std::array<int32_t, 5>{1, 4, 1, 1, 1}));
+}
+
+// The kernel library and the launch builder split an index space the same way, for any geometry.
+TEST(TpcKernelPartition, IsTheLaunchBuildersSplit) {
+  std::mt19937 rng(5);
+  for (int i = 0; i < 500; ++i) {
+    std::array<int32_t, 5> geometry{};
+    for (auto& g : geometry) g = 1 + static_cast<int32_t>(rng() % 12);
+    const unsigned cores = 1 + rng() % 8;
+    tpc::TpcLaunchSpec spec;
+    spec.tpcs = cores;
+    std::copy(geometry.begin(), geometry.end(), spec.index_space.begin());
+    spec.granule.fill(1);
+    const auto ranges = tpc::partition_index_space(spec);
+    const auto slices = partition_index_space(geometry, cores);
+    ASSERT_EQ(slices.size(), ranges.size());
+    for (size_t c = 0; c < slices.size(); ++c) {
+      for (unsigned d = 0; d < 5; ++d) {
+        ASSERT_EQ(slices[c].offset[d], ranges[c].offset[d]);
+        ASSERT_EQ(slices[c].size[d], ranges[c].size[d]);
+      }
+    }
+  }
 }
 
 TEST(TpcKernelPartition, TouchedRangesFollowTheAccessPatterns) {
