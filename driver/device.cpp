@@ -92,6 +92,7 @@ HlDevice::HlDevice(DeviceLink& link, const preset::Card& card, const HlDeviceOpt
     throw std::invalid_argument("HlDevice: max_pending_cs must be a power of two");
   }
   timeline_ = options_.timeline;
+  if (options_.cs_timeout_us == 0) options_.cs_timeout_us = uint64_t{preset_.driver().tdr_timeout_ms()} * 1000;
 
   const auto& map = preset_.memory_map();
   sram_base_ = map.sram_base();

@@ -36,8 +36,8 @@ namespace hpusim::driver {
 
 struct HlDeviceOptions {
   // TDR: a CS that has been the oldest in flight for this long (host time) times out and the
-  // device is hard-reset. The real Gaudi default is 600 s; tests want something small.
-  uint64_t cs_timeout_us = 20000;
+  // device is hard-reset. 0: the preset's driver.tdr_timeout_ms; tests want something small.
+  uint64_t cs_timeout_us = 0;
   // When set, the driver puts its ioctls (slices) and interrupts (instants) on a "host: driver"
   // process of this timeline. Must outlive the device.
   traces::Timeline* timeline = nullptr;

@@ -54,6 +54,9 @@ MmeEngineParams mme_engine_params_from(const preset::Card& card, unsigned index)
   p.staging_bytes = uint64_t{m.staging_buffer_lines()} * kStagingLineBytes * p.cores_per_engine;
   p.read_ports = m.read_ports();
   p.write_ports = m.write_ports();
+  p.max_request_bytes = m.max_request_bytes();
+  p.max_posted_writes = m.max_posted_writes();
+  p.launch_queue_depth = m.launch_queue_depth();
   return p;
 }
 

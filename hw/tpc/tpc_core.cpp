@@ -89,6 +89,9 @@ TpcCoreParams tpc_core_params_from(const preset::Card& card, unsigned index) {
   p.max_outstanding = t.max_outstanding_loads();
   p.prefetch_entries = t.prefetch_entries();
   p.prefetch_hit_latency = t.prefetch_hit_latency();
+  p.launch_queue_depth = t.launch_queue_depth();
+  p.max_posted_writes = t.max_posted_writes();
+  p.quantum_cycles = t.quantum_cycles();
   p.sm_base_high_reset = static_cast<uint32_t>(regs::cfg_address(0) >> 32);
   return p;
 }

@@ -13,9 +13,6 @@ std::string boot_platform(const BootRequest& request) {
   if (!request.preset.empty()) options.preset = request.preset;
   options.overrides = request.overrides;
   options.trace_path = request.trace_path;
-  // A launch may run for tens of ms of device time (a BERT layer step: ~30 ms); the driver's
-  // default TDR of 20 ms suits its own tests, not whole training steps. 10 s of host time.
-  options.driver.cs_timeout_us = 10'000'000;
   try {
     new Platform(options);   // Platform::current() from now on
   } catch (const std::exception& e) {

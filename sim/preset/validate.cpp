@@ -103,6 +103,13 @@ void resolve_and_validate(Card& card) {
   require_positive(card.mme().read_ports(), "mme.read_ports");
   require_positive(card.mme().write_ports(), "mme.write_ports");
   require_positive(card.tpc().prefetch_hit_latency(), "tpc.prefetch_hit_latency");
+  require_positive(card.tpc().launch_queue_depth(), "tpc.launch_queue_depth");
+  require_positive(card.tpc().max_posted_writes(), "tpc.max_posted_writes");
+  require_positive(card.tpc().quantum_cycles(), "tpc.quantum_cycles");
+  require(card.mme().max_request_bytes() >= 4, "mme.max_request_bytes must be at least 4");
+  require_positive(card.mme().max_posted_writes(), "mme.max_posted_writes");
+  require_positive(card.mme().launch_queue_depth(), "mme.launch_queue_depth");
+  require_positive(card.driver().tdr_timeout_ms(), "driver.tdr_timeout_ms");
   require(card.tpc().icache_bytes() >= card.tpc().icache_line_bytes() && card.tpc().icache_bytes() % card.tpc().icache_line_bytes() == 0,
           "tpc.icache_bytes must be a multiple of tpc.icache_line_bytes");
   require_positive(card.mme().cores(), "mme.cores");

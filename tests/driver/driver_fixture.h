@@ -37,6 +37,7 @@ class DriverTest : public ::testing::Test {
   // The card with the driver `options`; `platform` gives the preset, overrides and host time.
   void make(HlDeviceOptions options = {}, platform::PlatformOptions platform = {}) {
     platform.overrides.push_back("hbm.refresh_enabled=false");
+    if (options.cs_timeout_us == 0) options.cs_timeout_us = 20000;   // a short TDR: 20 ms
     platform.driver = options;
     dev = std::make_unique<testing::TestDevice>(platform);
   }

@@ -89,6 +89,16 @@ class MmeEngineGemm : public MmeCardTest {
   }
 };
 
+// The engine's request size, write window and launch queue come from the preset.
+TEST(MmeEngineParams, ComeFromThePreset) {
+  const preset::Card card = preset::load_preset(
+      "hl205", {"mme.max_request_bytes=512", "mme.max_posted_writes=9", "mme.launch_queue_depth=3"});
+  const hw::MmeEngineParams p = hw::mme_engine_params_from(card, 0);
+  EXPECT_EQ(p.max_request_bytes, 512u);
+  EXPECT_EQ(p.max_posted_writes, 9u);
+  EXPECT_EQ(p.launch_queue_depth, 3u);
+}
+
 TEST_F(MmeEngineGemm, Bf16SquareAndOddSizes) {
   build();
   check({64, 128, 64, 1, MmeType::Bf16, MmeType::F32, false, false, 0});

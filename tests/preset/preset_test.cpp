@@ -132,6 +132,16 @@ TEST(Preset, SemanticErrorsAreNamed) {
             std::string::npos);
   EXPECT_NE(error_of([] { load_preset("hl205", {"hbm.refresh_mode=sometimes"}); }).find("hbm.refresh_mode"),
             std::string::npos);
+  // The engines' queue and window sizes, the simulation quantum, the TDR and self-refresh.
+  for (const char* field : {"tpc.launch_queue_depth", "tpc.max_posted_writes", "tpc.quantum_cycles",
+                            "mme.max_posted_writes", "mme.launch_queue_depth", "driver.tdr_timeout_ms"}) {
+    const std::string message = error_of([&] { load_preset("hl205", {std::string(field) + "=0"}); });
+    EXPECT_NE(message.find(field), std::string::npos) << field << ": " << message;
+  }
+  EXPECT_NE(error_of([] { load_preset("hl205", {"mme.max_request_bytes=2"}); }).find("mme.max_request_bytes"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { load_preset("hl205", {"hbm.self_refresh_after_refi=1"}); }).find("hbm.self_refresh_after_refi"),
+            std::string::npos);
 }
 
 TEST(Preset, UnknownPresetListsTheBuiltins) {

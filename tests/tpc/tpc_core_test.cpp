@@ -557,5 +557,16 @@ TEST_F(TpcCardTest, ReportsSimulatedBundlesPerWallSecond) {
             << " s wall = " << stats[0].bundles / seconds / 1e6 << " M simulated bundles/s\n";
 }
 
+// The core's queue, window and quantum come from the preset, every one of them.
+TEST(TpcCoreParams, ComeFromThePreset) {
+  const preset::Card card = preset::load_preset(
+      "hl205", {"tpc.launch_queue_depth=2", "tpc.max_posted_writes=17", "tpc.quantum_cycles=333"});
+  const hw::TpcCoreParams p = hw::tpc_core_params_from(card, 3);
+  EXPECT_EQ(p.launch_queue_depth, 2u);
+  EXPECT_EQ(p.max_posted_writes, 17u);
+  EXPECT_EQ(p.quantum_cycles, 333u);
+  EXPECT_EQ(p.index, 3u);
+}
+
 }  // namespace
 }  // namespace hpusim::testing
