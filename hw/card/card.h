@@ -53,6 +53,8 @@ class Card : public sc_core::sc_module {
   // The MME master `mme` (0 or 2, the Gaudi 1 masters with QMANs); nullptr for the slaves or
   // when the preset has fewer masters.
   MmeEngine* mme_engine(unsigned mme) { return mme < mme_engines_.size() ? mme_engines_[mme].get() : nullptr; }
+  // MME numbers 0 .. mme_numbers() - 1 (masters and slaves; mme_engine is nullptr for a slave).
+  unsigned mme_numbers() const { return static_cast<unsigned>(mme_engines_.size()); }
 
   MmuController& mmu_controller() { return *mmu_controller_; }
   // The MMU in front of an engine master, by its fabric port name ("dma0", "DMA0_QM", ...).

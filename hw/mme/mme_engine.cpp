@@ -301,7 +301,22 @@ void MmeEngine::run_job(const std::vector<uint32_t>& window, uint64_t epoch) {
   }
   if (epoch != epoch_) return;
   stats_.end_ps = now_ps();
+  ++totals_.jobs;
+  totals_.macs += stats_.macs;
+  totals_.array_cycles += stats_.array_cycles;
+  totals_.busy_ps += stats_.end_ps - stats_.start_ps;
+  totals_.read_bytes += stats_.read_bytes;
+  totals_.write_bytes += stats_.write_bytes;
+  totals_.faulted += stats_.faulted ? 1 : 0;
   jobs_.push_back(stats_);
+  if (jobs_.size() > kJobHistory) jobs_.pop_front();
+}
+
+const MmeJobStats* MmeEngine::job(uint64_t number) const {
+  // Numbers grow, with gaps where a reset cut a run short.
+  const auto it = std::lower_bound(jobs_.begin(), jobs_.end(), number,
+                                   [](const MmeJobStats& s, uint64_t n) { return s.job < n; });
+  return it != jobs_.end() && it->job == number ? &*it : nullptr;
 }
 
 bool MmeEngine::execute(const mme::MmeJob& job, uint64_t epoch) {

@@ -52,6 +52,16 @@ MmeEngineParams mme_engine_params_from(const preset::Card& card, unsigned index)
 enum class MmeError : uint8_t { None = 0, BadDescriptor = 1, OperandRead = 2, OutputWrite = 3 };
 const char* mme_error_name(MmeError error);
 
+// Sums over every job an engine finished since construction: what profilers and --stats read.
+struct MmeJobTotals {
+  uint64_t jobs = 0;
+  uint64_t macs = 0;
+  uint64_t array_cycles = 0;
+  uint64_t busy_ps = 0;            // summed end_ps - start_ps
+  uint64_t read_bytes = 0, write_bytes = 0;
+  uint64_t faulted = 0;
+};
+
 struct MmeJobStats {
   uint64_t job = 0;                // 1, 2, ... per engine
   mme::MmeOp op = mme::MmeOp::Gemm;
@@ -103,7 +113,12 @@ class MmeEngine : public sc_core::sc_module, public RegisterBlock, public Engine
   uint32_t mmu_props() const { return regs_[mme::desc::kProps / 4]; }
 
   const MmeEngineParams& params() const { return params_; }
-  const std::vector<MmeJobStats>& jobs() const { return jobs_; }
+  // The last kJobHistory finished jobs (older ones are only in the totals), and the sums over all.
+  static constexpr size_t kJobHistory = 1024;
+  const std::deque<MmeJobStats>& jobs() const { return jobs_; }
+  const MmeJobTotals& job_totals() const { return totals_; }
+  // Job `number` (its `job` field, from 1) while it is in the history; nullptr after.
+  const MmeJobStats* job(uint64_t number) const;
   const MmeFaultRecord& last_fault() const { return fault_; }
   uint64_t refused_executes() const { return refused_; }
   // The running job's k-chunks done and in all (0 and 0 when idle): progress for long runs.
@@ -171,7 +186,8 @@ class MmeEngine : public sc_core::sc_module, public RegisterBlock, public Engine
   MmeJobStats stats_;
 
   MmeFaultRecord fault_;
-  std::vector<MmeJobStats> jobs_;
+  std::deque<MmeJobStats> jobs_;
+  MmeJobTotals totals_;
   uint64_t next_job_ = 1;
   uint64_t refused_ = 0;
 };

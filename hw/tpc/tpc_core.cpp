@@ -648,7 +648,22 @@ void TpcCore::run_kernel(const Launch& launch, uint64_t epoch) {
   }
   stats_.end_ps = now_ps();
   stats_.prefetch_dropped = prefetch_.dropped();
+  ++totals_.kernels;
+  totals_.bundles += stats_.bundles;
+  totals_.cycles += stats_.cycles;
+  totals_.busy_ps += stats_.end_ps - stats_.start_ps;
+  totals_.load_bytes += stats_.load_bytes;
+  totals_.store_bytes += stats_.store_bytes;
+  totals_.faulted += stats_.faulted ? 1 : 0;
   kernels_.push_back(stats_);
+  if (kernels_.size() > kKernelHistory) kernels_.pop_front();
+}
+
+const TpcKernelStats* TpcCore::kernel(uint64_t number) const {
+  // Numbers grow, with gaps where a reset cut a run short.
+  const auto it = std::lower_bound(kernels_.begin(), kernels_.end(), number,
+                                   [](const TpcKernelStats& s, uint64_t n) { return s.kernel < n; });
+  return it != kernels_.end() && it->kernel == number ? &*it : nullptr;
 }
 
 void TpcCore::access_done(DmaPort::Access& access) {

@@ -82,6 +82,16 @@ struct TpcKernelStats {
   bool message_sent = false;       // the sync-object message was answered OK
 };
 
+// Sums over every kernel a core finished since construction: what profilers and --stats read.
+struct TpcKernelTotals {
+  uint64_t kernels = 0;
+  uint64_t bundles = 0;
+  uint64_t cycles = 0;
+  uint64_t busy_ps = 0;            // summed end_ps - start_ps
+  uint64_t load_bytes = 0, store_bytes = 0;
+  uint64_t faulted = 0;
+};
+
 struct TpcFaultRecord {
   tpc::FaultKind kind = tpc::FaultKind::None;
   uint32_t pc = 0;
@@ -119,7 +129,13 @@ class TpcCore : public sc_core::sc_module, public RegisterBlock, public EngineSt
   const tpc::TpcExecutor& executor() const { return *executor_; }
   // The last fault (kind None when no kernel has faulted since construction or reset()).
   const TpcFaultRecord& last_fault() const { return fault_; }
-  const std::vector<TpcKernelStats>& kernels() const { return kernels_; }   // finished kernels
+  // The last kKernelHistory finished kernels (older ones are only in the totals), and the sums
+  // over all of them.
+  static constexpr size_t kKernelHistory = 1024;
+  const std::deque<TpcKernelStats>& kernels() const { return kernels_; }
+  const TpcKernelTotals& kernel_totals() const { return totals_; }
+  // Kernel `number` (its `kernel` field, from 1) while it is in the history; nullptr after.
+  const TpcKernelStats* kernel(uint64_t number) const;
   uint64_t refused_executes() const { return refused_; }
   uint64_t faults() const { return faults_; }
   void invalidate_icache();
@@ -221,7 +237,8 @@ class TpcCore : public sc_core::sc_module, public RegisterBlock, public EngineSt
   TpcKernelStats stats_;
 
   TpcFaultRecord fault_;
-  std::vector<TpcKernelStats> kernels_;
+  std::deque<TpcKernelStats> kernels_;
+  TpcKernelTotals totals_;
   uint64_t next_kernel_ = 1;
   uint64_t refused_ = 0;
   uint64_t faults_ = 0;

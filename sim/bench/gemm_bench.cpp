@@ -160,7 +160,7 @@ std::vector<GemmCaseResult> run_gemm_bench(const GemmBenchOptions& options, std:
   const bool sram = options.memory == "sram";
   BenchCard bench(preset);
   std::vector<unsigned> engines;
-  for (unsigned m : {0u, 2u}) {
+  for (unsigned m = 0; m < bench.card().mme_numbers(); ++m) {
     if (bench.card().mme_engine(m) != nullptr) engines.push_back(m);
   }
   const hw::MmeEngineParams params = bench.card().mme_engine(engines.front())->params();
@@ -223,7 +223,7 @@ std::vector<GemmCaseResult> run_gemm_bench(const GemmBenchOptions& options, std:
     std::vector<size_t> before(jobs.size());
     std::vector<uint32_t> sob_before(jobs.size());
     for (size_t p = 0; p < jobs.size(); ++p) {
-      before[p] = bench.on_sim_thread([&] { return bench.card().mme_engine(engines[p])->jobs().size(); });
+      before[p] = bench.on_sim_thread([&] { return bench.card().mme_engine(engines[p])->job_totals().jobs; });
       sob_before[p] = bench.sob_value(kFirstSob + static_cast<unsigned>(p));
     }
     const HbmTotals hbm_before = hbm_totals(bench);
@@ -256,7 +256,7 @@ std::vector<GemmCaseResult> run_gemm_bench(const GemmBenchOptions& options, std:
       }
       done = bench.on_sim_thread([&] {
         for (size_t p = 0; p < jobs.size(); ++p) {
-          if (bench.card().mme_engine(engines[p])->jobs().size() <= before[p]) return false;
+          if (bench.card().mme_engine(engines[p])->job_totals().jobs <= before[p]) return false;
         }
         return true;
       });
@@ -271,7 +271,9 @@ std::vector<GemmCaseResult> run_gemm_bench(const GemmBenchOptions& options, std:
     std::string supertile;
     bench.on_sim_thread([&] {
       for (size_t p = 0; p < jobs.size(); ++p) {
-        const hw::MmeJobStats& s = bench.card().mme_engine(engines[p])->jobs()[before[p]];
+        const hw::MmeJobStats* job = bench.card().mme_engine(engines[p])->job(before[p] + 1);
+        if (job == nullptr) throw std::runtime_error("bench gemm: the engine's job record is gone");
+        const hw::MmeJobStats& s = *job;
         first = std::min(first, s.start_ps);
         last = std::max(last, s.end_ps);
         r.macs += s.macs;

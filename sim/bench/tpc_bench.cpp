@@ -301,7 +301,7 @@ std::vector<TpcCaseResult> run_tpc_bench(const TpcBenchOptions& options, std::os
 
     std::vector<size_t> before(tpcs);
     bench.on_sim_thread([&] {
-      for (unsigned t = 0; t < tpcs; ++t) before[t] = bench.card().tpc_core(t)->kernels().size();
+      for (unsigned t = 0; t < tpcs; ++t) before[t] = bench.card().tpc_core(t)->kernel_totals().kernels;
     });
 
     // Launch, then let the device run until every TPC with work has finished its kernel.
@@ -315,7 +315,7 @@ std::vector<TpcCaseResult> run_tpc_bench(const TpcBenchOptions& options, std::os
       bench.sim().sync_device();
       done = bench.on_sim_thread([&] {
         for (const auto& cb : buffers) {
-          if (bench.card().tpc_core(cb.tpc)->kernels().size() <= before[cb.tpc]) return false;
+          if (bench.card().tpc_core(cb.tpc)->kernel_totals().kernels <= before[cb.tpc]) return false;
         }
         return true;
       });
@@ -337,7 +337,9 @@ std::vector<TpcCaseResult> run_tpc_bench(const TpcBenchOptions& options, std::os
     std::string fault;
     bench.on_sim_thread([&] {
       for (const auto& cb : buffers) {
-        const hw::TpcKernelStats& k = bench.card().tpc_core(cb.tpc)->kernels()[before[cb.tpc]];
+        const hw::TpcKernelStats* kernel = bench.card().tpc_core(cb.tpc)->kernel(before[cb.tpc] + 1);
+        if (kernel == nullptr) throw std::runtime_error("bench tpc: the core's kernel record is gone");
+        const hw::TpcKernelStats& k = *kernel;
         first = std::min(first, k.start_ps);
         last = std::max(last, k.end_ps);
         r.bundles += k.bundles;

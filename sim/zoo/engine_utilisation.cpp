@@ -1,43 +1,32 @@
 #include "sim/zoo/engine_utilisation.h"
 
-#include <algorithm>
-
 #include "hw/card/card.h"
 #include "hw/mme/mme_engine.h"
 #include "hw/tpc/tpc_core.h"
 
 namespace hpusim::zoo {
-namespace {
 
-uint64_t overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) {
-  const uint64_t lo = std::max(a0, b0), hi = std::min(a1, b1);
-  return hi > lo ? hi - lo : 0;
+EngineBusy engine_busy(hw::Card& card) {
+  EngineBusy b;
+  for (unsigned t = 0; hw::TpcCore* core = card.tpc_core(t); ++t) {
+    b.tpc_ps += core->kernel_totals().busy_ps;
+    ++b.tpcs;
+  }
+  for (unsigned m = 0; m < card.mme_numbers(); ++m) {
+    if (hw::MmeEngine* engine = card.mme_engine(m)) {
+      b.mme_ps += engine->job_totals().busy_ps;
+      ++b.mmes;
+    }
+  }
+  return b;
 }
 
-}  // namespace
-
-Utilisation engine_utilisation(hw::Card& card, uint64_t start_ps, uint64_t end_ps) {
+Utilisation engine_utilisation(const EngineBusy& before, const EngineBusy& after, uint64_t window_ps) {
   Utilisation u;
-  if (end_ps <= start_ps) return u;
-  const double window = static_cast<double>(end_ps - start_ps);
-  unsigned tpcs = 0;
-  for (unsigned t = 0; hw::TpcCore* core = card.tpc_core(t); ++t) {
-    uint64_t busy = 0;
-    for (const auto& k : core->kernels()) busy += overlap(k.start_ps, k.end_ps, start_ps, end_ps);
-    u.tpc += static_cast<double>(busy) / window;
-    ++tpcs;
-  }
-  if (tpcs) u.tpc /= tpcs;
-  unsigned engines = 0;
-  for (unsigned m = 0; m < 4; ++m) {
-    hw::MmeEngine* engine = card.mme_engine(m);
-    if (!engine) continue;
-    uint64_t busy = 0;
-    for (const auto& j : engine->jobs()) busy += overlap(j.start_ps, j.end_ps, start_ps, end_ps);
-    u.mme += static_cast<double>(busy) / window;
-    ++engines;
-  }
-  if (engines) u.mme /= engines;
+  if (window_ps == 0) return u;
+  const double window = static_cast<double>(window_ps);
+  if (after.tpcs) u.tpc = static_cast<double>(after.tpc_ps - before.tpc_ps) / window / after.tpcs;
+  if (after.mmes) u.mme = static_cast<double>(after.mme_ps - before.mme_ps) / window / after.mmes;
   return u;
 }
 

@@ -16,7 +16,16 @@ struct Utilisation {
   double tpc = 0;   // mean over the TPCs of the fraction of the window they ran kernels
 };
 
-// The window is [start_ps, end_ps) of simulated time.
-Utilisation engine_utilisation(hw::Card& card, uint64_t start_ps, uint64_t end_ps);
+// What the engines have been busy for since the card was built (the engines' totals); read it on
+// the simulation thread.
+struct EngineBusy {
+  uint64_t tpc_ps = 0, mme_ps = 0;   // summed over the engines
+  unsigned tpcs = 0, mmes = 0;
+};
+EngineBusy engine_busy(hw::Card& card);
+
+// Utilisation over a window of `window_ps` in which the busy totals went from `before` to `after`
+// (the engines idle at both ends, as around a synchronised step).
+Utilisation engine_utilisation(const EngineBusy& before, const EngineBusy& after, uint64_t window_ps);
 
 }  // namespace hpusim::zoo

@@ -43,38 +43,19 @@ void write_stats(const std::string& path, hw::Card& card, const hpusim_CompileCo
   bench::register_memory_system_stats(registry, card.memory());
   for (unsigned t = 0; hw::TpcCore* core = card.tpc_core(t); ++t) {
     auto s = registry.scope("tpc.core" + std::to_string(t));
-    s.formula("kernels", "count", "kernels run", [core] { return double(core->kernels().size()); });
-    s.formula("bundles", "count", "bundles executed", [core] {
-      double n = 0;
-      for (const auto& k : core->kernels()) n += double(k.bundles);
-      return n;
-    });
-    s.formula("busy_ps", "ps", "time running kernels", [core] {
-      double n = 0;
-      for (const auto& k : core->kernels()) n += double(k.end_ps - k.start_ps);
-      return n;
-    });
+    s.formula("kernels", "count", "kernels run", [core] { return double(core->kernel_totals().kernels); });
+    s.formula("bundles", "count", "bundles executed", [core] { return double(core->kernel_totals().bundles); });
+    s.formula("busy_ps", "ps", "time running kernels", [core] { return double(core->kernel_totals().busy_ps); });
   }
-  for (unsigned m = 0; m < 4; ++m) {
+  for (unsigned m = 0; m < card.mme_numbers(); ++m) {
     hw::MmeEngine* engine = card.mme_engine(m);
     if (!engine) continue;
     auto s = registry.scope("mme.engine" + std::to_string(m));
-    s.formula("jobs", "count", "jobs run", [engine] { return double(engine->jobs().size()); });
-    s.formula("macs", "count", "useful multiply-accumulates", [engine] {
-      double n = 0;
-      for (const auto& j : engine->jobs()) n += double(j.macs);
-      return n;
-    });
-    s.formula("array_cycles", "cycles", "cycles the array was busy", [engine] {
-      double n = 0;
-      for (const auto& j : engine->jobs()) n += double(j.array_cycles);
-      return n;
-    });
-    s.formula("busy_ps", "ps", "time running jobs", [engine] {
-      double n = 0;
-      for (const auto& j : engine->jobs()) n += double(j.end_ps - j.start_ps);
-      return n;
-    });
+    s.formula("jobs", "count", "jobs run", [engine] { return double(engine->job_totals().jobs); });
+    s.formula("macs", "count", "useful multiply-accumulates", [engine] { return double(engine->job_totals().macs); });
+    s.formula("array_cycles", "cycles", "cycles the array was busy",
+              [engine] { return double(engine->job_totals().array_cycles); });
+    s.formula("busy_ps", "ps", "time running jobs", [engine] { return double(engine->job_totals().busy_ps); });
   }
   auto c = registry.scope("synapse");
   c.formula("compiles", "count", "graphs compiled", [compile] { return double(compile.compiles); });
@@ -125,6 +106,7 @@ std::vector<StepRecord> run_workload(const RunOptions& options, std::unique_ptr<
     StepRecord r;
     r.step = i;
     const hpusim_CompileCounters before = counters();
+    const EngineBusy busy_before = box->cosim().on_sim_thread([&] { return engine_busy(card); });
     const uint64_t start = host_ns();
     r.loss = workload->step(i);
     r.step_ns = host_ns() - start;
@@ -136,7 +118,8 @@ std::vector<StepRecord> run_workload(const RunOptions& options, std::unique_ptr<
     check(hpusim_lastLaunchWindowNs(&submitted, &completed), "hpusim_lastLaunchWindowNs");
     r.device_ns = completed - submitted;
     r.host_ns = r.step_ns > r.device_ns ? r.step_ns - r.device_ns : 0;
-    const Utilisation u = engine_utilisation(card, submitted * 1000, completed * 1000);
+    const EngineBusy busy_after = box->cosim().on_sim_thread([&] { return engine_busy(card); });
+    const Utilisation u = engine_utilisation(busy_before, busy_after, (completed - submitted) * 1000);
     r.mme_utilisation = u.mme;
     r.tpc_utilisation = u.tpc;
     out << std::left << std::setw(6) << i << std::right << std::setw(12) << std::setprecision(6) << r.loss

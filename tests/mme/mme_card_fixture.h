@@ -66,7 +66,10 @@ class MmeCardTest : public CardTest {
     }
   }
   std::vector<hw::MmeJobStats> jobs() {
-    return sim->on_sim_thread([&] { return card->mme_engine(0)->jobs(); });
+    return sim->on_sim_thread([&] {
+      const auto& jobs = card->mme_engine(0)->jobs();
+      return std::vector<hw::MmeJobStats>(jobs.begin(), jobs.end());
+    });
   }
   hw::MmeFaultRecord last_fault() {
     return sim->on_sim_thread([&] { return card->mme_engine(0)->last_fault(); });

@@ -86,14 +86,20 @@ class TpcCardTest : public CardTest {
   // Runs until TPC `n` has finished `kernels` kernels.
   bool wait_kernels(unsigned n, size_t kernels, uint64_t limit_us = 5000) {
     for (uint64_t t = 0; t < limit_us; t += 5) {
-      if (kernel_stats(n).size() >= kernels) return true;
+      if (kernels_run(n) >= kernels) return true;
       sim->charge_ns(5000);
       sim->sync_device();
     }
     return kernel_stats(n).size() >= kernels;
   }
+  uint64_t kernels_run(unsigned n) {
+    return sim->on_sim_thread([&] { return card->tpc_core(n)->kernel_totals().kernels; });
+  }
   std::vector<hw::TpcKernelStats> kernel_stats(unsigned n) {
-    return sim->on_sim_thread([&] { return card->tpc_core(n)->kernels(); });
+    return sim->on_sim_thread([&] {
+      const auto& kernels = card->tpc_core(n)->kernels();
+      return std::vector<hw::TpcKernelStats>(kernels.begin(), kernels.end());
+    });
   }
   hw::TpcFaultRecord last_fault(unsigned n) {
     return sim->on_sim_thread([&] { return card->tpc_core(n)->last_fault(); });
@@ -332,6 +338,33 @@ TEST_F(TpcCardTest, SeveralPartitionsPerTpcSignalTheSobOncePerTpc) {
     for (const auto& k : stats) EXPECT_TRUE(k.message_sent);   // ADD 0, ADD 0, ADD 1
   }
   EXPECT_TRUE(recorder.errors.empty());
+}
+
+// A core keeps the last kKernelHistory kernels and sums over all of them: a long run does not
+// grow its memory, and the totals still count every kernel.
+TEST_F(TpcCardTest, KernelHistoryIsBoundedAndTheTotalsCountEveryKernel) {
+  const size_t n = 64 * 1100;
+  place(assemble(kAxpy), kKernel);
+  tpc::TpcLaunchSpec spec;
+  spec.kernel_address = kKernel;
+  spec.tensors = {tensor(kData, {n}), tensor(kData + 0x100000, {n}), tensor(kData + 0x200000, {n})};
+  spec.index_space = {static_cast<int32_t>(n), 1, 1, 1, 1};
+  spec.granule = {64, 1, 1, 1, 1};
+  spec.tpcs = 1;
+  spec.partitions_per_tpc = 1100;   // 1100 kernels of one vector step each
+  spec.sob_address = sob_address();
+  ASSERT_EQ(launch(spec), 1u);
+  ASSERT_TRUE(wait_kernels(0, 1100, 100000));
+  const auto history = kernel_stats(0);
+  EXPECT_EQ(history.size(), hw::TpcCore::kKernelHistory);
+  EXPECT_EQ(history.back().kernel, 1100u);
+  const hw::TpcKernelTotals totals = sim->on_sim_thread([&] { return card->tpc_core(0)->kernel_totals(); });
+  EXPECT_EQ(totals.kernels, 1100u);
+  uint64_t bundles_kept = 0;
+  for (const auto& k : history) bundles_kept += k.bundles;
+  EXPECT_EQ(totals.bundles, bundles_kept / history.size() * 1100);   // every kernel runs the same bundles
+  EXPECT_EQ(sim->on_sim_thread([&] { return card->tpc_core(0)->kernel(1) == nullptr; }), true);
+  EXPECT_EQ(sim->on_sim_thread([&] { return card->tpc_core(0)->kernel(1100)->kernel; }), 1100u);
 }
 
 TEST(TpcLaunch, PartitionsTheOutermostLargeEnoughDimension) {

@@ -101,7 +101,10 @@ class TpcGoldenTest : public CardTest {
     return done;
   }
   std::vector<hw::TpcKernelStats> stats(unsigned tpc) {
-    return sim->on_sim_thread([&] { return card->tpc_core(tpc)->kernels(); });
+    return sim->on_sim_thread([&] {
+      const auto& kernels = card->tpc_core(tpc)->kernels();
+      return std::vector<hw::TpcKernelStats>(kernels.begin(), kernels.end());
+    });
   }
   // Records cycles, bundles, stalls, fetch stalls and icache misses of one kernel.
   void check(GoldenFile& golden, const std::string& name, const hw::TpcKernelStats& k) {
