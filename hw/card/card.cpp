@@ -212,6 +212,12 @@ Mmu& Card::add_mmu(const std::string& master, uint32_t engine_id, std::function<
   return *mmus_.back();
 }
 
+std::vector<Mmu*> Card::mmus() {
+  std::vector<Mmu*> all;
+  for (auto& m : mmus_) all.push_back(m.get());
+  return all;
+}
+
 Mmu* Card::mmu(const std::string& master) {
   for (auto& m : mmus_) {
     if (m->config().engine == master) return m.get();

@@ -57,8 +57,10 @@ class Card : public sc_core::sc_module {
   unsigned mme_numbers() const { return static_cast<unsigned>(mme_engines_.size()); }
 
   MmuController& mmu_controller() { return *mmu_controller_; }
-  // The MMU in front of an engine master, by its fabric port name ("dma0", "DMA0_QM", ...).
+  // The MMU in front of an engine master, by its fabric port name ("dma0", "DMA0_QM", ...), and
+  // all of them in the order they were built.
   Mmu* mmu(const std::string& master);
+  std::vector<Mmu*> mmus();
 
   void set_qman_observer(QmanObserver* observer);
   void set_sync_manager_observer(SyncManagerObserver* observer);

@@ -13,6 +13,7 @@
 #include "hw/card/card.h"
 #include "hw/mme/mme_engine.h"
 #include "hw/tpc/tpc_core.h"
+#include "sim/bench/engine_stats.h"
 #include "sim/bench/memory_stats.h"
 #include "sim/stats/stats.h"
 
@@ -41,22 +42,7 @@ std::string joined(const std::vector<std::string>& items, char sep) {
 void write_stats(const std::string& path, hw::Card& card, const hpusim_CompileCounters& compile) {
   stats::Registry registry;
   bench::register_memory_system_stats(registry, card.memory());
-  for (unsigned t = 0; hw::TpcCore* core = card.tpc_core(t); ++t) {
-    auto s = registry.scope("tpc.core" + std::to_string(t));
-    s.formula("kernels", "count", "kernels run", [core] { return double(core->kernel_totals().kernels); });
-    s.formula("bundles", "count", "bundles executed", [core] { return double(core->kernel_totals().bundles); });
-    s.formula("busy_ps", "ps", "time running kernels", [core] { return double(core->kernel_totals().busy_ps); });
-  }
-  for (unsigned m = 0; m < card.mme_numbers(); ++m) {
-    hw::MmeEngine* engine = card.mme_engine(m);
-    if (!engine) continue;
-    auto s = registry.scope("mme.engine" + std::to_string(m));
-    s.formula("jobs", "count", "jobs run", [engine] { return double(engine->job_totals().jobs); });
-    s.formula("macs", "count", "useful multiply-accumulates", [engine] { return double(engine->job_totals().macs); });
-    s.formula("array_cycles", "cycles", "cycles the array was busy",
-              [engine] { return double(engine->job_totals().array_cycles); });
-    s.formula("busy_ps", "ps", "time running jobs", [engine] { return double(engine->job_totals().busy_ps); });
-  }
+  bench::register_engine_stats(registry, card);
   auto c = registry.scope("synapse");
   c.formula("compiles", "count", "graphs compiled", [compile] { return double(compile.compiles); });
   c.formula("cache_hits", "count", "recipe cache hits", [compile] { return double(compile.cacheHits); });
@@ -135,7 +121,9 @@ std::vector<StepRecord> run_workload(const RunOptions& options, std::unique_ptr<
       << total.compileNanoseconds / 1e6 << " ms measured), " << total.cacheHits << " hits, " << total.cacheMisses
       << " misses, " << total.corruptRecipes << " corrupt recipes\n"
       << std::defaultfloat;
-  if (!options.stats_path.empty()) write_stats(options.stats_path, card, total);
+  if (!options.stats_path.empty()) {
+    box->cosim().on_sim_thread([&] { write_stats(options.stats_path, card, total); });
+  }
   if (totals) {
     hpusim_LaunchCounters launches{};
     check(hpusim_launchCounters(&launches), "hpusim_launchCounters");

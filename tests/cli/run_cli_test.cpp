@@ -72,6 +72,12 @@ TEST(CliRun, MlpPrintsEveryStepAndWritesJsonAndTrace) {
   EXPECT_NE(counters.find("mme.engine0.jobs "), std::string::npos);
   EXPECT_NE(counters.find("tpc.core7.kernels "), std::string::npos);
   EXPECT_NE(counters.find("hbm.read_bytes "), std::string::npos);
+  // Every block by path: each QMAN, DMA channel, sync manager and MMU, and the engines' totals.
+  for (const char* key : {"qman.dma0_qm.packets", "qman.tpc7_qm.command_buffers", "dma.ch0.bytes", "dma.ch7.transfers",
+                          "syncmgr.e_n.sob_writes", "mmu.tpc0.tlb_misses", "mmu.dma2.walks", "tpc.core7.busy_ps",
+                          "mme.engine2.macs"}) {
+    EXPECT_NE(counters.find(std::string("\n") + key + " "), std::string::npos) << key;
+  }
 }
 
 TEST(CliRun, AWarmDiskCacheCompilesNothingAndACorruptRecipeIsRecompiled) {
