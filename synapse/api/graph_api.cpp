@@ -5,6 +5,7 @@
 
 #include "synapse/api/api_support.h"
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <new>
@@ -203,9 +204,11 @@ synStatus create_node(synGraphHandle graph, const synTensor* inputs, const synTe
     if (synStatus s = node_params_of(label, desc.guid, user_params, params_size, &desc.params); s != synSuccess)
       return s;
 
-    // Tensors new to this graph join it with the node, or not at all: on a copy of the graph.
+    // Tensors new to this graph join it with the node, or not at all: they are added to the graph
+    // and dropped again if the node is refused (no copy of the graph: building it stays linear).
     std::vector<uint64_t> joining;
-    model::Graph with_new_tensors;
+    model::Graph& target = state->graph;
+    const size_t tensors_before = target.tensor_count();
     const uint64_t graph_key = key_of(graph);
     auto resolve = [&](const synTensor* list, uint32_t count, const char* kind, std::vector<model::TensorId>* ids) {
       for (uint32_t i = 0; i < count; ++i) {
@@ -216,30 +219,26 @@ synStatus create_node(synGraphHandle graph, const synTensor* inputs, const synTe
         TensorState& t = it->second;
         if (t.graph && t.graph != graph_key)
           return fail(synInvalidArgument, which + ", tensor '" + t.desc.name + "', belongs to another graph");
-        if (!t.graph) {
-          if (joining.empty()) with_new_tensors = state->graph;
-          bool seen = false;
-          for (uint64_t k : joining) seen = seen || k == it->first;
-          if (!seen) {
-            const model::Result r = with_new_tensors.add_tensor(t.desc, &t.id);
-            if (!r.ok()) return finish(r);
-            joining.push_back(it->first);
-          }
+        if (!t.graph && std::find(joining.begin(), joining.end(), it->first) == joining.end()) {
+          const model::Result r = target.add_tensor(t.desc, &t.id);
+          if (!r.ok()) return finish(r);
+          joining.push_back(it->first);
         }
         ids->push_back(t.id);
       }
       return synSuccess;
     };
-    if (synStatus s = resolve(inputs, num_inputs, "input", &desc.inputs); s != synSuccess) return s;
-    if (synStatus s = resolve(outputs, num_outputs, "output", &desc.outputs); s != synSuccess) return s;
-
-    model::Graph& target = joining.empty() ? state->graph : with_new_tensors;
     model::NodeId id;
-    if (const model::Result r = target.add_node(std::move(desc), &id); !r.ok()) return finish(r);
-    if (!joining.empty()) {
-      state->graph = std::move(with_new_tensors);
-      for (uint64_t k : joining) reg.tensors.at(k).graph = graph_key;
+    synStatus status = resolve(inputs, num_inputs, "input", &desc.inputs);
+    if (status == synSuccess) status = resolve(outputs, num_outputs, "output", &desc.outputs);
+    if (status == synSuccess) {
+      if (const model::Result r = target.add_node(std::move(desc), &id); !r.ok()) status = finish(r);
     }
+    if (status != synSuccess) {
+      target.drop_tensors_from(tensors_before);
+      return status;
+    }
+    for (uint64_t k : joining) reg.tensors.at(k).graph = graph_key;
     if (node_id) *node_id = id.index;
     return succeed();
   });

@@ -30,6 +30,13 @@ Result Graph::add_tensor(TensorDesc desc, TensorId* id) {
   return Result::success();
 }
 
+void Graph::drop_tensors_from(size_t count) {
+  while (tensors_.size() > count) {
+    tensor_names_.erase(tensors_.back().name);
+    tensors_.pop_back();
+  }
+}
+
 Result Graph::add_node(NodeDesc desc, NodeId* id) {
   if (desc.name.empty()) return Result::error(Status::InvalidArgument, "a node needs a name");
   const std::string label = "node '" + desc.name + "'";

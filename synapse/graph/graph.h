@@ -86,6 +86,9 @@ class Graph {
   // Messages name the tensor or node ("tensor 'x': dim 1 has size 0 (must be 1 .. 2^31-1)").
   Result add_tensor(TensorDesc desc, TensorId* id = nullptr);
   Result add_node(NodeDesc desc, NodeId* id = nullptr);
+  // Removes the tensors added after the graph had `count` of them, which no node may use yet: what
+  // undoes the tensors a node brought with it when the node is refused.
+  void drop_tensors_from(size_t count);
 
   size_t tensor_count() const { return tensors_.size(); }
   size_t node_count() const { return nodes_.size(); }

@@ -48,6 +48,25 @@ TEST(SynapseGraphCreate, TensorsAndNodesGetHandlesInCreationOrder) {
   EXPECT_FALSE(g.find_node("d"));
 }
 
+// The tensors a refused node brought along are dropped again: their names and indices are free.
+TEST(SynapseGraphCreate, DroppedTensorsLeaveNoTrace) {
+  Graph g;
+  TensorId a, b, c;
+  ASSERT_TRUE(g.add_tensor({"a", DType::F32, {8}}, &a).ok());
+  ASSERT_TRUE(g.add_tensor({"b", DType::F32, {8}}, &b).ok());
+  ASSERT_TRUE(g.add_tensor({"c", DType::F32, {8}}, &c).ok());
+  g.drop_tensors_from(1);
+  EXPECT_EQ(g.tensor_count(), 1u);
+  EXPECT_EQ(g.find_tensor("a"), a);
+  EXPECT_FALSE(g.find_tensor("b"));
+  EXPECT_FALSE(g.find_tensor("c"));
+  TensorId again;
+  ASSERT_TRUE(g.add_tensor({"c", DType::F32, {8}}, &again).ok());
+  EXPECT_EQ(again.index, 1u);
+  g.drop_tensors_from(5);   // nothing past the end: nothing happens
+  EXPECT_EQ(g.tensor_count(), 2u);
+}
+
 TEST(SynapseGraphCreate, TensorErrorsNameTheTensor) {
   Graph g;
   ASSERT_TRUE(g.add_tensor({"x", DType::F32, {4}}).ok());
