@@ -3,6 +3,7 @@
 // the compile entry point needs from the graph part.
 #pragma once
 
+#include <atomic>
 #include <mutex>
 #include <new>
 #include <string>
@@ -13,7 +14,13 @@
 
 namespace hpusim::synapse::api {
 
-// Handles are numbers from a counter, never reused, cast to the API's opaque pointer types.
+// Handles are numbers from one process-wide counter, never reused, cast to the API's opaque
+// pointer types: every handle of every kind (graph, section, tensor, stream, event, recipe) is a
+// different number, so a handle passed as the wrong kind is found in no table and refused.
+inline uint64_t new_handle_key() {
+  static std::atomic<uint64_t> next{1};
+  return next++;
+}
 template <class Handle>
 uint64_t key_of(Handle h) {
   return reinterpret_cast<uintptr_t>(h);

@@ -190,7 +190,7 @@ synStatus synEventCreate(synEventHandle* event, synDeviceId deviceId, uint32_t f
     if (const synStatus st = need_device(s, "synEventCreate", deviceId); st != synSuccess) return st;
     if (!event) return fail(synInvalidArgument, "synEventCreate: event is NULL");
     if (flags & ~EVENT_COLLECT_TIME) return fail(synInvalidArgument, "synEventCreate: flags must be 0 or EVENT_COLLECT_TIME");
-    const uint64_t key = s.next_handle++;
+    const uint64_t key = new_handle_key();
     s.events[key].flags = flags;
     *event = handle_of<synEventHandle>(key);
     return succeed();

@@ -72,7 +72,6 @@ struct TensorState {
 
 struct Registry {
   std::mutex mutex;
-  uint64_t next_handle = 1;
   std::unordered_map<uint64_t, GraphState> graphs;
   std::unordered_map<uint64_t, SectionState> sections;
   std::unordered_map<uint64_t, TensorState> tensors;
@@ -89,6 +88,7 @@ using hpusim::synapse::api::succeed;
 
 using hpusim::synapse::api::handle_of;
 using hpusim::synapse::api::key_of;
+using hpusim::synapse::api::new_handle_key;
 
 // Runs an entry point's body under the registry lock; no exception crosses the C boundary.
 template <class Body>
@@ -254,7 +254,7 @@ synStatus synGraphCreate(synGraphHandle* graph, synDeviceType deviceType) {
     if (deviceType != synDeviceGaudi)
       return fail(synInvalidArgument, "synGraphCreate: device type " + std::to_string(static_cast<long long>(deviceType)) +
                                           " (hpusim simulates synDeviceGaudi = 2)");
-    const uint64_t key = reg.next_handle++;
+    const uint64_t key = new_handle_key();
     reg.graphs.emplace(key, GraphState{});
     *graph = handle_of<synGraphHandle>(key);
     return succeed();
@@ -280,7 +280,7 @@ synStatus synSectionCreate(synSectionHandle* section, uint64_t sectionDescriptor
     if (!state) return bad_graph("synSectionCreate", graph);
     if (!section) return fail(synInvalidArgument, "synSectionCreate: section is NULL");
     if (sectionDescriptor) return fail(synInvalidArgument, "synSectionCreate: sectionDescriptor must be 0");
-    const uint64_t key = reg.next_handle++;
+    const uint64_t key = new_handle_key();
     reg.sections.emplace(key, SectionState{key_of(graph), state->next_section_id++});
     *section = handle_of<synSectionHandle>(key);
     return succeed();
@@ -316,7 +316,7 @@ synStatus synTensorCreate(synTensor* tensor, const synTensorDescriptor* descript
       model::Graph scratch;
       if (const model::Result r = scratch.add_tensor(t.desc); !r.ok()) return finish(r);
     }
-    const uint64_t key = reg.next_handle++;
+    const uint64_t key = new_handle_key();
     reg.tensors.emplace(key, std::move(t));
     *tensor = handle_of<synTensor>(key);
     return succeed();

@@ -42,7 +42,7 @@ synStatus synGraphCompile(synRecipeHandle* recipeHandle, synGraphHandle graph, c
     if (!hit) charge(s, hpusim::platform::HostWork::kCompilePerNode, nodes);
     host_span(s, hit ? "recipe cache hit" : (r.ok() ? "compile" : "compile (failed)"), start_ps);
     if (!r.ok()) return finish(r);
-    const uint64_t key = s.next_handle++;
+    const uint64_t key = new_handle_key();
     s.recipes[key].recipe = std::move(compiled);
     *recipeHandle = handle_of<synRecipeHandle>(key);
     return succeed();
@@ -150,7 +150,7 @@ synStatus synRecipeDeSerialize(synRecipeHandle* recipeHandle, const char* fileNa
     if (!recipe::deserialize(bytes.data(), bytes.size(), parsed.get(), &error)) {
       return fail(synInvalidArgument, "synRecipeDeSerialize: '" + std::string(fileName) + "': " + error);
     }
-    const uint64_t key = s.next_handle++;
+    const uint64_t key = new_handle_key();
     s.recipes[key].recipe = std::move(parsed);
     *recipeHandle = handle_of<synRecipeHandle>(key);
     return succeed();

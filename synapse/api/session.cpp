@@ -166,7 +166,7 @@ synStatus create_stream(synStreamHandle* stream, synDeviceId id, QueueId queue, 
     if (const synStatus st = need_device(s, function, id); st != synSuccess) return st;
     if (!stream) return fail(synInvalidArgument, std::string(function) + ": stream is NULL");
     if (flags != 0) return fail(synInvalidArgument, std::string(function) + ": flags must be 0");
-    const uint64_t key = s.next_handle++;
+    const uint64_t key = new_handle_key();
     s.streams[key].queue = queue;
     *stream = handle_of<synStreamHandle>(key);
     return succeed();

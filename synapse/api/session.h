@@ -58,7 +58,6 @@ struct Session {
   hpusim::traces::Timeline* timeline = nullptr;      // the platform's, when the run is traced
   std::vector<PendingSpan> pending_spans;
   bool initialized = false;
-  uint64_t next_handle = 1;
   int fd = -1;                                       // the device file, while a device is acquired
   bool acquired() const { return fd >= 0; }
   std::unique_ptr<rt::Runtime> runtime;

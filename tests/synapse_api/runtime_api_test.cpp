@@ -322,6 +322,35 @@ TEST_F(SynapseRuntimeApi, MemsetsFillWithTheirPatterns) {
   EXPECT_NE(error().find("synMemsetD8Async"), std::string::npos) << error();
 }
 
+// A handle of one kind passed where another kind is expected is refused, whichever part of the
+// API made it: every handle is a different number.
+TEST_F(SynapseRuntimeApi, AHandleOfTheWrongKindIsRefused) {
+  synGraphHandle g = dense_graph();
+  synStreamHandle stream = nullptr;
+  ASSERT_EQ(synStreamCreateGeneric(&stream, device, 0), synSuccess);
+  synEventHandle event = nullptr;
+  ASSERT_EQ(synEventCreate(&event, device, 0), synSuccess);
+  synRecipeHandle recipe = nullptr;
+  ASSERT_EQ(synGraphCompile(&recipe, g, "dense", nullptr), synSuccess) << error();
+  const uint64_t handles[] = {reinterpret_cast<uint64_t>(g), reinterpret_cast<uint64_t>(stream),
+                              reinterpret_cast<uint64_t>(event), reinterpret_cast<uint64_t>(recipe)};
+  for (size_t i = 0; i < 4; ++i) {
+    for (size_t j = i + 1; j < 4; ++j) EXPECT_NE(handles[i], handles[j]);
+  }
+  // Every handle made so far, as a stream, an event, a recipe and a graph, where it is not one.
+  for (uint64_t h : handles) {
+    if (h != handles[1]) EXPECT_EQ(synStreamSynchronize(reinterpret_cast<synStreamHandle>(h)), synInvalidArgument) << h;
+    if (h != handles[2]) EXPECT_EQ(synEventQuery(reinterpret_cast<synEventHandle>(h)), synInvalidArgument) << h;
+    uint64_t size = 0;
+    if (h != handles[3]) EXPECT_EQ(synWorkspaceGetSize(&size, reinterpret_cast<synRecipeHandle>(h)), synInvalidArgument) << h;
+    if (h != handles[0]) EXPECT_NE(synGraphDestroy(reinterpret_cast<synGraphHandle>(h)), synSuccess) << h;
+  }
+  EXPECT_EQ(synRecipeDestroy(recipe), synSuccess);
+  EXPECT_EQ(synEventDestroy(event), synSuccess);
+  EXPECT_EQ(synStreamDestroy(stream), synSuccess);
+  EXPECT_EQ(synGraphDestroy(g), synSuccess);
+}
+
 TEST_F(SynapseRuntimeApi, LifecycleErrors) {
   EXPECT_EQ(synInitialize(), synObjectAlreadyInitialized);
   synDeviceId other = 0;
