@@ -165,7 +165,7 @@ void DeviceCpu::set_heartbeat_period(Picoseconds period_ps) {
 void DeviceCpu::reset_controller() {
   for (;;) {
     sc_core::wait(reset_request_);
-    if (reset_hook_) reset_hook_();
+    reset_out_.assert_reset();
     reset();
   }
 }

@@ -30,6 +30,7 @@
 #include "arch/cpucp/cpucp.h"
 #include "hw/cfg/cfg_space.h"
 #include "hw/common/bus_master.h"
+#include "hw/common/ports.h"
 
 namespace hpusim::firmware {
 // The driver <-> firmware interface (arch/cpucp) is this namespace's vocabulary.
@@ -75,7 +76,7 @@ struct DeviceCpuStats {
   uint64_t bus_errors = 0;
 };
 
-class DeviceCpu : public sc_core::sc_module {
+class DeviceCpu : public sc_core::sc_module, public hw::InterruptTarget {
  public:
   DeviceCpu(sc_core::sc_module_name name, const DeviceCpuConfig& config);
 
@@ -99,7 +100,10 @@ class DeviceCpu : public sc_core::sc_module {
   void reset();
   // Called (from the firmware's reset process) when the driver writes SW_ALL_RST, before the
   // firmware's own reset(): the owner resets the rest of the card here.
-  void set_reset_hook(std::function<void()> hook) { reset_hook_ = std::move(hook); }
+  // SW_ALL_RST resets the rest of the card through this line (the card binds it).
+  hw::ResetLine& reset_out() { return reset_out_; }
+  // The GIC's interrupt inputs: an engine's line raises SPI `line`.
+  void raise_interrupt(uint32_t line, Picoseconds at) override { raise_spi(line, at); }
 
   void set_heartbeat_period(Picoseconds period_ps);
 
@@ -188,7 +192,7 @@ class DeviceCpu : public sc_core::sc_module {
   GicRegisters gic_;
   PsocRegisters psoc_;
   ResetRegister sw_reset_;
-  std::function<void()> reset_hook_;
+  hw::ResetLine reset_out_{"sw_all_rst"};
 
   sc_core::sc_event wake_;
   sc_core::sc_event reset_request_;

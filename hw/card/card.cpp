@@ -56,10 +56,6 @@ Card::Card(sc_core::sc_module_name name, const preset::Card& preset, const CardO
   mmu_controller_ = std::make_unique<MmuController>("mmu", mmu_config);
   memory_.cfg().attach("MMU", regs::cfg_address(MmuController::kCfgOffset), MmuController::kBlockBytes,
                        *mmu_controller_);
-  // The page-fault interrupt is a wire into the device CPU's GIC (GAUDI_EVENT_MMU_PAGE_FAULT).
-  mmu_controller_->set_interrupt_line([this](Picoseconds at) {
-    if (device_cpu_) device_cpu_->raise_spi(fw_if::event::spi_of(fw_if::event::kMmuPageFault), at);
-  });
 
   for (unsigned i = 0; i < 4; ++i) {
     const auto which = static_cast<regs::SyncManager>(i);
@@ -101,9 +97,6 @@ Card::Card(sc_core::sc_module_name name, const preset::Card& preset, const CardO
     TpcCore* engine = core.get();
     core->bus().socket.bind(
         add_mmu(core->params().name, gaudi1_engine::kTpc0 + n, [engine] { return engine->mmu_props(); }).target);
-    core->set_interrupt_line([this, n](Picoseconds at) {
-      if (device_cpu_) device_cpu_->raise_spi(fw_if::event::spi_of(fw_if::event::tpc_krn_err(n)), at);
-    });
     tpc_cores_.push_back(std::move(core));
   }
 
@@ -124,9 +117,6 @@ Card::Card(sc_core::sc_module_name name, const preset::Card& preset, const CardO
       const std::string port = params.name + "_" + engine->port(i).basename();
       engine->port(i).socket.bind(add_mmu(port, gaudi1_engine::kMme0 + mme, [e] { return e->mmu_props(); }).target);
     }
-    engine->set_interrupt_line([this, mme](Picoseconds at) {
-      if (device_cpu_) device_cpu_->raise_spi(fw_if::event::spi_of(fw_if::event::mme_err(mme)), at);
-    });
     mme_engines_[mme] = std::move(engine);
   }
 
@@ -177,21 +167,35 @@ Card::Card(sc_core::sc_module_name name, const preset::Card& preset, const CardO
       if (config.init_region_bytes == 0) config.init_region_bytes = 0x80;
     }
     device_cpu_ = std::make_unique<firmware::DeviceCpu>("device_cpu", config);
-    // An access no target serves is a RAZWI: the firmware reports it with the address, the
-    // direction and the initiator's engine id (0xFFFF for masters that are not engines).
-    memory_.fabric().set_illegal_access_hook([this](const Fabric::IllegalAccess& access) {
-      uint64_t engine = 0xFFFF;
-      for (const auto& m : mmus_) {
-        if (m->config().engine == access.master) engine = m->config().engine_id;
-      }
-      device_cpu_->report_event(fw_if::event::kRazwiOrAdc, {access.address, access.is_write ? 1u : 0u, engine});
-    });
+    // The wires into the device CPU: each engine's error interrupt and the MMU's page fault to its
+    // GIC SPI; an access no target serves (RAZWI) through the card, which names the engine; and
+    // SW_ALL_RST from the firmware back to the card.
+    mmu_controller_->interrupt().bind(*device_cpu_, fw_if::event::spi_of(fw_if::event::kMmuPageFault));
+    for (unsigned n = 0; n < tpc_cores_.size(); ++n) {
+      tpc_cores_[n]->interrupt().bind(*device_cpu_, fw_if::event::spi_of(fw_if::event::tpc_krn_err(n)));
+    }
+    for (unsigned mme = 0; mme < mme_engines_.size(); ++mme) {
+      if (mme_engines_[mme]) mme_engines_[mme]->interrupt().bind(*device_cpu_, fw_if::event::spi_of(fw_if::event::mme_err(mme)));
+    }
+    memory_.fabric().razwi().bind(*this);
     memory_.bind_master(device_cpu_->bus().socket, "device_cpu");
     device_cpu_->attach_registers(memory_.cfg());
     // SW_ALL_RST: the firmware's reset process resets the rest of the card, then itself.
-    device_cpu_->set_reset_hook([this] { reset_blocks(); });
+    device_cpu_->reset_out().bind(*this);
   }
 }
+
+// A RAZWI: the firmware reports it with the address, the direction and the initiator's engine id
+// (0xFFFF for masters that are not engines).
+void Card::report_razwi(const IllegalAccess& access) {
+  uint64_t engine = 0xFFFF;
+  for (const auto& m : mmus_) {
+    if (m->config().engine == access.master) engine = m->config().engine_id;
+  }
+  device_cpu_->report_event(fw_if::event::kRazwiOrAdc, {access.address, access.is_write ? 1u : 0u, engine});
+}
+
+void Card::reset_requested() { reset_blocks(); }
 
 Mmu& Card::add_mmu(const std::string& master, uint32_t engine_id, std::function<uint32_t()> props) {
   const auto& p = memory_.card().mmu();

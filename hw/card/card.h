@@ -36,7 +36,7 @@ struct CardOptions {
   uint32_t fw_init_region_bytes = 0;
 };
 
-class Card : public sc_core::sc_module {
+class Card : public sc_core::sc_module, private RazwiTarget, private ResetTarget {
  public:
   Card(sc_core::sc_module_name name, const preset::Card& preset);
   Card(sc_core::sc_module_name name, const preset::Card& preset, const CardOptions& options);
@@ -91,6 +91,9 @@ class Card : public sc_core::sc_module {
   // engine binds its own initiator socket to the returned MMU's target.
   Mmu& add_mmu(const std::string& master, uint32_t engine_id, std::function<uint32_t()> props);
   void reset_blocks();   // QMANs, sync managers, DMA and TPC cores: what SW_ALL_RST resets besides the CPU
+  // The board's wiring of the fabric's RAZWI report and the firmware's SW_ALL_RST.
+  void report_razwi(const IllegalAccess& access) override;
+  void reset_requested() override;
 };
 
 }  // namespace hpusim::hw

@@ -92,7 +92,7 @@ tlm::tlm_sync_enum Fabric::forward(int master, tlm::tlm_generic_payload& trans, 
   if (target < 0 || !fits_in_range(trans.get_address(), length)) {
     // Unmapped, or crossing the end of a target's range: answer with an address error after one traversal there and back.
     ++unmapped_accesses_;
-    if (illegal_access_hook_) illegal_access_hook_({in.name, trans.get_address(), trans.is_write(), arrival});
+    razwi_.report({in.name, trans.get_address(), trans.is_write(), arrival});
     trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
     tlm::tlm_phase response = tlm::BEGIN_RESP;
     sc_core::sc_time back = delay_until(arrival + 2 * latency_ps());

@@ -15,6 +15,7 @@
 
 #include "hw/common/bandwidth_server.h"
 #include "hw/common/mem_protocol.h"
+#include "hw/common/ports.h"
 
 namespace hpusim::hw {
 
@@ -61,13 +62,9 @@ class Fabric : public sc_core::sc_module {
 
   // An access to an address no target serves (a RAZWI on Gaudi): the fabric answers it with an
   // address error and tells the hook (the card routes it to the device CPU's event path).
-  struct IllegalAccess {
-    std::string master;
-    uint64_t address;
-    bool is_write;
-    Picoseconds at;
-  };
-  void set_illegal_access_hook(std::function<void(const IllegalAccess&)> hook) { illegal_access_hook_ = std::move(hook); }
+  using IllegalAccess = hw::IllegalAccess;
+  // Accesses no target serves (RAZWI), reported where the card binds it.
+  RazwiPort& razwi() { return razwi_; }
 
   std::vector<FabricPortStats> master_stats() const;
   std::vector<FabricPortStats> target_stats() const;
@@ -104,7 +101,7 @@ class Fabric : public sc_core::sc_module {
   std::vector<Port> targets_;
   std::vector<Range> ranges_;   // sorted by base
   uint64_t unmapped_accesses_ = 0;
-  std::function<void(const IllegalAccess&)> illegal_access_hook_;
+  RazwiPort razwi_{"razwi"};
 };
 
 }  // namespace hpusim::hw

@@ -268,7 +268,7 @@ void MmeEngine::fault(MmeError error, const std::string& message) {
   fault_.at = now_ps();
   regs_[0] |= mme::desc::kStatusFaulted;
   regs_[mme::desc::kIntrCause / 4] |= 1u << static_cast<unsigned>(error);
-  if (interrupt_) interrupt_(now_ps());
+  interrupt_.raise(now_ps());
 }
 
 void MmeEngine::run_job(const std::vector<uint32_t>& window, uint64_t epoch) {

@@ -22,6 +22,7 @@
 #include "hw/cfg/cfg_space.h"
 #include "hw/common/engine_status.h"
 #include "hw/common/mem_protocol.h"
+#include "hw/common/ports.h"
 #include "hw/dma/dma_port.h"
 #include "arch/mme/mme_job.h"
 #include "hw/mme/mme_plan.h"
@@ -108,7 +109,7 @@ class MmeEngine : public sc_core::sc_module, public RegisterBlock, public Engine
   const sc_core::sc_event& engine_idle_event() const override { return idle_event_; }
 
   // The error interrupt (the card wires it to the device CPU's GIC).
-  void set_interrupt_line(std::function<void(Picoseconds at)> line) { interrupt_ = std::move(line); }
+  InterruptLine& interrupt() { return interrupt_; }
   // MMU props (mme::desc::kProps, where the driver writes the ASID).
   uint32_t mmu_props() const { return regs_[mme::desc::kProps / 4]; }
 
@@ -155,7 +156,7 @@ class MmeEngine : public sc_core::sc_module, public RegisterBlock, public Engine
   MmeEngineParams params_;
   std::vector<std::unique_ptr<DmaPort>> ports_;
   uint64_t next_read_ = 0, next_write_ = 0;
-  std::function<void(Picoseconds)> interrupt_;
+  InterruptLine interrupt_{"error_interrupt"};
   std::vector<uint32_t> regs_;
   std::deque<std::vector<uint32_t>> queue_;   // latched descriptor windows
   bool running_ = false;

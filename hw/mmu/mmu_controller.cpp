@@ -63,7 +63,7 @@ void MmuController::page_fault(const MmuFault& fault) {
   p.engine_id = fault.engine_id;
   p.is_write = fault.is_write;
   push(fault.at, p);
-  if (interrupt_line_) interrupt_line_(fault.at);
+  interrupt_line_.raise(fault.at);
   if (observer_ != nullptr) observer_->page_fault(fault);
 }
 

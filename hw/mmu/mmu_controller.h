@@ -27,6 +27,7 @@
 
 #include "hw/cfg/cfg_space.h"
 #include "hw/common/mem_protocol.h"
+#include "hw/common/ports.h"
 #include "hw/common/timed_writes.h"
 #include "hw/mmu/mmu.h"
 #include "arch/regs/gaudi1_map.h"
@@ -97,7 +98,8 @@ class MmuController : public sc_core::sc_module, public RegisterBlock, public Mm
 
   // Called on every page fault with the time the fault was detected (the card wires it to the
   // device CPU's GIC).
-  void set_interrupt_line(std::function<void(Picoseconds at)> line) { interrupt_line_ = std::move(line); }
+  // The page-fault interrupt (the card binds it to the device CPU's GIC).
+  InterruptLine& interrupt() { return interrupt_line_; }
   // Receives every page fault the controller sees (the card's trace), after the capture logic.
   void set_observer(MmuObserver* observer) { observer_ = observer; }
 
@@ -146,7 +148,7 @@ class MmuController : public sc_core::sc_module, public RegisterBlock, public Mm
   TimedWrites<Pending> pending_{[this](const Pending& p, Picoseconds at) { apply(p, at); },
                                 {/*apply_if_due_and_idle=*/false, /*notify_earliest=*/false,
                                  /*queue_while_applying=*/true}};
-  std::function<void(Picoseconds)> interrupt_line_;
+  InterruptLine interrupt_line_{"page_fault"};
   MmuObserver* observer_ = nullptr;
   MmuControllerStats stats_;
 };

@@ -644,7 +644,7 @@ void TpcCore::run_kernel(const Launch& launch, uint64_t epoch) {
     }
     regs_[tc::kStatus / 4] |= regs::tpc_status::kFaulted;
     regs_[tc::kTpcIntrCause / 4] |= 1u << static_cast<unsigned>(fault_.kind);
-    if (interrupt_) interrupt_(now_ps());
+    interrupt_.raise(now_ps());
   }
   stats_.end_ps = now_ps();
   stats_.prefetch_dropped = prefetch_.dropped();

@@ -24,6 +24,7 @@
 #include "hw/cfg/cfg_space.h"
 #include "hw/common/engine_status.h"
 #include "hw/common/mem_protocol.h"
+#include "hw/common/ports.h"
 #include "hw/dma/dma_port.h"
 #include "arch/regs/gaudi1_map.h"
 #include "arch/tpc/tpc_registers.h"
@@ -119,7 +120,8 @@ class TpcCore : public sc_core::sc_module, public RegisterBlock, public EngineSt
   const sc_core::sc_event& engine_idle_event() const override { return idle_event_; }
 
   // The kernel-error interrupt line (the card wires it to the device CPU's GIC: TPCn_KRN_ERR).
-  void set_interrupt_line(std::function<void(Picoseconds at)> line) { interrupt_ = std::move(line); }
+  // The kernel-error interrupt (TPCn_KRN_ERR; the card binds it to the device CPU's GIC).
+  InterruptLine& interrupt() { return interrupt_; }
 
   // MMU props of this engine: ARUSER_LO (the driver writes the ASID there; [9:0] ASID, bit 10
   // MMU bypass).
@@ -205,7 +207,7 @@ class TpcCore : public sc_core::sc_module, public RegisterBlock, public EngineSt
   DmaPort bus_;
   std::unique_ptr<tpc::TpcExecutor> executor_;
   std::unique_ptr<Memory> memory_;
-  std::function<void(Picoseconds)> interrupt_;
+  InterruptLine interrupt_{"error_interrupt"};
 
   std::vector<uint32_t> regs_;     // one word per 4-byte offset
   std::deque<Launch> queue_;

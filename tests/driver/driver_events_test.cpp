@@ -6,6 +6,10 @@
 
 #include "arch/cpucp/cpucp.h"
 #include "tests/driver/driver_fixture.h"
+#include "sim/platform/platform.h"
+#include "hw/tpc/tpc_core.h"
+#include "hw/mme/mme_engine.h"
+#include "hw/card/card.h"
 
 namespace hpusim::driver {
 namespace {
@@ -114,6 +118,32 @@ TEST_F(DriverTest, AnIllegalAccessIsARazwiEvent) {
   EXPECT_TRUE(logged(*dev, "DMA0_QM (QMAN) error"));
   EXPECT_EQ(run({ext_cb(QueueId::DMA_0_0, CommandBufferBuilder().nop().bytes())}), HL_WAIT_CS_STATUS_COMPLETED);
   EXPECT_EQ(dev->close(), 0);
+}
+
+// The card's wires are named ports bound where the card is assembled: every engine's error
+// interrupt and the MMU's page fault reach the GIC at their SPI, the fabric's RAZWI reports and
+// the firmware's SW_ALL_RST reach the card.
+TEST(CardWiring, EveryLineIsBoundWhereTheCardIsAssembled) {
+  platform::PlatformOptions options;
+  options.overrides.push_back("hbm.refresh_enabled=false");
+  platform::Platform box(options);
+  hw::Card& card = box.card();
+  box.cosim().on_sim_thread([&] {
+    for (unsigned n = 0; hw::TpcCore* core = card.tpc_core(n); ++n) {
+      EXPECT_TRUE(core->interrupt().bound()) << "tpc " << n;
+      EXPECT_EQ(core->interrupt().line(), fw_if::event::spi_of(fw_if::event::tpc_krn_err(n))) << "tpc " << n;
+    }
+    for (unsigned m = 0; m < card.mme_numbers(); ++m) {
+      if (hw::MmeEngine* engine = card.mme_engine(m)) {
+        EXPECT_TRUE(engine->interrupt().bound()) << "mme " << m;
+        EXPECT_EQ(engine->interrupt().line(), fw_if::event::spi_of(fw_if::event::mme_err(m))) << "mme " << m;
+      }
+    }
+    EXPECT_TRUE(card.mmu_controller().interrupt().bound());
+    EXPECT_EQ(card.mmu_controller().interrupt().line(), fw_if::event::spi_of(fw_if::event::kMmuPageFault));
+    EXPECT_TRUE(card.memory().fabric().razwi().bound());
+    EXPECT_TRUE(card.device_cpu()->reset_out().bound());
+  });
 }
 
 }  // namespace

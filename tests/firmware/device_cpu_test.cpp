@@ -28,8 +28,10 @@ constexpr uint64_t kUs = 1000000;   // ps
 constexpr uint64_t kInitRegionOffset = 0x2000;   // in SRAM, for the memory-init check
 constexpr uint32_t kInitRegionBytes = 512;
 
-class FirmwareTest : public testing::HostPlatformTest {
+class FirmwareTest : public testing::HostPlatformTest, public hw::ResetTarget {
  protected:
+  // SW_ALL_RST resets the card, as the card's own wiring does.
+  void reset_requested() override { card->reset(); }
   void SetUp() override { build(); }
 
   void build(Picoseconds heartbeat_ps = 0) {
@@ -42,7 +44,7 @@ class FirmwareTest : public testing::HostPlatformTest {
       fw = std::make_unique<DeviceCpu>("device_cpu", config);
       card->memory().bind_master(fw->bus().socket, "device_cpu");
       fw->attach_registers(card->memory().cfg());
-      fw->set_reset_hook([this] { card->reset(); });
+      fw->reset_out().bind(*this);
       // Garbage where the firmware's memory init must write zeros.
       std::vector<uint8_t> junk(kInitRegionBytes, 0xA5);
       card->memory().sram().store().write(sram(kInitRegionOffset), junk.data(), junk.size());

@@ -15,7 +15,7 @@
 
 namespace hpusim::testing {
 
-class MmeCardTest : public CardTest {
+class MmeCardTest : public CardTest, public hw::InterruptTarget {
  protected:
   static constexpr unsigned kSob = 310;
 
@@ -24,10 +24,12 @@ class MmeCardTest : public CardTest {
     overrides.insert(overrides.begin(), "hbm.refresh_enabled=false");
     build_platform([this] { card->set_qman_observer(&recorder); }, 0x100000000ull, overrides);
     sim->on_sim_thread([&] {
-      card->mme_engine(0)->set_interrupt_line([this](hw::Picoseconds at) { interrupts.push_back(at); });
+      card->mme_engine(0)->interrupt().bind(*this, 0);
     });
   }
   void SetUp() override {}   // each test calls build()
+  // The engine's error interrupt, as a GIC would receive it.
+  void raise_interrupt(uint32_t, hw::Picoseconds at) override { interrupts.push_back(at); }
 
   uint64_t sob_address() const { return cfg(regs::sm_sob(regs::SyncManager::E_N, kSob)); }
   uint32_t sob_value() { return sim->mmio_read32(sob_address()); }

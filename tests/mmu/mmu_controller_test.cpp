@@ -50,7 +50,10 @@ hw::MmuConfig engine_config(const char* engine, uint32_t id) {
   return c;
 }
 
-struct ControllerBench {
+struct ControllerBench : hw::InterruptTarget {
+  // The page-fault interrupt, as a GIC would receive it.
+  void raise_interrupt(uint32_t, Picoseconds at) override { interrupts.push_back(at); }
+
   static constexpr uint64_t kTables = 0x10000000;
   static constexpr uint64_t kTablesSize = 16 << 20;
 
@@ -75,7 +78,7 @@ struct ControllerBench {
     system.cfg().attach("MMU", cfg_base() + MmuController::kCfgOffset, MmuController::kBlockBytes, controller);
     controller.add(mmu_a);
     controller.add(mmu_b);
-    controller.set_interrupt_line([this](Picoseconds at) { interrupts.push_back(at); });
+    controller.interrupt().bind(*this, 0);
     controller.set_observer(&observer);
     sc_core::sc_start(sc_core::SC_ZERO_TIME);
   }

@@ -29,15 +29,17 @@ constexpr uint64_t kData = 0x20100000;       // DRAM: tensors
 constexpr uint64_t kUnmapped = 0x1000000000;  // beyond DRAM, below SRAM: no target
 constexpr unsigned kSob = 300;
 
-class TpcCardTest : public CardTest {
+class TpcCardTest : public CardTest, public hw::InterruptTarget {
  protected:
+  // The cores' error interrupts, as a GIC would receive them (line = TPC number).
+  void raise_interrupt(uint32_t line, hw::Picoseconds at) override { interrupts.push_back({line, at}); }
   void SetUp() override {
     CardTest::SetUp();
     sim->on_sim_thread([&] {
       for (unsigned n = 0; n < 8; ++n) {
         hw::TpcCore* core = card->tpc_core(n);
         if (core == nullptr) continue;
-        core->set_interrupt_line([this, n](hw::Picoseconds at) { interrupts.push_back({n, at}); });
+        core->interrupt().bind(*this, n);
       }
     });
   }
