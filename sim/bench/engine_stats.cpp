@@ -1,6 +1,5 @@
 #include "sim/bench/engine_stats.h"
 
-#include <cctype>
 #include <string>
 
 #include "hw/mme/mme_engine.h"
@@ -9,15 +8,6 @@
 
 namespace hpusim::bench {
 namespace {
-
-// "DMA0_QM" -> "dma0_qm": statistic paths are lower case, with '_' for anything else.
-std::string path_part(std::string text) {
-  for (char& c : text) {
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  }
-  return text;
-}
 
 // Registers `getter(block)` as a count under `scope.name`.
 template <class Block, class Getter>
@@ -33,7 +23,7 @@ void register_engine_stats(stats::Registry& registry, hw::Card& card) {
     const regs::QmanId id = regs::qman_from_index(i);
     hw::Qman* q = card.qman(id);
     if (q == nullptr) continue;
-    auto s = registry.scope("qman." + path_part(regs::qman_name(id)));
+    auto s = registry.scope("qman." + stats::path_component(regs::qman_name(id)));
     count(s, "command_buffers", "count", "command buffers fetched", q, [](hw::Qman& b) { return b.stats().command_buffers; });
     count(s, "packets", "count", "packets executed", q, [](hw::Qman& b) { return b.stats().packets; });
     count(s, "messages", "count", "messages sent", q, [](hw::Qman& b) { return b.stats().messages; });
@@ -55,7 +45,7 @@ void register_engine_stats(stats::Registry& registry, hw::Card& card) {
   for (regs::SyncManager which : {regs::SyncManager::W_S, regs::SyncManager::E_S, regs::SyncManager::W_N,
                                   regs::SyncManager::E_N}) {
     hw::SyncManager* sm = &card.sync_manager(which);
-    auto s = registry.scope("syncmgr." + path_part(regs::sync_manager_name(which)));
+    auto s = registry.scope("syncmgr." + stats::path_component(regs::sync_manager_name(which)));
     count(s, "sob_writes", "count", "SET/ADD writes to sync objects", sm, [](hw::SyncManager& b) { return b.stats().sob_writes; });
     count(s, "monitor_arms", "count", "monitors armed", sm, [](hw::SyncManager& b) { return b.stats().monitor_arms; });
     count(s, "monitor_fires", "count", "monitor payloads written", sm, [](hw::SyncManager& b) { return b.stats().monitor_fires; });
@@ -63,7 +53,7 @@ void register_engine_stats(stats::Registry& registry, hw::Card& card) {
           [](hw::SyncManager& b) { return b.stats().payload_errors; });
   }
   for (hw::Mmu* m : card.mmus()) {
-    auto s = registry.scope("mmu." + path_part(m->config().engine));
+    auto s = registry.scope("mmu." + stats::path_component(m->config().engine));
     count(s, "requests", "count", "requests from the engine", m, [](hw::Mmu& b) { return b.stats().requests; });
     count(s, "tlb_hits", "count", "TLB hits", m, [](hw::Mmu& b) { return b.stats().tlb_hits; });
     count(s, "tlb_misses", "count", "TLB misses", m, [](hw::Mmu& b) { return b.stats().tlb_misses; });

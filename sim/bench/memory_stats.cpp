@@ -1,19 +1,6 @@
 #include "sim/bench/memory_stats.h"
 
-#include <cctype>
-
 namespace hpusim::bench {
-namespace {
-
-std::string stat_name(std::string text) {
-  for (char& c : text) {
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  }
-  return text;
-}
-
-}  // namespace
 
 void register_memory_system_stats(stats::Registry& registry, hw::MemorySystem& system) {
   auto& hbm = system.hbm();
@@ -70,7 +57,7 @@ void register_memory_system_stats(stats::Registry& registry, hw::MemorySystem& s
   f.formula("unmapped_accesses", "count", "accesses to no target", [&fabric] { return double(fabric.unmapped_accesses()); });
   const auto targets = fabric.target_stats();
   for (size_t i = 0; i < targets.size(); ++i) {
-    auto t = f.scope("target_" + stat_name(targets[i].name));
+    auto t = f.scope("target_" + stats::path_component(targets[i].name));
     t.formula("transactions", "count", "transactions through the port",
               [&fabric, i] { return double(fabric.target_stats()[i].transactions); });
     t.formula("request_bytes", "bytes", "write data towards the target",

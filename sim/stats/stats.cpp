@@ -3,6 +3,7 @@
 #include "sim/report/json_records.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cerrno>
 #include <cmath>
@@ -83,6 +84,14 @@ const char* kind_name(Kind kind) {
     case Kind::kFormula: return "formula";
   }
   return "unknown";
+}
+
+std::string path_component(std::string text) {
+  for (char& c : text) {
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return text;
 }
 
 std::string format_double(double v) {

@@ -37,6 +37,10 @@ enum class Kind { kCounter, kScalar, kDistribution, kFormula };
 // "counter", "scalar", "distribution", "formula".
 const char* kind_name(Kind kind);
 
+// A block's name as one component of a statistic path: lower case, '_' for anything not a letter
+// or digit ("DMA0_QM" -> "dma0_qm", "E_N" -> "e_n").
+std::string path_component(std::string text);
+
 // Formats a double the way every statistic output does: printf "%.6g" in the C locale, with
 // -0 written as 0. Non-finite values give "nan", "inf" or "-inf" (JSON output writes null).
 std::string format_double(double v);

@@ -20,6 +20,7 @@
 namespace {
 
 using hpusim::stats::Counter;
+using hpusim::stats::path_component;
 using hpusim::stats::Distribution;
 using hpusim::stats::Kind;
 using hpusim::stats::Registry;
@@ -437,6 +438,13 @@ TEST(Stats, FileHelpers) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent_hpusim_dir/stats.txt"), std::string::npos);
   }
+}
+
+TEST(StatsPath, BlockNamesBecomeLowerCaseComponents) {
+  EXPECT_EQ(path_component("DMA0_QM"), "dma0_qm");
+  EXPECT_EQ(path_component("E_N"), "e_n");
+  EXPECT_EQ(path_component("mme0 rd.1"), "mme0_rd_1");
+  EXPECT_EQ(path_component(""), "");
 }
 
 }  // namespace
