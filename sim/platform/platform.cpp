@@ -141,10 +141,17 @@ void Platform::write_trace() {
 }
 
 std::string Platform::accepts(const BootRequest& request) {
+  // No preset and no overrides: whatever card is there. Overrides alone apply to the default preset.
   const bool any_card = request.preset.empty() && request.overrides.empty();
-  if (!any_card && (request.preset != options_.preset || request.overrides != options_.overrides)) {
-    return "this process runs a platform with preset '" + options_.preset + "' and its overrides; a device with preset '" +
-           request.preset + "' cannot be added (one platform per process)";
+  const std::string preset = request.preset.empty() ? preset::kDefaultPreset : request.preset;
+  if (!any_card && (preset != options_.preset || request.overrides != options_.overrides)) {
+    const auto described = [](const std::string& name, const std::vector<std::string>& overrides) {
+      std::string text = "preset '" + name + "'";
+      for (const std::string& o : overrides) text += " --set " + o;
+      return text;
+    };
+    return "this process runs a card built from " + described(options_.preset, options_.overrides) +
+           "; another, from " + described(preset, request.overrides) + ", cannot be built (one platform per process)";
   }
   if (!driver_) return "this process's platform has no driver";
   if (!request.trace_path.empty() && request.trace_path != options_.trace_path) {

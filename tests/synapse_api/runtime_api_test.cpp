@@ -351,6 +351,17 @@ TEST_F(SynapseRuntimeApi, AHandleOfTheWrongKindIsRefused) {
   EXPECT_EQ(synGraphDestroy(g), synSuccess);
 }
 
+// One platform per process: after a release, the same card can be acquired again, another cannot.
+TEST_F(SynapseRuntimeApi, AnotherCardInTheSameProcessIsRefusedNamingBoth) {
+  ASSERT_EQ(synDeviceRelease(device), synSuccess);
+  EXPECT_EQ(hpusim_deviceAcquireWithPreset(&device, "hl225", ""), synNoDeviceFound);
+  const std::string message = error();
+  EXPECT_NE(message.find("preset 'hl205' --set hbm.refresh_enabled=false"), std::string::npos) << message;
+  EXPECT_NE(message.find("preset 'hl225'"), std::string::npos) << message;
+  EXPECT_NE(message.find("one platform per process"), std::string::npos) << message;
+  EXPECT_EQ(hpusim_deviceAcquireWithPreset(&device, "hl205", "hbm.refresh_enabled=false"), synSuccess) << error();
+}
+
 TEST_F(SynapseRuntimeApi, LifecycleErrors) {
   EXPECT_EQ(synInitialize(), synObjectAlreadyInitialized);
   synDeviceId other = 0;
