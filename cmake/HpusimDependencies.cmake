@@ -4,6 +4,7 @@ find_package(Boost 1.74 REQUIRED COMPONENTS program_options)
 find_package(Protobuf 3.21 REQUIRED)
 find_package(GTest 1.12 CONFIG REQUIRED)
 find_package(benchmark REQUIRED)
+find_package(nlohmann_json 3.10 REQUIRED)
 
 # Debian builds SystemC with autotools, so only pkg-config metadata exists.
 find_package(SystemCLanguage CONFIG QUIET)

@@ -8,6 +8,7 @@ packages=(
   libsystemc-dev verilator
   libboost-dev libboost-program-options-dev
   libprotobuf-dev protobuf-compiler
+  nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 

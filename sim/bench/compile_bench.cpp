@@ -1,5 +1,7 @@
 #include "sim/bench/compile_bench.h"
 
+#include <nlohmann/json.hpp>
+
 #include <unistd.h>
 
 #include <boost/property_tree/json_parser.hpp>
@@ -87,18 +89,22 @@ std::vector<CompileBenchResult> run_compile_bench(const CompileBenchOptions& opt
   }
   out << std::defaultfloat;
   if (!options.json_path.empty()) {
-    std::ofstream json(options.json_path);
-    json << "[\n";
-    for (size_t i = 0; i < results.size(); ++i) {
-      const CompileBenchResult& r = results[i];
-      json << "  {\"workload\": \"" << r.workload << "\", \"preset\": \"" << options.preset << "\", \"nodes\": " << r.nodes
-           << ", \"compile_us_per_node\": " << r.compile_us_per_node << ", \"launch_prepare_us\": " << r.launch_prepare_us
-           << ", \"launch_modeled_us\": " << r.launch_modeled_us << ", \"patches_per_launch\": " << r.patches_per_launch
-           << ", \"first_step_ns\": " << r.first_step_ns << ", \"step_ns\": " << r.step_ns
-           << ", \"device_ns\": " << r.device_ns << ", \"host_ns\": " << r.host_ns << "}"
-           << (i + 1 < results.size() ? "," : "") << "\n";
+    nlohmann::ordered_json all = nlohmann::ordered_json::array();
+    for (const CompileBenchResult& r : results) {
+      all.push_back({{"workload", r.workload},
+                     {"preset", options.preset},
+                     {"nodes", r.nodes},
+                     {"compile_us_per_node", r.compile_us_per_node},
+                     {"launch_prepare_us", r.launch_prepare_us},
+                     {"launch_modeled_us", r.launch_modeled_us},
+                     {"patches_per_launch", r.patches_per_launch},
+                     {"first_step_ns", r.first_step_ns},
+                     {"step_ns", r.step_ns},
+                     {"device_ns", r.device_ns},
+                     {"host_ns", r.host_ns}});
     }
-    json << "]\n";
+    std::ofstream json(options.json_path);
+    json << all.dump(2) << "\n";
     if (!json) throw std::runtime_error("could not write '" + options.json_path + "'");
   }
   return results;

@@ -11,6 +11,7 @@
 //   hpusim tpc-dis INPUT.bin [-o OUTPUT.s] [--bundle-numbers]
 #include <algorithm>
 #include <boost/program_options.hpp>
+#include <nlohmann/json.hpp>
 #include <systemc>
 
 #include <spawn.h>
@@ -233,22 +234,21 @@ int run_child(const std::vector<std::string>& args) {
 }
 
 // The JSON arrays of several files as one array.
+// The records of every part file (each a JSON array of objects a child wrote), in order, as one
+// array. A part a child did not write (it failed) is skipped; one that is not such an array is an
+// error naming it.
 std::string merge_json_arrays(const std::vector<std::string>& paths) {
-  std::string merged = "[";
-  bool first = true;
+  nlohmann::ordered_json merged = nlohmann::ordered_json::array();
   for (const std::string& path : paths) {
     std::ifstream in(path);
-    std::stringstream text;
-    text << in.rdbuf();
-    std::string body = text.str();
-    const size_t open = body.find('['), close = body.rfind(']');
-    if (open == std::string::npos || close == std::string::npos || close <= open) continue;
-    body = body.substr(open + 1, close - open - 1);
-    if (body.find_first_not_of(" \n\t") == std::string::npos) continue;
-    merged += (first ? "" : ",") + body;
-    first = false;
+    if (!in) continue;
+    nlohmann::ordered_json part = nlohmann::ordered_json::parse(in, nullptr, false);
+    if (part.is_discarded() || !part.is_array()) {
+      throw std::runtime_error("'" + path + "' is not a JSON array of results");
+    }
+    for (auto& record : part) merged.push_back(std::move(record));
   }
-  return merged + "]\n";
+  return merged.dump(2) + "\n";
 }
 
 int command_bench_gemm(const std::vector<std::string>& args) {

@@ -1,5 +1,7 @@
 #include "sim/zoo/run_workload.h"
 
+#include <nlohmann/json.hpp>
+
 #include <fstream>
 #include <iomanip>
 #include <ostream>
@@ -142,19 +144,23 @@ std::vector<StepRecord> run_workload(const RunOptions& options, std::unique_ptr<
 }
 
 std::string steps_to_json(const RunOptions& options, const std::vector<StepRecord>& steps) {
-  std::ostringstream j;
-  j << "[\n";
-  for (size_t i = 0; i < steps.size(); ++i) {
-    const StepRecord& r = steps[i];
-    j << "  {\"workload\": \"" << options.workload << "\", \"preset\": \"" << options.preset << "\", \"step\": "
-      << r.step << ", \"loss\": " << std::setprecision(9) << r.loss << ", \"device_ns\": " << r.device_ns
-      << ", \"host_ns\": " << r.host_ns << ", \"step_ns\": " << r.step_ns << ", \"compiles\": " << r.compiles
-      << ", \"cache_hits\": " << r.cache_hits << ", \"cache_misses\": " << r.cache_misses
-      << ", \"utilisation\": {\"mme\": " << std::setprecision(4) << r.mme_utilisation << ", \"tpc\": "
-      << r.tpc_utilisation << "}}" << (i + 1 < steps.size() ? "," : "") << "\n";
+  nlohmann::ordered_json all = nlohmann::ordered_json::array();
+  for (const StepRecord& r : steps) {
+    nlohmann::ordered_json step;
+    step["workload"] = options.workload;
+    step["preset"] = options.preset;
+    step["step"] = r.step;
+    step["loss"] = r.loss;
+    step["device_ns"] = r.device_ns;
+    step["host_ns"] = r.host_ns;
+    step["step_ns"] = r.step_ns;
+    step["compiles"] = r.compiles;
+    step["cache_hits"] = r.cache_hits;
+    step["cache_misses"] = r.cache_misses;
+    step["utilisation"] = {{"mme", r.mme_utilisation}, {"tpc", r.tpc_utilisation}};
+    all.push_back(std::move(step));
   }
-  j << "]\n";
-  return j.str();
+  return all.dump(2) + "\n";
 }
 
 }  // namespace hpusim::zoo

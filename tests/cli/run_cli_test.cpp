@@ -228,6 +228,20 @@ TEST(CliRun, TwoRunsGiveTheSameTimesAndLosses) {
   EXPECT_EQ(slurp(a), slurp(b));
 }
 
+// The JSON stays valid whatever the strings in it: a preset file whose name has a quote and a
+// backslash comes back as it was.
+TEST(CliRun, JsonEscapesThePresetPath) {
+  const std::string preset = temp("we\"ird\\name.textproto");
+  const ProgramRun info = run_hpusim("info --preset hl205 > '" + preset + "'");
+  ASSERT_EQ(info.exit_code, 0) << info.output;
+  const std::string json = temp("escaped.json");
+  const ProgramRun r = run_hpusim("run mlp --steps 1 --quiet --preset '" + preset + "' --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto steps = steps_of(json);
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].get<std::string>("preset"), preset);
+}
+
 TEST(CliRun, UsageErrors) {
   ProgramRun r = run_hpusim("run");
   EXPECT_EQ(r.exit_code, 2);
