@@ -78,6 +78,8 @@ Card::Card(sc_core::sc_module_name name, const preset::Card& preset, const CardO
   // The Gaudi 1 register map has 8 DMA channels; larger presets use the first 8 for now.
   const uint32_t channels =
       std::min(preset.dma().pci_channels() + preset.dma().internal_channels(), regs::kNumDmaChannels);
+  note_not_built("dma.pci_channels + dma.internal_channels", preset.dma().pci_channels() + preset.dma().internal_channels(),
+                 channels);
   for (uint32_t ch = 0; ch < channels; ++ch) {
     auto core = std::make_unique<DmaCore>(dma_core_config_from(preset, ch));
     memory_.cfg().attach(core->config().name, regs::cfg_address(regs::dma_core_base(ch)), DmaCore::size_bytes(), *core);
@@ -91,6 +93,7 @@ Card::Card(sc_core::sc_module_name name, const preset::Card& preset, const CardO
   // MMU props from the TPC's ARUSER_LO, where the driver writes the ASID), and the kernel-error
   // interrupt wired to the device CPU's GIC (TPCn_KRN_ERR).
   const uint32_t tpcs = std::min(preset.tpc().count(), regs::kNumTpcEngines);
+  note_not_built("tpc.count", preset.tpc().count(), tpcs);
   for (uint32_t n = 0; n < tpcs; ++n) {
     auto core = std::make_unique<TpcCore>(tpc_core_params_from(preset, n));
     memory_.cfg().attach(core->params().name, regs::cfg_address(regs::tpc_cfg_base(n)), TpcCore::size_bytes(), *core);
@@ -104,7 +107,8 @@ Card::Card(sc_core::sc_module_name name, const preset::Card& preset, const CardO
   // its slave): a CTRL block each, a fabric master through its own MMU (engine id MME_n = 8 + n),
   // and the job-error interrupt (MMEn_ERR, hpusim's event).
   mme_engines_.resize(regs::kNumMmeEngines);
-  const uint32_t masters = std::min<uint32_t>(preset.mme().masters(), 2);
+  const uint32_t masters = std::min<uint32_t>(preset.mme().masters(), regs::kNumMmeEngines / 2);
+  note_not_built("mme.masters", preset.mme().masters(), masters);
   for (uint32_t m = 0; m < masters; ++m) {
     const unsigned mme = 2 * m;
     MmeEngineParams params = mme_engine_params_from(preset, m);
@@ -214,6 +218,13 @@ Mmu& Card::add_mmu(const std::string& master, uint32_t engine_id, std::function<
   mmu_controller_->add(*mmu);
   mmus_.push_back(std::move(mmu));
   return *mmus_.back();
+}
+
+void Card::note_not_built(const std::string& field, uint64_t asked, uint64_t built) {
+  if (built < asked) {
+    not_built_.push_back(field + " = " + std::to_string(asked) + ": " + std::to_string(built) +
+                         " built (the Gaudi 1 engine map)");
+  }
 }
 
 std::vector<Mmu*> Card::mmus() {

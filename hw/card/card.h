@@ -9,6 +9,7 @@
 #include <systemc>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "firmware/device_cpu.h"
@@ -70,6 +71,11 @@ class Card : public sc_core::sc_module, private RazwiTarget, private ResetTarget
   // nullptr unless built with CardOptions::device_cpu.
   firmware::DeviceCpu* device_cpu() { return device_cpu_.get(); }
 
+  // What the preset asks for that this card does not build, one line per field ("tpc.count = 24:
+  // 8 built (the Gaudi 1 engine map)"); empty when the card is what the preset says. Larger engine
+  // maps for generation 2 and 3 presets are not built yet (generation 1 refuses them instead).
+  const std::vector<std::string>& not_built() const { return not_built_; }
+
   // A modelled hard reset of the command-submission blocks (and of the device CPU, which then
   // boots again, when the card has one).
   void reset();
@@ -86,11 +92,13 @@ class Card : public sc_core::sc_module, private RazwiTarget, private ResetTarget
   MsiBlock msi_;
   MsiRequestRegister msi_request_;
   std::unique_ptr<firmware::DeviceCpu> device_cpu_;
+  std::vector<std::string> not_built_;
 
   // A translation stage bound as the fabric master `master` (plus its page-table walker); the
   // engine binds its own initiator socket to the returned MMU's target.
   Mmu& add_mmu(const std::string& master, uint32_t engine_id, std::function<uint32_t()> props);
   void reset_blocks();   // QMANs, sync managers, DMA and TPC cores: what SW_ALL_RST resets besides the CPU
+  void note_not_built(const std::string& field, uint64_t asked, uint64_t built);
   // The board's wiring of the fabric's RAZWI report and the firmware's SW_ALL_RST.
   void report_razwi(const IllegalAccess& access) override;
   void reset_requested() override;

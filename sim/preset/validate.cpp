@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "arch/regs/gaudi1_map.h"
 #include "sim/preset/preset.h"
 
 namespace hpusim::preset {
@@ -90,6 +91,20 @@ void resolve_and_validate(Card& card) {
   require(card.generation() >= 1 && card.generation() <= 3, "generation must be 1, 2 or 3");
 
   require_positive(card.tpc().count(), "tpc.count");
+  // A generation 1 card is the Gaudi 1 engine map: what it cannot hold is refused.
+  if (card.generation() == 1) {
+    require(card.tpc().count() <= regs::kNumTpcEngines,
+            "tpc.count = " + std::to_string(card.tpc().count()) + ": a generation 1 card has at most " +
+                std::to_string(regs::kNumTpcEngines) + " TPCs (the Gaudi 1 engine map)");
+    require(card.mme().masters() <= regs::kNumMmeEngines / 2,
+            "mme.masters = " + std::to_string(card.mme().masters()) + ": a generation 1 card has at most " +
+                std::to_string(regs::kNumMmeEngines / 2) + " MME masters (the Gaudi 1 engine map)");
+    require(card.dma().pci_channels() + card.dma().internal_channels() <= regs::kNumDmaChannels,
+            "dma.pci_channels + dma.internal_channels = " +
+                std::to_string(card.dma().pci_channels() + card.dma().internal_channels()) +
+                ": a generation 1 card has at most " + std::to_string(regs::kNumDmaChannels) +
+                " DMA channels (the Gaudi 1 engine map)");
+  }
   require(card.tpc().vector_bits() >= 256 && card.tpc().vector_bits() % 256 == 0,
           "tpc.vector_bits must be a multiple of 256");
   require_positive(card.tpc().vpu_latency(), "tpc.vpu_latency");

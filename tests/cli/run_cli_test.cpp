@@ -221,6 +221,18 @@ TEST(CliRun, ProcessesSharingASmallCacheDirectoryStayUnderItsLimit) {
   fs::remove_all(dir);
 }
 
+// What a preset asks for that the card does not build is said, not hidden: hl225's 24 TPCs and
+// 10 DMA channels on the Gaudi 1 engine map (8 and 8).
+TEST(CliRun, APresetTheCardDoesNotBuildInFullSaysSo) {
+  const ProgramRun r = run_hpusim("run mlp --steps 1 --quiet --preset hl225");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("hpusim: preset hl225: tpc.count = 24: 8 built (the Gaudi 1 engine map)"), std::string::npos)
+      << r.output;
+  const ProgramRun refused = run_hpusim("run mlp --steps 1 --set tpc.count=9");
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.output.find("tpc.count = 9"), std::string::npos) << refused.output;
+}
+
 TEST(CliRun, TwoRunsGiveTheSameTimesAndLosses) {
   const std::string a = temp("det_a.json"), b = temp("det_b.json");
   ASSERT_EQ(run_hpusim("run mlp --steps 2 --preset hl225 --json " + a).exit_code, 0);

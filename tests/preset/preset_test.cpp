@@ -142,6 +142,14 @@ TEST(Preset, SemanticErrorsAreNamed) {
             std::string::npos);
   EXPECT_NE(error_of([] { load_preset("hl205", {"hbm.self_refresh_after_refi=1"}); }).find("hbm.self_refresh_after_refi"),
             std::string::npos);
+  // A generation 1 card is the Gaudi 1 engine map: more engines than it holds are refused.
+  EXPECT_NE(error_of([] { load_preset("hl205", {"tpc.count=9"}); }).find("tpc.count = 9: a generation 1 card has at most 8 TPCs"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { load_preset("hl205", {"mme.cores=8", "mme.masters=3"}); }).find("mme.masters = 3"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { load_preset("hl205", {"dma.internal_channels=7"}); }).find("dma.pci_channels + dma.internal_channels = 9"),
+            std::string::npos);
+  EXPECT_NO_THROW(load_preset("hl225", {"tpc.count=24"}));
 }
 
 TEST(Preset, UnknownPresetListsTheBuiltins) {
