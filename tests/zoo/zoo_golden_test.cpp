@@ -21,5 +21,29 @@ TEST(ZooGolden, MlpStepTimesOnHl205) {
   EXPECT_GT(steps[0].mme_utilisation, 0.0);
 }
 
+// The same on the Gaudi 2 and 3 class presets, each in a file of its own (a rewrite of one never
+// touches another's). Both are built on the Gaudi 1 engine map for now (hw/card/README.md).
+TEST(ZooGolden, MlpStepTimesOnHl225) {
+  RunOptions options;
+  options.workload = "mlp";
+  options.preset = "hl225";
+  options.steps = 3;
+  std::ostringstream log;
+  const std::vector<StepRecord> steps = run_workload(options, log);
+  ASSERT_EQ(steps.size(), 3u);
+  testing::check_step_goldens("zoo_steps_hl225.txt", "mlp_hl225", steps);
+}
+
+TEST(ZooGolden, MlpStepTimesOnHl325) {
+  RunOptions options;
+  options.workload = "mlp";
+  options.preset = "hl325";
+  options.steps = 3;
+  std::ostringstream log;
+  const std::vector<StepRecord> steps = run_workload(options, log);
+  ASSERT_EQ(steps.size(), 3u);
+  testing::check_step_goldens("zoo_steps_hl325.txt", "mlp_hl325", steps);
+}
+
 }  // namespace
 }  // namespace hpusim::zoo
