@@ -19,10 +19,10 @@ class MmeCardTest : public CardTest, public hw::InterruptTarget {
  protected:
   static constexpr unsigned kSob = 310;
 
-  // Builds the card with preset overrides (besides refresh off).
-  void build(std::vector<std::string> overrides = {}) {
+  // Builds the card from `preset_name` with overrides (besides refresh off).
+  void build(std::vector<std::string> overrides = {}, const std::string& preset_name = "hl205") {
     overrides.insert(overrides.begin(), "hbm.refresh_enabled=false");
-    build_platform([this] { card->set_qman_observer(&recorder); }, 0x100000000ull, overrides);
+    build_platform([this] { card->set_qman_observer(&recorder); }, 0x100000000ull, overrides, preset_name);
     sim->on_sim_thread([&] {
       card->mme_engine(0)->interrupt().bind(*this, 0);
     });

@@ -1,4 +1,5 @@
-// Golden cycle counts of a fixed set of MME jobs (tests/golden/mme_jobs.txt) on hl205's MME0:
+// Golden cycle counts of a fixed set of MME jobs on MME0 of each preset (tests/golden/mme_jobs.txt
+// for hl205, mme_jobs_<preset>.txt for the others):
 // GEMMs of several shapes, types and layouts, a batched GEMM and the three convolutions. A
 // change to the engine's timing, the plan or the memory system shows up here; rewrite with
 // HPUSIM_UPDATE_GOLDEN=1 and review the diff. All jobs run in one test (one card, one file).
@@ -16,7 +17,7 @@ using namespace mme;
 
 constexpr uint64_t kA = 0x20000000, kB = 0x24000000, kO = 0x28000000;
 
-class MmeGoldenTest : public MmeCardTest {
+class MmeGoldenTest : public MmeCardTest, public ::testing::WithParamInterface<const char*> {
  protected:
   void record(GoldenFile& golden, const std::string& name, const MmeJob& job) {
     std::mt19937 rng(7);
@@ -50,9 +51,10 @@ MmeJob conv(MmeOp op) {
   return j;
 }
 
-TEST_F(MmeGoldenTest, JobsMatchGoldenCycleCounts) {
-  build();
-  GoldenFile golden("mme_jobs.txt");
+TEST_P(MmeGoldenTest, JobsMatchGoldenCycleCounts) {
+  const std::string preset = GetParam();
+  build({}, preset);
+  GoldenFile golden(preset == "hl205" ? "mme_jobs.txt" : "mme_jobs_" + preset + ".txt");
   record(golden, "gemm_64x128x64_bf16", gemm(64, 128, 64, MmeType::Bf16, false));
   record(golden, "gemm_256x256x256_bf16_at", gemm(256, 256, 256, MmeType::Bf16, true));
   record(golden, "gemm_512x512x512_bf16", gemm(512, 512, 512, MmeType::Bf16, false));
@@ -68,6 +70,9 @@ TEST_F(MmeGoldenTest, JobsMatchGoldenCycleCounts) {
   record(golden, "conv_dgrad_4x14x14x32_k64_3x3", conv(MmeOp::ConvBackwardData));
   record(golden, "conv_wgrad_4x14x14x32_k64_3x3", conv(MmeOp::ConvBackwardWeight));
 }
+
+INSTANTIATE_TEST_SUITE_P(Presets, MmeGoldenTest, ::testing::Values("hl205", "hl225", "hl325"),
+                         [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
 
 }  // namespace
 }  // namespace hpusim::testing

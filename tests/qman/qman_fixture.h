@@ -72,8 +72,11 @@ struct DmaEvents : hw::DmaObserver {
 class CardTest : public HostPlatformTest {
  protected:
   void SetUp() override {
-    build_platform([this] { card->set_qman_observer(&recorder); });
+    build_platform([this] { card->set_qman_observer(&recorder); }, 0x100000000ull, {"hbm.refresh_enabled=false"},
+                   preset_name());
   }
+  // The card's preset (a parameterised fixture picks its own).
+  virtual std::string preset_name() const { return "hl205"; }
 
   uint32_t sram_read32(uint64_t offset) {
     uint32_t value = 0;

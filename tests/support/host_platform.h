@@ -24,10 +24,11 @@ class HostPlatformTest : public ::testing::Test {
   // Builds the platform; `extra` runs on the simulation thread after the card exists (to add
   // modules or observers before elaboration ends).
   void build_platform(std::function<void()> extra = {}, uint64_t host_heap_base = 0x100000000ull,
-                      const std::vector<std::string>& overrides = {"hbm.refresh_enabled=false"}) {
+                      const std::vector<std::string>& overrides = {"hbm.refresh_enabled=false"},
+                      const std::string& preset_name = "hl205") {
     next_host_ = host_heap_base;
     platform::PlatformOptions options;
-    options.preset = "hl205";
+    options.preset = preset_name;
     options.overrides = overrides;
     options.with_driver = false;
     options.on_card_built = [this, extra](hw::Card& built) {

@@ -1,4 +1,5 @@
-// Golden cycle counts of a fixed set of small TPC launches (tests/golden/tpc_kernels.txt): the
+// Golden cycle counts of a fixed set of small TPC launches on each preset (tests/golden/
+// tpc_kernels.txt for hl205, tpc_kernels_<preset>.txt for the others): the
 // bench kernels of `hpusim bench tpc` (sim/bench/tpc_kernels) and a dependent mac chain, launched
 // on a card through the TPC QMANs. Any change to the TPC core's timing, its instruction cache, the
 // QMAN launch path, the fabric or HBM shows up here. Rewrite with HPUSIM_UPDATE_GOLDEN=1 and review
@@ -37,8 +38,9 @@ uint32_t bits(float f) {
   return u;
 }
 
-class TpcGoldenTest : public CardTest {
+class TpcGoldenTest : public CardTest, public ::testing::WithParamInterface<const char*> {
  protected:
+  std::string preset_name() const override { return GetParam(); }
   void place(const tpc::Program& program, uint64_t address) {
     std::vector<uint8_t> bytes;
     for (const tpc::Bundle& b : program.bundles) {
@@ -125,8 +127,9 @@ std::string dependent_macs(uint32_t macs) {
          "\n        loop S1, S2, end\nend:    mac.f32 V4, V1, V2\n        halt\n";
 }
 
-TEST_F(TpcGoldenTest, KernelLaunchesMatchGoldenCycleCounts) {
-  GoldenFile golden("tpc_kernels.txt");
+TEST_P(TpcGoldenTest, KernelLaunchesMatchGoldenCycleCounts) {
+  const std::string preset = GetParam();
+  GoldenFile golden(preset == "hl205" ? "tpc_kernels.txt" : "tpc_kernels_" + preset + ".txt");
   const size_t n = 32768;
   std::vector<float> a(n), b(n);
   for (size_t i = 0; i < n; ++i) {
@@ -195,6 +198,9 @@ TEST_F(TpcGoldenTest, KernelLaunchesMatchGoldenCycleCounts) {
 
   EXPECT_TRUE(recorder.errors.empty());
 }
+
+INSTANTIATE_TEST_SUITE_P(Presets, TpcGoldenTest, ::testing::Values("hl205", "hl225", "hl325"),
+                         [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
 
 }  // namespace
 }  // namespace hpusim::testing
