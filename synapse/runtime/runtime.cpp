@@ -137,6 +137,10 @@ Result Runtime::submit_copy(const std::vector<uint8_t>& cb, regs::QueueId queue,
 // A staging buffer of at least `bytes`: an idle one of the same power-of-two capacity, or a new
 // one mapped for the device.
 Result Runtime::take_staging(uint64_t bytes, std::unique_ptr<StagingBuffer>* buffer) {
+  if (bytes > kMaxStagingBytes) {
+    return Result::error(Status::InvalidArgument, "a copy of " + std::to_string(bytes) + " bytes (at most " +
+                                                      std::to_string(kMaxStagingBytes) + " through host memory)");
+  }
   uint64_t capacity = kMinStagingBytes;
   while (capacity < bytes) capacity *= 2;
   // The one returned last (its translations are the warmest), so a steady stream of copies reuses

@@ -188,6 +188,7 @@ class Runtime {
   uint64_t launch_prepare_ns_ = 0;
   uint64_t sram_base_ = 0, sram_size_ = 0;   // the SRAM user range, the recipes' SRAM arena
   static constexpr uint64_t kMinStagingBytes = 64 * 1024;
+  static constexpr uint64_t kMaxStagingBytes = uint64_t{1} << 40;   // larger than any card's memory
   static constexpr uint64_t kKeptStagingBytes = 256ull << 20;   // idle buffers beyond it are unmapped
   Result take_staging(uint64_t bytes, std::unique_ptr<StagingBuffer>* buffer);
   void return_staging(std::unique_ptr<StagingBuffer> buffer);

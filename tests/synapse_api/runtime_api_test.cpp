@@ -362,6 +362,21 @@ TEST_F(SynapseRuntimeApi, AnotherCardInTheSameProcessIsRefusedNamingBoth) {
   EXPECT_EQ(hpusim_deviceAcquireWithPreset(&device, "hl205", "hbm.refresh_enabled=false"), synSuccess) << error();
 }
 
+// A copy larger than any card's memory is refused at once (it is not staged, nor looped over).
+TEST_F(SynapseRuntimeApi, AnImpossiblyLargeCopyIsRefused) {
+  synStreamHandle stream = nullptr;
+  ASSERT_EQ(synStreamCreateGeneric(&stream, device, 0), synSuccess);
+  uint64_t dst = 0;
+  ASSERT_EQ(synDeviceMalloc(device, 4096, 0, 0, &dst), synSuccess);
+  std::vector<uint8_t> host(4096, 1);
+  EXPECT_NE(synMemCopyAsync(stream, reinterpret_cast<uint64_t>(host.data()), uint64_t{1} << 63, dst, HOST_TO_DRAM),
+            synSuccess);
+  EXPECT_NE(error().find("9223372036854775808 bytes"), std::string::npos) << error();
+  EXPECT_EQ(synMemCopyAsync(stream, reinterpret_cast<uint64_t>(host.data()), host.size(), dst, HOST_TO_DRAM), synSuccess);
+  EXPECT_EQ(synStreamSynchronize(stream), synSuccess) << error();
+  EXPECT_EQ(synStreamDestroy(stream), synSuccess);
+}
+
 TEST_F(SynapseRuntimeApi, LifecycleErrors) {
   EXPECT_EQ(synInitialize(), synObjectAlreadyInitialized);
   synDeviceId other = 0;
