@@ -305,7 +305,9 @@ tlm::tlm_sync_enum Mmu::forward(tlm::tlm_generic_payload& trans, tlm::tlm_phase&
 }
 
 void Mmu::walker_thread() {
-  std::vector<Segment> segments;
+  // A member, not a local: SystemC discards a thread's stack without unwinding it, so a local would
+  // leak whatever it holds when the simulation ends.
+  std::vector<Segment>& segments = walker_segments_;
   while (true) {
     while (queue_.empty()) sc_core::wait(queue_event_);
     Job* job = queue_.front();

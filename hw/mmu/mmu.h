@@ -201,6 +201,7 @@ class Mmu : public sc_core::sc_module {
   uint64_t epoch_ = 0;                   // bumped by every invalidation
   std::deque<Job*> queue_;               // waiting for the walker, in arrival order
   bool walker_busy_ = false;
+  std::vector<Segment> walker_segments_;   // the walker thread's segments of the job it resolves
   sc_core::sc_event queue_event_;
   std::vector<std::unique_ptr<Part>> parts_;
   std::vector<Part*> free_parts_;
