@@ -42,19 +42,6 @@ constexpr uint32_t kBdBytes = 16;
 constexpr uint64_t kGaudiHostVaStart = 0x1000000000000ull;   // VA_HOST_SPACE_START
 constexpr uint64_t kGaudiHostVaEnd = 0x3FF8000000000ull;
 
-// The firmware event (GAUDI_EVENT_*_QM) of a QMAN; its SPI is fw_if::event::spi_of(event).
-uint32_t qman_event_type(regs::QmanId qman) {
-  namespace ev = fw_if::event;
-  const unsigned engine = regs::qman_engine(qman);
-  switch (regs::qman_family(qman)) {
-    case regs::QmanFamily::Dma: return ev::dma_qm(engine);
-    case regs::QmanFamily::Mme: return ev::mme_qm(engine == 0 ? 0 : 2);
-    case regs::QmanFamily::Tpc: return ev::tpc_qm(engine);
-    case regs::QmanFamily::Nic: return 0;   // not modelled
-  }
-  return 0;
-}
-
 uint32_t get32(const uint8_t* p) {
   uint32_t v;
   std::memcpy(&v, p, 4);
@@ -108,7 +95,24 @@ HlDevice::HlDevice(DeviceLink& link, const preset::Card& card, const HlDeviceOpt
   cpu_cq_address_ = kCpuCqRegion;
   qman_error_words_.assign(regs::kNumQmans, 0);
 
-  queues_.resize(regs::kNumQueues);
+  for (unsigned i = 0; i < kNumCqs; ++i) cqs_[i].address = kCqRegion + i * kCqStride;
+
+  if (!init_cpu_queues()) throw std::runtime_error("HlDevice: the device CPU did not come up");
+  if (!cpucp_info_get()) throw std::runtime_error("HlDevice: the device CPU did not answer INFO_GET");
+  build_queue_table();
+  init_mmu();
+  init_queues();
+  status_ = HL_DEVICE_STATUS_OPERATIONAL;
+  if (options_.heartbeat_period_us != 0) next_heartbeat_ps_ = link_.host_now_ps() + options_.heartbeat_period_us * 1000000;
+  logf("device initialised: " + preset_.name() + " (" + card_name_ + ", F/W " + cpucp_version_ + ")");
+}
+
+HlDevice::~HlDevice() {
+  if (open_) close();
+}
+
+void HlDevice::build_queue_table() {
+  queues_.assign(regs::kNumQueues, HwQueue{});
   for (unsigned q = 0; q < regs::kNumQueues; ++q) {
     HwQueue& hq = queues_[q];
     hq.exists = queue_exists(q);
@@ -122,19 +126,6 @@ HlDevice::HlDevice(DeviceLink& link, const preset::Card& card, const HlDeviceOpt
       hq.shadow.resize(hq.length);
     }
   }
-  for (unsigned i = 0; i < kNumCqs; ++i) cqs_[i].address = kCqRegion + i * kCqStride;
-
-  if (!init_cpu_queues()) throw std::runtime_error("HlDevice: the device CPU did not come up");
-  if (!cpucp_info_get()) throw std::runtime_error("HlDevice: the device CPU did not answer INFO_GET");
-  init_mmu();
-  init_queues();
-  status_ = HL_DEVICE_STATUS_OPERATIONAL;
-  if (options_.heartbeat_period_us != 0) next_heartbeat_ps_ = link_.host_now_ps() + options_.heartbeat_period_us * 1000000;
-  logf("device initialised: " + preset_.name() + " (" + card_name_ + ", F/W " + cpucp_version_ + ")");
-}
-
-HlDevice::~HlDevice() {
-  if (open_) close();
 }
 
 bool HlDevice::queue_exists(unsigned q) const {
@@ -143,9 +134,9 @@ bool HlDevice::queue_exists(unsigned q) const {
   const unsigned engine = regs::queue_engine(id);
   switch (regs::queue_kind(id)) {
     case regs::QueueKind::Cpu: return false;   // driver-only
-    case regs::QueueKind::Dma: return engine < preset_.dma().pci_channels() + preset_.dma().internal_channels();
-    case regs::QueueKind::Mme: return true;
-    case regs::QueueKind::Tpc: return engine < preset_.tpc().count();
+    case regs::QueueKind::Dma: return engine < dma_channel_count_;
+    case regs::QueueKind::Mme: return qman_present(regs::mme_qman(regs::mme_group_master(engine)));
+    case regs::QueueKind::Tpc: return ((tpc_mask_ >> engine) & 1) != 0;
     case regs::QueueKind::Nic: return false;   // NIC engines are not present ("disabled")
   }
   return false;
@@ -295,7 +286,7 @@ void HlDevice::init_qman(regs::QmanId qman) {
   const uint64_t gic = regs::cfg_address(regs::gic::kGicdSetspiNsr);
   mmio_write(reg(QmReg::GlblErrAddrLo, 0), static_cast<uint32_t>(gic));
   mmio_write(reg(QmReg::GlblErrAddrHi, 0), static_cast<uint32_t>(gic >> 32));
-  mmio_write(reg(QmReg::GlblErrWdata, 0), fw_if::event::spi_of(qman_event_type(qman)));
+  mmio_write(reg(QmReg::GlblErrWdata, 0), fw_if::event::spi_of(fw_if::event::qman_error_event(qman)));
   mmio_write(reg(QmReg::GlblErrCfg, 0), (0xFu << regs::qm::kGlblErrCfgPqfMsgEnShift) |
                                             (0x1Fu << regs::qm::kGlblErrCfgCqfMsgEnShift) |
                                             (0x1Fu << regs::qm::kGlblErrCfgCpMsgEnShift));
@@ -304,16 +295,14 @@ void HlDevice::init_qman(regs::QmanId qman) {
                                           regs::qm::kGlblCfg0CpEnMask);
 }
 
-unsigned HlDevice::dma_channels() const {
-  return std::min(preset_.dma().pci_channels() + preset_.dma().internal_channels(), regs::kNumDmaChannels);
-}
+unsigned HlDevice::dma_channels() const { return dma_channel_count_; }
 
 bool HlDevice::qman_present(regs::QmanId qman) const {
   const unsigned engine = regs::qman_engine(qman);
   switch (regs::qman_family(qman)) {
     case regs::QmanFamily::Dma: return engine < dma_channels();
-    case regs::QmanFamily::Mme: return engine == 0 || engine == 2;
-    case regs::QmanFamily::Tpc: return engine < preset_.tpc().count();
+    case regs::QmanFamily::Mme: return engine % 2 == 0 && ((mme_master_mask_ >> (engine / 2)) & 1) != 0;
+    case regs::QmanFamily::Tpc: return ((tpc_mask_ >> engine) & 1) != 0;
     case regs::QmanFamily::Nic: return false;
   }
   return false;
@@ -524,10 +513,13 @@ int HlDevice::do_info(hl_info_args& args) {
       hw.dram_base_address = dram_user_base_;
       hw.dram_size = dram_base_ + dram_size_ - dram_user_base_;
       hw.device_id = PCI_IDS_GAUDI;
-      // The TPCs the card has (the Gaudi 1 map holds at most kNumTpcEngines).
-      const unsigned tpcs = std::min(preset_.tpc().count(), regs::kNumTpcEngines);
-      hw.tpc_enabled_mask_ext = tpcs >= 64 ? ~0ull : (1ull << tpcs) - 1;
-      hw.tpc_enabled_mask = static_cast<uint8_t>(hw.tpc_enabled_mask_ext);
+      // The engines the card has, as the firmware reported them.
+      hw.tpc_enabled_mask_ext = tpc_mask_;
+      hw.tpc_enabled_mask = static_cast<uint8_t>(tpc_mask_);
+      hw.edma_enabled_mask = dma_channel_count_ > regs::kNumPciDmaChannels
+                                 ? (1u << (dma_channel_count_ - regs::kNumPciDmaChannels)) - 1
+                                 : 0;
+      hw.reserved1 = static_cast<uint8_t>(mme_master_mask_);   // hpusim: MME masters (bit k = MME 2k)
       hw.dram_enabled = 1;
       hw.reserved7 = static_cast<uint8_t>(std::max(1, preset_.mme().geometries_size()));   // hpusim: MME output geometries
       hw.dram_page_size = 0x200000;   // 2 MB
@@ -957,8 +949,8 @@ void HlDevice::handle_event(uint32_t type, const uint64_t* data) {
     if (reset_request_.empty()) reset_request_ = "event " + ev::name(type);
     return;
   }
-  if (type >= ev::dma_core(0) && type < ev::dma_core(regs::kNumDmaChannels)) {
-    handle_dma_core_error(type - ev::dma_core(0));
+  if (ev::dma_of_core_event(type) >= 0) {
+    handle_dma_core_error(static_cast<unsigned>(ev::dma_of_core_event(type)));
     return;
   }
   if (ev::tpc_of_krn_err(type) >= 0) {
@@ -981,7 +973,7 @@ void HlDevice::handle_event(uint32_t type, const uint64_t* data) {
   }
   for (unsigned i = 0; i < regs::kNumQmans; ++i) {
     const auto qman = regs::qman_from_index(i);
-    if (qman_event_type(qman) != type) continue;
+    if (fw_if::event::qman_error_event(qman) != type) continue;
     std::ostringstream line;
     line << regs::qman_name(qman) << " (QMAN) error: event " << ev::name(type) << " (" << type << "), SPI "
          << data[0];

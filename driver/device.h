@@ -214,6 +214,7 @@ class HlDevice : public DeviceFileOps {
   void init_qman(regs::QmanId qman);
   void init_dma_core(unsigned channel);
   bool qman_present(regs::QmanId qman) const;
+  void build_queue_table();   // queues_ from the make-up the firmware reported
   unsigned dma_channels() const;
   // Memory management (device_memory.cpp).
   void init_mmu();
@@ -286,6 +287,12 @@ class HlDevice : public DeviceFileOps {
   uint64_t next_heartbeat_ps_ = UINT64_MAX;
   std::string reset_request_;                // an event asked for a hard reset (the reason)
   std::string card_name_ = "HL205", cpucp_version_;   // from the firmware's cpucp_info
+  // The card's make-up, from the binning masks of the firmware's cpucp_info: present TPCs, the
+  // number of DMA channels (the PCI pair plus the internal ones) and present MME masters (bit k =
+  // MME 2k).
+  uint64_t tpc_mask_ = 0;
+  unsigned dma_channel_count_ = 0;
+  uint32_t mme_master_mask_ = 0;
   uint64_t eq_events_ = 0;
   std::vector<uint32_t> qman_error_words_;   // per QMAN index, from the event queue
 

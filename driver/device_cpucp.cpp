@@ -86,6 +86,21 @@ bool HlDevice::cpucp_info_get() {
     return false;
   }
   dram_size_ = dram_size;   // the driver learns the DRAM size from the firmware, as hl_fw_cpucp_info_get does
+  // The engines: whatever the map has and the binning masks do not take away.
+  uint64_t tpc_binning = 0;
+  std::memcpy(&tpc_binning, block.data() + cpucp::info::kTpcBinningMask, 8);
+  const uint8_t edma_binning = block[cpucp::info::kEdmaBinningMask];
+  const uint8_t mme_binning = block[cpucp::info::kMmeMasterBinningMask];
+  tpc_mask_ = ~tpc_binning;
+  dma_channel_count_ = regs::kNumPciDmaChannels;
+  for (unsigned i = 0; i < regs::kMaxDmaChannels - regs::kNumPciDmaChannels && ((edma_binning >> i) & 1) == 0; ++i) {
+    ++dma_channel_count_;
+  }
+  mme_master_mask_ = ~uint32_t{mme_binning} & ((1u << regs::kMaxMmeMasters) - 1);
+  if (tpc_mask_ == 0 || mme_master_mask_ == 0) {
+    logf("F/W reports no TPC or no MME");
+    return false;
+  }
   return true;
 }
 

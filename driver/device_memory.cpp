@@ -94,12 +94,13 @@ void HlDevice::prepare_mmu_asid(uint32_t asid) {
     mmio_write(regs::dma_core_base(ch) + regs::dma_core::kNonSecureProps, props);
   }
   // The TPCs carry the ASID in their AXI user fields.
-  for (unsigned tpc = 0; tpc < std::min(preset_.tpc().count(), regs::kNumTpcEngines); ++tpc) {
+  for (unsigned tpc = 0; tpc < regs::kMaxTpcEngines; ++tpc) {
+    if (!qman_present(regs::tpc_qman(tpc))) continue;
     mmio_write(regs::tpc_cfg_base(tpc) + regs::tpc_cfg::kAruserLo, props);
     mmio_write(regs::tpc_cfg_base(tpc) + regs::tpc_cfg::kAwuserLo, props);
   }
   // The MME masters carry it in their props word (hpusim's register).
-  for (unsigned mme : {0u, 2u}) {
+  for (unsigned mme = 0; mme < regs::kMaxMmeEngines; mme += 2) {
     if (qman_present(regs::mme_qman(mme))) mmio_write(regs::mme_ctrl_base(mme) + mme::desc::kProps, props);
   }
 }

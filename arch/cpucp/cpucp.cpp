@@ -61,30 +61,52 @@ std::vector<uint8_t> build_info_block(const DeviceInfo& device) {
   put_string(block, info::kCpucpVersion, info::kVersionLen, device.cpucp_version);
   put64(block.data() + info::kDramSize, device.dram_size);
   put_string(block, info::kCardName, info::kCardNameLen, device.card_name);
+  put64(block.data() + info::kTpcBinningMask, device.tpc_binning_mask);
+  block[info::kEdmaBinningMask] = device.edma_binning_mask;
+  block[info::kMmeMasterBinningMask] = device.mme_master_binning_mask;
   return block;
+}
+
+void set_make_up(DeviceInfo& info, unsigned tpcs, unsigned dma_channels, unsigned mme_masters) {
+  auto absent_above = [](unsigned present, unsigned bits) -> uint64_t {
+    const uint64_t all = bits >= 64 ? ~0ull : (1ull << bits) - 1;
+    return present >= 64 ? 0 : all & ~((1ull << present) - 1);
+  };
+  const unsigned internal = dma_channels > regs::kNumPciDmaChannels ? dma_channels - regs::kNumPciDmaChannels : 0;
+  info.tpc_binning_mask = absent_above(tpcs, regs::kMaxTpcEngines);
+  info.edma_binning_mask = static_cast<uint8_t>(absent_above(internal, regs::kMaxDmaChannels - regs::kNumPciDmaChannels));
+  info.mme_master_binning_mask = static_cast<uint8_t>(absent_above(mme_masters, regs::kMaxMmeMasters));
 }
 
 }  // namespace cpucp
 
 namespace event {
 
+std::optional<regs::QmanId> qman_of_error_event(uint32_t type) {
+  static const std::vector<int> kQmanOfEvent = [] {
+    std::vector<int> table(kExtEnd, -1);
+    for (unsigned i = 0; i < regs::kNumQmans; ++i) {
+      const regs::QmanId q = regs::qman_from_index(i);
+      // Slave MMEs (odd numbers) have no QMAN of their own.
+      if (regs::qman_family(q) == regs::QmanFamily::Mme && regs::qman_engine(q) % 2 != 0) continue;
+      table.at(qman_error_event(q)) = static_cast<int>(i);
+    }
+    return table;
+  }();
+  if (type >= kQmanOfEvent.size() || kQmanOfEvent[type] < 0) return std::nullopt;
+  return regs::qman_from_index(static_cast<unsigned>(kQmanOfEvent[type]));
+}
+
 std::string name(uint32_t type) {
-  if (type >= kTpc0Qm && type < kTpc0Qm + 8) return "TPC" + std::to_string(type - kTpc0Qm) + "_QM";
-  if (type >= kDma0Qm && type < kDma0Qm + 8) return "DMA" + std::to_string(type - kDma0Qm) + "_QM";
-  if (type >= kDma0Core && type < kDma0Core + 8) return "DMA" + std::to_string(type - kDma0Core) + "_CORE";
+  if (const auto q = qman_of_error_event(type)) return regs::qman_name(*q);
+  if (dma_of_core_event(type) >= 0) return "DMA" + std::to_string(dma_of_core_event(type)) + "_CORE";
   if (tpc_of_krn_err(type) >= 0) return "TPC" + std::to_string(tpc_of_krn_err(type)) + "_KRN_ERR";
   if (mme_of_err(type) >= 0) return "MME" + std::to_string(mme_of_err(type)) + "_ERR";
-  if (type >= kNic0Qm0 && type < kNic0Qm0 + 10) {
-    const uint32_t i = type - kNic0Qm0;
-    return "NIC" + std::to_string(i / 2) + "_QM" + std::to_string(i % 2);
-  }
   switch (type) {
     case kHeartbeat: return "HEARTBEAT";
     case kMmuPageFault: return "MMU_PAGE_FAULT";
     case kMmuWrPerm: return "MMU_WR_PERM";
     case kRazwiOrAdc: return "RAZWI_OR_ADC";
-    case kMme0Qm: return "MME0_QM";
-    case kMme2Qm: return "MME2_QM";
     case kPiUpdate: return "PI_UPDATE";
     case kHaltMachine: return "HALT_MACHINE";
     case kFwAliveS: return "FW_ALIVE_S";
@@ -96,21 +118,6 @@ std::string name(uint32_t type) {
 }
 
 }  // namespace event
-
-namespace {
-
-// QMAN events: the event type and the enum gaudi_engine_id of the engine.
-std::optional<std::pair<uint32_t, int>> qman_event(uint32_t type) {
-  using namespace event;
-  if (type >= kTpc0Qm && type < kTpc0Qm + 8) return std::make_pair(type, static_cast<int>(12 + type - kTpc0Qm));
-  if (type == kMme0Qm) return std::make_pair(type, 8);
-  if (type == kMme2Qm) return std::make_pair(type, 10);
-  if (type >= kDma0Qm && type < kDma0Qm + 8) return std::make_pair(type, static_cast<int>(type - kDma0Qm));
-  if (type >= kNic0Qm0 && type < kNic0Qm0 + 10) return std::make_pair(type, static_cast<int>(20 + type - kNic0Qm0));
-  return std::nullopt;
-}
-
-}  // namespace
 
 SpiMeaning decode_spi(uint32_t value) {
   SpiMeaning meaning;
@@ -126,10 +133,10 @@ SpiMeaning decode_spi(uint32_t value) {
       meaning.event_type = type;
       return meaning;
     }
-    if (auto q = qman_event(type)) {
+    if (const auto q = event::qman_of_error_event(type)) {
       meaning.kind = SpiKind::kQmanError;
-      meaning.event_type = q->first;
-      meaning.engine_id = q->second;
+      meaning.event_type = type;
+      meaning.engine_id = static_cast<int>(regs::engine_id(*q));
       return meaning;
     }
     if (type == event::kMmuPageFault || type == event::kMmuWrPerm || type == event::kRazwiOrAdc ||
@@ -142,19 +149,19 @@ SpiMeaning decode_spi(uint32_t value) {
     if (event::tpc_of_krn_err(type) >= 0) {
       meaning.kind = SpiKind::kHwError;
       meaning.event_type = type;
-      meaning.engine_id = 12 + event::tpc_of_krn_err(type);   // enum gaudi_engine_id: TPC_0 = 12
+      meaning.engine_id = static_cast<int>(regs::engine_id(regs::tpc_qman(static_cast<unsigned>(event::tpc_of_krn_err(type)))));
       return meaning;
     }
     if (event::mme_of_err(type) >= 0) {
       meaning.kind = SpiKind::kHwError;
       meaning.event_type = type;
-      meaning.engine_id = 8 + event::mme_of_err(type);   // enum gaudi_engine_id: MME_0 = 8
+      meaning.engine_id = static_cast<int>(regs::engine_id(regs::mme_qman(static_cast<unsigned>(event::mme_of_err(type)))));
       return meaning;
     }
-    if (type >= event::kDma0Core && type < event::kDma0Core + 8) {
+    if (event::dma_of_core_event(type) >= 0) {
       meaning.kind = SpiKind::kHwError;
       meaning.event_type = type;
-      meaning.engine_id = static_cast<int>(type - event::kDma0Core);
+      meaning.engine_id = static_cast<int>(regs::engine_id(regs::dma_qman(static_cast<unsigned>(event::dma_of_core_event(type)))));
       return meaning;
     }
   }

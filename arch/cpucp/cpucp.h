@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "arch/regs/gaudi1_map.h"
+
 namespace hpusim::fw_if {
 
 // ---------------------------------------------------------------------------------------------
@@ -79,6 +81,9 @@ inline constexpr uint32_t kThermalVersion = 1300;
 inline constexpr uint32_t kCpucpVersion = 1428;
 inline constexpr uint32_t kDramSize = 1560;
 inline constexpr uint32_t kCardName = 1568;
+inline constexpr uint32_t kTpcBinningMask = 1584;        // u64: bit n = TPC n is not there
+inline constexpr uint32_t kEdmaBinningMask = 1603;       // u8: bit i = internal DMA channel 2 + i is not there
+inline constexpr uint32_t kMmeMasterBinningMask = 1607;  // hpusim (reserved2): bit m = MME master 2m is not there
 inline constexpr uint32_t kSecInfo = 1608;
 inline constexpr uint32_t kBytes = 1616;
 }  // namespace info
@@ -91,7 +96,15 @@ struct DeviceInfo {
   uint32_t card_type = 0;          // cpucp_card_type_pci
   uint64_t dram_size = 0;
   uint32_t num_sensors = 0;        // sensors[i] = {type = 0 (temperature), flags = 1 (input)}
+  // The card's make-up as binning masks over the engine map (arch/regs): set bits are engines the
+  // map has and this card does not. A driver learns which engines exist from these.
+  uint64_t tpc_binning_mask = 0;
+  uint8_t edma_binning_mask = 0;
+  uint8_t mme_master_binning_mask = 0;
 };
+// The binning masks of a card with `tpcs` TPCs, `dma_channels` DMA channels (2 PCI + internal)
+// and `mme_masters` MME masters.
+void set_make_up(DeviceInfo& info, unsigned tpcs, unsigned dma_channels, unsigned mme_masters);
 std::vector<uint8_t> build_info_block(const DeviceInfo& info);
 
 }  // namespace cpucp
@@ -146,20 +159,76 @@ inline constexpr uint32_t kRazwiOrAdcSw = 662;
 // real MMEn_WBC_RSP / MMEn_SBAB0_RSP event numbers are not in the reference; these are free.
 inline constexpr uint32_t kMme0Err = 670;
 
-constexpr uint32_t tpc_qm(unsigned tpc) { return kTpc0Qm + tpc; }
-constexpr uint32_t tpc_krn_err(unsigned tpc) { return kTpc0KrnErr + kTpcKrnErrStride * tpc; }
+// hpusim's extension: events of the engines past Gaudi 1's counts (arch/regs, "Beyond Gaudi 1").
+// They start at 830 so that no Gaudi 1 event id plus kSpiOffset lands on one of them (decode_spi
+// tries the SPI reading of a value first).
+inline constexpr uint32_t kExtTpc8KrnErr = 830;    // TPC8..63_KRN_ERR = 830..885
+inline constexpr uint32_t kExtTpc8Qm = 886;        // TPC8..63_QM = 886..941
+inline constexpr uint32_t kExtMme4Err = 942;       // MME4..15_ERR = 942..953
+inline constexpr uint32_t kExtMmeMaster2Qm = 954;  // the QMs of masters MME4, 6, .. 14 = 954..959
+inline constexpr uint32_t kExtDma8Qm = 960;        // DMA8..9_QM = 960..961
+inline constexpr uint32_t kExtDma8Core = 962;      // DMA8..9_CORE = 962..963
+inline constexpr uint32_t kExtEnd = 964;
+
+constexpr uint32_t tpc_qm(unsigned tpc) {
+  return tpc < regs::kGaudi1TpcEngines ? kTpc0Qm + tpc : kExtTpc8Qm + (tpc - regs::kGaudi1TpcEngines);
+}
+constexpr uint32_t tpc_krn_err(unsigned tpc) {
+  return tpc < regs::kGaudi1TpcEngines ? kTpc0KrnErr + kTpcKrnErrStride * tpc
+                                       : kExtTpc8KrnErr + (tpc - regs::kGaudi1TpcEngines);
+}
 // The TPC of a TPCn_KRN_ERR event, or -1.
 constexpr int tpc_of_krn_err(uint32_t type) {
-  return type >= kTpc0KrnErr && type < kTpc0KrnErr + 8 * kTpcKrnErrStride && (type - kTpc0KrnErr) % kTpcKrnErrStride == 0
+  if (type >= kExtTpc8KrnErr && type < kExtTpc8KrnErr + regs::kMaxTpcEngines - regs::kGaudi1TpcEngines) {
+    return static_cast<int>(regs::kGaudi1TpcEngines + type - kExtTpc8KrnErr);
+  }
+  return type >= kTpc0KrnErr && type < kTpc0KrnErr + regs::kGaudi1TpcEngines * kTpcKrnErrStride &&
+                 (type - kTpc0KrnErr) % kTpcKrnErrStride == 0
              ? static_cast<int>((type - kTpc0KrnErr) / kTpcKrnErrStride)
              : -1;
 }
-constexpr uint32_t dma_qm(unsigned ch) { return kDma0Qm + ch; }
-constexpr uint32_t dma_core(unsigned ch) { return kDma0Core + ch; }
-constexpr uint32_t mme_err(unsigned mme) { return kMme0Err + mme; }
+constexpr uint32_t dma_qm(unsigned ch) {
+  return ch < regs::kGaudi1DmaChannels ? kDma0Qm + ch : kExtDma8Qm + (ch - regs::kGaudi1DmaChannels);
+}
+constexpr uint32_t dma_core(unsigned ch) {
+  return ch < regs::kGaudi1DmaChannels ? kDma0Core + ch : kExtDma8Core + (ch - regs::kGaudi1DmaChannels);
+}
+// The DMA channel of a DMAn_CORE event, or -1.
+constexpr int dma_of_core_event(uint32_t type) {
+  if (type >= kDma0Core && type < kDma0Core + regs::kGaudi1DmaChannels) return static_cast<int>(type - kDma0Core);
+  if (type >= kExtDma8Core && type < kExtDma8Core + regs::kMaxDmaChannels - regs::kGaudi1DmaChannels) {
+    return static_cast<int>(regs::kGaudi1DmaChannels + type - kExtDma8Core);
+  }
+  return -1;
+}
+constexpr uint32_t mme_err(unsigned mme) {
+  return mme < regs::kGaudi1MmeEngines ? kMme0Err + mme : kExtMme4Err + (mme - regs::kGaudi1MmeEngines);
+}
 // The MME of an MMEn error event, or -1.
-constexpr int mme_of_err(uint32_t type) { return type >= kMme0Err && type < kMme0Err + 4 ? static_cast<int>(type - kMme0Err) : -1; }
-constexpr uint32_t mme_qm(unsigned mme) { return mme == 0 ? kMme0Qm : kMme2Qm; }   // masters 0 and 2
+constexpr int mme_of_err(uint32_t type) {
+  if (type >= kMme0Err && type < kMme0Err + regs::kGaudi1MmeEngines) return static_cast<int>(type - kMme0Err);
+  if (type >= kExtMme4Err && type < kExtMme4Err + regs::kMaxMmeEngines - regs::kGaudi1MmeEngines) {
+    return static_cast<int>(regs::kGaudi1MmeEngines + type - kExtMme4Err);
+  }
+  return -1;
+}
+// The QM event of master MME `mme` (0, 2, 4, ...).
+constexpr uint32_t mme_qm(unsigned mme) {
+  return mme == 0 ? kMme0Qm : mme == 2 ? kMme2Qm : kExtMmeMaster2Qm + (mme / 2 - 2);
+}
+// The event of a QMAN's error message (GLBL_ERR_WDATA carries its SPI).
+constexpr uint32_t qman_error_event(regs::QmanId q) {
+  const unsigned engine = regs::qman_engine(q);
+  switch (regs::qman_family(q)) {
+    case regs::QmanFamily::Dma: return dma_qm(engine);
+    case regs::QmanFamily::Mme: return mme_qm(engine);
+    case regs::QmanFamily::Tpc: return tpc_qm(engine);
+    case regs::QmanFamily::Nic: return kNic0Qm0 + engine;
+  }
+  return 0;
+}
+// The QMAN whose error message `type` is, if it is one.
+std::optional<regs::QmanId> qman_of_error_event(uint32_t type);
 
 // gaudi_irq_map_table: for the QMAN, CPU-queue and halt events, cpu_id (the SPI number written
 // to GICD_SETSPI_NSR) = fc_id (the event type) - 151.

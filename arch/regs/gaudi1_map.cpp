@@ -251,13 +251,13 @@ std::vector<BlockInfo> build_blocks() {
     QmanId q = qman_from_index(i);
     blocks.push_back({qman_name(q), BlockKind::Qman, i, qman_base(q), kBlockPage});
   }
-  for (unsigned ch = 0; ch < kNumDmaChannels; ++ch) {
+  for (unsigned ch = 0; ch < kMaxDmaChannels; ++ch) {
     blocks.push_back({"DMA" + std::to_string(ch) + "_CORE", BlockKind::DmaCore, ch, dma_core_base(ch), kBlockPage});
   }
-  for (unsigned m = 0; m < kNumMmeEngines; ++m) {
+  for (unsigned m = 0; m < kMaxMmeEngines; ++m) {
     blocks.push_back({"MME" + std::to_string(m) + "_CTRL", BlockKind::MmeCtrl, m, mme_ctrl_base(m), kBlockPage});
   }
-  for (unsigned t = 0; t < kNumTpcEngines; ++t) {
+  for (unsigned t = 0; t < kMaxTpcEngines; ++t) {
     blocks.push_back({"TPC" + std::to_string(t) + "_CFG", BlockKind::TpcCfg, t, tpc_cfg_base(t), kBlockPage});
   }
   for (unsigned s = 0; s < kNumSyncManagers; ++s) {
@@ -289,15 +289,25 @@ const std::unordered_map<uint32_t, std::string>& register_index(BlockKind kind) 
 }  // namespace
 
 const char* qman_name(QmanId q) {
-  static const char* const kNames[kNumQmans] = {
-      "DMA0_QM",  "DMA1_QM",  "DMA2_QM",  "DMA3_QM",  "DMA4_QM",  "DMA5_QM",  "DMA6_QM",  "DMA7_QM",
-      "MME0_QM",  "MME1_QM",  "MME2_QM",  "MME3_QM",  "TPC0_QM",  "TPC1_QM",  "TPC2_QM",  "TPC3_QM",
-      "TPC4_QM",  "TPC5_QM",  "TPC6_QM",  "TPC7_QM",  "NIC0_QM0", "NIC0_QM1", "NIC1_QM0", "NIC1_QM1",
-      "NIC2_QM0", "NIC2_QM1", "NIC3_QM0", "NIC3_QM1", "NIC4_QM0", "NIC4_QM1",
-  };
-  unsigned i = to_index(q);
+  static const std::vector<std::string> kNames = [] {
+    std::vector<std::string> names;
+    for (unsigned i = 0; i < kNumQmans; ++i) {
+      const QmanId id = qman_from_index(i);
+      const std::string engine = std::to_string(qman_engine(id));
+      switch (qman_family(id)) {
+        case QmanFamily::Dma: names.push_back("DMA" + engine + "_QM"); break;
+        case QmanFamily::Mme: names.push_back("MME" + engine + "_QM"); break;
+        case QmanFamily::Tpc: names.push_back("TPC" + engine + "_QM"); break;
+        case QmanFamily::Nic:
+          names.push_back("NIC" + std::to_string(qman_engine(id) / 2) + "_QM" + std::to_string(qman_engine(id) % 2));
+          break;
+      }
+    }
+    return names;
+  }();
+  const unsigned i = to_index(q);
   if (i >= kNumQmans) throw std::out_of_range("QMAN id out of range");
-  return kNames[i];
+  return kNames[i].c_str();
 }
 
 std::string qm_reg_name(QmRegRef ref) {

@@ -37,11 +37,20 @@ constexpr bool in_cfg_window(uint64_t device_address) {
   return device_address >= kCfgBase && device_address - kCfgBase < kCfgSize;
 }
 
-// Engine counts of the HL-205.
-inline constexpr unsigned kNumDmaChannels = 8;     // DMA0/1 are the PCI (external) channels
-inline constexpr unsigned kNumMmeEngines = 4;      // MME0/2 masters with a QMAN each, MME1/3 slaves
-inline constexpr unsigned kNumTpcEngines = 8;
-inline constexpr unsigned kNumNicEngines = 10;     // 5 NIC macros x 2 QMANs
+// Engine counts of the HL-205 (the Gaudi 1 map).
+inline constexpr unsigned kGaudi1DmaChannels = 8;  // DMA0/1 are the PCI (external) channels
+inline constexpr unsigned kGaudi1MmeEngines = 4;   // MME0/2 masters with a QMAN each, MME1/3 slaves
+inline constexpr unsigned kGaudi1TpcEngines = 8;
+inline constexpr unsigned kGaudi1NicEngines = 10;  // 5 NIC macros x 2 QMANs
+// hpusim's extension of the map for larger cards (README, "Beyond Gaudi 1"): the most engines of
+// each kind a card can have. Engines past Gaudi 1's counts have blocks in the debug half of the
+// CFG window and QMAN, engine, queue and event ids after Gaudi 1's; Gaudi 1's are unchanged.
+inline constexpr unsigned kNumPciDmaChannels = 2;
+inline constexpr unsigned kMaxDmaChannels = 10;    // 2 PCI + 8 internal (cpucp's edma_binning_mask has 8 bits)
+inline constexpr unsigned kMaxMmeEngines = 16;     // 8 masters, each with its slave
+inline constexpr unsigned kMaxMmeMasters = kMaxMmeEngines / 2;
+inline constexpr unsigned kMaxTpcEngines = 64;     // tpc_enabled_mask_ext has 64 bits
+inline constexpr unsigned kMaxNicEngines = kGaudi1NicEngines;   // more come with the NIC model
 inline constexpr unsigned kQmanStreams = 4;        // PQ + upper CP per stream
 inline constexpr unsigned kQmanCps = 5;            // CPs 0..3 (upper) and 4 (lower / "CMDQ")
 inline constexpr unsigned kLowerCp = 4;
@@ -78,33 +87,38 @@ inline constexpr uint64_t kPcieCoreBase = 0xC04000;   // mmPCIE_CORE_BASE - CFG_
 inline constexpr uint64_t kPcieMsiBase = 0xC13000;    // mmPCIE_MSI_BASE - CFG_BASE
 inline constexpr uint64_t kPsocTimestampBase = 0xC49000;
 
+// hpusim's extension: where the blocks of engines past Gaudi 1's counts live, in the debug half
+// of the CFG window (which hpusim does not model). Each keeps its Gaudi 1 stride and the same
+// layout inside its stride, so TPC n's QM is 0x2000 above its CFG and an MME's or DMA channel's
+// QM is 0x8000 above its CTRL or core block.
+inline constexpr uint64_t kExtTpcCfg8Base = 0x2006000;   // TPC8..63: 0x2000000 + 0x40000 (n - 8) + 0x6000
+inline constexpr uint64_t kExtMmeCtrl4Base = 0x2E00000;  // MME4..15: 0x2E00000 + 0x80000 (n - 4)
+inline constexpr uint64_t kExtDmaCore8Base = 0x3400000;  // DMA8..9:  0x3400000 + 0x20000 (n - 8)
+inline constexpr uint64_t kTpcQmFromCfg = kTpcQm0Base - kTpcCfg0Base;
+inline constexpr uint64_t kMmeQmFromCtrl = kMmeQm0Base - kMmeCtrl0Base;
+inline constexpr uint64_t kDmaQmFromCore = kDmaQm0Base - kDmaCore0Base;
+
 constexpr uint64_t dma_core_base(unsigned ch) {
-  if (ch >= kNumDmaChannels) throw std::out_of_range("DMA channel out of range");
-  return kDmaCore0Base + ch * kDmaStride;
+  if (ch >= kMaxDmaChannels) throw std::out_of_range("DMA channel out of range");
+  return ch < kGaudi1DmaChannels ? kDmaCore0Base + ch * kDmaStride
+                                 : kExtDmaCore8Base + (ch - kGaudi1DmaChannels) * kDmaStride;
 }
-constexpr uint64_t dma_qm_base(unsigned ch) {
-  if (ch >= kNumDmaChannels) throw std::out_of_range("DMA channel out of range");
-  return kDmaQm0Base + ch * kDmaStride;
-}
+constexpr uint64_t dma_qm_base(unsigned ch) { return dma_core_base(ch) + kDmaQmFromCore; }
 constexpr uint64_t mme_ctrl_base(unsigned mme) {
-  if (mme >= kNumMmeEngines) throw std::out_of_range("MME index out of range");
-  return kMmeCtrl0Base + mme * kMmeStride;
+  if (mme >= kMaxMmeEngines) throw std::out_of_range("MME index out of range");
+  return mme < kGaudi1MmeEngines ? kMmeCtrl0Base + mme * kMmeStride
+                                 : kExtMmeCtrl4Base + (mme - kGaudi1MmeEngines) * kMmeStride;
 }
-constexpr uint64_t mme_qm_base(unsigned mme) {
-  if (mme >= kNumMmeEngines) throw std::out_of_range("MME index out of range");
-  return kMmeQm0Base + mme * kMmeStride;
-}
+constexpr uint64_t mme_qm_base(unsigned mme) { return mme_ctrl_base(mme) + kMmeQmFromCtrl; }
 constexpr uint64_t tpc_cfg_base(unsigned tpc) {
-  if (tpc >= kNumTpcEngines) throw std::out_of_range("TPC index out of range");
-  return kTpcCfg0Base + tpc * kTpcStride;
+  if (tpc >= kMaxTpcEngines) throw std::out_of_range("TPC index out of range");
+  return tpc < kGaudi1TpcEngines ? kTpcCfg0Base + tpc * kTpcStride
+                                 : kExtTpcCfg8Base + (tpc - kGaudi1TpcEngines) * kTpcStride;
 }
-constexpr uint64_t tpc_qm_base(unsigned tpc) {
-  if (tpc >= kNumTpcEngines) throw std::out_of_range("TPC index out of range");
-  return kTpcQm0Base + tpc * kTpcStride;
-}
+constexpr uint64_t tpc_qm_base(unsigned tpc) { return tpc_cfg_base(tpc) + kTpcQmFromCfg; }
 // NIC engine n (queues NIC_n_x) is QMAN n%2 of NIC macro n/2.
 constexpr uint64_t nic_qm_base(unsigned nic_engine) {
-  if (nic_engine >= kNumNicEngines) throw std::out_of_range("NIC engine out of range");
+  if (nic_engine >= kMaxNicEngines) throw std::out_of_range("NIC engine out of range");
   return kNic0Qm0Base + (nic_engine / 2) * kNicMacroStride + (nic_engine % 2) * kNicQm1Delta;
 }
 
@@ -112,14 +126,20 @@ constexpr uint64_t nic_qm_base(unsigned nic_engine) {
 // QMAN instances
 // ---------------------------------------------------------------------------------------------
 
+// Gaudi 1's 30 QMANs by name; the extension's follow them: DMA8..9 (30, 31), MME4..15 (32..43),
+// TPC8..63 (44..99). A QMAN's index is also its engine's id (enum gaudi_engine_id for Gaudi 1's):
+// the id MMU page-fault captures and RAZWI reports carry.
 enum class QmanId : uint8_t {
   DMA0, DMA1, DMA2, DMA3, DMA4, DMA5, DMA6, DMA7,
   MME0, MME1, MME2, MME3,  // only MME0 (S_W) and MME2 (N_W) serve queues; 1 and 3 are slaves
   TPC0, TPC1, TPC2, TPC3, TPC4, TPC5, TPC6, TPC7,
   NIC0_QM0, NIC0_QM1, NIC1_QM0, NIC1_QM1, NIC2_QM0, NIC2_QM1, NIC3_QM0, NIC3_QM1, NIC4_QM0, NIC4_QM1,
-  Count
 };
-inline constexpr unsigned kNumQmans = static_cast<unsigned>(QmanId::Count);
+inline constexpr unsigned kNumGaudi1Qmans = 30;
+inline constexpr unsigned kExtDmaQman0 = kNumGaudi1Qmans;                                         // DMA8
+inline constexpr unsigned kExtMmeQman0 = kExtDmaQman0 + kMaxDmaChannels - kGaudi1DmaChannels;    // MME4
+inline constexpr unsigned kExtTpcQman0 = kExtMmeQman0 + kMaxMmeEngines - kGaudi1MmeEngines;      // TPC8
+inline constexpr unsigned kNumQmans = kExtTpcQman0 + kMaxTpcEngines - kGaudi1TpcEngines;
 
 enum class QmanFamily : uint8_t { Dma, Mme, Tpc, Nic };
 
@@ -129,36 +149,43 @@ constexpr QmanId qman_from_index(unsigned i) {
   return static_cast<QmanId>(i);
 }
 constexpr QmanFamily qman_family(QmanId q) {
-  unsigned i = to_index(q);
+  const unsigned i = to_index(q);
   if (i >= kNumQmans) throw std::out_of_range("QMAN id out of range");
-  return i < 8 ? QmanFamily::Dma : i < 12 ? QmanFamily::Mme : i < 20 ? QmanFamily::Tpc : QmanFamily::Nic;
+  if (i < kNumGaudi1Qmans) return i < 8 ? QmanFamily::Dma : i < 12 ? QmanFamily::Mme : i < 20 ? QmanFamily::Tpc : QmanFamily::Nic;
+  return i < kExtMmeQman0 ? QmanFamily::Dma : i < kExtTpcQman0 ? QmanFamily::Mme : QmanFamily::Tpc;
 }
-// Engine number inside its family: DMA channel, MME index, TPC index or NIC engine (0..9).
+// Engine number inside its family: DMA channel, MME index, TPC index or NIC engine.
 constexpr unsigned qman_engine(QmanId q) {
-  unsigned i = to_index(q);
+  const unsigned i = to_index(q);
+  const bool gaudi1 = i < kNumGaudi1Qmans;
   switch (qman_family(q)) {
-    case QmanFamily::Dma: return i;
-    case QmanFamily::Mme: return i - 8;
-    case QmanFamily::Tpc: return i - 12;
+    case QmanFamily::Dma: return gaudi1 ? i : kGaudi1DmaChannels + (i - kExtDmaQman0);
+    case QmanFamily::Mme: return gaudi1 ? i - 8 : kGaudi1MmeEngines + (i - kExtMmeQman0);
+    case QmanFamily::Tpc: return gaudi1 ? i - 12 : kGaudi1TpcEngines + (i - kExtTpcQman0);
     case QmanFamily::Nic: return i - 20;
   }
   return 0;
 }
 constexpr QmanId dma_qman(unsigned ch) {
-  if (ch >= kNumDmaChannels) throw std::out_of_range("DMA channel out of range");
-  return static_cast<QmanId>(ch);
+  if (ch >= kMaxDmaChannels) throw std::out_of_range("DMA channel out of range");
+  return static_cast<QmanId>(ch < kGaudi1DmaChannels ? ch : kExtDmaQman0 + (ch - kGaudi1DmaChannels));
 }
 constexpr QmanId mme_qman(unsigned mme) {
-  if (mme >= kNumMmeEngines) throw std::out_of_range("MME index out of range");
-  return static_cast<QmanId>(8 + mme);
+  if (mme >= kMaxMmeEngines) throw std::out_of_range("MME index out of range");
+  return static_cast<QmanId>(mme < kGaudi1MmeEngines ? 8 + mme : kExtMmeQman0 + (mme - kGaudi1MmeEngines));
 }
 constexpr QmanId tpc_qman(unsigned tpc) {
-  if (tpc >= kNumTpcEngines) throw std::out_of_range("TPC index out of range");
-  return static_cast<QmanId>(12 + tpc);
+  if (tpc >= kMaxTpcEngines) throw std::out_of_range("TPC index out of range");
+  return static_cast<QmanId>(tpc < kGaudi1TpcEngines ? 12 + tpc : kExtTpcQman0 + (tpc - kGaudi1TpcEngines));
 }
 constexpr QmanId nic_qman(unsigned nic_engine) {
-  if (nic_engine >= kNumNicEngines) throw std::out_of_range("NIC engine out of range");
+  if (nic_engine >= kMaxNicEngines) throw std::out_of_range("NIC engine out of range");
   return static_cast<QmanId>(20 + nic_engine);
+}
+// The engine id of a QMAN's engine (enum gaudi_engine_id for Gaudi 1's engines).
+constexpr uint32_t engine_id(QmanId q) {
+  if (to_index(q) >= kNumQmans) throw std::out_of_range("QMAN id out of range");
+  return to_index(q);
 }
 
 constexpr uint64_t qman_base(QmanId q) {
@@ -923,9 +950,15 @@ enum class QueueId : uint32_t {
   NIC_7_0, NIC_7_1, NIC_7_2, NIC_7_3,
   NIC_8_0, NIC_8_1, NIC_8_2, NIC_8_3,
   NIC_9_0, NIC_9_1, NIC_9_2, NIC_9_3,
-  Count = 113  // GAUDI_QUEUE_ID_SIZE
 };
-inline constexpr unsigned kNumQueues = static_cast<unsigned>(QueueId::Count);
+inline constexpr unsigned kNumGaudi1Queues = 113;   // GAUDI_QUEUE_ID_SIZE
+// hpusim's extension: the queues of engines past Gaudi 1's follow, four streams each:
+// DMA_8_x..DMA_9_x (113..120), MME_2_x..MME_7_x (121..144, MME group g >= 2 runs on master 2g),
+// TPC_8_x..TPC_63_x (145..368).
+inline constexpr unsigned kExtDmaQueue0 = kNumGaudi1Queues;
+inline constexpr unsigned kExtMmeQueue0 = kExtDmaQueue0 + 4 * (kMaxDmaChannels - kGaudi1DmaChannels);
+inline constexpr unsigned kExtTpcQueue0 = kExtMmeQueue0 + 4 * (kMaxMmeMasters - kGaudi1MmeEngines / 2);
+inline constexpr unsigned kNumQueues = kExtTpcQueue0 + 4 * (kMaxTpcEngines - kGaudi1TpcEngines);
 
 enum class QueueKind : uint8_t { Dma, Cpu, Mme, Tpc, Nic };
 
@@ -935,8 +968,10 @@ enum class EngineId : uint8_t {
   MME_0 = 8, MME_1, MME_2, MME_3,
   TPC_0 = 12, TPC_1, TPC_2, TPC_3, TPC_4, TPC_5, TPC_6, TPC_7,
   NIC_0 = 20, NIC_1, NIC_2, NIC_3, NIC_4, NIC_5, NIC_6, NIC_7, NIC_8, NIC_9,
-  Count = 30
 };
+inline constexpr unsigned kNumGaudi1Engines = 30;   // GAUDI_ENGINE_ID_SIZE
+// Engine ids run on past Gaudi 1's like QMAN indexes (engine_id); "no engine" is past them all.
+inline constexpr EngineId kNoEngine = static_cast<EngineId>(kNumQmans);
 
 constexpr unsigned to_index(QueueId q) { return static_cast<unsigned>(q); }
 constexpr QueueId queue_from_index(unsigned i) {
@@ -944,49 +979,64 @@ constexpr QueueId queue_from_index(unsigned i) {
   return static_cast<QueueId>(i);
 }
 constexpr QueueKind queue_kind(QueueId q) {
-  unsigned i = to_index(q);
+  const unsigned i = to_index(q);
   if (i >= kNumQueues) throw std::out_of_range("queue id out of range");
+  if (i >= kNumGaudi1Queues) return i < kExtMmeQueue0 ? QueueKind::Dma : i < kExtTpcQueue0 ? QueueKind::Mme : QueueKind::Tpc;
   if (i < 8 || (i >= 9 && i < 33)) return QueueKind::Dma;
   if (i == 8) return QueueKind::Cpu;
   if (i < 41) return QueueKind::Mme;
   if (i < 73) return QueueKind::Tpc;
   return QueueKind::Nic;
 }
-// Engine number in the queue name: DMA channel (0..7), MME queue group (0..1), TPC (0..7) or NIC
-// engine (0..9). 0 for CPU_PQ.
+namespace detail {
+// The first queue id of an engine's four streams (CPU_PQ: its own id).
+constexpr unsigned first_queue(QueueKind kind, unsigned engine) {
+  switch (kind) {
+    case QueueKind::Dma:
+      return engine < 2 ? engine * 4 : engine < kGaudi1DmaChannels ? 9 + (engine - 2) * 4
+                                                                    : kExtDmaQueue0 + (engine - kGaudi1DmaChannels) * 4;
+    case QueueKind::Cpu: return 8;
+    case QueueKind::Mme: return engine < 2 ? 33 + engine * 4 : kExtMmeQueue0 + (engine - 2) * 4;
+    case QueueKind::Tpc:
+      return engine < kGaudi1TpcEngines ? 41 + engine * 4 : kExtTpcQueue0 + (engine - kGaudi1TpcEngines) * 4;
+    case QueueKind::Nic: return 73 + engine * 4;
+  }
+  return 0;
+}
+}  // namespace detail
+// Engine number in the queue name: DMA channel, MME queue group, TPC or NIC engine. 0 for CPU_PQ.
 constexpr unsigned queue_engine(QueueId q) {
-  unsigned i = to_index(q);
+  const unsigned i = to_index(q);
   switch (queue_kind(q)) {
-    case QueueKind::Dma: return i < 8 ? i / 4 : 2 + (i - 9) / 4;
+    case QueueKind::Dma:
+      return i < 8 ? i / 4 : i < kNumGaudi1Queues ? 2 + (i - 9) / 4 : kGaudi1DmaChannels + (i - kExtDmaQueue0) / 4;
     case QueueKind::Cpu: return 0;
-    case QueueKind::Mme: return (i - 33) / 4;
-    case QueueKind::Tpc: return (i - 41) / 4;
+    case QueueKind::Mme: return i < kNumGaudi1Queues ? (i - 33) / 4 : 2 + (i - kExtMmeQueue0) / 4;
+    case QueueKind::Tpc: return i < kNumGaudi1Queues ? (i - 41) / 4 : kGaudi1TpcEngines + (i - kExtTpcQueue0) / 4;
     case QueueKind::Nic: return (i - 73) / 4;
   }
   return 0;
 }
 // Stream (PQ / upper CP) 0..3 of the queue's QMAN; 0 for CPU_PQ.
 constexpr unsigned queue_stream(QueueId q) {
-  unsigned i = to_index(q);
-  switch (queue_kind(q)) {
-    case QueueKind::Dma: return i < 8 ? i % 4 : (i - 9) % 4;
-    case QueueKind::Cpu: return 0;
-    case QueueKind::Mme: return (i - 33) % 4;
-    case QueueKind::Tpc: return (i - 41) % 4;
-    case QueueKind::Nic: return (i - 73) % 4;
-  }
-  return 0;
+  if (queue_kind(q) == QueueKind::Cpu) return 0;
+  return to_index(q) - detail::first_queue(queue_kind(q), queue_engine(q));
 }
 // External queues (the PCI DMA channels DMA0/DMA1): parsed by the driver, completion + MSI.
 constexpr bool queue_is_external(QueueId q) { return to_index(q) < 8; }
 constexpr bool queue_is_cpu(QueueId q) { return q == QueueId::CPU_PQ; }
 constexpr bool queue_is_internal(QueueId q) { return !queue_is_external(q) && !queue_is_cpu(q); }
 
-// MME queue group g is served by the master MME 2 - 2g: MME_0_x -> MME2 QM ("N_W"),
-// MME_1_x -> MME0 QM ("S_W").
+// MME queue group g is served by a master MME: MME_0_x by MME2 ("N_W"), MME_1_x by MME0 ("S_W")
+// as on Gaudi 1; in the extension MME_g_x by MME 2g.
 constexpr unsigned mme_group_master(unsigned group) {
-  if (group >= 2) throw std::out_of_range("MME queue group out of range");
-  return group == 0 ? 2 : 0;
+  if (group >= kMaxMmeMasters) throw std::out_of_range("MME queue group out of range");
+  return group == 0 ? 2 : group == 1 ? 0 : 2 * group;
+}
+// The queue group a master MME serves (inverse of mme_group_master).
+constexpr unsigned mme_master_group(unsigned mme) {
+  if (mme >= kMaxMmeEngines || mme % 2 != 0) throw std::out_of_range("not an MME master");
+  return mme == 2 ? 0 : mme == 0 ? 1 : mme / 2;
 }
 
 // The QMAN serving a queue; CPU_PQ has none (std::invalid_argument).
@@ -999,7 +1049,7 @@ constexpr QmanId queue_qman(QueueId q) {
     case QueueKind::Tpc: return tpc_qman(e);
     case QueueKind::Nic: return nic_qman(e);
   }
-  return QmanId::Count;
+  return QmanId::DMA0;
 }
 
 // The register the driver's ring_doorbell writes the new PI to: <QMAN>_PQ_PI_<stream>, or
@@ -1015,35 +1065,37 @@ constexpr QueueId make_queue(QueueKind kind, unsigned engine, unsigned stream) {
   if (stream >= kQmanStreams) throw std::out_of_range("stream out of range");
   switch (kind) {
     case QueueKind::Dma:
-      if (engine >= kNumDmaChannels) throw std::out_of_range("DMA channel out of range");
-      return static_cast<QueueId>(engine < 2 ? engine * 4 + stream : 9 + (engine - 2) * 4 + stream);
+      if (engine >= kMaxDmaChannels) throw std::out_of_range("DMA channel out of range");
+      break;
     case QueueKind::Mme:
-      if (engine >= 2) throw std::out_of_range("MME queue group out of range");
-      return static_cast<QueueId>(33 + engine * 4 + stream);
+      if (engine >= kMaxMmeMasters) throw std::out_of_range("MME queue group out of range");
+      break;
     case QueueKind::Tpc:
-      if (engine >= kNumTpcEngines) throw std::out_of_range("TPC index out of range");
-      return static_cast<QueueId>(41 + engine * 4 + stream);
+      if (engine >= kMaxTpcEngines) throw std::out_of_range("TPC index out of range");
+      break;
     case QueueKind::Nic:
-      if (engine >= kNumNicEngines) throw std::out_of_range("NIC engine out of range");
-      return static_cast<QueueId>(73 + engine * 4 + stream);
+      if (engine >= kMaxNicEngines) throw std::out_of_range("NIC engine out of range");
+      break;
     case QueueKind::Cpu: break;
   }
-  return QueueId::CPU_PQ;
+  return static_cast<QueueId>(detail::first_queue(kind, engine) + stream);
 }
 
 // The driver's gaudi_queue_id_to_engine_id table (used in its error reports). Note it maps
-// MME_0_x to MME_0 and MME_1_x to MME_2 although MME_0_x runs on the MME2 QMAN. CPU_PQ ->
-// EngineId::Count (GAUDI_ENGINE_ID_SIZE).
+// MME_0_x to MME_0 and MME_1_x to MME_2 although MME_0_x runs on the MME2 QMAN; extension
+// queues map to their QMAN's engine id. CPU_PQ -> kNoEngine (GAUDI_ENGINE_ID_SIZE on Gaudi 1).
 constexpr EngineId queue_driver_engine_id(QueueId q) {
   unsigned e = queue_engine(q);
+  if (queue_is_cpu(q)) return kNoEngine;
+  if (to_index(q) >= kNumGaudi1Queues) return static_cast<EngineId>(engine_id(queue_qman(q)));
   switch (queue_kind(q)) {
     case QueueKind::Dma: return static_cast<EngineId>(e);
-    case QueueKind::Cpu: return EngineId::Count;
+    case QueueKind::Cpu: return kNoEngine;
     case QueueKind::Mme: return e == 0 ? EngineId::MME_0 : EngineId::MME_2;
     case QueueKind::Tpc: return static_cast<EngineId>(12 + e);
     case QueueKind::Nic: return static_cast<EngineId>(20 + e);
   }
-  return EngineId::Count;
+  return kNoEngine;
 }
 
 // "DMA_0_0", "CPU_PQ", "MME_1_3", "NIC_9_3".

@@ -22,8 +22,8 @@ int64_t granules(const TpcLaunchSpec& spec, unsigned d) {
 }  // namespace
 
 std::vector<IndexRange> partition_index_space(const TpcLaunchSpec& spec) {
-  if (spec.tpcs == 0 || spec.tpcs > regs::kNumTpcEngines) {
-    throw std::invalid_argument("a TPC launch needs 1..8 TPCs");
+  if (spec.tpcs == 0 || spec.tpcs > regs::kMaxTpcEngines) {
+    throw std::invalid_argument("a TPC launch needs 1.." + std::to_string(regs::kMaxTpcEngines) + " TPCs");
   }
   if (spec.partitions_per_tpc == 0) throw std::invalid_argument("partitions_per_tpc must be at least 1");
   const int64_t wanted = int64_t{spec.tpcs} * spec.partitions_per_tpc;

@@ -531,7 +531,7 @@ inline constexpr __u32 GAUDI_QUEUE_ID_DMA_2_0 = queue_index(regs::QueueId::DMA_2
 inline constexpr __u32 GAUDI_QUEUE_ID_MME_0_0 = queue_index(regs::QueueId::MME_0_0);
 inline constexpr __u32 GAUDI_QUEUE_ID_TPC_0_0 = queue_index(regs::QueueId::TPC_0_0);
 inline constexpr __u32 GAUDI_QUEUE_ID_NIC_0_0 = queue_index(regs::QueueId::NIC_0_0);
-inline constexpr __u32 GAUDI_QUEUE_ID_SIZE = regs::kNumQueues;
+inline constexpr __u32 GAUDI_QUEUE_ID_SIZE = regs::kNumGaudi1Queues;   // hpusim's extension follows (arch/regs)
 static_assert(GAUDI_QUEUE_ID_SIZE == 113 && GAUDI_QUEUE_ID_TPC_0_0 == 41);
 
 // PCI ids.

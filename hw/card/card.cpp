@@ -13,25 +13,13 @@ bool card_has_qman(const preset::Card& preset, regs::QmanId id) {
     case regs::QmanFamily::Dma:
       return engine < preset.dma().pci_channels() + preset.dma().internal_channels();
     case regs::QmanFamily::Mme:
-      return engine == 0 || engine == 2;   // the master MMEs carry the QMANs
+      return engine % 2 == 0 && engine / 2 < preset.mme().masters();   // the masters carry the QMANs
     case regs::QmanFamily::Tpc:
       return engine < preset.tpc().count();
     case regs::QmanFamily::Nic:
       return false;   // NIC engines are not modelled yet
   }
   return false;
-}
-
-// enum gaudi_engine_id of a QMAN's engine.
-uint32_t qman_engine_id(regs::QmanId id) {
-  const unsigned engine = regs::qman_engine(id);
-  switch (regs::qman_family(id)) {
-    case regs::QmanFamily::Dma: return gaudi1_engine::kDma0 + engine;
-    case regs::QmanFamily::Mme: return gaudi1_engine::kMme0 + engine;
-    case regs::QmanFamily::Tpc: return gaudi1_engine::kTpc0 + engine;
-    case regs::QmanFamily::Nic: return 20 + engine;
-  }
-  return 0;
 }
 
 }  // namespace
@@ -75,40 +63,36 @@ Card::Card(sc_core::sc_module_name name, const preset::Card& preset, const CardO
     sync_managers_.push_back(std::move(sm));
   }
 
-  // The Gaudi 1 register map has 8 DMA channels; larger presets use the first 8 for now.
-  const uint32_t channels =
-      std::min(preset.dma().pci_channels() + preset.dma().internal_channels(), regs::kNumDmaChannels);
-  note_not_built("dma.pci_channels + dma.internal_channels", preset.dma().pci_channels() + preset.dma().internal_channels(),
-                 channels);
+  // Every engine the preset names, on the engine map (arch/regs; the preset validation refused
+  // what the map cannot hold).
+  const uint32_t channels = preset.dma().pci_channels() + preset.dma().internal_channels();
   for (uint32_t ch = 0; ch < channels; ++ch) {
     auto core = std::make_unique<DmaCore>(dma_core_config_from(preset, ch));
     memory_.cfg().attach(core->config().name, regs::cfg_address(regs::dma_core_base(ch)), DmaCore::size_bytes(), *core);
     DmaCore* engine = core.get();
     core->bus().socket.bind(
-        add_mmu(core->config().name, gaudi1_engine::kDma0 + ch, [engine] { return engine->non_secure_props(); }).target);
+        add_mmu(core->config().name, regs::engine_id(regs::dma_qman(ch)), [engine] { return engine->non_secure_props(); }).target);
     dma_cores_.push_back(std::move(core));
   }
 
-  // The TPCs: a CFG block each, a fabric master through its own MMU (engine id TPC_n = 12 + n;
-  // MMU props from the TPC's ARUSER_LO, where the driver writes the ASID), and the kernel-error
-  // interrupt wired to the device CPU's GIC (TPCn_KRN_ERR).
-  const uint32_t tpcs = std::min(preset.tpc().count(), regs::kNumTpcEngines);
-  note_not_built("tpc.count", preset.tpc().count(), tpcs);
+  // The TPCs: a CFG block each, a fabric master through its own MMU (MMU props from the TPC's
+  // ARUSER_LO, where the driver writes the ASID), and the kernel-error interrupt wired to the
+  // device CPU's GIC (TPCn_KRN_ERR).
+  const uint32_t tpcs = preset.tpc().count();
   for (uint32_t n = 0; n < tpcs; ++n) {
     auto core = std::make_unique<TpcCore>(tpc_core_params_from(preset, n));
     memory_.cfg().attach(core->params().name, regs::cfg_address(regs::tpc_cfg_base(n)), TpcCore::size_bytes(), *core);
     TpcCore* engine = core.get();
     core->bus().socket.bind(
-        add_mmu(core->params().name, gaudi1_engine::kTpc0 + n, [engine] { return engine->mmu_props(); }).target);
+        add_mmu(core->params().name, regs::engine_id(regs::tpc_qman(n)), [engine] { return engine->mmu_props(); }).target);
     tpc_cores_.push_back(std::move(core));
   }
 
-  // The MME masters (MME0 and MME2 carry the QMANs; each engine models its master core with
-  // its slave): a CTRL block each, a fabric master through its own MMU (engine id MME_n = 8 + n),
-  // and the job-error interrupt (MMEn_ERR, hpusim's event).
-  mme_engines_.resize(regs::kNumMmeEngines);
-  const uint32_t masters = std::min<uint32_t>(preset.mme().masters(), regs::kNumMmeEngines / 2);
-  note_not_built("mme.masters", preset.mme().masters(), masters);
+  // The MME masters (the even MMEs carry the QMANs; each engine models its master core with its
+  // slave): a CTRL block each, a fabric master through its own MMU, and the job-error interrupt
+  // (MMEn_ERR, hpusim's event).
+  const uint32_t masters = preset.mme().masters();
+  mme_engines_.resize(2 * masters);
   for (uint32_t m = 0; m < masters; ++m) {
     const unsigned mme = 2 * m;
     MmeEngineParams params = mme_engine_params_from(preset, m);
@@ -119,7 +103,7 @@ Card::Card(sc_core::sc_module_name name, const preset::Card& preset, const CardO
     MmeEngine* e = engine.get();
     for (size_t i = 0; i < engine->port_count(); ++i) {
       const std::string port = params.name + "_" + engine->port(i).basename();
-      engine->port(i).socket.bind(add_mmu(port, gaudi1_engine::kMme0 + mme, [e] { return e->mmu_props(); }).target);
+      engine->port(i).socket.bind(add_mmu(port, regs::engine_id(regs::mme_qman(mme)), [e] { return e->mmu_props(); }).target);
     }
     mme_engines_[mme] = std::move(engine);
   }
@@ -147,20 +131,23 @@ Card::Card(sc_core::sc_module_name name, const preset::Card& preset, const CardO
       config.engine = tpc_cores_[regs::qman_engine(id)].get();
     }
     // The EB of an MME QMAN waits for its MME engine.
-    if (regs::qman_family(id) == regs::QmanFamily::Mme && mme_engines_[regs::qman_engine(id)]) {
+    if (regs::qman_family(id) == regs::QmanFamily::Mme && regs::qman_engine(id) < mme_engines_.size() &&
+        mme_engines_[regs::qman_engine(id)]) {
       config.engine = mme_engines_[regs::qman_engine(id)].get();
     }
     auto qman = std::make_unique<Qman>(regs::qman_name(id), config);
     memory_.cfg().attach(regs::qman_name(id), config.block_address, Qman::kBlockBytes, *qman);
     Qman* cp_owner = qman.get();
     qman->bus().socket.bind(
-        add_mmu(regs::qman_name(id), qman_engine_id(id), [cp_owner] { return cp_owner->non_secure_props(0); }).target);
+        add_mmu(regs::qman_name(id), regs::engine_id(id), [cp_owner] { return cp_owner->non_secure_props(0); }).target);
     qmans_[i] = std::move(qman);
   }
 
   if (options.device_cpu) {
     firmware::DeviceCpuConfig config = firmware::device_cpu_config_from(preset);
     config.info.dram_size = memory_.dram_size();
+    fw_if::cpucp::set_make_up(config.info, static_cast<unsigned>(tpc_cores_.size()),
+                              static_cast<unsigned>(dma_cores_.size()), masters);
     if (options.fw_init_region_bytes != 0) {
       config.init_region_base = options.fw_init_region_base;
       config.init_region_bytes = options.fw_init_region_bytes;
@@ -218,13 +205,6 @@ Mmu& Card::add_mmu(const std::string& master, uint32_t engine_id, std::function<
   mmu_controller_->add(*mmu);
   mmus_.push_back(std::move(mmu));
   return *mmus_.back();
-}
-
-void Card::note_not_built(const std::string& field, uint64_t asked, uint64_t built) {
-  if (built < asked) {
-    not_built_.push_back(field + " = " + std::to_string(asked) + ": " + std::to_string(built) +
-                         " built (the Gaudi 1 engine map)");
-  }
 }
 
 std::vector<Mmu*> Card::mmus() {

@@ -1,9 +1,8 @@
-// A whole card: the memory system plus the command-submission blocks at their real Gaudi 1 CFG
-// addresses: the four sync managers, the DMA cores, and the QMANs of the DMA channels, the two MME
-// masters and the TPCs, the MMU (one translation stage in front of every DMA core and QMAN, one
-// register front end), and optionally (CardOptions::device_cpu) the device CPU running the firmware.
-// The TPC cores (hw/tpc/tpc_core.h) sit behind the TPC QMANs; the MME engines join as their model
-// lands.
+// A whole card: the memory system plus the command-submission blocks on the engine map
+// (arch/regs: Gaudi 1's CFG addresses, extended past its engine counts): the four sync managers,
+// every DMA channel, TPC and MME master the preset names with their QMANs, the MMU (one
+// translation stage in front of every engine master, one register front end), and optionally
+// (CardOptions::device_cpu) the device CPU running the firmware.
 #pragma once
 
 #include <systemc>
@@ -49,10 +48,10 @@ class Card : public sc_core::sc_module, private RazwiTarget, private ResetTarget
   Qman* qman(regs::QmanId id) { return qmans_.at(regs::to_index(id)).get(); }
   // nullptr when this card has no such channel.
   DmaCore* dma_core(unsigned channel) { return channel < dma_cores_.size() ? dma_cores_[channel].get() : nullptr; }
-  // nullptr when this card has no such TPC (preset tpc.count, at most 8).
+  // nullptr when this card has no such TPC (preset tpc.count).
   TpcCore* tpc_core(unsigned tpc) { return tpc < tpc_cores_.size() ? tpc_cores_[tpc].get() : nullptr; }
-  // The MME master `mme` (0 or 2, the Gaudi 1 masters with QMANs); nullptr for the slaves or
-  // when the preset has fewer masters.
+  // The MME master `mme` (0, 2, 4, ...: the masters carry the QMANs); nullptr for the slaves or
+  // past the preset's masters.
   MmeEngine* mme_engine(unsigned mme) { return mme < mme_engines_.size() ? mme_engines_[mme].get() : nullptr; }
   // MME numbers 0 .. mme_numbers() - 1 (masters and slaves; mme_engine is nullptr for a slave).
   unsigned mme_numbers() const { return static_cast<unsigned>(mme_engines_.size()); }
@@ -71,11 +70,6 @@ class Card : public sc_core::sc_module, private RazwiTarget, private ResetTarget
   // nullptr unless built with CardOptions::device_cpu.
   firmware::DeviceCpu* device_cpu() { return device_cpu_.get(); }
 
-  // What the preset asks for that this card does not build, one line per field ("tpc.count = 24:
-  // 8 built (the Gaudi 1 engine map)"); empty when the card is what the preset says. Larger engine
-  // maps for generation 2 and 3 presets are not built yet (generation 1 refuses them instead).
-  const std::vector<std::string>& not_built() const { return not_built_; }
-
   // A modelled hard reset of the command-submission blocks (and of the device CPU, which then
   // boots again, when the card has one).
   void reset();
@@ -92,13 +86,11 @@ class Card : public sc_core::sc_module, private RazwiTarget, private ResetTarget
   MsiBlock msi_;
   MsiRequestRegister msi_request_;
   std::unique_ptr<firmware::DeviceCpu> device_cpu_;
-  std::vector<std::string> not_built_;
 
   // A translation stage bound as the fabric master `master` (plus its page-table walker); the
   // engine binds its own initiator socket to the returned MMU's target.
   Mmu& add_mmu(const std::string& master, uint32_t engine_id, std::function<uint32_t()> props);
   void reset_blocks();   // QMANs, sync managers, DMA and TPC cores: what SW_ALL_RST resets besides the CPU
-  void note_not_built(const std::string& field, uint64_t asked, uint64_t built);
   // The board's wiring of the fabric's RAZWI report and the firmware's SW_ALL_RST.
   void report_razwi(const IllegalAccess& access) override;
   void reset_requested() override;

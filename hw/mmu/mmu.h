@@ -43,16 +43,9 @@
 
 namespace hpusim::hw {
 
-// enum gaudi_engine_id of the bus masters behind an MMU (MmuConfig::engine_id).
-namespace gaudi1_engine {
-constexpr uint32_t kDma0 = 0;    // DMA_0..DMA_7 = 0..7
-constexpr uint32_t kMme0 = 8;    // MME_0..MME_3 = 8..11
-constexpr uint32_t kTpc0 = 12;   // TPC_0..TPC_7 = 12..19
-}  // namespace gaudi1_engine
-
 struct MmuConfig {
   std::string engine = "engine";                   // named in page-fault reports
-  uint32_t engine_id = 0;                          // enum gaudi_engine_id of the master, in fault reports
+  uint32_t engine_id = 0;                          // the master's engine id (regs::engine_id), in fault reports
   Picoseconds period_ps = 909;                     // MMU clock
   uint32_t tlb_entries = 32;                       // fully associative, true LRU
   uint32_t pte_cache_lines = 64;                   // 64-byte lines of PTEs, fully associative, true LRU; 0: none

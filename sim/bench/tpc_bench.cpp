@@ -220,7 +220,7 @@ std::vector<TpcCaseResult> run_tpc_bench(const TpcBenchOptions& options, std::os
   if (preset.tpc().count() == 0) throw std::invalid_argument("the preset has no TPC (tpc.count is 0)");
 
   BenchCard bench(preset);
-  const unsigned tpcs = std::min(8u, preset.tpc().count());
+  const unsigned tpcs = preset.tpc().count();
   const hw::Picoseconds cycle_ps = hw::period_ps_from_mhz(preset.clocks().tpc_mhz());
   const double tpc_ghz = 1000.0 / double(cycle_ps);
   const double mem_peak = bench.on_sim_thread([&] { return bench.card().memory().hbm().peak_bytes_per_second(); });

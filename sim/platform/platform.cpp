@@ -62,10 +62,6 @@ Platform::Platform(const PlatformOptions& options) : options_(options) {
       if (options_.on_card_built) options_.on_card_built(*card_);
     });
     cosim_->attach(*host_port_);
-    // Not silent: a preset the card does not build in full says so (generation 1 refuses instead).
-    for (const std::string& line : card_->not_built()) {
-      std::cerr << "hpusim: preset " << preset_.name() << ": " << line << "\n";
-    }
     link_ = std::make_unique<CardLink>(*cosim_, *card_);
     if (options_.with_driver) {
       driver::HlDeviceOptions driver_options = options_.driver;

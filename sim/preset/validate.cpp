@@ -91,20 +91,25 @@ void resolve_and_validate(Card& card) {
   require(card.generation() >= 1 && card.generation() <= 3, "generation must be 1, 2 or 3");
 
   require_positive(card.tpc().count(), "tpc.count");
-  // A generation 1 card is the Gaudi 1 engine map: what it cannot hold is refused.
-  if (card.generation() == 1) {
-    require(card.tpc().count() <= regs::kNumTpcEngines,
-            "tpc.count = " + std::to_string(card.tpc().count()) + ": a generation 1 card has at most " +
-                std::to_string(regs::kNumTpcEngines) + " TPCs (the Gaudi 1 engine map)");
-    require(card.mme().masters() <= regs::kNumMmeEngines / 2,
-            "mme.masters = " + std::to_string(card.mme().masters()) + ": a generation 1 card has at most " +
-                std::to_string(regs::kNumMmeEngines / 2) + " MME masters (the Gaudi 1 engine map)");
-    require(card.dma().pci_channels() + card.dma().internal_channels() <= regs::kNumDmaChannels,
-            "dma.pci_channels + dma.internal_channels = " +
-                std::to_string(card.dma().pci_channels() + card.dma().internal_channels()) +
-                ": a generation 1 card has at most " + std::to_string(regs::kNumDmaChannels) +
-                " DMA channels (the Gaudi 1 engine map)");
-  }
+  // A generation 1 card is the Gaudi 1 engine map; later generations extend it (arch/regs,
+  // "Beyond Gaudi 1"). What the map cannot hold is refused, naming the field.
+  const bool gaudi1 = card.generation() == 1;
+  const std::string limit = gaudi1 ? "a generation 1 card has at most " : "the engine map holds at most ";
+  const std::string map_name = gaudi1 ? " (the Gaudi 1 engine map)" : "";
+  const unsigned max_tpcs = gaudi1 ? regs::kGaudi1TpcEngines : regs::kMaxTpcEngines;
+  const unsigned max_masters = gaudi1 ? regs::kGaudi1MmeEngines / 2 : regs::kMaxMmeMasters;
+  const unsigned max_dma = gaudi1 ? regs::kGaudi1DmaChannels : regs::kMaxDmaChannels;
+  require(card.tpc().count() <= max_tpcs, "tpc.count = " + std::to_string(card.tpc().count()) + ": " + limit +
+                                              std::to_string(max_tpcs) + " TPCs" + map_name);
+  require(card.mme().masters() <= max_masters, "mme.masters = " + std::to_string(card.mme().masters()) + ": " +
+                                                   limit + std::to_string(max_masters) + " MME masters" + map_name);
+  require(card.dma().pci_channels() == regs::kNumPciDmaChannels,
+          "dma.pci_channels = " + std::to_string(card.dma().pci_channels()) + ": a card has " +
+              std::to_string(regs::kNumPciDmaChannels) + " PCI DMA channels (DMA0 and DMA1, the external queues)");
+  require(card.dma().pci_channels() + card.dma().internal_channels() <= max_dma,
+          "dma.pci_channels + dma.internal_channels = " +
+              std::to_string(card.dma().pci_channels() + card.dma().internal_channels()) + ": " + limit +
+              std::to_string(max_dma) + " DMA channels" + map_name);
   require(card.tpc().vector_bits() >= 256 && card.tpc().vector_bits() % 256 == 0,
           "tpc.vector_bits must be a multiple of 256");
   require_positive(card.tpc().vpu_latency(), "tpc.vpu_latency");

@@ -276,7 +276,7 @@ class Lowering {
     const std::vector<tpc::TpcCommandBuffer> cbs = tpc::build_tpc_command_buffers(spec);
     record.set_jobs(static_cast<uint32_t>(cbs.size()));
     for (const tpc::TpcCommandBuffer& cb : cbs) {
-      const auto queue_id = static_cast<regs::QueueId>(regs::to_index(regs::QueueId::TPC_0_0) + 4 * cb.tpc);
+      const auto queue_id = regs::make_queue(regs::QueueKind::Tpc, cb.tpc, 0);
       QueueProgram& queue = program(queue_id, false);
       wait_for_dependencies(queue, record);
       queue.append(cb.bytes, relocs);

@@ -49,7 +49,18 @@ std::vector<uint8_t> copy_packets(uint64_t source, uint64_t destination, uint64_
 Runtime::Runtime(int fd) : fd_(fd), allocator_(0, 0) {
   const hl_info_hw_ip_info info = hw_ip_info(fd_);
   allocator_ = DeviceAllocator(info.dram_base_address, info.dram_size);
-  target_.tpcs = static_cast<unsigned>(__builtin_popcount(info.tpc_enabled_mask));
+  // The engines the driver reports: TPC 0..n-1 of the enabled mask, every MME master (hpusim's
+  // reserved1: bit k = MME 2k) through the queue group it serves.
+  target_.tpcs = 0;
+  while (target_.tpcs < regs::kMaxTpcEngines && ((info.tpc_enabled_mask_ext >> target_.tpcs) & 1) != 0) ++target_.tpcs;
+  target_.mme_queues.clear();
+  for (unsigned k = 0; k < regs::kMaxMmeMasters; ++k) {
+    if (((info.reserved1 >> k) & 1) == 0) continue;
+    target_.mme_queues.push_back(regs::make_queue(regs::QueueKind::Mme, regs::mme_master_group(2 * k), 0));
+  }
+  if (target_.tpcs == 0 || target_.mme_queues.empty()) {
+    throw std::runtime_error("runtime: the device reports no TPC or no MME");
+  }
   target_.mme_geometries = std::max<uint32_t>(1, info.reserved7);   // hpusim: MME output geometries
   sram_base_ = info.sram_base_address;
   sram_size_ = info.sram_size;

@@ -223,14 +223,45 @@ TEST(CliRun, ProcessesSharingASmallCacheDirectoryStayUnderItsLimit) {
 
 // What a preset asks for that the card does not build is said, not hidden: hl225's 24 TPCs and
 // 10 DMA channels on the Gaudi 1 engine map (8 and 8).
-TEST(CliRun, APresetTheCardDoesNotBuildInFullSaysSo) {
-  const ProgramRun r = run_hpusim("run mlp --steps 1 --quiet --preset hl225");
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("hpusim: preset hl225: tpc.count = 24: 8 built (the Gaudi 1 engine map)"), std::string::npos)
-      << r.output;
+// Every engine a preset names is built and counted: hl225's 24 TPCs and 10 DMA channels,
+// hl325's 64 TPCs and 8 MME masters; what the engine map cannot hold is refused by field name.
+TEST(CliRun, EveryEngineThePresetNamesIsBuiltAndCounted) {
+  struct Case {
+    const char* preset;
+    unsigned tpcs, mme_masters;
+  };
+  for (const Case c : {Case{"hl225", 24, 2}, Case{"hl325", 64, 8}}) {
+    SCOPED_TRACE(c.preset);
+    const std::string stats = temp(std::string("engines_") + c.preset + ".txt");
+    const ProgramRun r = run_hpusim(std::string("run mlp --steps 1 --quiet --preset ") + c.preset + " --stats " + stats);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const std::string text = slurp(stats);
+    for (unsigned t = 0; t < c.tpcs; ++t) {
+      EXPECT_NE(text.find("tpc.core" + std::to_string(t) + ".kernels "), std::string::npos) << "TPC " << t;
+      EXPECT_NE(text.find("qman.tpc" + std::to_string(t) + "_qm.packets "), std::string::npos) << "TPC " << t;
+    }
+    EXPECT_EQ(text.find("tpc.core" + std::to_string(c.tpcs) + "."), std::string::npos);
+    for (unsigned m = 0; m < c.mme_masters; ++m) {
+      EXPECT_NE(text.find("mme.engine" + std::to_string(2 * m) + ".jobs "), std::string::npos) << "MME " << 2 * m;
+    }
+    EXPECT_NE(text.find("dma.ch9.transfers "), std::string::npos);
+    // The MLP's TPC work is split over every TPC: the last one ran kernels too.
+    const std::string last = "tpc.core" + std::to_string(c.tpcs - 1) + ".kernels ";
+    const size_t at = text.find(last);
+    ASSERT_NE(at, std::string::npos);
+    EXPECT_GT(std::stoull(text.substr(at + last.size())), 0u) << text.substr(at, 80);
+  }
   const ProgramRun refused = run_hpusim("run mlp --steps 1 --set tpc.count=9");
   EXPECT_EQ(refused.exit_code, 2);
-  EXPECT_NE(refused.output.find("tpc.count = 9"), std::string::npos) << refused.output;
+  EXPECT_NE(refused.output.find("tpc.count = 9: a generation 1 card has at most 8 TPCs"), std::string::npos)
+      << refused.output;
+  const ProgramRun too_many = run_hpusim("run mlp --steps 1 --preset hl325 --set tpc.count=65");
+  EXPECT_EQ(too_many.exit_code, 2);
+  EXPECT_NE(too_many.output.find("tpc.count = 65: the engine map holds at most 64 TPCs"), std::string::npos)
+      << too_many.output;
+  const ProgramRun masters = run_hpusim("run mlp --steps 1 --preset hl325 --set mme.masters=9 --set mme.cores=18");
+  EXPECT_EQ(masters.exit_code, 2);
+  EXPECT_NE(masters.output.find("mme.masters = 9"), std::string::npos) << masters.output;
 }
 
 TEST(CliRun, TwoRunsGiveTheSameTimesAndLosses) {

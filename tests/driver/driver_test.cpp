@@ -56,6 +56,40 @@ TEST_F(DriverTest, MeasuredHostTimeOpensDoNotWaitForTheHeartbeat) {
   EXPECT_EQ(log_lines_with("failed to restore the sync managers"), 0u) << log_text();
 }
 
+// The driver learns the engines from the firmware's cpucp_info binning masks (not from the
+// preset) and reports them in HW_IP_INFO; it sets up exactly the queues of those engines. One
+// card per process: one test per preset.
+class DriverMakeUpTest : public DriverTest {
+ protected:
+  void check(const char* preset, uint64_t tpc_mask, uint32_t edma_mask, uint8_t mme_masters) {
+    platform::PlatformOptions platform;
+    platform.preset = preset;
+    make({}, platform);
+    ASSERT_EQ(dev->open(), 0);
+    const auto hw = info<hl_info_hw_ip_info>(HL_INFO_HW_IP_INFO);
+    EXPECT_EQ(hw.tpc_enabled_mask_ext, tpc_mask);
+    EXPECT_EQ(hw.edma_enabled_mask, edma_mask);
+    EXPECT_EQ(hw.reserved1, mme_masters);
+    // A CS on the last TPC's queue runs; one past the card's TPCs is refused.
+    const unsigned tpcs = static_cast<unsigned>(__builtin_popcountll(tpc_mask));
+    CommandBufferBuilder nop;
+    nop.nop();
+    const std::vector<uint8_t> cb = nop.take();
+    const uint64_t va = map(cb.data(), cb.size());
+    const auto size = static_cast<uint32_t>(cb.size());
+    EXPECT_EQ(run({internal(regs::make_queue(regs::QueueKind::Tpc, tpcs - 1, 0), va, size), ext_cb(QueueId::DMA_0_0, cb)}),
+              HL_WAIT_CS_STATUS_COMPLETED);
+    if (tpcs < regs::kMaxTpcEngines) {
+      uint64_t seq = 0;
+      EXPECT_EQ(dev->submit({internal(regs::make_queue(regs::QueueKind::Tpc, tpcs, 0), va, size)}, &seq), -EINVAL);
+    }
+    EXPECT_EQ(dev->close(), 0);
+  }
+};
+
+TEST_F(DriverMakeUpTest, Hl225Has24TpcsTenDmaChannelsAndTwoMmeMasters) { check("hl225", (1ull << 24) - 1, 0xFF, 0x3); }
+TEST_F(DriverMakeUpTest, Hl325Has64TpcsTenDmaChannelsAndEightMmeMasters) { check("hl325", ~0ull, 0xFF, 0xFF); }
+
 TEST_F(DriverTest, IoctlNumbersAndInfo) {
   make();
   ASSERT_EQ(dev->open(), 0);
@@ -73,6 +107,9 @@ TEST_F(DriverTest, IoctlNumbersAndInfo) {
   EXPECT_EQ(hw.dram_size, 0x800000000ull - 0x20000000ull);
   EXPECT_EQ(hw.device_id, PCI_IDS_GAUDI);
   EXPECT_EQ(hw.tpc_enabled_mask, 0xFF);
+  EXPECT_EQ(hw.tpc_enabled_mask_ext, 0xFFu);
+  EXPECT_EQ(hw.edma_enabled_mask, 0x3Fu);   // DMA2..7
+  EXPECT_EQ(hw.reserved1, 0x3u);            // hpusim: MME masters 0 and 2
   EXPECT_STREQ(reinterpret_cast<const char*>(hw.card_name), "HL205");
   EXPECT_EQ(info<hl_info_device_status>(HL_INFO_DEVICE_STATUS).status, HL_DEVICE_STATUS_OPERATIONAL);
   EXPECT_EQ(info<hl_info_reset_count>(HL_INFO_RESET_COUNT).hard_reset_cnt, 0u);

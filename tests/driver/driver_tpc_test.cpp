@@ -59,6 +59,8 @@ std::vector<float> random_floats(size_t n, uint32_t seed) {
 
 class DriverTpcTest : public DriverTest {
  protected:
+  unsigned tpcs_ = kTpcs;   // the TPCs a launch is split over
+
   // add_fwd_f32 on kShape from the kernel library.
   static tk::Instantiation add_kernel() {
     tk::KernelParams p;
@@ -104,7 +106,7 @@ class DriverTpcTest : public DriverTest {
     spec.srf = inst.srf;
     spec.index_space = inst.ispace_geometry;   // dim 0 in vectors: granule 1
     spec.granule = {1, 1, 1, 1, 1};
-    spec.tpcs = kTpcs;
+    spec.tpcs = tpcs_;
     spec.sob_address = sob_address(sob_done);
     const auto tpc_cbs = tpc::build_tpc_command_buffers(spec);
     out.tpcs = tpc_cbs.size();
@@ -112,7 +114,7 @@ class DriverTpcTest : public DriverTest {
     std::vector<hl_cs_chunk> chunks;
     // DMA-up first, then the TPCs, DMA-down last: every consumer is queued before its producer.
     CommandBufferBuilder up;
-    wait_for(up, regs::QmanId::DMA1, 0, sob_done, mon + kTpcs, static_cast<uint16_t>(tpc_cbs.size()));
+    wait_for(up, regs::QmanId::DMA1, 0, sob_done, mon + tpcs_, static_cast<uint16_t>(tpc_cbs.size()));
     up.lin_dma(c_dev, c_va, kBytes);
     chunks.push_back(ext(QueueId::DMA_1_0, cb_with(up.bytes()), static_cast<uint32_t>(up.size())));
 
@@ -126,7 +128,7 @@ class DriverTpcTest : public DriverTest {
     }
     for (size_t i = 0; i < tpc_cbs.size(); ++i) {   // (after the vector stopped growing)
       tpc_vas.push_back(map(tpc_bytes[i].data(), tpc_bytes[i].size()));
-      const auto queue = static_cast<QueueId>(static_cast<unsigned>(QueueId::TPC_0_0) + 4 * tpc_cbs[i].tpc);
+      const auto queue = regs::make_queue(regs::QueueKind::Tpc, tpc_cbs[i].tpc, 0);
       chunks.push_back(internal(queue, tpc_vas.back(), static_cast<uint32_t>(tpc_bytes[i].size())));
     }
 
@@ -239,6 +241,39 @@ TEST_F(DriverTpcTest, IllegalInstructionIsAKernelErrorAndTheCsTimesOut) {
   ASSERT_EQ(ok.status, HL_WAIT_CS_STATUS_COMPLETED);
   expect_sum(good, ok);
   EXPECT_EQ(log_lines_with("KRN_ERR"), kTpcs) << "no new kernel error";
+  EXPECT_EQ(dev->close(), 0);
+}
+
+// On a card past Gaudi 1's engine map (hl325: 64 TPCs) the same launch runs on TPCs the map
+// extends (TPC8 and up, their QMANs and CFG blocks in the debug half of the CFG window), and a
+// kernel error there reaches the driver through the extension's TPCn_KRN_ERR event.
+TEST_F(DriverTpcTest, KernelsRunAndFaultOnTheTpcsPastGaudi1s) {
+  platform::PlatformOptions platform;
+  platform.preset = "hl325";
+  HlDeviceOptions options;
+  options.cs_timeout_us = 5000;
+  make(options, platform);
+  tpcs_ = 64;
+  ASSERT_EQ(dev->open(), 0);
+  const auto inst = add_kernel();
+  const Launch in = good_launch(inst, 0, 30);
+  const Result r = launch(inst, in);
+  ASSERT_EQ(r.tpcs, 13u);   // kShape's dim 1: 13 slices, TPC0..12
+  ASSERT_EQ(r.wait_rc, 0);
+  ASSERT_EQ(r.status, HL_WAIT_CS_STATUS_COMPLETED);
+  expect_sum(in, r);
+
+  Launch bad = good_launch(inst, 1, 31);
+  const auto nops = tpc::assemble("nop\nnop\nhalt\n", "<nops>", tpc::AssembleOptions{});
+  ASSERT_TRUE(nops.ok()) << nops.error_text();
+  bad.image = tpc::program_to_binary(nops.program);
+  bad.image[tpc::kProgramHeaderBytes + 32] = 200;   // bundle 1, Load slot opcode: illegal
+  bad.wait_timeout_us = 1000000;
+  EXPECT_EQ(launch(inst, bad).wait_rc, -ETIMEDOUT);
+  for (unsigned t = 0; t < 13; ++t) {
+    const std::string line = "TPC" + std::to_string(t) + " kernel error (TPC" + std::to_string(t) + "_KRN_ERR)";
+    EXPECT_EQ(log_lines_with(line), 1u) << line << "\n" << log_text();
+  }
   EXPECT_EQ(dev->close(), 0);
 }
 

@@ -72,5 +72,64 @@ TEST(FirmwareCpucp, InfoBlockLayout) {
   EXPECT_EQ(flags, 0u);   // only two sensors
 }
 
+// The extension's events (engines past Gaudi 1's) round-trip through their SPI and never shadow a
+// Gaudi 1 event written raw, as older drivers did.
+TEST(FirmwareCpucp, ExtensionEventsDecodeToTheirEngines) {
+  EXPECT_EQ(event::tpc_krn_err(7), 343u);   // TPC7_KRN_ERR = 301 + 6 * 7
+  EXPECT_EQ(event::tpc_qm(7), 579u);
+  for (unsigned tpc = 0; tpc < regs::kMaxTpcEngines; ++tpc) {
+    const SpiMeaning krn = decode_spi(event::spi_of(event::tpc_krn_err(tpc)));
+    EXPECT_EQ(krn.kind, SpiKind::kHwError) << tpc;
+    EXPECT_EQ(krn.engine_id, static_cast<int>(regs::engine_id(regs::tpc_qman(tpc)))) << tpc;
+    EXPECT_EQ(event::tpc_of_krn_err(event::tpc_krn_err(tpc)), static_cast<int>(tpc));
+    const SpiMeaning qm = decode_spi(event::spi_of(event::tpc_qm(tpc)));
+    EXPECT_EQ(qm.kind, SpiKind::kQmanError) << tpc;
+    EXPECT_EQ(qm.engine_id, static_cast<int>(regs::engine_id(regs::tpc_qman(tpc)))) << tpc;
+    EXPECT_EQ(event::name(event::tpc_qm(tpc)), "TPC" + std::to_string(tpc) + "_QM");
+  }
+  for (unsigned mme = 0; mme < regs::kMaxMmeEngines; ++mme) {
+    EXPECT_EQ(event::mme_of_err(event::mme_err(mme)), static_cast<int>(mme));
+    EXPECT_EQ(decode_spi(event::spi_of(event::mme_err(mme))).engine_id, static_cast<int>(regs::engine_id(regs::mme_qman(mme))));
+    if (mme % 2 == 0) {
+      EXPECT_EQ(event::qman_of_error_event(event::mme_qm(mme)), regs::mme_qman(mme));
+      EXPECT_EQ(event::name(event::mme_qm(mme)), "MME" + std::to_string(mme) + "_QM");
+    }
+  }
+  for (unsigned ch = 0; ch < regs::kMaxDmaChannels; ++ch) {
+    EXPECT_EQ(event::dma_of_core_event(event::dma_core(ch)), static_cast<int>(ch));
+    EXPECT_EQ(event::qman_of_error_event(event::dma_qm(ch)), regs::dma_qman(ch));
+  }
+  EXPECT_EQ(event::name(event::tpc_krn_err(40)), "TPC40_KRN_ERR");
+  // Every Gaudi 1 event a QMAN or engine raises still decodes as itself when written raw.
+  for (unsigned tpc = 0; tpc < regs::kGaudi1TpcEngines; ++tpc) {
+    EXPECT_EQ(decode_spi(event::tpc_qm(tpc)).event_type, event::tpc_qm(tpc));
+    EXPECT_EQ(decode_spi(event::tpc_krn_err(tpc)).event_type, event::tpc_krn_err(tpc));
+  }
+  for (unsigned ch = 0; ch < regs::kGaudi1DmaChannels; ++ch) {
+    EXPECT_EQ(decode_spi(event::dma_qm(ch)).event_type, event::dma_qm(ch));
+    EXPECT_EQ(decode_spi(event::dma_core(ch)).event_type, event::dma_core(ch));
+  }
+  EXPECT_LE(event::kExtEnd, eq::kEventTypeMask >> eq::kEventTypeShift);
+}
+
+TEST(FirmwareCpucp, InfoBlockCarriesTheMakeUpAsBinningMasks) {
+  cpucp::DeviceInfo info;
+  cpucp::set_make_up(info, 24, 10, 2);
+  EXPECT_EQ(info.tpc_binning_mask, ~((1ull << 24) - 1));
+  EXPECT_EQ(info.edma_binning_mask, 0);
+  EXPECT_EQ(info.mme_master_binning_mask, 0xFC);
+  cpucp::set_make_up(info, 64, 8, 8);
+  EXPECT_EQ(info.tpc_binning_mask, 0u);
+  EXPECT_EQ(info.edma_binning_mask, 0xC0);   // DMA8 and DMA9 absent
+  EXPECT_EQ(info.mme_master_binning_mask, 0);
+  cpucp::set_make_up(info, 8, 8, 2);
+  const auto block = cpucp::build_info_block(info);
+  uint64_t tpc;
+  std::memcpy(&tpc, block.data() + 1584, 8);   // cpucp_info.tpc_binning_mask
+  EXPECT_EQ(tpc, ~0xFFull);
+  EXPECT_EQ(block[1603], 0xC0);                // edma_binning_mask
+  EXPECT_EQ(block[1607], 0xFC);                // reserved2: hpusim's MME master binning
+}
+
 }  // namespace
 }  // namespace hpusim::fw_if

@@ -40,8 +40,8 @@ constexpr uint64_t kInvPs = 0xC1203C;
 constexpr uint64_t kInvCi = 0xC12040;
 constexpr uint64_t kInvSet = 0xC12048;
 
-constexpr uint32_t kDma0 = hw::gaudi1_engine::kDma0;
-constexpr uint32_t kTpc3 = hw::gaudi1_engine::kTpc0 + 3;
+constexpr uint32_t kDma0 = hpusim::regs::engine_id(hpusim::regs::dma_qman(0));
+constexpr uint32_t kTpc3 = hpusim::regs::engine_id(hpusim::regs::tpc_qman(3));
 
 hw::MmuConfig engine_config(const char* engine, uint32_t id) {
   hw::MmuConfig c;

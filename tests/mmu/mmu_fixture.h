@@ -9,6 +9,7 @@
 
 #include "hw/card/memory_system.h"
 #include "tests/mmu/store_page_table_memory.h"
+#include "arch/regs/gaudi1_map.h"
 #include "hw/mmu/mmu.h"
 #include "sim/preset/preset.h"
 #include "tests/memory/probe_master.h"
@@ -34,7 +35,7 @@ class RecordingMmuObserver : public hw::MmuObserver {
 inline hw::MmuConfig default_mmu_config() {
   hw::MmuConfig c;
   c.engine = "tpc0";
-  c.engine_id = hw::gaudi1_engine::kTpc0;
+  c.engine_id = hpusim::regs::engine_id(hpusim::regs::tpc_qman(0));
   return c;
 }
 

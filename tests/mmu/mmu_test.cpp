@@ -160,7 +160,7 @@ TEST(MmuFault, UnmappedVaFaultsWritesNothingAndTheModelGoesOn) {
   EXPECT_EQ(a->payload.get_response_status(), tlm::TLM_ADDRESS_ERROR_RESPONSE);
   ASSERT_EQ(b.observer.faults.size(), 1u);
   EXPECT_EQ(b.observer.faults[0].engine, "tpc0");
-  EXPECT_EQ(b.observer.faults[0].engine_id, hw::gaudi1_engine::kTpc0);
+  EXPECT_EQ(b.observer.faults[0].engine_id, hpusim::regs::engine_id(hpusim::regs::tpc_qman(0)));
   EXPECT_EQ(b.observer.faults[0].va, kP + pte::k4K + 0x20);
   EXPECT_TRUE(b.observer.faults[0].is_write);
   EXPECT_GT(b.observer.faults[0].at, issued);   // after the walk found no PTE

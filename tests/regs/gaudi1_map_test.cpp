@@ -284,12 +284,12 @@ TEST(RegsSpot, QueueIds) {
   EXPECT_EQ(to_index(QueueId::TPC_7_3), 72u);
   EXPECT_EQ(to_index(QueueId::NIC_0_0), 73u);
   EXPECT_EQ(to_index(QueueId::NIC_9_3), 112u);
-  EXPECT_EQ(kNumQueues, 113u);  // GAUDI_QUEUE_ID_SIZE
+  EXPECT_EQ(kNumGaudi1Queues, 113u);  // GAUDI_QUEUE_ID_SIZE
   // enum gaudi_engine_id
   EXPECT_EQ(static_cast<unsigned>(EngineId::MME_0), 8u);
   EXPECT_EQ(static_cast<unsigned>(EngineId::TPC_0), 12u);
   EXPECT_EQ(static_cast<unsigned>(EngineId::NIC_9), 29u);
-  EXPECT_EQ(static_cast<unsigned>(EngineId::Count), 30u);
+  EXPECT_EQ(kNumGaudi1Engines, 30u);  // GAUDI_ENGINE_ID_SIZE
 }
 
 TEST(RegsSpot, QueueToQman) {
@@ -313,7 +313,7 @@ TEST(RegsSpot, QueueToQman) {
   EXPECT_EQ(queue_driver_engine_id(QueueId::MME_1_1), EngineId::MME_2);
   EXPECT_EQ(queue_driver_engine_id(QueueId::DMA_5_3), EngineId::DMA_5);
   EXPECT_EQ(queue_driver_engine_id(QueueId::NIC_9_0), EngineId::NIC_9);
-  EXPECT_EQ(queue_driver_engine_id(QueueId::CPU_PQ), EngineId::Count);
+  EXPECT_EQ(queue_driver_engine_id(QueueId::CPU_PQ), kNoEngine);
   // External = the PCI DMA channels only.
   EXPECT_TRUE(queue_is_external(QueueId::DMA_0_0));
   EXPECT_TRUE(queue_is_external(QueueId::DMA_1_3));
@@ -372,11 +372,12 @@ TEST(RegsConsistency, QmanTableHasNoOverlapAndDecodeAgrees) {
 
 TEST(RegsConsistency, BlocksAreDisjointAndInsideTheWindow) {
   const std::vector<BlockInfo>& blocks = modelled_blocks();
-  EXPECT_EQ(blocks.size(), size_t{kNumQmans + 8 + 4 + 8 + 2 * 4 + 5});
+  EXPECT_EQ(blocks.size(), size_t{kNumQmans + kMaxDmaChannels + kMaxMmeEngines + kMaxTpcEngines + 2 * 4 + 5});
   for (size_t i = 0; i < blocks.size(); ++i) {
     const BlockInfo& b = blocks[i];
     EXPECT_GT(b.size, 0u);
-    EXPECT_LE(b.base + b.size, kCfgRegisterSpan) << b.name;
+    // Gaudi 1's blocks are in the register half of the window; the extension's in the debug half.
+    EXPECT_LE(b.base + b.size, b.base < kCfgRegisterSpan ? kCfgRegisterSpan : kCfgSize) << b.name;
     EXPECT_EQ(b.base % 4, 0u) << b.name;
     if (i > 0) {
       EXPECT_LE(blocks[i - 1].base + blocks[i - 1].size, b.base) << blocks[i - 1].name << " / " << b.name;
@@ -402,7 +403,7 @@ TEST(RegsConsistency, NoTwoRegistersShareAnAddress) {
   EXPECT_GT(all.size(), 30000u);
   for (size_t i = 0; i < all.size(); ++i) {
     const MappedRegister& r = all[i];
-    EXPECT_LT(r.offset, kCfgRegisterSpan) << r.name;
+    EXPECT_LT(r.offset, kCfgSize) << r.name;
     if (i > 0) {
       EXPECT_LT(all[i - 1].offset, r.offset) << all[i - 1].name << " / " << r.name;
     }
@@ -430,19 +431,84 @@ TEST(RegsConsistency, QueueNumberingIsContiguous) {
     }
     EXPECT_TRUE(qman_streams.insert({to_index(queue_qman(q)), queue_stream(q)}).second) << queue_name(q);
   }
-  EXPECT_EQ(per_kind[static_cast<unsigned>(QueueKind::Dma)], 32u);
+  EXPECT_EQ(per_kind[static_cast<unsigned>(QueueKind::Dma)], 4u * kMaxDmaChannels);
   EXPECT_EQ(per_kind[static_cast<unsigned>(QueueKind::Cpu)], 1u);
-  EXPECT_EQ(per_kind[static_cast<unsigned>(QueueKind::Mme)], 8u);
-  EXPECT_EQ(per_kind[static_cast<unsigned>(QueueKind::Tpc)], 32u);
-  EXPECT_EQ(per_kind[static_cast<unsigned>(QueueKind::Nic)], 40u);
-  // 8 DMA + 2 MME masters + 8 TPC + 10 NIC QMANs serve queues; MME1/MME3 serve none.
-  EXPECT_EQ(qman_streams.size(), (8u + 2u + 8u + 10u) * kQmanStreams);
+  EXPECT_EQ(per_kind[static_cast<unsigned>(QueueKind::Mme)], 4u * kMaxMmeMasters);
+  EXPECT_EQ(per_kind[static_cast<unsigned>(QueueKind::Tpc)], 4u * kMaxTpcEngines);
+  EXPECT_EQ(per_kind[static_cast<unsigned>(QueueKind::Nic)], 4u * kMaxNicEngines);
+  // Every DMA, MME master, TPC and NIC QMAN serves queues; the slave MMEs serve none.
+  EXPECT_EQ(qman_streams.size(), (kMaxDmaChannels + kMaxMmeMasters + kMaxTpcEngines + kMaxNicEngines) * kQmanStreams);
   EXPECT_EQ(queue_name(QueueId::DMA_0_0), "DMA_0_0");
   EXPECT_EQ(queue_name(QueueId::CPU_PQ), "CPU_PQ");
   EXPECT_EQ(queue_name(QueueId::DMA_2_1), "DMA_2_1");
   EXPECT_EQ(queue_name(QueueId::MME_1_3), "MME_1_3");
   EXPECT_EQ(queue_name(QueueId::NIC_9_3), "NIC_9_3");
-  EXPECT_THROW((void)queue_from_index(113), std::out_of_range);
+  EXPECT_THROW((void)queue_from_index(kNumQueues), std::out_of_range);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Beyond Gaudi 1: the extension keeps Gaudi 1's ids and addresses and appends the rest
+// ---------------------------------------------------------------------------------------------
+
+TEST(RegsExtension, IdsFollowGaudi1s) {
+  EXPECT_EQ(kNumQueues, 369u);
+  EXPECT_EQ(make_queue(QueueKind::Dma, 8, 0), queue_from_index(113));
+  EXPECT_EQ(make_queue(QueueKind::Dma, 9, 3), queue_from_index(120));
+  EXPECT_EQ(make_queue(QueueKind::Mme, 2, 0), queue_from_index(121));
+  EXPECT_EQ(make_queue(QueueKind::Mme, 7, 3), queue_from_index(144));
+  EXPECT_EQ(make_queue(QueueKind::Tpc, 8, 0), queue_from_index(145));
+  EXPECT_EQ(make_queue(QueueKind::Tpc, 63, 3), queue_from_index(368));
+  EXPECT_EQ(queue_name(make_queue(QueueKind::Tpc, 23, 1)), "TPC_23_1");
+  EXPECT_EQ(kNumQmans, 100u);
+  EXPECT_EQ(to_index(dma_qman(8)), 30u);
+  EXPECT_EQ(to_index(mme_qman(4)), 32u);
+  EXPECT_EQ(to_index(tpc_qman(8)), 44u);
+  EXPECT_EQ(to_index(tpc_qman(63)), 99u);
+  EXPECT_STREQ(qman_name(tpc_qman(23)), "TPC23_QM");
+  EXPECT_STREQ(qman_name(mme_qman(14)), "MME14_QM");
+  // Engine ids are QMAN indexes: Gaudi 1's enum gaudi_engine_id, then the extension; all fit the
+  // 7-bit engine field of the MMU's page-fault capture.
+  EXPECT_EQ(engine_id(tpc_qman(3)), static_cast<uint32_t>(EngineId::TPC_3));
+  EXPECT_EQ(engine_id(dma_qman(8)), kNumGaudi1Engines);
+  EXPECT_LT(kNumQmans, 128u);
+  for (unsigned i = 0; i < kNumQmans; ++i) {
+    const QmanId q = qman_from_index(i);
+    const unsigned e = qman_engine(q);
+    switch (qman_family(q)) {
+      case QmanFamily::Dma: EXPECT_EQ(dma_qman(e), q); break;
+      case QmanFamily::Mme: EXPECT_EQ(mme_qman(e), q); break;
+      case QmanFamily::Tpc: EXPECT_EQ(tpc_qman(e), q); break;
+      case QmanFamily::Nic: EXPECT_EQ(nic_qman(e), q); break;
+    }
+  }
+}
+
+TEST(RegsExtension, MmeGroupsAndMastersPair) {
+  EXPECT_EQ(mme_group_master(0), 2u);   // Gaudi 1: MME_0_x on MME2
+  EXPECT_EQ(mme_group_master(1), 0u);   // MME_1_x on MME0
+  for (unsigned g = 0; g < kMaxMmeMasters; ++g) EXPECT_EQ(mme_master_group(mme_group_master(g)), g);
+  EXPECT_EQ(queue_qman(make_queue(QueueKind::Mme, 5, 2)), mme_qman(10));
+  EXPECT_THROW((void)mme_master_group(3), std::out_of_range);
+}
+
+TEST(RegsExtension, BlocksLiveInTheDebugHalfWithGaudi1sLayout) {
+  EXPECT_EQ(tpc_cfg_base(7), 0xFC6000u);    // Gaudi 1's last TPC is unchanged
+  EXPECT_EQ(tpc_cfg_base(8), 0x2006000u);
+  EXPECT_EQ(tpc_qm_base(8), 0x2008000u);
+  EXPECT_EQ(tpc_cfg_base(63), 0x2006000u + 55 * 0x40000u);
+  EXPECT_EQ(mme_ctrl_base(4), 0x2E00000u);
+  EXPECT_EQ(mme_qm_base(15), 0x2E00000u + 11 * 0x80000u + 0x8000u);
+  EXPECT_EQ(dma_core_base(9), 0x3420000u);
+  EXPECT_EQ(dma_qm_base(9), 0x3428000u);
+  // The CP_LDMA offsets work the same way: QMAN base - 0x8000 is the engine's own block.
+  EXPECT_EQ(qman_ldma_base(dma_qman(9)), dma_core_base(9));
+  EXPECT_EQ(qman_ldma_base(mme_qman(4)), mme_ctrl_base(4));
+  EXPECT_EQ(describe_cfg_offset(qman_reg(tpc_qman(40), QmReg::PqPi, 0)), "TPC40_QM.PQ_PI_0");
+  EXPECT_EQ(describe_cfg_offset(tpc_cfg_base(40) + tpc_cfg::kTpcExecute), "TPC40_CFG.TPC_EXECUTE");
+  EXPECT_THROW((void)tpc_cfg_base(64), std::out_of_range);
+  EXPECT_THROW((void)dma_core_base(10), std::out_of_range);
+  EXPECT_THROW((void)mme_ctrl_base(16), std::out_of_range);
+  EXPECT_TRUE(in_cfg_window(cfg_address(tpc_qm_base(63) + kBlockPage - 1)));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -493,7 +559,7 @@ TEST(RegsDescribe, QmanAndSyncManagerNames) {
   EXPECT_STREQ(qman_name(QmanId::NIC4_QM1), "NIC4_QM1");
   EXPECT_STREQ(qman_name(nic_qman(5)), "NIC2_QM1");
   EXPECT_STREQ(sync_manager_name(SyncManager::E_N), "E_N");
-  EXPECT_THROW((void)qman_name(QmanId::Count), std::out_of_range);
+  EXPECT_THROW((void)qman_name(static_cast<QmanId>(kNumQmans)), std::out_of_range);
 }
 
 }  // namespace
