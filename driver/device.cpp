@@ -159,7 +159,7 @@ HlDevice::HostSpan::~HostSpan() {
   if (timeline == nullptr || !timeline->enabled()) return;
   const uint64_t end_ps = device_.link_.host_now_ps();
   std::lock_guard<std::mutex> lock(timeline->mutex());
-  const auto track = timeline->track(timeline->process("host: driver"), "ioctls");
+  const auto track = timeline->track(timeline->process(device_.options_.trace_process), "ioctls");
   timeline->writer().complete_slice(track, start_ps_ / 1000, std::max(end_ps / 1000, start_ps_ / 1000 + 1), name_);
 }
 
@@ -167,7 +167,7 @@ void HlDevice::trace_instant(const std::string& name) {
   if (timeline_ == nullptr || !timeline_->enabled()) return;
   const uint64_t at_ps = link_.host_now_ps();
   std::lock_guard<std::mutex> lock(timeline_->mutex());
-  const auto track = timeline_->track(timeline_->process("host: driver"), "interrupts");
+  const auto track = timeline_->track(timeline_->process(options_.trace_process), "interrupts");
   timeline_->writer().instant(track, at_ps / 1000, name);
 }
 

@@ -38,9 +38,10 @@ struct HlDeviceOptions {
   // TDR: a CS that has been the oldest in flight for this long (host time) times out and the
   // device is hard-reset. 0: the preset's driver.tdr_timeout_ms; tests want something small.
   uint64_t cs_timeout_us = 0;
-  // When set, the driver puts its ioctls (slices) and interrupts (instants) on a "host: driver"
-  // process of this timeline. Must outlive the device.
+  // When set, the driver puts its ioctls (slices) and interrupts (instants) on a process of this
+  // timeline named trace_process. Must outlive the device.
   traces::Timeline* timeline = nullptr;
+  std::string trace_process = "host: driver";
   // PQ length of the external queues (HL_QUEUE_LENGTH = 4096; power of two, <= 4096).
   uint32_t ext_queue_length = 4096;
   // CS outcomes kept for WAIT_CS; older sequence numbers report COMPLETED + FLAG_GONE.

@@ -9,9 +9,9 @@ namespace {
 uint64_t ns(Picoseconds ps) { return ps / 1000; }
 }  // namespace
 
-CardTracer::CardTracer(traces::Timeline& timeline, Card& card) : timeline_(timeline) {
+CardTracer::CardTracer(traces::Timeline& timeline, Card& card, const std::string& label) : timeline_(timeline) {
   std::lock_guard<std::mutex> lock(timeline_.mutex());
-  device_ = timeline_.process("device (" + card.preset().name() + ")");
+  device_ = timeline_.process("device " + (label.empty() ? "" : label + " ") + "(" + card.preset().name() + ")");
   card.set_qman_observer(this);
   card.set_sync_manager_observer(this);
   card.set_dma_observer(this);

@@ -14,7 +14,9 @@ namespace hpusim::hw {
 
 class CardTracer : public QmanObserver, public SyncManagerObserver, public DmaObserver, public MmuObserver {
  public:
-  CardTracer(traces::Timeline& timeline, Card& card);
+  // The card's tracks go on the process "device (<preset>)", or "device <label> (<preset>)" with
+  // a label (the card's index in a box).
+  CardTracer(traces::Timeline& timeline, Card& card, const std::string& label = "");
 
   void packet_executed(const std::string& qman, unsigned cp, const qman::Packet& packet, Picoseconds start,
                        Picoseconds end) override;

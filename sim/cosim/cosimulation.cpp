@@ -4,13 +4,40 @@
 #include <cstdint>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "arch/hex.h"
 
 namespace hpusim::cosim {
+
+// A host thread's clock and what it is doing. Fields other than `calls` change under the box
+// mutex (the clock of a bound track too: other tracks read it to know how far the device may go).
+struct CoSimulation::Track {
+  Track(unsigned id_, std::string name_, HostTimeSource source) : id(id_), name(std::move(name_)), clock(source) {}
+
+  enum class Phase { kHost, kActing, kWaiting };
+
+  const unsigned id;
+  const std::string name;
+  HostClock clock;
+  std::recursive_mutex calls;   // threads sharing a track (the default one) take turns
+  bool bound = false;           // reserved or bound: it holds the device back while it runs host code
+  std::optional<std::thread::id> holder;
+  Phase phase = Phase::kHost;
+  uint64_t act_ps = 0;          // kActing: when its access happens
+  // kWaiting: the earliest known time of its event (UINT64_MAX: none yet) and its deadline,
+  // checked on the simulation thread; woken_ps once the device got there.
+  std::function<uint64_t()> next_event;
+  uint64_t deadline_ps = UINT64_MAX;
+  std::optional<uint64_t> woken_ps;
+};
+
 namespace {
+
+thread_local CoSimulation* t_cosim = nullptr;   // the co-simulation the thread's binding is for
+thread_local void* t_track = nullptr;
 
 // Host-side RAII: measured host time counts only the host's own work between simulator calls.
 class HostCall {
@@ -22,21 +49,111 @@ class HostCall {
   HostClock& clock_;
 };
 
+// Runs `f` when the scope ends, however it ends.
+template <typename F>
+class OnExit {
+ public:
+  explicit OnExit(F f) : f_(std::move(f)) {}
+  ~OnExit() { f_(); }
+  OnExit(const OnExit&) = delete;
+  OnExit& operator=(const OnExit&) = delete;
+
+ private:
+  F f_;
+};
+
 // PCIe completion timeout of the root port (the specification's default range is 50 us to 50 ms).
 constexpr uint64_t kCompletionTimeoutPs = 50ull * 1000 * 1000 * 1000;
 
 }  // namespace
 
-CoSimulation::CoSimulation(HostTimeSource source, const HostCostsNs& costs) : clock_(source), costs_(costs) {}
+CoSimulation::CoSimulation(HostTimeSource source, const HostCostsNs& costs) : source_(source), costs_(costs) {
+  tracks_.push_back(std::make_unique<Track>(kDefaultTrack, "host", source));
+}
 
-CoSimulation::~CoSimulation() = default;
+CoSimulation::~CoSimulation() {
+  if (t_cosim == this) {
+    t_cosim = nullptr;
+    t_track = nullptr;
+  }
+}
 
 void CoSimulation::attach(HostPort& port) {
-  port_ = &port;
+  ports_.push_back(&port);
   // Sockets finish binding at the end of elaboration; complete it before the first access.
   sim_.call([] {
     if (sc_core::sc_get_status() == sc_core::SC_ELABORATION) sc_core::sc_start(sc_core::SC_ZERO_TIME);
   });
+}
+
+HostPort& CoSimulation::first_port() {
+  if (ports_.empty()) throw std::logic_error("co-simulation: no host port attached");
+  return *ports_.front();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tracks
+// ---------------------------------------------------------------------------------------------
+
+CoSimulation::Track& CoSimulation::my_track() {
+  if (t_cosim == this && t_track != nullptr) return *static_cast<Track*>(t_track);
+  return *tracks_.front();   // never reallocated: the default track is created with the loop
+}
+
+unsigned CoSimulation::add_track(const std::string& name, uint64_t start_ps) {
+  const uint64_t from = std::max(host_now_ps(), start_ps);
+  std::lock_guard<std::mutex> box(box_mutex_);
+  const auto id = static_cast<unsigned>(tracks_.size());
+  tracks_.push_back(std::make_unique<Track>(id, name, source_));
+  tracks_.back()->clock.wait_until(from);
+  tracks_.back()->bound = true;   // reserved for the thread that will bind it
+  return id;
+}
+
+void CoSimulation::bind_thread(unsigned id) {
+  unbind_thread();
+  std::lock_guard<std::mutex> box(box_mutex_);
+  if (id >= tracks_.size()) throw std::invalid_argument("co-simulation: no host track " + std::to_string(id));
+  Track& track = *tracks_[id];
+  if (id == kDefaultTrack) return;   // unbound threads use it already
+  if (track.holder) throw std::invalid_argument("co-simulation: host track '" + track.name + "' is bound to another thread");
+  track.bound = true;
+  track.holder = std::this_thread::get_id();
+  t_cosim = this;
+  t_track = &track;
+}
+
+void CoSimulation::unbind_thread() {
+  if (t_cosim != this || t_track == nullptr) return;
+  Track& track = *static_cast<Track*>(t_track);
+  {
+    std::lock_guard<std::mutex> box(box_mutex_);
+    track.bound = false;
+    track.holder.reset();
+  }
+  box_changed_.notify_all();
+  t_cosim = nullptr;
+  t_track = nullptr;
+}
+
+unsigned CoSimulation::current_track() { return my_track().id; }
+
+const std::string& CoSimulation::track_name(unsigned id) {
+  std::lock_guard<std::mutex> box(box_mutex_);
+  if (id >= tracks_.size()) throw std::invalid_argument("co-simulation: no host track " + std::to_string(id));
+  return tracks_[id]->name;
+}
+
+uint64_t CoSimulation::track_now_ps(unsigned id) {
+  std::lock_guard<std::mutex> box(box_mutex_);
+  if (id >= tracks_.size()) throw std::invalid_argument("co-simulation: no host track " + std::to_string(id));
+  return tracks_[id]->clock.now_ps();
+}
+
+uint64_t CoSimulation::host_now_ps() {
+  Track& me = my_track();
+  std::lock_guard<std::recursive_mutex> calls(me.calls);
+  return me.clock.now_ps();
 }
 
 uint64_t CoSimulation::device_now_ps() {
@@ -44,8 +161,55 @@ uint64_t CoSimulation::device_now_ps() {
 }
 
 void CoSimulation::charge_ns(uint64_t ns) {
-  std::lock_guard<std::recursive_mutex> lock(host_mutex_);
-  clock_.charge_ns(ns);
+  Track& me = my_track();
+  std::lock_guard<std::recursive_mutex> calls(me.calls);
+  std::lock_guard<std::mutex> box(box_mutex_);
+  me.clock.charge_ns(ns);
+}
+
+void CoSimulation::host_wait_until(uint64_t ps) {
+  Track& me = my_track();
+  std::lock_guard<std::recursive_mutex> calls(me.calls);
+  std::lock_guard<std::mutex> box(box_mutex_);
+  me.clock.wait_until(ps);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Keeping the tracks in step
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+// The earliest time track `t` may still act at, if it holds the device back at all: a bound
+// thread running host code at its clock, an access about to happen, a waiter whose event came.
+template <typename Track>
+std::optional<uint64_t> holds_back_at(const Track& t) {
+  switch (t.phase) {
+    case Track::Phase::kHost: return t.bound ? std::optional<uint64_t>(t.clock.now_ps()) : std::nullopt;
+    case Track::Phase::kActing: return t.act_ps;
+    case Track::Phase::kWaiting: return t.woken_ps;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+uint64_t CoSimulation::horizon(const Track& me) const {
+  uint64_t limit = UINT64_MAX;
+  for (const auto& t : tracks_) {
+    if (t.get() == &me) continue;
+    if (const auto at = holds_back_at(*t)) limit = std::min(limit, *at);
+  }
+  return limit;
+}
+
+bool CoSimulation::may_act(const Track& me, uint64_t at) const {
+  for (const auto& t : tracks_) {
+    if (t.get() == &me) continue;
+    const auto other = holds_back_at(*t);
+    if (other && (*other < at || (*other == at && t->id < me.id))) return false;
+  }
+  return true;
 }
 
 void CoSimulation::advance_device_to(uint64_t ps) {
@@ -53,49 +217,134 @@ void CoSimulation::advance_device_to(uint64_t ps) {
   if (ps > now) sc_core::sc_start(sc_core::sc_time::from_value(ps - now));
 }
 
-void CoSimulation::run_until(uint64_t ps) {
-  port_->set_pause_on_news(true);
-  advance_device_to(ps);
-  port_->set_pause_on_news(false);
+bool CoSimulation::advance(uint64_t target) {
+  for (HostPort* port : ports_) port->set_pause_on_news(true);
+  bool woke = false;
+  while (true) {
+    // A waiter wakes exactly when the device reaches its event or deadline; no run goes past one.
+    uint64_t bound = target;
+    for (const auto& t : tracks_) {
+      if (t->phase != Track::Phase::kWaiting || t->woken_ps) continue;
+      const uint64_t due = std::min(t->next_event(), t->deadline_ps);
+      if (due <= hw::now_ps()) {
+        t->woken_ps = due;
+        woke = true;
+      } else {
+        bound = std::min(bound, due);
+      }
+    }
+    if (woke || hw::now_ps() >= target) break;
+    advance_device_to(bound);   // stops early on news: the loop looks again
+  }
+  for (HostPort* port : ports_) port->set_pause_on_news(false);
+  return !woke;
 }
+
+void CoSimulation::finish_call(Track& me) {
+  me.phase = Track::Phase::kHost;
+  me.next_event = nullptr;
+  me.woken_ps.reset();
+  box_changed_.notify_all();
+}
+
+template <typename Act>
+auto CoSimulation::act_at(Track& me, std::unique_lock<std::mutex>& box, uint64_t at, Act&& act) {
+  me.phase = Track::Phase::kActing;
+  me.act_ps = at;
+  using Result = std::invoke_result_t<Act&>;
+  std::optional<std::conditional_t<std::is_void_v<Result>, bool, Result>> result;
+  while (!result) {
+    enum class Outcome { kActed, kWoke, kHeldBack } outcome = Outcome::kHeldBack;
+    sim_.call([&] {
+      // The device may already be past `at` when the default track acts while bound tracks run:
+      // its access happens when the device is.
+      me.act_ps = std::max(me.act_ps, hw::now_ps());
+      if (!may_act(me, me.act_ps)) return;
+      if (!advance(me.act_ps)) {
+        outcome = Outcome::kWoke;
+        return;
+      }
+      if constexpr (std::is_void_v<Result>) {
+        act();
+        result = true;
+      } else {
+        result = act();
+      }
+      outcome = Outcome::kActed;
+    });
+    if (outcome == Outcome::kActed) break;
+    box_changed_.notify_all();
+    if (outcome == Outcome::kHeldBack) box_changed_.wait(box);
+  }
+  me.clock.wait_until(me.act_ps);
+  if constexpr (!std::is_void_v<Result>) return std::move(*result);
+}
+
+uint64_t CoSimulation::wait_for(Track& me, std::unique_lock<std::mutex>& box, const ReadyCheck& ready, uint64_t deadline_ps) {
+  me.phase = Track::Phase::kWaiting;
+  me.next_event = [&ready] { return ready().value_or(UINT64_MAX); };
+  me.deadline_ps = deadline_ps;
+  me.woken_ps.reset();
+  while (!me.woken_ps) {
+    bool held_back = false;
+    sim_.call([&] {
+      const uint64_t limit = horizon(me);
+      if (advance(std::min(limit, std::max(hw::now_ps(), deadline_ps))) && !me.woken_ps) held_back = true;
+    });
+    if (me.woken_ps) break;
+    box_changed_.notify_all();
+    if (held_back) box_changed_.wait(box);
+  }
+  const uint64_t resume = *me.woken_ps;
+  me.clock.wait_until(resume);
+  return resume;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Host accesses
+// ---------------------------------------------------------------------------------------------
 
 void CoSimulation::sync_device() {
-  std::lock_guard<std::recursive_mutex> lock(host_mutex_);
-  HostCall call(clock_);
-  const uint64_t at = clock_.now_ps();
-  sim_.call([&] { advance_device_to(at); });
+  Track& me = my_track();
+  std::lock_guard<std::recursive_mutex> calls(me.calls);
+  HostCall call(me.clock);
+  std::unique_lock<std::mutex> box(box_mutex_);
+  const OnExit done([&] { finish_call(me); });
+  act_at(me, box, me.clock.now_ps(), [] {});
 }
 
-void CoSimulation::mmio_write32(uint64_t device_address, uint32_t value) {
-  std::lock_guard<std::recursive_mutex> lock(host_mutex_);
-  HostCall call(clock_);
-  if (port_ == nullptr) throw std::logic_error("co-simulation: no host port attached");
-  const uint64_t at = clock_.now_ps();
-  sim_.call([&] {
-    advance_device_to(at);
-    uint64_t ticket = port_->issue(true, device_address, value, at);
+void CoSimulation::mmio_write32(HostPort& port, uint64_t device_address, uint32_t value) {
+  Track& me = my_track();
+  std::lock_guard<std::recursive_mutex> calls(me.calls);
+  HostCall call(me.clock);
+  std::unique_lock<std::mutex> box(box_mutex_);
+  const OnExit done([&] { finish_call(me); });
+  const bool failed = act_at(me, box, me.clock.now_ps(), [&] {
+    uint64_t ticket = port.issue(true, device_address, value, hw::now_ps());
     // Posted: the host does not wait, but a synchronous error is reported right away.
-    const auto& done = port_->completion(ticket);
-    bool failed = done.done && done.status != tlm::TLM_OK_RESPONSE;
-    port_->forget(ticket);   // a write still in flight is dropped when its response arrives
-    if (failed) throw std::runtime_error("MMIO write to " + hex(device_address) + " failed");
+    const auto& done = port.completion(ticket);
+    const bool error = done.done && done.status != tlm::TLM_OK_RESPONSE;
+    port.forget(ticket);   // a write still in flight is dropped when its response arrives
+    return error;
   });
-  clock_.charge_ns(costs_.mmio_write_ns);
+  if (!failed) me.clock.charge_ns(costs_.mmio_write_ns);
+  if (failed) throw std::runtime_error("MMIO write to " + hex(device_address) + " failed");
 }
 
-void CoSimulation::mmio_write_block(uint64_t device_address, const void* data, uint64_t bytes) {
-  std::lock_guard<std::recursive_mutex> lock(host_mutex_);
-  HostCall call(clock_);
-  if (port_ == nullptr) throw std::logic_error("co-simulation: no host port attached");
+void CoSimulation::mmio_write_block(HostPort& port, uint64_t device_address, const void* data, uint64_t bytes) {
+  Track& me = my_track();
+  std::lock_guard<std::recursive_mutex> calls(me.calls);
+  HostCall call(me.clock);
   if (bytes == 0) return;
   if (bytes - 1 > UINT64_MAX - device_address) {
     throw std::invalid_argument("MMIO block write to " + hex(device_address) + " of " + std::to_string(bytes) +
                                 " bytes wraps around the address space");
   }
   const auto* source = static_cast<const unsigned char*>(data);
-  const uint64_t at = clock_.now_ps();
-  std::optional<uint64_t> failed_at = sim_.call([&]() -> std::optional<uint64_t> {
-    advance_device_to(at);
+  std::unique_lock<std::mutex> box(box_mutex_);
+  const OnExit done([&] { finish_call(me); });
+  const std::optional<uint64_t> failed_at = act_at(me, box, me.clock.now_ps(), [&]() -> std::optional<uint64_t> {
+    const uint64_t at = hw::now_ps();
     // Every write goes out before any is checked: a posted write that fails does not stop the
     // ones behind it.
     std::vector<std::pair<uint64_t, uint64_t>> tickets;   // (ticket, address)
@@ -106,86 +355,72 @@ void CoSimulation::mmio_write_block(uint64_t device_address, const void* data, u
       const uint64_t n = std::min(left, kBlockWriteBytes - address % kBlockWriteBytes);
       const uint64_t offset = address - device_address;
       std::vector<unsigned char> chunk(source + offset, source + offset + n);
-      tickets.emplace_back(port_->issue_write(address, std::move(chunk), at), address);
+      tickets.emplace_back(port.issue_write(address, std::move(chunk), at), address);
       address += n;
       left -= n;
     }
     std::optional<uint64_t> first_failure;
     for (const auto& [ticket, chunk_address] : tickets) {
-      const auto& done = port_->completion(ticket);
+      const auto& done = port.completion(ticket);
       if (!first_failure && done.done && done.status != tlm::TLM_OK_RESPONSE) first_failure = chunk_address;
-      port_->forget(ticket);   // writes still in flight are dropped when their responses arrive
+      port.forget(ticket);   // writes still in flight are dropped when their responses arrive
     }
     return first_failure;
   });
+  if (!failed_at) me.clock.charge_ns(((bytes - 1) / kWriteCombiningBytes + 1) * costs_.mmio_write_ns);
   if (failed_at) {
     throw std::runtime_error("MMIO block write to " + hex(device_address) + " (" + std::to_string(bytes) +
                              " bytes) failed at " + hex(*failed_at));
   }
-  const uint64_t lines = (bytes - 1) / kWriteCombiningBytes + 1;
-  clock_.charge_ns(lines * costs_.mmio_write_ns);
 }
 
-uint32_t CoSimulation::mmio_read32(uint64_t device_address) {
-  std::lock_guard<std::recursive_mutex> lock(host_mutex_);
-  HostCall call(clock_);
-  if (port_ == nullptr) throw std::logic_error("co-simulation: no host port attached");
-  const uint64_t at = clock_.now_ps();
-  HostPort::Completion result = sim_.call([&] {
-    advance_device_to(at);
-    uint64_t ticket = port_->issue(false, device_address, 0, at);
-    // Run until the response is known, then until it arrives. A device that never answers ends
-    // the read with a completion timeout, as a PCIe root port does.
-    const uint64_t give_up = hw::now_ps() + kCompletionTimeoutPs;
-    uint64_t horizon = hw::now_ps();
-    while (!port_->completion(ticket).done) {
-      if (hw::now_ps() >= give_up) {
-        port_->forget(ticket);
-        HostPort::Completion timed_out;
-        timed_out.at_ps = give_up;
-        timed_out.status = tlm::TLM_GENERIC_ERROR_RESPONSE;
-        return timed_out;
-      }
-      horizon += 1000000;  // look 1 us ahead at a time
-      run_until(horizon);
-    }
-    HostPort::Completion done = port_->completion(ticket);
-    port_->forget(ticket);
-    advance_device_to(done.at_ps);
-    return done;
+uint32_t CoSimulation::mmio_read32(HostPort& port, uint64_t device_address) {
+  Track& me = my_track();
+  std::lock_guard<std::recursive_mutex> calls(me.calls);
+  HostCall call(me.clock);
+  std::unique_lock<std::mutex> box(box_mutex_);
+  const OnExit done([&] { finish_call(me); });
+  const uint64_t ticket = act_at(me, box, me.clock.now_ps(), [&] { return port.issue(false, device_address, 0, hw::now_ps()); });
+  // The host waits for the data; a device that never answers ends the read with a completion
+  // timeout, as a PCIe root port does.
+  const uint64_t give_up = me.clock.now_ps() + kCompletionTimeoutPs;
+  const ReadyCheck answered = [&]() -> std::optional<uint64_t> {
+    const auto& done = port.completion(ticket);
+    return done.done ? std::optional<uint64_t>(done.at_ps) : std::nullopt;
+  };
+  wait_for(me, box, answered, give_up);
+  const HostPort::Completion result = sim_.call([&] {
+    HostPort::Completion answer = port.completion(ticket);
+    port.forget(ticket);
+    return answer;
   });
-  clock_.wait_until(result.at_ps);
-  clock_.charge_ns(costs_.mmio_read_ns);
+  me.clock.charge_ns(costs_.mmio_read_ns);
   if (!result.done) throw std::runtime_error("MMIO read from " + hex(device_address) + ": completion timeout");
-  if (result.status != tlm::TLM_OK_RESPONSE) {
-    throw std::runtime_error("MMIO read from " + hex(device_address) + " failed");
-  }
+  if (result.status != tlm::TLM_OK_RESPONSE) throw std::runtime_error("MMIO read from " + hex(device_address) + " failed");
   return result.value;
 }
 
-std::optional<uint32_t> CoSimulation::wait_for_interrupt(uint64_t timeout_ps) {
-  std::lock_guard<std::recursive_mutex> lock(host_mutex_);
-  HostCall call(clock_);
-  if (port_ == nullptr) throw std::logic_error("co-simulation: no host port attached");
-  const uint64_t deadline = timeout_ps > UINT64_MAX - clock_.now_ps() ? UINT64_MAX : clock_.now_ps() + timeout_ps;
-  const uint64_t start = clock_.now_ps();
+std::optional<uint32_t> CoSimulation::wait_for_interrupt(HostPort& port, uint64_t timeout_ps) {
+  Track& me = my_track();
+  std::lock_guard<std::recursive_mutex> calls(me.calls);
+  HostCall call(me.clock);
+  std::unique_lock<std::mutex> box(box_mutex_);
+  const OnExit done([&] { finish_call(me); });
+  const uint64_t now = me.clock.now_ps();
+  const uint64_t deadline = timeout_ps > UINT64_MAX - now ? UINT64_MAX : now + timeout_ps;
+  // An interrupt that arrived before the host started waiting is taken at once.
+  const ReadyCheck arrived = [&]() -> std::optional<uint64_t> {
+    const HostPort::Interrupt* first = port.earliest_interrupt();
+    return first != nullptr ? std::optional<uint64_t>(std::max(first->at_ps, now)) : std::nullopt;
+  };
+  const uint64_t resume = wait_for(me, box, arrived, deadline);
   std::optional<HostPort::Interrupt> got = sim_.call([&]() -> std::optional<HostPort::Interrupt> {
-    advance_device_to(start);
-    while (true) {
-      const HostPort::Interrupt* first = port_->earliest_interrupt();
-      if (first != nullptr && first->at_ps <= hw::now_ps()) return port_->take_earliest_interrupt();
-      if (hw::now_ps() >= deadline) return std::nullopt;
-      // Run towards the earliest known interrupt (or the deadline); new ones pause the run.
-      uint64_t target = first != nullptr ? std::min(first->at_ps, deadline) : deadline;
-      run_until(target);
-    }
+    const HostPort::Interrupt* first = port.earliest_interrupt();
+    if (first == nullptr || std::max(first->at_ps, now) > resume) return std::nullopt;
+    return port.take_earliest_interrupt();
   });
-  if (!got) {
-    clock_.wait_until(deadline);
-    return std::nullopt;
-  }
-  clock_.wait_until(got->at_ps);
-  clock_.charge_ns(costs_.irq_latency_ns);
+  if (got) me.clock.charge_ns(costs_.irq_latency_ns);
+  if (!got) return std::nullopt;
   return got->vector;
 }
 

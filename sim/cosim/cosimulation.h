@@ -5,12 +5,22 @@
 // delivered. When the host waits (for an interrupt or a read), the device runs until the awaited
 // event, and host time jumps to it (plus the interrupt latency for interrupts). The device never
 // runs ahead of the host except while the host waits.
+//
+// Host time has one track per host thread that asks for one (add_track + bind_thread); threads
+// that do not share the default track. Bound tracks are kept in step conservatively: the device
+// is never advanced past the time of a bound track that is running host code, and accesses of
+// different tracks at the same time go in track order, so with modeled host time the result does
+// not depend on how the threads were scheduled.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "sim/cosim/host_clock.h"
 #include "sim/cosim/host_port.h"
@@ -37,23 +47,45 @@ class CoSimulation {
     return sim_.call(std::forward<Work>(work));
   }
 
-  // Connects the card's host port; call once after elaboration.
+  // Connects a card's host port (one per card, in card order); call after elaboration. The
+  // accessors without a port use the first one.
   void attach(HostPort& port);
 
-  HostClock& host_clock() { return clock_; }
-  uint64_t host_now_ps() {
-    std::lock_guard<std::recursive_mutex> lock(host_mutex_);
-    return clock_.now_ps();
-  }
+  // --- host tracks ---
+  static constexpr unsigned kDefaultTrack = 0;
+  // A new track named `name` ("card 1 workload"), starting at the calling thread's host time or
+  // at `start_ps`, whichever is later; returns its id. From now on it holds the device back at
+  // its time until a thread bound to it moves on or lets it go (unbind_thread): reserve the
+  // tracks of threads that are to run together before any of them starts.
+  unsigned add_track(const std::string& name, uint64_t start_ps = 0);
+  // Binds the calling thread to track `id` until unbind_thread (or the thread binds another).
+  // A track holds the device back while its thread runs host code: a bound thread must unbind
+  // before it blocks on anything but the simulator (joining a thread, a lock another bound
+  // thread holds). Throws std::invalid_argument for an unknown id or a track another thread
+  // holds.
+  void bind_thread(unsigned id);
+  // Lets the calling thread's track go: it no longer holds the device back.
+  void unbind_thread();
+  unsigned current_track();
+  const std::string& track_name(unsigned id);
+  uint64_t track_now_ps(unsigned id);
+
+  HostTimeSource time_source() const { return source_; }
+  // The calling thread's host time.
+  uint64_t host_now_ps();
   uint64_t device_now_ps();
 
-  // Host work charged to the modeled clock.
+  // Host work charged to the calling thread's modeled clock.
   void charge_ns(uint64_t ns);
+  // The calling thread was blocked (on other host threads) until `ps` of host time.
+  void host_wait_until(uint64_t ps);
 
-  // MMIO through the PCIe link. A write is posted; a read blocks until its data returns.
+  // MMIO through a card's PCIe link. A write is posted; a read blocks until its data returns.
   // Both throw std::runtime_error if the device answers with an error response.
-  void mmio_write32(uint64_t device_address, uint32_t value);
-  uint32_t mmio_read32(uint64_t device_address);
+  void mmio_write32(HostPort& port, uint64_t device_address, uint32_t value);
+  uint32_t mmio_read32(HostPort& port, uint64_t device_address);
+  void mmio_write32(uint64_t device_address, uint32_t value) { mmio_write32(first_port(), device_address, value); }
+  uint32_t mmio_read32(uint64_t device_address) { return mmio_read32(first_port(), device_address); }
 
   // A block of posted writes (memcpy_toio through a BAR): `bytes` bytes from `data` to
   // [device_address, device_address + bytes). They leave as writes of at most kBlockWriteBytes,
@@ -66,23 +98,51 @@ class CoSimulation {
   // writes still go out, and the host is not charged, as in mmio_write32).
   static constexpr uint64_t kBlockWriteBytes = 128;
   static constexpr uint64_t kWriteCombiningBytes = 64;
-  void mmio_write_block(uint64_t device_address, const void* data, uint64_t bytes);
+  void mmio_write_block(HostPort& port, uint64_t device_address, const void* data, uint64_t bytes);
+  void mmio_write_block(uint64_t device_address, const void* data, uint64_t bytes) {
+    mmio_write_block(first_port(), device_address, data, bytes);
+  }
 
-  // Blocks until an MSI reaches the host or `timeout_ps` of host time passes; returns the vector.
-  std::optional<uint32_t> wait_for_interrupt(uint64_t timeout_ps);
+  // Blocks until an MSI of the card behind `port` reaches the host or `timeout_ps` of host time
+  // passes; returns the vector.
+  std::optional<uint32_t> wait_for_interrupt(HostPort& port, uint64_t timeout_ps);
+  std::optional<uint32_t> wait_for_interrupt(uint64_t timeout_ps) { return wait_for_interrupt(first_port(), timeout_ps); }
 
   // Lets the device run until host time (no-op if it is already there).
   void sync_device();
 
  private:
+  struct Track;
+  // What a waiting track waits for, checked on the simulation thread: the host time it resumes
+  // at once it has happened.
+  using ReadyCheck = std::function<std::optional<uint64_t>()>;
+
+  HostPort& first_port();
+  Track& my_track();
+  // The device at `at` on behalf of `me`, when no other track may still act before it; then
+  // `act` runs on the simulation thread. Returns with the box lock held.
+  template <typename Act>
+  auto act_at(Track& me, std::unique_lock<std::mutex>& box, uint64_t at, Act&& act);
+  // Runs the device for `me` until `ready` says its event happened or the device reaches
+  // `deadline_ps`; returns the time `me` resumes at (the event's, or the deadline).
+  uint64_t wait_for(Track& me, std::unique_lock<std::mutex>& box, const ReadyCheck& ready, uint64_t deadline_ps);
+  // The earliest time another track may still act at (UINT64_MAX: none), and whether `me` may
+  // act at `at` before it (ties go to the lower track id).
+  uint64_t horizon(const Track& me) const;
+  bool may_act(const Track& me, uint64_t at) const;
+  // Simulation thread: advances the device towards `target`, pausing when a port has news; a
+  // waiting track whose event happened is marked woken. Returns false if a track woke.
+  bool advance(uint64_t target);
   void advance_device_to(uint64_t ps);   // simulation thread only
-  void run_until(uint64_t ps);           // simulation thread only: stops early on news
+  void finish_call(Track& me);
 
   SimThread sim_;
-  HostClock clock_;
+  HostTimeSource source_;
   HostCostsNs costs_;
-  HostPort* port_ = nullptr;
-  std::recursive_mutex host_mutex_;   // host calls from several threads take turns
+  std::vector<HostPort*> ports_;
+  std::mutex box_mutex_;                 // track phases, the device's progress
+  std::condition_variable box_changed_;
+  std::vector<std::unique_ptr<Track>> tracks_;   // [0]: the default track
 };
 
 }  // namespace hpusim::cosim

@@ -1,5 +1,5 @@
 // The device link of one simulated card (driver/device_link.h): the host's MMIO and interrupts
-// through the co-simulation loop, host memory through the card's root port, the reset line.
+// through the co-simulation loop and the card's root port, host memory, the reset line.
 // Every SystemC call runs on the simulation thread.
 #pragma once
 
@@ -14,14 +14,16 @@ namespace hpusim::platform {
 
 class CardLink : public driver::DeviceLink {
  public:
-  CardLink(cosim::CoSimulation& cosim, hw::Card& card) : cosim_(cosim), card_(card) {}
+  CardLink(cosim::CoSimulation& cosim, hw::Card& card, cosim::HostPort& port) : cosim_(cosim), card_(card), port_(port) {}
 
-  void mmio_write32(uint64_t address, uint32_t value) override { cosim_.mmio_write32(address, value); }
-  uint32_t mmio_read32(uint64_t address) override { return cosim_.mmio_read32(address); }
+  void mmio_write32(uint64_t address, uint32_t value) override { cosim_.mmio_write32(port_, address, value); }
+  uint32_t mmio_read32(uint64_t address) override { return cosim_.mmio_read32(port_, address); }
   void mmio_write_block(uint64_t address, const void* data, uint64_t bytes) override {
-    cosim_.mmio_write_block(address, data, bytes);
+    cosim_.mmio_write_block(port_, address, data, bytes);
   }
-  std::optional<uint32_t> wait_for_interrupt(uint64_t timeout_ps) override { return cosim_.wait_for_interrupt(timeout_ps); }
+  std::optional<uint32_t> wait_for_interrupt(uint64_t timeout_ps) override {
+    return cosim_.wait_for_interrupt(port_, timeout_ps);
+  }
   void sync_device() override { cosim_.sync_device(); }
 
   void host_write(uint64_t bus_address, const void* data, uint64_t bytes) override;
@@ -38,6 +40,7 @@ class CardLink : public driver::DeviceLink {
  private:
   cosim::CoSimulation& cosim_;
   hw::Card& card_;
+  cosim::HostPort& port_;
 };
 
 }  // namespace hpusim::platform

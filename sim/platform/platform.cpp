@@ -1,6 +1,9 @@
 #include "sim/platform/platform.h"
 
+#include <algorithm>
 #include <atomic>
+#include <exception>
+#include <thread>
 #include <iostream>
 #include <stdexcept>
 
@@ -27,9 +30,9 @@ cosim::HostCostsNs link_costs(const preset::HostCosts& host) {
 }  // namespace
 
 Platform::Platform(const PlatformOptions& options) : options_(options) {
-  if (options_.cards != 1) {
-    throw std::invalid_argument("platform: cards = " + std::to_string(options_.cards) +
-                                ": a box of more than one card is not built yet (cards must be 1)");
+  if (options_.cards == 0 || options_.cards > kMaxCards) {
+    throw std::invalid_argument("platform: cards = " + std::to_string(options_.cards) + ": a box has 1 to " +
+                                std::to_string(kMaxCards) + " cards");
   }
   preset_ = options_.resolved_preset ? *options_.resolved_preset : preset::load_preset(options_.preset, options_.overrides);
   Platform* expected = nullptr;
@@ -44,43 +47,47 @@ Platform::Platform(const PlatformOptions& options) : options_(options) {
       timeline_ = own_timeline_.get();
     }
     cosim_ = std::make_unique<cosim::CoSimulation>(options_.time_source, link_costs(preset_.host()));
-    // What the BIOS and PCIe enumeration provide: the card, the root port and the MSI routing.
-    cosim_->on_sim_thread([this] {
-      hw::CardOptions card_options;
-      card_options.device_cpu = options_.with_driver;
-      // The firmware zeroes the driver-reserved head of SRAM at boot; nothing of the driver lives there.
-      card_options.fw_init_region_base = preset_.memory_map().sram_base();
-      card_options.fw_init_region_bytes = uapi::GAUDI_DRIVER_SRAM_RESERVED_SIZE_FROM_START;
-      card_ = std::make_unique<hw::Card>("card", preset_, card_options);
-      if (timeline_ != nullptr) card_tracer_ = std::make_unique<hw::CardTracer>(*timeline_, *card_);
-      host_port_ = std::make_unique<cosim::HostPort>("host");
-      host_port_->socket.bind(card_->memory().pcie().host_side);
-      cosim::HostPort* port = host_port_.get();
-      card_->memory().pcie().set_msi_sink(kMsiHostAddress, [port](uint32_t vector, hw::Picoseconds at) {
-        port->deliver_msi(vector, at);
-      });
-      if (options_.on_card_built) options_.on_card_built(*card_);
+    const bool box = options_.cards > 1;
+    const auto indexed = [box](const std::string& name, unsigned i) { return box ? name + std::to_string(i) : name; };
+    // What the BIOS and PCIe enumeration provide: each card, its root port and the MSI routing.
+    cosim_->on_sim_thread([&] {
+      for (unsigned i = 0; i < options_.cards; ++i) {
+        hw::CardOptions card_options;
+        card_options.device_cpu = options_.with_driver;
+        // The firmware zeroes the driver-reserved head of SRAM at boot; nothing of the driver lives there.
+        card_options.fw_init_region_base = preset_.memory_map().sram_base();
+        card_options.fw_init_region_bytes = uapi::GAUDI_DRIVER_SRAM_RESERVED_SIZE_FROM_START;
+        cards_.push_back(std::make_unique<hw::Card>(indexed("card", i).c_str(), preset_, card_options));
+        hw::Card& card = *cards_.back();
+        if (timeline_ != nullptr) {
+          card_tracers_.push_back(std::make_unique<hw::CardTracer>(*timeline_, card, box ? std::to_string(i) : ""));
+        }
+        host_ports_.push_back(std::make_unique<cosim::HostPort>(indexed("host", i).c_str()));
+        cosim::HostPort* port = host_ports_.back().get();
+        port->socket.bind(card.memory().pcie().host_side);
+        card.memory().pcie().set_msi_sink(kMsiHostAddress, [port](uint32_t vector, hw::Picoseconds at) {
+          port->deliver_msi(vector, at);
+        });
+        if (options_.on_card_built) options_.on_card_built(card);
+      }
     });
-    cosim_->attach(*host_port_);
-    link_ = std::make_unique<CardLink>(*cosim_, *card_);
+    for (unsigned i = 0; i < options_.cards; ++i) {
+      cosim_->attach(*host_ports_[i]);
+      links_.push_back(std::make_unique<CardLink>(*cosim_, *cards_[i], *host_ports_[i]));
+    }
     if (options_.with_driver) {
-      driver::HlDeviceOptions driver_options = options_.driver;
-      driver_options.timeline = timeline_;
-      driver_ = std::make_unique<driver::HlDevice>(*link_, preset_, driver_options);
-      if (const int rc = driver::register_device_file(0, driver_.get()); rc != 0) {
-        throw std::runtime_error("platform: " + device_path(0) + " is taken (" + std::to_string(rc) + ")");
+      probe_drivers();
+      for (unsigned i = 0; i < options_.cards; ++i) {
+        if (const int rc = driver::register_device_file(i, drivers_[i].get()); rc != 0) {
+          for (unsigned j = 0; j < i; ++j) driver::unregister_device_file(j);
+          drivers_.clear();
+          throw std::runtime_error("platform: " + device_path(i) + " is taken (" + std::to_string(rc) + ")");
+        }
       }
     }
     set_host_services(this);
   } catch (...) {
-    driver_.reset();
-    if (cosim_) {
-      cosim_->on_sim_thread([this] {
-        card_tracer_.reset();
-        card_.reset();
-        host_port_.reset();
-      });
-    }
+    tear_down();
     g_current = nullptr;
     throw;
   }
@@ -88,30 +95,87 @@ Platform::Platform(const PlatformOptions& options) : options_(options) {
 
 Platform::~Platform() {
   set_host_services(nullptr);
-  if (driver_) {
-    driver::unregister_device_file(0);
-    driver_.reset();
-  }
-  link_.reset();
-  cosim_->on_sim_thread([this] {
-    card_tracer_.reset();
-    card_.reset();
-    host_port_.reset();
-  });
+  tear_down();
   g_current = nullptr;
+}
+
+// The drivers probe their cards. In a box each probe runs on its own thread and host-time track
+// from the same start, as the kernel probes devices in parallel, so a card comes up exactly as it
+// would alone; the host goes on once all are up.
+void Platform::probe_drivers() {
+  const bool box = options_.cards > 1;
+  auto probe = [this, box](unsigned i) {
+    driver::HlDeviceOptions driver_options = options_.driver;
+    driver_options.timeline = timeline_;
+    if (box) driver_options.trace_process = "host: driver " + std::to_string(i);
+    return std::make_unique<driver::HlDevice>(*links_[i], preset_, driver_options);
+  };
+  drivers_.resize(options_.cards);
+  if (!box) {
+    drivers_[0] = probe(0);
+    return;
+  }
+  std::vector<unsigned> tracks;
+  for (unsigned i = 0; i < options_.cards; ++i) tracks.push_back(reserve_host_track("card " + std::to_string(i) + " probe"));
+  std::vector<std::exception_ptr> failures(options_.cards);
+  std::vector<std::thread> probes;
+  for (unsigned i = 0; i < options_.cards; ++i) {
+    probes.emplace_back([&, i] {
+      try {
+        const HostThread on(*this, tracks[i]);
+        drivers_[i] = probe(i);
+      } catch (...) {
+        failures[i] = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : probes) t.join();
+  for (const auto& failure : failures) {
+    if (failure) {
+      drivers_.clear();
+      std::rethrow_exception(failure);
+    }
+  }
+  uint64_t all_up = 0;
+  for (const unsigned track : tracks) all_up = std::max(all_up, cosim_->track_now_ps(track));
+  cosim_->host_wait_until(all_up);
+}
+
+void Platform::tear_down() {
+  for (unsigned i = 0; i < drivers_.size(); ++i) driver::unregister_device_file(i);
+  drivers_.clear();
+  links_.clear();
+  if (cosim_) {
+    cosim_->on_sim_thread([this] {
+      card_tracers_.clear();
+      cards_.clear();
+      host_ports_.clear();
+    });
+  }
 }
 
 Platform* Platform::current() { return g_current.load(); }
 
 hw::Card& Platform::card(unsigned index) {
-  if (index != 0) throw std::out_of_range("platform: no card " + std::to_string(index));
-  return *card_;
+  if (index >= cards_.size()) throw std::out_of_range("platform: no card " + std::to_string(index));
+  return *cards_[index];
 }
 
 driver::HlDevice& Platform::driver(unsigned index) {
-  if (index != 0) throw std::out_of_range("platform: no card " + std::to_string(index));
-  if (!driver_) throw std::logic_error("platform: built without a driver");
-  return *driver_;
+  if (index >= cards_.size()) throw std::out_of_range("platform: no card " + std::to_string(index));
+  if (drivers_.empty()) throw std::logic_error("platform: built without a driver");
+  return *drivers_[index];
+}
+
+HostThread::HostThread(Platform& platform, const std::string& name, uint64_t start_ps)
+    : HostThread(platform, platform.reserve_host_track(name, start_ps)) {}
+
+HostThread::HostThread(Platform& platform, unsigned track) : platform_(platform), track_(track) {
+  platform_.cosim().bind_thread(track_);
+}
+
+HostThread::~HostThread() {
+  if (platform_.cosim().current_track() == track_) platform_.cosim().unbind_thread();
 }
 
 void Platform::charge(HostWork work, uint64_t count) {
@@ -154,7 +218,7 @@ std::string Platform::accepts(const BootRequest& request) {
     return "this process runs a card built from " + described(options_.preset, options_.overrides) +
            "; another, from " + described(preset, request.overrides) + ", cannot be built (one platform per process)";
   }
-  if (!driver_) return "this process's platform has no driver";
+  if (drivers_.empty()) return "this process's platform has no driver";
   if (!request.trace_path.empty() && request.trace_path != options_.trace_path) {
     if (timeline_ == nullptr) return "tracing must be asked for before the platform is built (hpusim_traceToFile first)";
     options_.trace_path = request.trace_path;

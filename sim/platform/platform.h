@@ -1,12 +1,14 @@
-// The platform: what owns the simulation of one host with its card(s). It builds, from a preset,
-// the co-simulation loop (the SystemC kernel on its own thread and the host clock), the card with
-// its root port and MSI routing, the card's tracer, the device link, and the driver instance that
-// probes the card and serves "/dev/hl0". Tests, benches, the CLI and the Synapse layer (through
-// platform::boot) all build it this way. One platform per process (SystemC elaborates once).
+// The platform: what owns the simulation of one host with its box of cards. It builds, from a
+// preset, the co-simulation loop (the SystemC kernel on its own thread and the host clock with its
+// tracks), N cards each with its root port and MSI routing, tracer, device link and the driver
+// instance that probes it and serves "/dev/hl<i>". Tests, benches, the CLI and the Synapse layer
+// (through platform::boot) all build it this way. One platform per process (SystemC elaborates
+// once).
 //
-//   platform::Platform box({.preset = "hl205"});
-//   int fd = driver::hl_open("/dev/hl0");        // user space: the device file only
-//   box.card().tpc_core(0)->...;                  // tools and tests: the models' statistics
+//   platform::Platform box({.preset = "hl205", .cards = 2});
+//   int fd = driver::hl_open("/dev/hl1");        // user space: the device file only
+//   box.card(1).tpc_core(0)->...;                 // tools and tests: the models' statistics
+//   platform::HostThread worker(box, "card 1 workload");   // this thread's own host-time track
 #pragma once
 
 #include <functional>
@@ -37,7 +39,8 @@ struct PlatformOptions {
   // A preset already resolved (a bench's or a sweep's), used instead of preset and overrides.
   std::optional<preset::Card> resolved_preset;
   cosim::HostTimeSource time_source = cosim::HostTimeSource::kModeled;
-  // Cards in the box. One for now: more are refused with an error naming the option.
+  // Cards in the box (1..kMaxCards), all built from the preset. With more than one, module names
+  // ("card0", "card1") and trace processes carry the card's index.
   unsigned cards = 1;
   // The run's timeline: the driver's ioctls and interrupts and the card's activity go on it.
   // Either the caller's (it must outlive the platform) or, with trace_path set, the platform's own,
@@ -48,10 +51,36 @@ struct PlatformOptions {
   // by MMIO themselves); with one, the driver probes the card and serves "/dev/hl0".
   bool with_driver = true;
   driver::HlDeviceOptions driver;   // its timeline is set from the platform's
-  // Runs on the simulation thread once the card is built, before elaboration ends: where a test
+  // Runs on the simulation thread once each card is built, before elaboration ends: where a test
   // adds its own modules or observers. Whatever it creates must be destroyed (on the simulation
   // thread) before the platform.
   std::function<void(hw::Card&)> on_card_built;
+};
+
+class Platform;
+
+// The calling thread on its own host-time track for as long as the object lives. Tracks are kept
+// in step with each other, so a thread lets its HostThread go before it blocks on another thread
+// (a join, a lock). Threads meant to run together get their tracks reserved first
+// (Platform::reserve_host_track, on the thread that starts them), so none runs ahead of another
+// that has not started yet:
+//
+//   const unsigned track = box.reserve_host_track("card 1", start_ps);
+//   std::thread worker([&] { platform::HostThread on(box, track); ... });
+class HostThread {
+ public:
+  // A new track, starting at the calling thread's host time or start_ps, whichever is later.
+  HostThread(Platform& platform, const std::string& name, uint64_t start_ps = 0);
+  // A track reserved before.
+  HostThread(Platform& platform, unsigned track);
+  ~HostThread();
+  HostThread(const HostThread&) = delete;
+  HostThread& operator=(const HostThread&) = delete;
+  unsigned track() const { return track_; }
+
+ private:
+  Platform& platform_;
+  unsigned track_;
 };
 
 class Platform : public HostServices {
@@ -65,6 +94,7 @@ class Platform : public HostServices {
 
   // Where the root port delivers MSIs: the x86 MSI window (the direct-MSI path).
   static constexpr uint64_t kMsiHostAddress = 0xFEE00000ull;
+  static constexpr unsigned kMaxCards = 8;
 
   // The platform of this process, or nullptr.
   static Platform* current();
@@ -72,10 +102,13 @@ class Platform : public HostServices {
   const preset::Card& preset() const { return preset_; }
   const PlatformOptions& options() const { return options_; }
   cosim::CoSimulation& cosim() { return *cosim_; }
-  unsigned cards() const { return 1; }
+  unsigned cards() const { return static_cast<unsigned>(cards_.size()); }
   hw::Card& card(unsigned index = 0);
   // The driver instance of card `index` (its debug view: log, counters); throws without a driver.
   driver::HlDevice& driver(unsigned index = 0);
+  // A host-time track for a thread to bind (HostThread), holding the device back at its start
+  // time (the calling thread's host time or start_ps, whichever is later) until then.
+  unsigned reserve_host_track(const std::string& name, uint64_t start_ps = 0) { return cosim_->add_track(name, start_ps); }
   // The device file of card `index`.
   static std::string device_path(unsigned index = 0) { return "/dev/hl" + std::to_string(index); }
 
@@ -92,11 +125,15 @@ class Platform : public HostServices {
   std::unique_ptr<traces::Timeline> own_timeline_;
   traces::Timeline* timeline_ = nullptr;
   std::unique_ptr<cosim::CoSimulation> cosim_;
-  std::unique_ptr<hw::Card> card_;
-  std::unique_ptr<cosim::HostPort> host_port_;
-  std::unique_ptr<hw::CardTracer> card_tracer_;
-  std::unique_ptr<driver::DeviceLink> link_;
-  std::unique_ptr<driver::HlDevice> driver_;
+  // Per card, in card order.
+  std::vector<std::unique_ptr<hw::Card>> cards_;
+  std::vector<std::unique_ptr<cosim::HostPort>> host_ports_;
+  std::vector<std::unique_ptr<hw::CardTracer>> card_tracers_;
+  std::vector<std::unique_ptr<driver::DeviceLink>> links_;
+  std::vector<std::unique_ptr<driver::HlDevice>> drivers_;
+
+  void probe_drivers();
+  void tear_down();
 };
 
 }  // namespace hpusim::platform

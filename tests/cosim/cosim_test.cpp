@@ -459,6 +459,67 @@ TEST_F(CoSim, HostCodeOnOtherThreadsReachesTheDeviceThroughTheSimulationThread) 
   EXPECT_EQ(sim->mmio_read32(base + kCount), 100u);
 }
 
+// Host threads on their own tracks are kept in step: whatever the threads' scheduling, every
+// write reaches the device at its own track's host time, and writes of two tracks at the same
+// time go in track order. A reserved track holds the device back until its thread moves on.
+TEST(CoSimTracks, TwoThreadsOnTheirOwnTracksReachTheDeviceInHostTimeOrder) {
+  cosim::HostCostsNs costs;
+  costs.mmio_write_ns = 100;
+  cosim::CoSimulation sim(cosim::HostTimeSource::kModeled, costs);
+  std::unique_ptr<RecordingTarget> target;
+  std::unique_ptr<cosim::HostPort> port;
+  sim.on_sim_thread([&] {
+    target = std::make_unique<RecordingTarget>("recorder");
+    port = std::make_unique<cosim::HostPort>("host");
+    port->socket.bind(target->socket);
+  });
+  sim.attach(*port);
+  const unsigned a = sim.add_track("a", 1000000);   // both start at 1 us
+  const unsigned b = sim.add_track("b", 1000000);
+  EXPECT_EQ(sim.track_name(b), "b");
+  EXPECT_THROW(sim.bind_thread(7), std::invalid_argument);
+
+  const unsigned c = sim.add_track("c", 1000000);
+  // A thread binds a track, lets it go, and another thread may bind it then; a track another
+  // thread holds is refused.
+  sim.bind_thread(b);
+  std::thread other([&] { EXPECT_THROW(sim.bind_thread(b), std::invalid_argument); });
+  other.join();
+  sim.unbind_thread();
+
+  // Each thread writes its id at its own pace: a every 300 ns of host work, b every 500 ns.
+  auto writer = [&](unsigned track, uint32_t id, uint64_t pace_ns, unsigned writes) {
+    sim.bind_thread(track);
+    for (unsigned i = 0; i < writes; ++i) {
+      sim.mmio_write32(0x1000 + id, i);
+      sim.charge_ns(pace_ns - costs.mmio_write_ns);
+      if (i % 3 == 0) std::this_thread::yield();
+    }
+    sim.unbind_thread();
+  };
+  std::thread ta(writer, a, 0xA, 300, 20), tc(writer, c, 0xC, 500, 12);
+  ta.join();
+  tc.join();
+  sim.charge_ns(20000000);
+  sim.sync_device();
+  std::vector<RecordingTarget::Write> writes;
+  sim.on_sim_thread([&] { writes.swap(target->writes); });
+  ASSERT_EQ(writes.size(), 32u);
+  std::vector<std::pair<uint64_t, uint64_t>> want;   // (arrival, address)
+  for (unsigned i = 0; i < 20; ++i) want.emplace_back(1000000 + i * 300000ull, 0x100A);
+  for (unsigned i = 0; i < 12; ++i) want.emplace_back(1000000 + i * 500000ull, 0x100C);
+  std::stable_sort(want.begin(), want.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  for (size_t i = 0; i < writes.size(); ++i) {
+    EXPECT_EQ(writes[i].arrival_ps, want[i].first) << "write " << i;
+    EXPECT_EQ(writes[i].address, want[i].second) << "write " << i;   // at equal times, a (lower id) first
+  }
+  EXPECT_EQ(sim.track_now_ps(a), 1000000 + 20 * 300000ull);
+  sim.on_sim_thread([&] {
+    port.reset();
+    target.reset();
+  });
+}
+
 TEST_F(CoSim, MeasuredHostTimeCountsHostWorkAndIgnoresModeledCosts) {
   build(cosim::HostTimeSource::kMeasured);
   sim->charge_ns(1000000000);  // ignored in measured mode
@@ -469,7 +530,7 @@ TEST_F(CoSim, MeasuredHostTimeCountsHostWorkAndIgnoresModeledCosts) {
   for (int i = 0; i < 20000000; ++i) x = x * 1.0000001 + 1e-9;  // real host work
   sim->mmio_write32(base + kScratch, 2);
   EXPECT_GT(sim->host_now_ps(), t0);
-  EXPECT_EQ(sim->host_clock().source(), cosim::HostTimeSource::kMeasured);
+  EXPECT_EQ(sim->time_source(), cosim::HostTimeSource::kMeasured);
 }
 
 }  // namespace
