@@ -161,6 +161,11 @@ synStatus synStreamWaitEvent(synStreamHandle stream, synEventHandle event, uint3
     Event* ev = find_event(s, event);
     if (!st || !ev) return fail(synInvalidArgument, "synStreamWaitEvent: not a live stream or event handle");
     if (flags != 0) return fail(synInvalidArgument, "synStreamWaitEvent: flags must be 0");
+    // On the device: the stream's next submission arms a monitor on the event's point and fences
+    // on it. The host goes on.
+    if (ev->signal) {
+      if (const auto r = s.runtime->wait_on_device(st->queue, *ev->signal); !r.ok()) return finish(r);
+    }
     if (ev->seq != 0) st->waits.push_back(ev->seq);
     return succeed();
   });
@@ -170,6 +175,11 @@ synStatus synStreamSynchronize(synStreamHandle stream) {
   return locked("synStreamSynchronize", [&](Session& s) {
     Stream* st = nullptr;
     if (const synStatus r = stream_checks(s, st, stream, "synStreamSynchronize"); r != synSuccess) return r;
+    // The stream's work includes the events it waits for.
+    for (const uint64_t seq : st->waits) {
+      if (const auto r = s.runtime->wait(seq); !r.ok()) return finish(r);
+    }
+    st->waits.clear();
     return finish(s.runtime->wait(st->last_seq));
   });
 }
@@ -178,9 +188,10 @@ synStatus synStreamQuery(synStreamHandle stream) {
   return locked("synStreamQuery", [&](Session& s) {
     Stream* st = find_stream(s, stream);
     if (!st) return fail(synInvalidArgument, "synStreamQuery: not a live stream handle");
-    for (uint64_t seq : st->waits) {
+    for (const uint64_t seq : st->waits) {
       if (!s.runtime->completed(seq)) return fail(synBusy, "synStreamQuery: the stream waits for an event");
     }
+    st->waits.clear();
     return s.runtime->completed(st->last_seq) ? succeed() : fail(synBusy, "synStreamQuery: work in flight");
   });
 }
@@ -211,9 +222,25 @@ synStatus synEventRecord(synEventHandle event, synStreamHandle stream) {
     Event* ev = find_event(s, event);
     if (!ev) return fail(synInvalidArgument, "synEventRecord: not a live event handle");
     ev->recorded = true;
-    ev->seq = s.runtime->completed(st->last_seq) ? 0 : st->last_seq;
     ev->recorded_ps = s.runtime->host_now_ps();
-    if (ev->seq == 0 && st->last_seq != 0 && (ev->flags & EVENT_COLLECT_TIME)) ev->seq = st->last_seq;
+    ev->signal.reset();
+    const bool busy = !s.runtime->completed(st->last_seq);
+    const bool owes_waits = s.runtime->has_device_waits(st->queue);
+    if (busy || owes_waits) {
+      // A signal on the stream's queue marks the point for streams that wait on the event: it
+      // fires once the work recorded (and the waits the stream owes) are done.
+      rt::Runtime::Signal signal;
+      uint64_t signal_seq = 0;
+      if (const auto r = s.runtime->signal(st->queue, &signal, &signal_seq); !r.ok()) return finish(r);
+      ev->signal = signal;
+      // Its time is the recorded work's completion (or, with only waits before it, the signal's).
+      ev->seq = busy ? st->last_seq : signal_seq;
+      st->last_seq = signal_seq;
+      st->waits.clear();
+      return succeed();
+    }
+    ev->seq = 0;
+    if (st->last_seq != 0 && (ev->flags & EVENT_COLLECT_TIME)) ev->seq = st->last_seq;
     return succeed();
   });
 }
@@ -375,6 +402,7 @@ synStatus synMemCopyAsync(synStreamHandle stream, uint64_t src, uint64_t size, u
     }
     if (!r.ok()) return finish(r);
     st->last_seq = seq;
+    st->waits.clear();   // the device orders this submission after them
     return succeed();
   });
 }
@@ -390,6 +418,7 @@ static synStatus memset_pattern(const char* function, uint64_t deviceMem, uint32
       return fail(synInvalidArgument, std::string(function) + ": " + r.message);
     }
     st->last_seq = seq;
+    st->waits.clear();   // the device orders this submission after them
     return succeed();
   });
 }

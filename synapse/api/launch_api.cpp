@@ -102,12 +102,21 @@ synStatus synLaunch(synStreamHandle stream, const synLaunchTensorInfo* infos, ui
     for (const auto& job : rec.jobs()) patches += static_cast<uint64_t>(job.patches_size());
     charge(s, hpusim::platform::HostWork::kLaunch);
     charge(s, hpusim::platform::HostWork::kLaunchPerPatch, patches);
+    // Launches run on the launch queue; from a stream of another queue, the launch follows that
+    // stream's work and the events it waits for, on the device.
+    if (st->queue != rt::Runtime::kLaunchQueue &&
+        (!s.runtime->completed(st->last_seq) || s.runtime->has_device_waits(st->queue))) {
+      rt::Runtime::Signal before;
+      if (const auto l = s.runtime->signal(st->queue, &before, nullptr); !l.ok()) return finish(l);
+      if (const auto l = s.runtime->wait_on_device(rt::Runtime::kLaunchQueue, before); !l.ok()) return finish(l);
+    }
     uint64_t seq = 0;
     if (const auto l = s.runtime->launch(*r->loaded, addresses, pWorkspace, &seq); !l.ok()) return finish(l);
     ++s.launch_counters.launches;
     s.launch_counters.patches += patches;
     s.launch_counters.hostNanoseconds += (s.runtime->host_now_ps() - host_start_ps) / 1000;
     st->last_seq = seq;
+    st->waits.clear();   // the device orders the launch after them
     s.last_launch_seq = seq;
     flush_spans(s, false);
     const std::string name = "launch " + std::to_string(r->loaded->launches());

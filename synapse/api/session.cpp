@@ -135,21 +135,12 @@ RecipeObject* find_recipe(Session& s, synRecipeHandle h) {
   return it == s.recipes.end() ? nullptr : &it->second;
 }
 
-// The waits a stream owes before its next submission (synStreamWaitEvent).
-synStatus settle_waits(Session& s, Stream& stream, const char* function) {
-  for (uint64_t seq : stream.waits) {
-    if (const auto r = s.runtime->wait(seq); !r.ok()) return fail(synFail, std::string(function) + ": " + r.message);
-  }
-  stream.waits.clear();
-  return synSuccess;
-}
-
 synStatus stream_checks(Session& s, Stream*& stream, synStreamHandle handle, const char* function) {
   if (!s.initialized) return need_init(function);
   if (!s.acquired()) return fail(synNoDeviceFound, std::string(function) + ": no device is acquired");
   stream = find_stream(s, handle);
   if (!stream) return fail(synInvalidArgument, std::string(function) + (handle ? ": not a live stream handle" : ": stream is NULL"));
-  return settle_waits(s, *stream, function);
+  return synSuccess;
 }
 
 QueueId queue_of(synStreamType type) {

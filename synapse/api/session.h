@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,13 +27,16 @@ using hpusim::regs::QueueId;
 struct Stream {
   QueueId queue = QueueId::DMA_0_0;
   uint64_t last_seq = 0;
-  std::vector<uint64_t> waits;   // event submissions later work on this stream must follow
+  // Events the stream waits for (synStreamWaitEvent): the device orders the stream's next
+  // submission after them; their submissions are kept for synStreamQuery and synchronize.
+  std::vector<uint64_t> waits;
 };
 struct Event {
   uint32_t flags = 0;
   bool recorded = false;
   uint64_t seq = 0;              // 0: recorded on an idle stream
   uint64_t recorded_ps = 0;      // host time of the record (the time of an idle-stream event)
+  std::optional<rt::Runtime::Signal> signal;   // the device-side point streams wait on
 };
 struct RecipeObject {
   std::shared_ptr<const recipe::Recipe> recipe;

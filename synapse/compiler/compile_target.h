@@ -18,7 +18,7 @@ struct CompileTarget {
   regs::QueueId dma_queue = regs::QueueId::DMA_2_0;        // memcpy nodes (an internal DMA)
   // E_N sync objects a recipe's nodes signal, and the first of the monitors (one per queue).
   uint32_t sob_base = 256, sob_count = 1536;
-  uint32_t monitor_base = 256;
+  uint32_t monitor_base = 256, monitor_end = 504;   // the runtime's queue waits use 504..511
   // An MME GEMM with at least this many rows is split by rows across every MME engine.
   uint32_t mme_split_min_rows = 256;
   // Fuse elementwise chains (compiler/fusion.h).

@@ -133,6 +133,10 @@ class Lowering {
     auto found = programs_.find(queue);
     if (found == programs_.end()) {
       const uint32_t monitor = target_.monitor_base + static_cast<uint32_t>(programs_.size());
+      if (monitor >= target_.monitor_end) {
+        throw std::logic_error("compiler: a recipe would use more queues than the " +
+                               std::to_string(target_.monitor_end - target_.monitor_base) + " monitors it owns");
+      }
       found = programs_.emplace(queue, std::make_unique<QueueProgram>(queue, external, monitor)).first;
       if (!external) found->second->wait_for(start_sob(), 1);
     }

@@ -1,5 +1,7 @@
 #include "synapse/compiler/queue_program.h"
 
+#include "arch/packets/sync_wait.h"
+
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -12,16 +14,7 @@ QueueProgram::QueueProgram(regs::QueueId queue, bool external, uint32_t monitor)
     : queue_(queue), external_(external), monitor_(monitor) {}
 
 void QueueProgram::wait_for(uint32_t sob, uint16_t target) {
-  constexpr auto en = regs::SyncManager::E_N;
-  constexpr unsigned kFence = 2;   // the fence counter the monitors' payloads increment
-  const uint64_t fence = regs::cfg_address(regs::qman_fence_rdata(regs::queue_qman(queue_), kFence, 0));
-  builder_.msg_long(regs::cfg_address(regs::sm_mon_pay_addrl(en, monitor_)), static_cast<uint32_t>(fence))
-      .msg_long(regs::cfg_address(regs::sm_mon_pay_addrh(en, monitor_)), static_cast<uint32_t>(fence >> 32))
-      .msg_long(regs::cfg_address(regs::sm_mon_pay_data(en, monitor_)), 1)
-      .msg_long(regs::cfg_address(regs::sm_mon_arm(en, monitor_)),
-                qman::monitor_arm_value(static_cast<uint8_t>(sob / 8), qman::single_sob_mask(static_cast<uint16_t>(sob)),
-                                        false, target))
-      .fence(kFence, 1, 1);
+  qman::append_sob_wait(builder_, queue_, regs::SyncManager::E_N, monitor_, sob, target);
 }
 
 void QueueProgram::set_sob(uint32_t sob, uint16_t value, bool engine_barrier) {

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "arch/packets/packets.h"
+#include "arch/packets/sync_wait.h"
 #include "arch/uapi/uapi.h"
 #include "driver/device_file.h"
 #include "sim/platform/host_services.h"
@@ -108,6 +109,70 @@ Result Runtime::external_cb(const uint8_t* bytes, size_t size, uint64_t* handle)
   return Result::success();
 }
 
+// ---------------------------------------------------------------------------------------------
+// Ordering between queues on the device: each external queue counts its signals on its own E_N
+// sync object; a queue that must wait for another's point arms its own monitor on that sync
+// object and fences on it.
+// ---------------------------------------------------------------------------------------------
+
+Result Runtime::signal(regs::QueueId queue, Signal* signal, uint64_t* seq) {
+  if (Result r = check_copy_queue(queue); !r.ok()) return r;
+  QueueSignals& q = signals_[regs::to_index(queue)];
+  const uint32_t sob = kSignalSobBase + regs::to_index(queue);
+  qman::CommandBufferBuilder cb;
+  if (q.count == static_cast<uint16_t>(regs::sm::kSobValMask)) {
+    // The 15-bit count would overflow: once the queue's work is done, it starts again from 0 in
+    // a new epoch (points of older epochs are past by then).
+    if (const uint64_t last = last_on_queue(queue); last != 0) {
+      if (Result r = wait(last); !r.ok()) return r;
+    }
+    qman::append_sob_set(cb, regs::SyncManager::E_N, sob, 0);
+    q.count = 0;
+    ++q.epoch;
+  }
+  qman::append_sob_increment(cb, regs::SyncManager::E_N, sob);
+  Signal point{queue, sob, static_cast<uint16_t>(q.count + 1), q.epoch};
+  uint64_t s = 0;
+  if (Result r = submit_copy(cb.take(), queue, &s); !r.ok()) return r;
+  ++q.count;
+  if (signal) *signal = point;
+  if (seq) *seq = s;
+  return Result::success();
+}
+
+Result Runtime::wait_on_device(regs::QueueId queue, const Signal& signal) {
+  if (Result r = check_copy_queue(queue); !r.ok()) return r;
+  if (Result r = check_copy_queue(signal.queue); !r.ok()) return r;
+  if (signal.queue == queue) return Result::success();   // a queue's work is in order already
+  if (signal.epoch != signals_[regs::to_index(signal.queue)].epoch) return Result::success();   // long past
+  signals_[regs::to_index(queue)].waits.push_back(signal);
+  return Result::success();
+}
+
+bool Runtime::has_device_waits(regs::QueueId queue) const {
+  const unsigned q = regs::to_index(queue);
+  return q < kExternalQueues && !signals_[q].waits.empty();
+}
+
+std::vector<uint8_t> Runtime::take_device_waits(regs::QueueId queue) {
+  const unsigned q = regs::to_index(queue);
+  if (q >= kExternalQueues || signals_[q].waits.empty()) return {};
+  qman::CommandBufferBuilder cb;
+  for (const Signal& s : signals_[q].waits) {
+    if (s.epoch != signals_[regs::to_index(s.queue)].epoch) continue;
+    qman::append_sob_wait(cb, queue, regs::SyncManager::E_N, kWaitMonitorBase + q, s.sob, s.value);
+  }
+  signals_[q].waits.clear();
+  return cb.take();
+}
+
+uint64_t Runtime::last_on_queue(regs::QueueId queue) const {
+  for (auto it = queue_of_.rbegin(); it != queue_of_.rend(); ++it) {
+    if (it->second == queue) return it->first;
+  }
+  return 0;
+}
+
 Result Runtime::check_copy_queue(regs::QueueId queue) const {
   const unsigned q = regs::to_index(queue);
   if (q > regs::to_index(regs::QueueId::DMA_1_3)) {
@@ -117,7 +182,10 @@ Result Runtime::check_copy_queue(regs::QueueId queue) const {
   return Result::success();
 }
 
-Result Runtime::submit_copy(const std::vector<uint8_t>& cb, regs::QueueId queue, uint64_t* seq, StagedCopy staged) {
+Result Runtime::submit_copy(const std::vector<uint8_t>& copy, regs::QueueId queue, uint64_t* seq, StagedCopy staged) {
+  // The device waits the queue owes go first, in the same command buffer.
+  std::vector<uint8_t> cb = take_device_waits(queue);
+  cb.insert(cb.end(), copy.begin(), copy.end());
   uint64_t handle = 0;
   Result r = external_cb(cb.data(), cb.size(), &handle);
   if (!r.ok()) {
@@ -337,6 +405,17 @@ Result Runtime::launch(LoadedRecipe& loaded, const std::vector<uint64_t>& persis
 
   std::vector<hl_cs_chunk> chunks;
   std::vector<uint64_t> handles;
+  // Device waits owed by the launch queue: a job of their own ahead of the recipe's first job
+  // there, which starts the recipe's engines.
+  if (const std::vector<uint8_t> waits = take_device_waits(kLaunchQueue); !waits.empty()) {
+    hl_cs_chunk chunk{};
+    chunk.queue_index = queue_index(kLaunchQueue);
+    chunk.cb_size = static_cast<uint32_t>(waits.size());
+    Result r = external_cb(waits.data(), waits.size(), &chunk.cb_handle);
+    if (!r.ok()) return r;
+    handles.push_back(chunk.cb_handle);
+    chunks.push_back(chunk);
+  }
   for (int j = 0; j < recipe.jobs_size(); ++j) {
     LoadedRecipe::Job& job = loaded.jobs_[j];
     for (const recipe::Patch& patch : recipe.jobs(j).patches()) {

@@ -16,6 +16,7 @@
 // (a new launch waits for the previous one's completion first).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <new>
@@ -132,6 +133,27 @@ class Runtime {
   // least recipe.workspace_bytes() of device memory (ignored when that is 0).
   Result launch(LoadedRecipe& loaded, const std::vector<uint64_t>& persistent, uint64_t workspace, uint64_t* seq);
 
+  // ---- ordering between queues, on the device ----
+  // A point in an external queue's work: the sync object that queue's signals count on and the
+  // count that marks the point.
+  struct Signal {
+    regs::QueueId queue = kLaunchQueue;
+    uint32_t sob = 0;
+    uint16_t value = 0;
+    uint64_t epoch = 0;   // the counter restarts when it would overflow; older points are past
+  };
+  // Submits on `queue` (an external DMA queue) a signal that fires once everything submitted to
+  // the queue before it, and the device waits it carries, are done. *seq: its submission.
+  Result signal(regs::QueueId queue, Signal* signal, uint64_t* seq);
+  // The next submission on `queue` waits on the device (a monitor and a fence) until `signal`
+  // has fired; the host does not wait. Nothing to do for a point of the same queue.
+  Result wait_on_device(regs::QueueId queue, const Signal& signal);
+  // Device waits the next submission on `queue` will carry.
+  bool has_device_waits(regs::QueueId queue) const;
+  // E_N sync objects and monitors of the queues' signals and waits (above the compile target's).
+  static constexpr uint32_t kSignalSobBase = 1792;
+  static constexpr uint32_t kWaitMonitorBase = 504;
+
   // ---- completion ----
   // Waits for submission `seq` (and everything before it on its queue). synFail with the
   // driver's status when it timed out or was aborted (the device was reset).
@@ -176,6 +198,11 @@ class Runtime {
     return submit_copy(cb, queue, seq, StagedCopy());
   }
   Result external_cb(const uint8_t* bytes, size_t size, uint64_t* handle);
+  // The device waits owed by the next submission on `queue`, as command-buffer packets (empty
+  // when none); taken, so the submission that carries them clears them.
+  std::vector<uint8_t> take_device_waits(regs::QueueId queue);
+  // The last submission to `queue` not known complete, or 0.
+  uint64_t last_on_queue(regs::QueueId queue) const;
   void release_finished(uint64_t completed_seq, uint64_t completed_ns);
   Result check_copy_queue(regs::QueueId queue) const;
 
@@ -197,6 +224,13 @@ class Runtime {
   std::multimap<uint64_t, StagedCopy> staged_copies_;   // by submission
   std::map<uint64_t, regs::QueueId> queue_of_;           // submissions not known complete: seq -> queue
   std::map<uint64_t, uint64_t> completed_ps_;    // launches a wait saw complete: seq -> time
+  static constexpr unsigned kExternalQueues = 8;   // DMA_0_0 .. DMA_1_3
+  struct QueueSignals {
+    uint16_t count = 0;     // signals fired or pending in this epoch: the SOB's value once done
+    uint64_t epoch = 0;
+    std::vector<Signal> waits;   // owed by the next submission
+  };
+  std::array<QueueSignals, kExternalQueues> signals_{};
 };
 
 }  // namespace hpusim::synapse::runtime

@@ -250,6 +250,70 @@ TEST_F(SynapseAlignment, TheCallersBufferAlignmentChangesNoTime) {
   }
 }
 
+// synStreamWaitEvent orders on the device: the compute stream's launch waits for the copies
+// behind a monitor and a fence, while the host goes on at once (it does not wait for the copy).
+TEST_F(SynapseRuntimeApi, AStreamWaitsForAnEventOnTheDeviceNotOnTheHost) {
+  synGraphHandle g = dense_graph();
+  synRecipeHandle recipe = nullptr;
+  ASSERT_EQ(synGraphCompile(&recipe, g, nullptr, nullptr), synSuccess) << error();
+  synStreamHandle down, compute, up;
+  ASSERT_EQ(synStreamCreate(&down, device, STREAM_TYPE_COPY_HOST_TO_DEVICE, 0), synSuccess);
+  ASSERT_EQ(synStreamCreateGeneric(&compute, device, 0), synSuccess);
+  ASSERT_EQ(synStreamCreate(&up, device, STREAM_TYPE_COPY_DEVICE_TO_HOST, 0), synSuccess);
+  uint64_t dx, dw, db, dout, scratch;
+  ASSERT_EQ(synDeviceMalloc(device, x.size() * 4, 0, 0, &dx), synSuccess);
+  ASSERT_EQ(synDeviceMalloc(device, w.size() * 4, 0, 0, &dw), synSuccess);
+  ASSERT_EQ(synDeviceMalloc(device, bias.size() * 4, 0, 0, &db), synSuccess);
+  ASSERT_EQ(synDeviceMalloc(device, kM * kN * 4, 0, 0, &dout), synSuccess);
+  const std::vector<uint8_t> big(8u << 20, 0x5A);   // keeps the copy stream busy for a while
+  ASSERT_EQ(synDeviceMalloc(device, big.size(), 0, 0, &scratch), synSuccess);
+  const synLaunchTensorInfo infos[] = {{"x", dx, DATA_TENSOR, {0}, 0},
+                                       {"w", dw, DATA_TENSOR, {0}, 0},
+                                       {"bias", db, DATA_TENSOR, {0}, 0},
+                                       {"out", dout, DATA_TENSOR, {0}, 0}};
+  // Warm: the recipe loaded, the staging buffers mapped. Then x becomes garbage: a launch that
+  // did not wait for its copy would compute with it.
+  ASSERT_EQ(synMemCopyAsync(down, reinterpret_cast<uint64_t>(big.data()), big.size(), scratch, HOST_TO_DRAM), synSuccess);
+  ASSERT_EQ(synLaunch(compute, infos, 4, 0, recipe, 0), synSuccess) << error();
+  ASSERT_EQ(synMemsetD32Async(dx, 0x7FC00001u, kM * kK, compute), synSuccess) << error();
+  ASSERT_EQ(synDeviceSynchronize(device), synSuccess);
+
+  synEventHandle start, copied, done;
+  ASSERT_EQ(synEventCreate(&start, device, EVENT_COLLECT_TIME), synSuccess);
+  ASSERT_EQ(synEventCreate(&copied, device, EVENT_COLLECT_TIME), synSuccess);
+  ASSERT_EQ(synEventCreate(&done, device, EVENT_COLLECT_TIME), synSuccess);
+  ASSERT_EQ(synEventRecord(start, up), synSuccess);   // an idle stream: the host time of the record
+  uint64_t host_start = 0, host_after_launch = 0;
+  ASSERT_EQ(hpusim_hostTimeNs(&host_start), synSuccess);
+  ASSERT_EQ(synMemCopyAsync(down, reinterpret_cast<uint64_t>(big.data()), big.size(), scratch, HOST_TO_DRAM), synSuccess);
+  ASSERT_EQ(synMemCopyAsync(down, reinterpret_cast<uint64_t>(x.data()), x.size() * 4, dx, HOST_TO_DRAM), synSuccess);
+  ASSERT_EQ(synMemCopyAsync(down, reinterpret_cast<uint64_t>(w.data()), w.size() * 4, dw, HOST_TO_DRAM), synSuccess);
+  ASSERT_EQ(synMemCopyAsync(down, reinterpret_cast<uint64_t>(bias.data()), bias.size() * 4, db, HOST_TO_DRAM),
+            synSuccess);
+  ASSERT_EQ(synEventRecord(copied, down), synSuccess) << error();
+  ASSERT_EQ(synStreamWaitEvent(compute, copied, 0), synSuccess);
+  ASSERT_EQ(synLaunch(compute, infos, 4, 0, recipe, 0), synSuccess) << error();
+  ASSERT_EQ(hpusim_hostTimeNs(&host_after_launch), synSuccess);
+  EXPECT_EQ(synStreamQuery(compute), synBusy);
+  ASSERT_EQ(synEventRecord(done, compute), synSuccess);
+  ASSERT_EQ(synStreamWaitEvent(up, done, 0), synSuccess);
+  std::vector<float> out(kM * kN, -1.0f);
+  ASSERT_EQ(synMemCopyAsync(up, dout, out.size() * 4, reinterpret_cast<uint64_t>(out.data()), DRAM_TO_HOST), synSuccess);
+  ASSERT_EQ(synStreamSynchronize(up), synSuccess) << error();
+  expect_reference(out);   // the launch read the copied x, w and bias
+
+  uint64_t copy_ns = 0, launch_ns = 0;
+  ASSERT_EQ(synEventElapsedTime(&copy_ns, start, copied), synSuccess) << error();
+  ASSERT_EQ(synEventElapsedTime(&launch_ns, copied, done), synSuccess) << error();
+  // The copies took a while (8 MB over PCIe); the host had submitted the launch long before they
+  // were done, and the launch still finished after them.
+  EXPECT_GT(copy_ns, 200000u);
+  EXPECT_LT(host_after_launch - host_start, copy_ns / 2);
+  EXPECT_GT(launch_ns, 0u);
+  for (synStreamHandle st : {down, compute, up}) EXPECT_EQ(synStreamDestroy(st), synSuccess);
+  for (synEventHandle e : {start, copied, done}) EXPECT_EQ(synEventDestroy(e), synSuccess);
+}
+
 TEST_F(SynapseRuntimeApi, ASecondCompileOfTheSameGraphIsACacheHit) {
   synGraphHandle a = dense_graph(), b = dense_graph();
   synRecipeHandle ra = nullptr, rb = nullptr;
