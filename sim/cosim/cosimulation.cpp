@@ -218,6 +218,13 @@ void CoSimulation::advance_device_to(uint64_t ps) {
 }
 
 bool CoSimulation::advance(uint64_t target) {
+  const bool anyone_waits = std::any_of(tracks_.begin(), tracks_.end(), [](const auto& t) {
+    return t->phase == Track::Phase::kWaiting && !t->woken_ps;
+  });
+  if (!anyone_waits) {   // no event to stop at: one run
+    advance_device_to(target);
+    return true;
+  }
   for (HostPort* port : ports_) port->set_pause_on_news(true);
   bool woke = false;
   while (true) {
@@ -280,24 +287,34 @@ auto CoSimulation::act_at(Track& me, std::unique_lock<std::mutex>& box, uint64_t
   if constexpr (!std::is_void_v<Result>) return std::move(*result);
 }
 
-uint64_t CoSimulation::wait_for(Track& me, std::unique_lock<std::mutex>& box, const ReadyCheck& ready, uint64_t deadline_ps) {
+void CoSimulation::begin_wait(Track& me, const ReadyCheck& ready, uint64_t deadline_ps) {
   me.phase = Track::Phase::kWaiting;
   me.next_event = [&ready] { return ready().value_or(UINT64_MAX); };
   me.deadline_ps = deadline_ps;
   me.woken_ps.reset();
-  while (!me.woken_ps) {
-    bool held_back = false;
+}
+
+CoSimulation::Step CoSimulation::wait_step(Track& me) {
+  if (me.woken_ps) return Step::kWoke;
+  const uint64_t limit = horizon(me);
+  const bool nobody_woke = advance(std::min(limit, std::max(hw::now_ps(), me.deadline_ps)));
+  if (me.woken_ps) return Step::kWoke;
+  return nobody_woke ? Step::kHeldBack : Step::kOtherWoke;
+}
+
+uint64_t CoSimulation::finish_wait(Track& me, std::unique_lock<std::mutex>& box, const std::function<void()>& on_woken) {
+  while (true) {
+    Step step = Step::kHeldBack;
     sim_.call([&] {
-      const uint64_t limit = horizon(me);
-      if (advance(std::min(limit, std::max(hw::now_ps(), deadline_ps))) && !me.woken_ps) held_back = true;
+      step = wait_step(me);
+      if (step == Step::kWoke && on_woken) on_woken();
     });
-    if (me.woken_ps) break;
+    if (step == Step::kWoke) break;
     box_changed_.notify_all();
-    if (held_back) box_changed_.wait(box);
+    if (step == Step::kHeldBack) box_changed_.wait(box);
   }
-  const uint64_t resume = *me.woken_ps;
-  me.clock.wait_until(resume);
-  return resume;
+  me.clock.wait_until(*me.woken_ps);
+  return *me.woken_ps;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -380,20 +397,33 @@ uint32_t CoSimulation::mmio_read32(HostPort& port, uint64_t device_address) {
   HostCall call(me.clock);
   std::unique_lock<std::mutex> box(box_mutex_);
   const OnExit done([&] { finish_call(me); });
-  const uint64_t ticket = act_at(me, box, me.clock.now_ps(), [&] { return port.issue(false, device_address, 0, hw::now_ps()); });
+  uint64_t ticket = 0;
+  HostPort::Completion result;
   // The host waits for the data; a device that never answers ends the read with a completion
   // timeout, as a PCIe root port does.
-  const uint64_t give_up = me.clock.now_ps() + kCompletionTimeoutPs;
   const ReadyCheck answered = [&]() -> std::optional<uint64_t> {
-    const auto& done = port.completion(ticket);
-    return done.done ? std::optional<uint64_t>(done.at_ps) : std::nullopt;
+    const auto& answer = port.completion(ticket);
+    return answer.done ? std::optional<uint64_t>(answer.at_ps) : std::nullopt;
   };
-  wait_for(me, box, answered, give_up);
-  const HostPort::Completion result = sim_.call([&] {
-    HostPort::Completion answer = port.completion(ticket);
+  const auto take = [&] {
+    result = port.completion(ticket);
     port.forget(ticket);
-    return answer;
+  };
+  bool woke = false;
+  // Issue and wait in one hand-off to the simulation thread when nothing holds the device back.
+  act_at(me, box, me.clock.now_ps(), [&] {
+    ticket = port.issue(false, device_address, 0, hw::now_ps());
+    begin_wait(me, answered, hw::now_ps() + kCompletionTimeoutPs);
+    if (wait_step(me) == Step::kWoke) {
+      take();
+      woke = true;
+    }
   });
+  if (woke) {
+    me.clock.wait_until(*me.woken_ps);
+  } else {
+    finish_wait(me, box, take);
+  }
   me.clock.charge_ns(costs_.mmio_read_ns);
   if (!result.done) throw std::runtime_error("MMIO read from " + hex(device_address) + ": completion timeout");
   if (result.status != tlm::TLM_OK_RESPONSE) throw std::runtime_error("MMIO read from " + hex(device_address) + " failed");
@@ -413,11 +443,11 @@ std::optional<uint32_t> CoSimulation::wait_for_interrupt(HostPort& port, uint64_
     const HostPort::Interrupt* first = port.earliest_interrupt();
     return first != nullptr ? std::optional<uint64_t>(std::max(first->at_ps, now)) : std::nullopt;
   };
-  const uint64_t resume = wait_for(me, box, arrived, deadline);
-  std::optional<HostPort::Interrupt> got = sim_.call([&]() -> std::optional<HostPort::Interrupt> {
+  std::optional<HostPort::Interrupt> got;
+  begin_wait(me, arrived, deadline);
+  finish_wait(me, box, [&] {
     const HostPort::Interrupt* first = port.earliest_interrupt();
-    if (first == nullptr || std::max(first->at_ps, now) > resume) return std::nullopt;
-    return port.take_earliest_interrupt();
+    if (first != nullptr && std::max(first->at_ps, now) <= *me.woken_ps) got = port.take_earliest_interrupt();
   });
   if (got) me.clock.charge_ns(costs_.irq_latency_ns);
   if (!got) return std::nullopt;

@@ -123,9 +123,14 @@ class CoSimulation {
   // `act` runs on the simulation thread. Returns with the box lock held.
   template <typename Act>
   auto act_at(Track& me, std::unique_lock<std::mutex>& box, uint64_t at, Act&& act);
-  // Runs the device for `me` until `ready` says its event happened or the device reaches
-  // `deadline_ps`; returns the time `me` resumes at (the event's, or the deadline).
-  uint64_t wait_for(Track& me, std::unique_lock<std::mutex>& box, const ReadyCheck& ready, uint64_t deadline_ps);
+  // `me` waits from now on until `ready` says its event happened or the device reaches
+  // `deadline_ps`. wait_step (simulation thread) runs the device for it as far as the other
+  // tracks allow; finish_wait sleeps and steps until it woke, runs `on_woken` on the simulation
+  // thread in the step that woke it, and returns the time `me` resumes at.
+  enum class Step { kWoke, kOtherWoke, kHeldBack };
+  void begin_wait(Track& me, const ReadyCheck& ready, uint64_t deadline_ps);
+  Step wait_step(Track& me);
+  uint64_t finish_wait(Track& me, std::unique_lock<std::mutex>& box, const std::function<void()>& on_woken);
   // The earliest time another track may still act at (UINT64_MAX: none), and whether `me` may
   // act at `at` before it (ties go to the lower track id).
   uint64_t horizon(const Track& me) const;
