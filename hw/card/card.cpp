@@ -28,6 +28,8 @@ Card::Card(sc_core::sc_module_name name, const preset::Card& preset) : Card(name
 
 Card::Card(sc_core::sc_module_name name, const preset::Card& preset, const CardOptions& options)
     : sc_module(name),
+      stats_(options.stats),
+      stats_prefix_(options.stats_prefix),
       memory_("memory", preset),
       msi_(memory_.pcie(), regs::pcie::kMsiEntries),
       msi_request_(memory_.pcie()) {
@@ -58,6 +60,9 @@ Card::Card(sc_core::sc_module_name name, const preset::Card& preset, const CardO
     config.layout.block_bytes = regs::sm::kObjsSize;
     config.payload_latency_ps = Picoseconds{cs.monitor_payload_cycles()} * cp_cycle;
     auto sm = std::make_unique<SyncManager>(config);
+    if (const auto scope = stats_scope(std::string("syncmgr.") + stats::path_component(regs::sync_manager_name(which)))) {
+      sm->register_stats(*scope);
+    }
     memory_.cfg().attach(config.name, regs::cfg_address(regs::sm_objs_base(which)), sm->size_bytes(), *sm);
     memory_.bind_master(sm->payload_socket, config.name);
     sync_managers_.push_back(std::move(sm));
@@ -68,6 +73,7 @@ Card::Card(sc_core::sc_module_name name, const preset::Card& preset, const CardO
   const uint32_t channels = preset.dma().pci_channels() + preset.dma().internal_channels();
   for (uint32_t ch = 0; ch < channels; ++ch) {
     auto core = std::make_unique<DmaCore>(dma_core_config_from(preset, ch));
+    if (const auto scope = stats_scope("dma.ch" + std::to_string(ch))) core->register_stats(*scope);
     memory_.cfg().attach(core->config().name, regs::cfg_address(regs::dma_core_base(ch)), DmaCore::size_bytes(), *core);
     DmaCore* engine = core.get();
     core->bus().socket.bind(
@@ -81,6 +87,7 @@ Card::Card(sc_core::sc_module_name name, const preset::Card& preset, const CardO
   const uint32_t tpcs = preset.tpc().count();
   for (uint32_t n = 0; n < tpcs; ++n) {
     auto core = std::make_unique<TpcCore>(tpc_core_params_from(preset, n));
+    if (const auto scope = stats_scope("tpc.core" + std::to_string(n))) core->register_stats(*scope);
     memory_.cfg().attach(core->params().name, regs::cfg_address(regs::tpc_cfg_base(n)), TpcCore::size_bytes(), *core);
     TpcCore* engine = core.get();
     core->bus().socket.bind(
@@ -99,6 +106,7 @@ Card::Card(sc_core::sc_module_name name, const preset::Card& preset, const CardO
     params.index = mme;
     params.name = "mme" + std::to_string(mme);
     auto engine = std::make_unique<MmeEngine>(params);
+    if (const auto scope = stats_scope("mme.engine" + std::to_string(mme))) engine->register_stats(*scope);
     memory_.cfg().attach(params.name, regs::cfg_address(regs::mme_ctrl_base(mme)), MmeEngine::size_bytes(), *engine);
     MmeEngine* e = engine.get();
     for (size_t i = 0; i < engine->port_count(); ++i) {
@@ -136,12 +144,16 @@ Card::Card(sc_core::sc_module_name name, const preset::Card& preset, const CardO
       config.engine = mme_engines_[regs::qman_engine(id)].get();
     }
     auto qman = std::make_unique<Qman>(regs::qman_name(id), config);
+    if (const auto scope = stats_scope("qman." + stats::path_component(regs::qman_name(id)))) qman->register_stats(*scope);
     memory_.cfg().attach(regs::qman_name(id), config.block_address, Qman::kBlockBytes, *qman);
     Qman* cp_owner = qman.get();
     qman->bus().socket.bind(
         add_mmu(regs::qman_name(id), regs::engine_id(id), [cp_owner] { return cp_owner->non_secure_props(0); }).target);
     qmans_[i] = std::move(qman);
   }
+
+  // The memory system last: its fabric lists every target attached by now.
+  if (const auto scope = stats_scope("")) memory_.register_stats(*scope);
 
   if (options.device_cpu) {
     firmware::DeviceCpuConfig config = firmware::device_cpu_config_from(preset);
@@ -188,6 +200,13 @@ void Card::report_razwi(const IllegalAccess& access) {
 
 void Card::reset_requested() { reset_blocks(); }
 
+std::optional<stats::Scope> Card::stats_scope(const std::string& path) const {
+  if (stats_ == nullptr) return std::nullopt;
+  std::string full = stats_prefix_;
+  if (!path.empty()) full += (full.empty() ? "" : ".") + path;
+  return stats::Scope(*stats_, full);
+}
+
 Mmu& Card::add_mmu(const std::string& master, uint32_t engine_id, std::function<uint32_t()> props) {
   const auto& p = memory_.card().mmu();
   MmuConfig config;
@@ -199,6 +218,7 @@ Mmu& Card::add_mmu(const std::string& master, uint32_t engine_id, std::function<
   config.lookup_cycles = p.lookup_cycles();
   config.fault_cycles = p.fault_cycles();
   auto mmu = std::make_unique<Mmu>((master + "_mmu").c_str(), config);
+  if (const auto scope = stats_scope("mmu." + stats::path_component(master))) mmu->register_stats(*scope);
   memory_.bind_master(mmu->initiator, master);
   memory_.bind_master(mmu->walker.socket, master + ".mmu_walk");
   if (props) mmu->set_props_source(std::move(props));

@@ -8,6 +8,7 @@
 #include <systemc>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include "arch/regs/gaudi1_map.h"
 #include "hw/syncmgr/sync_manager.h"
 #include "hw/tpc/tpc_core.h"
+#include "sim/stats/stats.h"
 
 namespace hpusim::hw {
 
@@ -34,6 +36,12 @@ struct CardOptions {
   // (memory_map.sram_reserved_bytes at sram_base, which the driver never uses itself).
   uint64_t fw_init_region_base = 0;
   uint32_t fw_init_region_bytes = 0;
+  // Where the blocks register their counters as the card builds them (sim/stats): under
+  // `stats_prefix` (a box's "card1"; empty for a single card), qman.<name>, dma.ch<n>,
+  // syncmgr.<name>, mmu.<master>, tpc.core<n>, mme.engine<n>, hbm, sram, pcie, fabric.
+  // nullptr: none. The registry must not be dumped after the card is gone.
+  stats::Registry* stats = nullptr;
+  std::string stats_prefix;
 };
 
 class Card : public sc_core::sc_module, private RazwiTarget, private ResetTarget {
@@ -75,6 +83,8 @@ class Card : public sc_core::sc_module, private RazwiTarget, private ResetTarget
   void reset();
 
  private:
+  stats::Registry* stats_ = nullptr;   // where blocks register their counters (CardOptions)
+  std::string stats_prefix_;
   MemorySystem memory_;
   std::vector<std::unique_ptr<SyncManager>> sync_managers_;
   std::vector<std::unique_ptr<Qman>> qmans_;   // indexed by QmanId
@@ -90,6 +100,8 @@ class Card : public sc_core::sc_module, private RazwiTarget, private ResetTarget
   // A translation stage bound as the fabric master `master` (plus its page-table walker); the
   // engine binds its own initiator socket to the returned MMU's target.
   Mmu& add_mmu(const std::string& master, uint32_t engine_id, std::function<uint32_t()> props);
+  // The scope a block registers its counters in (nullopt without a registry).
+  std::optional<stats::Scope> stats_scope(const std::string& path) const;
   void reset_blocks();   // QMANs, sync managers, DMA and TPC cores: what SW_ALL_RST resets besides the CPU
   // The board's wiring of the fabric's RAZWI report and the firmware's SW_ALL_RST.
   void report_razwi(const IllegalAccess& access) override;

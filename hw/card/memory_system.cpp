@@ -110,4 +110,11 @@ MemorySystem::MemorySystem(sc_core::sc_module_name name, const preset::Card& car
   fabric_.bind_master(pcie_.to_fabric, "pcie_inbound", f.pcie_port_bytes_per_cycle());
 }
 
+void MemorySystem::register_stats(stats::Scope scope) {
+  hbm_.register_stats(scope.scope("hbm"));
+  sram_.register_stats(scope.scope("sram"));
+  pcie_.register_stats(scope.scope("pcie"));
+  fabric_.register_stats(scope.scope("fabric"));
+}
+
 }  // namespace hpusim::hw

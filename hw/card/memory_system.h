@@ -17,6 +17,7 @@
 #include "hw/pcie/host_memory.h"
 #include "hw/pcie/pcie_link.h"
 #include "hw/sram/sram.h"
+#include "sim/stats/stats.h"
 
 namespace hpusim::hw {
 
@@ -42,6 +43,9 @@ class MemorySystem : public sc_core::sc_module {
   Sram& sram() { return sram_; }
   CfgSpace& cfg() { return cfg_; }
   PcieLink& pcie() { return pcie_; }
+  // Registers the blocks' counters under `scope`: hbm, sram, pcie, fabric. The fabric lists the
+  // targets attached so far.
+  void register_stats(stats::Scope scope);
   // Host physical memory as the device sees it through the host window (sparse store plus
   // pinned process buffers).
   HostMemory& host_memory() { return *host_memory_; }

@@ -540,4 +540,18 @@ void DmaCore::access_done(DmaPort::Access& access) {
   progress_event_.notify(sc_core::SC_ZERO_TIME);
 }
 
+void DmaCore::register_stats(stats::Scope scope) {
+  const auto add = [&](const char* name, const char* unit, const char* desc, uint64_t DmaCoreStats::*field) {
+    scope.formula(name, unit, desc, [this, field] { return double(stats().*field); });
+  };
+  add("commits", "count", "COMMIT writes that took effect", &DmaCoreStats::commits);
+  add("transfers", "count", "transfers completed", &DmaCoreStats::transfers);
+  add("failed_transfers", "count", "transfers that failed", &DmaCoreStats::failed_transfers);
+  add("bytes", "bytes", "data bytes written", &DmaCoreStats::bytes);
+  add("read_bursts", "count", "read bursts", &DmaCoreStats::read_bursts);
+  add("write_bursts", "count", "write bursts", &DmaCoreStats::write_bursts);
+  add("errors", "count", "error events", &DmaCoreStats::errors);
+  add("busy_ps", "ps", "time busy", &DmaCoreStats::busy_ps);
+}
+
 }  // namespace hpusim::hw

@@ -23,6 +23,7 @@
 #include "hw/common/mem_protocol.h"
 #include "hw/common/timed_writes.h"
 #include "hw/dma/dma_port.h"
+#include "sim/stats/stats.h"
 
 namespace hpusim::hw {
 
@@ -131,6 +132,8 @@ class DmaCore : public sc_core::sc_module, public RegisterBlock, public EngineSt
   void set_observer(DmaObserver* observer) { observer_ = observer; }
   const DmaCoreConfig& config() const { return config_; }
   DmaCoreStats stats() const;
+  // Registers this block's counters under `scope` (a dump reads them on the simulation thread).
+  void register_stats(stats::Scope scope);
 
   // Untimed inspection at the current simulation time (register writes due by now applied first).
   bool busy();                      // STS0.BUSY: a transfer running or queued

@@ -168,4 +168,18 @@ std::vector<FabricPortStats> Fabric::target_stats() const {
   return out;
 }
 
+void Fabric::register_stats(stats::Scope scope) {
+  scope.formula("unmapped_accesses", "count", "accesses to no target", [this] { return double(unmapped_accesses_); });
+  const auto targets = target_stats();
+  for (size_t i = 0; i < targets.size(); ++i) {
+    stats::Scope t = scope.scope("target_" + stats::path_component(targets[i].name));
+    t.formula("transactions", "count", "transactions through the port", [this, i] { return double(target_stats()[i].transactions); });
+    t.formula("request_bytes", "bytes", "write data towards the target", [this, i] { return double(target_stats()[i].request_bytes); });
+    t.formula("response_bytes", "bytes", "read data back from the target",
+              [this, i] { return double(target_stats()[i].response_bytes); });
+    t.formula("waited_ps", "ps", "time transfers queued behind others on the port",
+              [this, i] { return double(target_stats()[i].waited_ps); });
+  }
+}
+
 }  // namespace hpusim::hw

@@ -16,6 +16,7 @@
 #include "hw/common/bandwidth_server.h"
 #include "hw/common/mem_protocol.h"
 #include "hw/common/ports.h"
+#include "sim/stats/stats.h"
 
 namespace hpusim::hw {
 
@@ -69,6 +70,8 @@ class Fabric : public sc_core::sc_module {
   std::vector<FabricPortStats> master_stats() const;
   std::vector<FabricPortStats> target_stats() const;
   uint64_t unmapped_accesses() const { return unmapped_accesses_; }
+  // Registers the fabric's counters (and each target port's) under `scope`.
+  void register_stats(stats::Scope scope);
   Picoseconds latency_ps() const { return config_.period_ps * config_.latency_cycles; }
 
   tlm_utils::multi_passthrough_target_socket<Fabric> masters_socket;

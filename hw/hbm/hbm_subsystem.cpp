@@ -190,4 +190,30 @@ unsigned HbmSubsystem::debug_transport(tlm::tlm_generic_payload& trans) {
   return move_data(trans) ? trans.get_data_length() : 0;
 }
 
+void HbmSubsystem::register_stats(stats::Scope scope) {
+  scope.formula("requests", "count", "requests received", [this] { return double(stats_.requests); });
+  scope.formula("read_bytes", "bytes", "bytes read", [this] { return double(stats_.read_bytes); });
+  scope.formula("write_bytes", "bytes", "bytes written", [this] { return double(stats_.write_bytes); });
+  scope.formula("channel_requests", "count", "requests after splitting at interleave boundaries",
+                [this] { return double(stats_.channel_requests); });
+  scope.formula("backpressured", "count", "channel requests that waited for controller queue space",
+                [this] { return double(stats_.backpressured); });
+  scope.formula("errors", "count", "requests answered with an error", [this] { return double(stats_.errors); });
+  for (uint32_t ch = 0; ch < channels(); ++ch) {
+    const ChannelController& c = controller(ch);
+    stats::Scope s = scope.scope("ch" + std::to_string(ch));
+    s.formula("read_bursts", "count", "RD commands", [&c] { return double(c.read_bursts()); });
+    s.formula("write_bursts", "count", "WR commands", [&c] { return double(c.write_bursts()); });
+    s.formula("activates", "count", "ACT commands", [&c] { return double(c.activates()); });
+    s.formula("precharges", "count", "PRE commands", [&c] { return double(c.precharges()); });
+    s.formula("refreshes", "count", "refresh commands (REF and REFSB)", [&c] { return double(c.refreshes()); });
+    s.formula("per_bank_refreshes", "count", "single-bank REFSB commands", [&c] { return double(c.per_bank_refreshes()); });
+    s.formula("row_hits", "count", "requests that found their row open", [&c] { return double(c.row_hits()); });
+    s.formula("row_misses", "count", "requests that activated a closed bank", [&c] { return double(c.row_misses()); });
+    s.formula("row_conflicts", "count", "requests that closed another row first", [&c] { return double(c.row_conflicts()); });
+    s.formula("busy_data_cycles", "cycles", "data-bus cycles carrying bursts", [&c] { return double(c.busy_data_cycles()); });
+    s.formula("mode_switches", "count", "read/write drain-mode changes", [&c] { return double(c.mode_switches()); });
+  }
+}
+
 }  // namespace hpusim::hbm

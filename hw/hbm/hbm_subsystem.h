@@ -21,6 +21,7 @@
 #include "hw/hbm/channel_controller.h"
 #include "hw/hbm/wake_calendar.h"
 #include "hw/hbm/hbm_config.h"
+#include "sim/stats/stats.h"
 
 namespace hpusim::hbm {
 
@@ -56,6 +57,8 @@ class HbmSubsystem : public sc_core::sc_module {
   hw::Picoseconds row_conflict_latency_ps() const;
 
   const SubsystemStats& stats() const { return stats_; }
+  // Registers this block's counters under `scope` (a dump reads them on the simulation thread).
+  void register_stats(stats::Scope scope);
   const ChannelController& controller(uint32_t channel) const { return *controllers_[channel]; }
   uint32_t channels() const { return static_cast<uint32_t>(controllers_.size()); }
   const AddressMapper& mapper() const { return mapper_; }

@@ -495,4 +495,17 @@ void MmeEngine::access_done(DmaPort::Access& access) {
   progress_event_.notify(sc_core::SC_ZERO_TIME);
 }
 
+void MmeEngine::register_stats(stats::Scope scope) {
+  const auto add = [&](const char* name, const char* unit, const char* desc, uint64_t MmeJobTotals::*field) {
+    scope.formula(name, unit, desc, [this, field] { return double(totals_.*field); });
+  };
+  add("jobs", "count", "jobs run", &MmeJobTotals::jobs);
+  add("macs", "count", "useful multiply-accumulates", &MmeJobTotals::macs);
+  add("array_cycles", "cycles", "cycles the array was busy", &MmeJobTotals::array_cycles);
+  add("busy_ps", "ps", "time running jobs", &MmeJobTotals::busy_ps);
+  add("read_bytes", "bytes", "operand bytes read", &MmeJobTotals::read_bytes);
+  add("write_bytes", "bytes", "output bytes written", &MmeJobTotals::write_bytes);
+  add("faults", "count", "jobs that faulted", &MmeJobTotals::faulted);
+}
+
 }  // namespace hpusim::hw

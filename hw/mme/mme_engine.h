@@ -26,6 +26,7 @@
 #include "hw/dma/dma_port.h"
 #include "arch/mme/mme_job.h"
 #include "hw/mme/mme_plan.h"
+#include "sim/stats/stats.h"
 
 namespace hpusim::hw {
 
@@ -118,6 +119,8 @@ class MmeEngine : public sc_core::sc_module, public RegisterBlock, public Engine
   static constexpr size_t kJobHistory = 1024;
   const std::deque<MmeJobStats>& jobs() const { return jobs_; }
   const MmeJobTotals& job_totals() const { return totals_; }
+  // Registers this block's counters under `scope` (a dump reads them on the simulation thread).
+  void register_stats(stats::Scope scope);
   // Job `number` (its `job` field, from 1) while it is in the history; nullptr after.
   const MmeJobStats* job(uint64_t number) const;
   const MmeFaultRecord& last_fault() const { return fault_; }

@@ -446,4 +446,18 @@ unsigned Mmu::debug(tlm::tlm_generic_payload& trans) {
   return done;
 }
 
+void Mmu::register_stats(stats::Scope scope) {
+  const auto add = [&](const char* name, const char* unit, const char* desc, uint64_t MmuStats::*field) {
+    scope.formula(name, unit, desc, [this, field] { return double(stats_.*field); });
+  };
+  add("requests", "count", "requests from the engine", &MmuStats::requests);
+  add("tlb_hits", "count", "TLB hits", &MmuStats::tlb_hits);
+  add("tlb_misses", "count", "TLB misses", &MmuStats::tlb_misses);
+  add("walks", "count", "page-table walks", &MmuStats::walks);
+  add("pte_reads", "count", "PTE reads through the fabric", &MmuStats::pte_reads);
+  add("walk_ps", "ps", "time walking", &MmuStats::walk_ps);
+  add("faults", "count", "page faults", &MmuStats::faults);
+  add("invalidations", "count", "cache invalidations", &MmuStats::invalidations);
+}
+
 }  // namespace hpusim::hw

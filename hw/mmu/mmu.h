@@ -40,6 +40,7 @@
 #include "hw/common/bus_master.h"
 #include "hw/common/mem_protocol.h"
 #include "arch/mmu/page_table_format.h"
+#include "sim/stats/stats.h"
 
 namespace hpusim::hw {
 
@@ -122,6 +123,8 @@ class Mmu : public sc_core::sc_module {
 
   void set_observer(MmuObserver* observer) { observer_ = observer; }
   const MmuStats& stats() const { return stats_; }
+  // Registers this block's counters under `scope` (a dump reads them on the simulation thread).
+  void register_stats(stats::Scope scope);
   const MmuConfig& config() const { return config_; }
   uint32_t tlb_valid_entries() const;
   uint32_t pte_cache_valid_lines() const;

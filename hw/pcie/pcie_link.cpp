@@ -168,4 +168,18 @@ tlm::tlm_sync_enum PcieLink::fabric_backward(tlm::tlm_generic_payload& trans, tl
 
 unsigned PcieLink::host_debug(tlm::tlm_generic_payload& trans) { return to_fabric->transport_dbg(trans); }
 
+void PcieLink::register_stats(stats::Scope scope) {
+  scope.formula("upstream_tlps", "count", "TLPs device to host", [this] { return double(stats_.upstream_tlps); });
+  scope.formula("downstream_tlps", "count", "TLPs host to device", [this] { return double(stats_.downstream_tlps); });
+  scope.formula("upstream_wire_bytes", "bytes", "bytes on the wire device to host, overheads included",
+                [this] { return double(stats_.upstream_bytes); });
+  scope.formula("downstream_wire_bytes", "bytes", "bytes on the wire host to device, overheads included",
+                [this] { return double(stats_.downstream_bytes); });
+  scope.formula("device_read_bytes", "bytes", "host memory bytes read by the device",
+                [this] { return double(stats_.device_read_bytes); });
+  scope.formula("device_write_bytes", "bytes", "host memory bytes written by the device",
+                [this] { return double(stats_.device_write_bytes); });
+  scope.formula("msis", "count", "message-signalled interrupts delivered", [this] { return double(stats_.msis); });
+}
+
 }  // namespace hpusim::hw

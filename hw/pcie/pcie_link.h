@@ -19,6 +19,7 @@
 #include "hw/common/bandwidth_server.h"
 #include "hw/common/mem_protocol.h"
 #include "hw/pcie/host_memory.h"
+#include "sim/stats/stats.h"
 
 namespace hpusim::hw {
 
@@ -73,6 +74,8 @@ class PcieLink : public sc_core::sc_module {
   void raise_msi(uint32_t vector, Picoseconds at_ps);
 
   const PcieStats& stats() const { return stats_; }
+  // Registers this block's counters under `scope` (a dump reads them on the simulation thread).
+  void register_stats(stats::Scope scope);
   const PcieConfig& config() const { return config_; }
 
  private:

@@ -632,4 +632,16 @@ void Qman::raise_error(unsigned cp, QmanError cause, const std::string& message)
   if (observer_) observer_->error(name_, cp, cause, describe(cp) + ": " + message, now_ps());
 }
 
+void Qman::register_stats(stats::Scope scope) {
+  const auto count = [&](const char* name, const char* desc, uint64_t QmanStats::*field) {
+    scope.formula(name, "count", desc, [this, field] { return double(stats_.*field); });
+  };
+  count("command_buffers", "command buffers fetched", &QmanStats::command_buffers);
+  count("packets", "packets executed", &QmanStats::packets);
+  count("messages", "messages sent", &QmanStats::messages);
+  count("register_writes", "engine register writes", &QmanStats::register_writes);
+  count("fence_waits", "fences that waited", &QmanStats::fence_waits);
+  count("errors", "error events", &QmanStats::errors);
+}
+
 }  // namespace hpusim::hw

@@ -27,6 +27,7 @@
 #include "hw/common/timed_writes.h"
 #include "arch/packets/packets.h"
 #include "arch/regs/gaudi1_map.h"
+#include "sim/stats/stats.h"
 
 namespace hpusim::hw {
 
@@ -86,6 +87,8 @@ class Qman : public sc_core::sc_module, public RegisterBlock {
 
   void set_observer(QmanObserver* observer) { observer_ = observer; }
   const QmanStats& stats() const { return stats_; }
+  // Registers this block's counters under `scope` (a dump reads them on the simulation thread).
+  void register_stats(stats::Scope scope);
   const std::string& qman_name() const { return name_; }
   // GLBL_NON_SECURE_PROPS_<cp> as it stands (writes already applied): the ASID and MMU-bypass bit
   // of the CP's accesses. No side effects. The card's MMU for this QMAN uses CP 0's.

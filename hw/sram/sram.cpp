@@ -73,4 +73,12 @@ unsigned Sram::debug_transport(tlm::tlm_generic_payload& trans) {
   return move_data(trans) ? trans.get_data_length() : 0;
 }
 
+void Sram::register_stats(stats::Scope scope) {
+  scope.formula("reads", "count", "read accesses", [this] { return double(stats_.reads); });
+  scope.formula("writes", "count", "write accesses", [this] { return double(stats_.writes); });
+  scope.formula("read_bytes", "bytes", "bytes read", [this] { return double(stats_.read_bytes); });
+  scope.formula("write_bytes", "bytes", "bytes written", [this] { return double(stats_.write_bytes); });
+  scope.formula("bank_wait_ps", "ps", "time accesses waited for a busy bank", [this] { return double(stats_.bank_wait_ps); });
+}
+
 }  // namespace hpusim::hw

@@ -12,6 +12,7 @@
 #include "hw/backing_store/backing_store.h"
 #include "hw/common/bandwidth_server.h"
 #include "hw/common/mem_protocol.h"
+#include "sim/stats/stats.h"
 
 namespace hpusim::hw {
 
@@ -46,6 +47,8 @@ class Sram : public sc_core::sc_module {
   Picoseconds unloaded_latency_ps(uint64_t bytes) const;
 
   const SramStats& stats() const { return stats_; }
+  // Registers this block's counters under `scope` (a dump reads them on the simulation thread).
+  void register_stats(stats::Scope scope);
   mem::BackingStore& store() { return store_; }
   const SramConfig& config() const { return config_; }
 

@@ -318,4 +318,14 @@ void SyncManager::reset() {
   std::fill(group_tail_.begin(), group_tail_.end(), -1);
 }
 
+void SyncManager::register_stats(stats::Scope scope) {
+  const auto count = [&](const char* name, const char* desc, uint64_t SyncManagerStats::*field) {
+    scope.formula(name, "count", desc, [this, field] { return double(stats_.*field); });
+  };
+  count("sob_writes", "SET/ADD writes to sync objects", &SyncManagerStats::sob_writes);
+  count("monitor_arms", "monitors armed", &SyncManagerStats::monitor_arms);
+  count("monitor_fires", "monitor payloads written", &SyncManagerStats::monitor_fires);
+  count("payload_errors", "payload writes answered with an error", &SyncManagerStats::payload_errors);
+}
+
 }  // namespace hpusim::hw

@@ -21,6 +21,7 @@
 #include "hw/cfg/cfg_space.h"
 #include "hw/common/mem_protocol.h"
 #include "hw/common/timed_writes.h"
+#include "sim/stats/stats.h"
 
 namespace hpusim::hw {
 
@@ -92,6 +93,8 @@ class SyncManager : public sc_core::sc_module, public RegisterBlock {
   const std::string& block_name() const { return config_.name; }
 
   const SyncManagerStats& stats() const { return stats_; }
+  // Registers this block's counters under `scope` (a dump reads them on the simulation thread).
+  void register_stats(stats::Scope scope);
   void set_observer(SyncManagerObserver* observer) { observer_ = observer; }
 
   // Untimed inspection for tests and debuggers: the state at the current simulation time (writes

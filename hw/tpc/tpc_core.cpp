@@ -712,4 +712,17 @@ void TpcCore::access_done(DmaPort::Access& access) {
   progress_event_.notify(sc_core::SC_ZERO_TIME);
 }
 
+void TpcCore::register_stats(stats::Scope scope) {
+  const auto add = [&](const char* name, const char* unit, const char* desc, uint64_t TpcKernelTotals::*field) {
+    scope.formula(name, unit, desc, [this, field] { return double(totals_.*field); });
+  };
+  add("kernels", "count", "kernels run", &TpcKernelTotals::kernels);
+  add("bundles", "count", "bundles executed", &TpcKernelTotals::bundles);
+  add("cycles", "cycles", "cycles running kernels", &TpcKernelTotals::cycles);
+  add("busy_ps", "ps", "time running kernels", &TpcKernelTotals::busy_ps);
+  add("load_bytes", "bytes", "global bytes loaded", &TpcKernelTotals::load_bytes);
+  add("store_bytes", "bytes", "global bytes stored", &TpcKernelTotals::store_bytes);
+  add("faults", "count", "kernels that faulted", &TpcKernelTotals::faulted);
+}
+
 }  // namespace hpusim::hw

@@ -30,6 +30,7 @@
 #include "arch/tpc/tpc_registers.h"
 #include "hw/tpc/executor.h"
 #include "hw/tpc/prefetch_buffer.h"
+#include "sim/stats/stats.h"
 
 namespace hpusim::hw {
 
@@ -136,6 +137,8 @@ class TpcCore : public sc_core::sc_module, public RegisterBlock, public EngineSt
   static constexpr size_t kKernelHistory = 1024;
   const std::deque<TpcKernelStats>& kernels() const { return kernels_; }
   const TpcKernelTotals& kernel_totals() const { return totals_; }
+  // Registers this block's counters under `scope` (a dump reads them on the simulation thread).
+  void register_stats(stats::Scope scope);
   // Kernel `number` (its `kernel` field, from 1) while it is in the history; nullptr after.
   const TpcKernelStats* kernel(uint64_t number) const;
   uint64_t refused_executes() const { return refused_; }

@@ -9,7 +9,6 @@
 #include <stdexcept>
 
 #include "hw/card/memory_system.h"
-#include "sim/bench/memory_stats.h"
 #include "sim/bench/traffic_generator.h"
 #include "sim/report/json_records.h"
 #include "sim/stats/stats.h"
@@ -252,7 +251,7 @@ std::vector<MemoryCaseResult> run_memory_bench(const MemoryBenchOptions& options
 
   if (!options.stats_path.empty()) {
     stats::Registry registry;
-    register_memory_system_stats(registry, system);
+    system.register_stats(registry.scope(""));
     for (const MemoryCaseResult& r : results) {
       auto scope = registry.scope("bench." + r.memory + "." + r.pattern + "_" + std::to_string(r.request_bytes));
       scope.counter("sim_time_ps", "ps", "simulated time of the case").add(r.sim_time_ps);

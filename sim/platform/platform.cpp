@@ -57,6 +57,8 @@ Platform::Platform(const PlatformOptions& options) : options_(options) {
         // The firmware zeroes the driver-reserved head of SRAM at boot; nothing of the driver lives there.
         card_options.fw_init_region_base = preset_.memory_map().sram_base();
         card_options.fw_init_region_bytes = uapi::GAUDI_DRIVER_SRAM_RESERVED_SIZE_FROM_START;
+        card_options.stats = &stats_;
+        card_options.stats_prefix = box ? "card" + std::to_string(i) : "";
         cards_.push_back(std::make_unique<hw::Card>(indexed("card", i).c_str(), preset_, card_options));
         hw::Card& card = *cards_.back();
         if (timeline_ != nullptr) {

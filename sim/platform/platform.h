@@ -22,6 +22,7 @@
 #include "sim/cosim/cosimulation.h"
 #include "sim/platform/host_services.h"
 #include "sim/preset/preset.h"
+#include "sim/stats/stats.h"
 
 namespace hpusim::hw {
 class Card;
@@ -109,6 +110,9 @@ class Platform : public HostServices {
   // A host-time track for a thread to bind (HostThread), holding the device back at its start
   // time (the calling thread's host time or start_ps, whichever is later) until then.
   unsigned reserve_host_track(const std::string& name, uint64_t start_ps = 0) { return cosim_->add_track(name, start_ps); }
+  // The statistics of every block of every card (a box's under "card<i>."); dump them on the
+  // simulation thread (cosim().on_sim_thread), while the platform lives.
+  stats::Registry& stats() { return stats_; }
   // The device file of card `index`.
   static std::string device_path(unsigned index = 0) { return "/dev/hl" + std::to_string(index); }
 
@@ -125,6 +129,7 @@ class Platform : public HostServices {
   std::unique_ptr<traces::Timeline> own_timeline_;
   traces::Timeline* timeline_ = nullptr;
   std::unique_ptr<cosim::CoSimulation> cosim_;
+  stats::Registry stats_;   // every card's blocks, registered as they are built
   // Per card, in card order.
   std::vector<std::unique_ptr<hw::Card>> cards_;
   std::vector<std::unique_ptr<cosim::HostPort>> host_ports_;

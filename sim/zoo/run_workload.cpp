@@ -15,8 +15,6 @@
 #include "hw/card/card.h"
 #include "hw/mme/mme_engine.h"
 #include "hw/tpc/tpc_core.h"
-#include "sim/bench/engine_stats.h"
-#include "sim/bench/memory_stats.h"
 #include "sim/stats/stats.h"
 
 namespace hpusim::zoo {
@@ -41,10 +39,7 @@ std::string joined(const std::vector<std::string>& items, char sep) {
 }
 
 // The card's memory-system and engine statistics and the compile counters, at the end of the run.
-void write_stats(const std::string& path, hw::Card& card, const hpusim_CompileCounters& compile) {
-  stats::Registry registry;
-  bench::register_memory_system_stats(registry, card.memory());
-  bench::register_engine_stats(registry, card);
+void write_stats(const std::string& path, stats::Registry& registry, const hpusim_CompileCounters& compile) {
   auto c = registry.scope("synapse");
   c.formula("compiles", "count", "graphs compiled", [compile] { return double(compile.compiles); });
   c.formula("cache_hits", "count", "recipe cache hits", [compile] { return double(compile.cacheHits); });
@@ -124,7 +119,7 @@ std::vector<StepRecord> run_workload(const RunOptions& options, std::unique_ptr<
       << " misses, " << total.corruptRecipes << " corrupt recipes\n"
       << std::defaultfloat;
   if (!options.stats_path.empty()) {
-    box->cosim().on_sim_thread([&] { write_stats(options.stats_path, card, total); });
+    box->cosim().on_sim_thread([&] { write_stats(options.stats_path, box->stats(), total); });
   }
   if (totals) {
     hpusim_LaunchCounters launches{};

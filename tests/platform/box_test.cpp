@@ -21,6 +21,7 @@
 #include "driver/device_file.h"
 #include "hw/card/card.h"
 #include "sim/platform/platform.h"
+#include "sim/stats/stats.h"
 #include "synapse/hlthunk/hlthunk.h"
 
 namespace hpusim::platform {
@@ -226,6 +227,17 @@ TEST(PlatformBox, EachCardHasItsDeviceFileDriverAndNames) {
   EXPECT_EQ(driver::hl_close(fd0), 0);
   EXPECT_EQ(driver::hl_close(fd1), 0);
   EXPECT_THROW(box.card(2), std::out_of_range);
+  // Each card's blocks registered their counters under the card's name as they were built.
+  for (const char* name : {"card0.tpc.core7.kernels", "card1.tpc.core0.kernels", "card1.qman.dma0_qm.packets",
+                           "card0.hbm.ch0.activates", "card1.pcie.msis", "card1.mmu.dma0.walks"}) {
+    EXPECT_NE(box.stats().find(name), nullptr) << name;
+  }
+  EXPECT_EQ(box.stats().find("tpc.core0.kernels"), nullptr);
+  // The probes' MSIs went through each card's own link.
+  const double msis0 = box.cosim().on_sim_thread([&] { return box.stats().find_formula("card0.pcie.msis")->value(); });
+  const double msis1 = box.cosim().on_sim_thread([&] { return box.stats().find_formula("card1.pcie.msis")->value(); });
+  EXPECT_GT(msis0, 0.0);
+  EXPECT_EQ(msis0, msis1);
 }
 
 TEST(PlatformBox, ABoxOfNoCardsOrTooManyIsRefused) {
