@@ -13,7 +13,8 @@ namespace hpusim::synapse::recipe_cache {
 
 namespace {
 
-constexpr char kMagic[8] = {'H', 'P', 'U', 'R', 'E', 'C', 'I', 'P'};
+// Not the recipe frame's "HPURECIP": a cache file and a recipe file are never taken for each other.
+constexpr char kMagic[8] = {'H', 'P', 'U', 'C', 'A', 'C', 'H', 'E'};
 
 void put_le(std::string& out, uint64_t value, int bytes) {
   for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>(value >> (8 * i) & 0xff));

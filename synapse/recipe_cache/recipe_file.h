@@ -1,8 +1,9 @@
-// One recipe on disk: a 40-byte header, then the payload (the serialized recipe).
+// One recipe on disk: a 40-byte header, then the payload (the framed recipe of
+// synapse/recipe/recipe_file.h, whose own frame the runtime checks when it loads it).
 //
 //   offset  size  field (integers little-endian)
-//        0     8  magic "HPURECIP"
-//        8     4  format version (1)
+//        0     8  magic "HPUCACHE"
+//        8     4  format version (2)
 //       12     4  header size in bytes (40)
 //       16     8  key (must match the file name)
 //       24     8  payload length in bytes (the file is exactly header + payload long)
@@ -22,7 +23,7 @@
 
 namespace hpusim::synapse::recipe_cache {
 
-inline constexpr uint32_t kRecipeFormatVersion = 1;
+inline constexpr uint32_t kRecipeFormatVersion = 2;   // 1: the same layout under the recipe frame's magic
 inline constexpr uint64_t kRecipeHeaderBytes = 40;
 
 // The size on disk of a recipe whose payload is payload_bytes long.

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iterator>
 
 #include "synapse/recipe_cache/recipe_file.h"
 #include "synapse/recipe_cache/recipe_key.h"
@@ -93,6 +94,23 @@ TEST(RecipeCacheFile, EveryDamageIsCorrupt) {
     EXPECT_EQ(read.status, Status::Corrupt) << damage.what;
     EXPECT_NE(read.problem.find(damage.problem), std::string::npos) << damage.what << ": " << read.problem;
   }
+}
+
+// A cache file is not a recipe file and the other way round: their magics differ, so a recipe
+// written by synRecipeSerialize and dropped into the cache directory is refused as corrupt, and
+// an old (version 1) cache file, which used the recipe frame's magic, too.
+TEST(RecipeCacheFile, ARecipeFrameOrAVersionOneFileIsNotACacheFile) {
+  ScratchDirectory dir;
+  ASSERT_EQ(write_recipe_file(dir.path(), 9, testing::payload_for(9, 100)), "");
+  std::ifstream in(testing::recipe_path(dir.path(), 9), std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_EQ(bytes.substr(0, 8), "HPUCACHE");
+  bytes.replace(0, 8, "HPURECIP");
+  bytes[8] = 1;   // version 1 under the recipe frame's magic
+  write_bytes(testing::recipe_path(dir.path(), 9), bytes);
+  const RecipeFileRead read = read_recipe_file(testing::recipe_path(dir.path(), 9), 9);
+  EXPECT_EQ(read.status, Status::Corrupt);
+  EXPECT_NE(read.problem.find("bad magic"), std::string::npos) << read.problem;
 }
 
 TEST(RecipeCacheFile, MissingFileAndDirectoryUnderARecipeName) {
