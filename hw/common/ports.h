@@ -6,6 +6,7 @@
 //                  GIC): TPCn_KRN_ERR, MMEn_ERR, the MMU page fault
 //   ResetLine      a block asking for the rest of the card to be reset (SW_ALL_RST)
 //   RazwiPort      the fabric reporting an access nobody serves (RAZWI)
+//   MsiPort        a PCIe link's message-signalled interrupts, into the host's root port
 #pragma once
 
 #include <cstdint>
@@ -92,6 +93,38 @@ class RazwiPort {
  private:
   std::string name_;
   RazwiTarget* target_ = nullptr;
+};
+
+// What receives message-signalled interrupts: the host's root port.
+class MsiTarget {
+ public:
+  virtual ~MsiTarget() = default;
+  virtual void deliver_msi(uint32_t vector, Picoseconds at) = 0;
+};
+
+// A PCIe link's MSI output: a 4-byte device write to the bound host bus address (the x86 MSI
+// window, or the test's) is an interrupt with the written vector.
+class MsiPort {
+ public:
+  explicit MsiPort(std::string name) : name_(std::move(name)) {}
+  void bind(MsiTarget& target, uint64_t host_address) {
+    target_ = &target;
+    address_ = host_address;
+  }
+  bool is_msi(uint64_t host_address, uint64_t bytes) const {
+    return target_ != nullptr && bytes == 4 && host_address == address_;
+  }
+  void send(uint32_t vector, Picoseconds at) const {
+    if (target_ != nullptr) target_->deliver_msi(vector, at);
+  }
+  const std::string& name() const { return name_; }
+  bool bound() const { return target_ != nullptr; }
+  uint64_t address() const { return address_; }
+
+ private:
+  std::string name_;
+  MsiTarget* target_ = nullptr;
+  uint64_t address_ = 0;
 };
 
 }  // namespace hpusim::hw

@@ -91,11 +91,11 @@ tlm::tlm_sync_enum PcieLink::device_forward(tlm::tlm_generic_payload& trans, tlm
       stats_.upstream_bytes += wire;
       ++stats_.device_writes;
       stats_.device_write_bytes += length;
-      if (msi_sink_ && length == 4 && trans.get_address() - config_.host_window_base == msi_address_) {
+      if (msi_.is_msi(trans.get_address() - config_.host_window_base, length)) {
         uint32_t vector = 0;
         std::memcpy(&vector, trans.get_data_ptr(), 4);
         ++stats_.msis;
-        msi_sink_(vector, done);
+        msi_.send(vector, done);
       }
     } else {
       const uint64_t requests = tlps(length, config_.max_read_request_bytes);
@@ -119,18 +119,13 @@ tlm::tlm_sync_enum PcieLink::device_forward(tlm::tlm_generic_payload& trans, tlm
   return tlm::TLM_ACCEPTED;
 }
 
-void PcieLink::set_msi_sink(uint64_t msi_address, MsiSink sink) {
-  msi_address_ = msi_address;
-  msi_sink_ = std::move(sink);
-}
-
 void PcieLink::raise_msi(uint32_t vector, Picoseconds at_ps) {
   const uint64_t wire = 4 + config_.tlp_overhead_bytes;
   const Picoseconds at_host = upstream_.reserve(at_ps, wire) + config_.link_latency_ps;
   ++stats_.upstream_tlps;
   stats_.upstream_bytes += wire;
   ++stats_.msis;
-  if (msi_sink_) msi_sink_(vector, at_host);
+  msi_.send(vector, at_host);
 }
 
 unsigned PcieLink::device_debug(tlm::tlm_generic_payload& trans) {

@@ -18,6 +18,7 @@
 
 #include "hw/common/bandwidth_server.h"
 #include "hw/common/mem_protocol.h"
+#include "hw/common/ports.h"
 #include "hw/pcie/host_memory.h"
 #include "sim/stats/stats.h"
 
@@ -65,10 +66,10 @@ class PcieLink : public sc_core::sc_module {
   Picoseconds unloaded_read_latency_ps(uint64_t bytes) const;
   Picoseconds unloaded_write_latency_ps(uint64_t bytes) const;
 
-  // Message-signalled interrupts: a 4-byte device write to host bus address `msi_address` is an
-  // MSI; `sink` receives the written vector number and the time it reaches the host.
-  using MsiSink = std::function<void(uint32_t vector, Picoseconds at_ps)>;
-  void set_msi_sink(uint64_t msi_address, MsiSink sink);
+  // Message-signalled interrupts: a 4-byte device write to the host bus address the port is
+  // bound to is an MSI; the bound target receives the written vector and the time it reaches the
+  // host.
+  MsiPort& msi() { return msi_; }
   // Sends the MSI memory write for `vector` upstream, as the PCIe core does when a device block
   // requests an interrupt at `at_ps`.
   void raise_msi(uint32_t vector, Picoseconds at_ps);
@@ -92,8 +93,7 @@ class PcieLink : public sc_core::sc_module {
   BandwidthServer upstream_;     // device -> host
   BandwidthServer downstream_;   // host -> device
   PcieStats stats_;
-  uint64_t msi_address_ = 0;
-  MsiSink msi_sink_;
+  MsiPort msi_{"msi"};
 };
 
 }  // namespace hpusim::hw

@@ -13,10 +13,11 @@
 #include <vector>
 
 #include "hw/common/mem_protocol.h"
+#include "hw/common/ports.h"
 
 namespace hpusim::cosim {
 
-class HostPort : public sc_core::sc_module {
+class HostPort : public sc_core::sc_module, public hw::MsiTarget {
  public:
   explicit HostPort(sc_core::sc_module_name name);
 
@@ -44,7 +45,7 @@ class HostPort : public sc_core::sc_module {
   void forget(uint64_t ticket);
 
   // Called by the PCIe link when an MSI write reaches the host.
-  void deliver_msi(uint32_t vector, hw::Picoseconds at_ps);
+  void deliver_msi(uint32_t vector, hw::Picoseconds at_ps) override;
   // The earliest received interrupt, if any, without removing it.
   const Interrupt* earliest_interrupt() const;
   Interrupt take_earliest_interrupt();

@@ -67,9 +67,7 @@ Platform::Platform(const PlatformOptions& options) : options_(options) {
         host_ports_.push_back(std::make_unique<cosim::HostPort>(indexed("host", i).c_str()));
         cosim::HostPort* port = host_ports_.back().get();
         port->socket.bind(card.memory().pcie().host_side);
-        card.memory().pcie().set_msi_sink(kMsiHostAddress, [port](uint32_t vector, hw::Picoseconds at) {
-          port->deliver_msi(vector, at);
-        });
+        card.memory().pcie().msi().bind(*port, kMsiHostAddress);
         if (options_.on_card_built) options_.on_card_built(card);
       }
     });

@@ -144,10 +144,25 @@ std::vector<unsigned char> pattern(uint64_t bytes, unsigned seed) {
 // Posted writes the block becomes: one per 128-byte-aligned piece of [address, address + bytes).
 uint64_t block_pieces(uint64_t address, uint64_t bytes) { return (address + bytes - 1) / 128 - address / 128 + 1; }
 
+// Between the link's MSI port and the host port: records each MSI, then passes it on.
+class MsiRecorder : public hw::MsiTarget {
+ public:
+  MsiRecorder(std::vector<std::pair<uint32_t, hw::Picoseconds>>& msis, cosim::HostPort& host) : msis_(msis), host_(host) {}
+  void deliver_msi(uint32_t vector, hw::Picoseconds at) override {
+    msis_.emplace_back(vector, at);
+    host_.deliver_msi(vector, at);
+  }
+
+ private:
+  std::vector<std::pair<uint32_t, hw::Picoseconds>>& msis_;
+  cosim::HostPort& host_;
+};
+
 struct Platform {
   std::unique_ptr<hw::MemorySystem> system;
   std::unique_ptr<TestDevice> device;
   std::unique_ptr<cosim::HostPort> host_port;
+  std::unique_ptr<MsiRecorder> msi_recorder;
   std::vector<std::pair<uint32_t, hw::Picoseconds>> msis;
   preset::Card card;
 };
@@ -170,10 +185,8 @@ class CoSim : public ::testing::Test {
       p->system->bind_master(p->device->socket, "testdev");
       p->host_port->socket.bind(p->system->pcie().host_side);
       p->system->cfg().attach("testdev", map.cfg_base() + kDeviceOffset, 0x100, *p->device);
-      p->system->pcie().set_msi_sink(kMsiAddress, [this](uint32_t vector, hw::Picoseconds at) {
-        p->msis.emplace_back(vector, at);
-        p->host_port->deliver_msi(vector, at);
-      });
+      p->msi_recorder = std::make_unique<MsiRecorder>(p->msis, *p->host_port);
+      p->system->pcie().msi().bind(*p->msi_recorder, kMsiAddress);
     });
     sim->attach(*p->host_port);
     base = p->card.memory_map().cfg_base() + kDeviceOffset;

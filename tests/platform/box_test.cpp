@@ -227,6 +227,12 @@ TEST(PlatformBox, EachCardHasItsDeviceFileDriverAndNames) {
   EXPECT_EQ(driver::hl_close(fd0), 0);
   EXPECT_EQ(driver::hl_close(fd1), 0);
   EXPECT_THROW(box.card(2), std::out_of_range);
+  // Each card's MSIs go to its own root port, at the x86 MSI window.
+  for (unsigned i = 0; i < 2; ++i) {
+    const hw::MsiPort& msi = box.card(i).memory().pcie().msi();
+    EXPECT_TRUE(msi.bound()) << i;
+    EXPECT_EQ(msi.address(), Platform::kMsiHostAddress) << i;
+  }
   // Each card's blocks registered their counters under the card's name as they were built.
   for (const char* name : {"card0.tpc.core7.kernels", "card1.tpc.core0.kernels", "card1.qman.dma0_qm.packets",
                            "card0.hbm.ch0.activates", "card1.pcie.msis", "card1.mmu.dma0.walks"}) {
