@@ -324,8 +324,8 @@ uint64_t CoSimulation::finish_wait(Track& me, std::unique_lock<std::mutex>& box,
 void CoSimulation::sync_device() {
   Track& me = my_track();
   std::lock_guard<std::recursive_mutex> calls(me.calls);
-  HostCall call(me.clock);
   std::unique_lock<std::mutex> box(box_mutex_);
+  HostCall call(me.clock);   // measured time moves the clock: under the box lock
   const OnExit done([&] { finish_call(me); });
   act_at(me, box, me.clock.now_ps(), [] {});
 }
@@ -333,8 +333,8 @@ void CoSimulation::sync_device() {
 void CoSimulation::mmio_write32(HostPort& port, uint64_t device_address, uint32_t value) {
   Track& me = my_track();
   std::lock_guard<std::recursive_mutex> calls(me.calls);
-  HostCall call(me.clock);
   std::unique_lock<std::mutex> box(box_mutex_);
+  HostCall call(me.clock);   // measured time moves the clock: under the box lock
   const OnExit done([&] { finish_call(me); });
   const bool failed = act_at(me, box, me.clock.now_ps(), [&] {
     uint64_t ticket = port.issue(true, device_address, value, hw::now_ps());
@@ -351,7 +351,6 @@ void CoSimulation::mmio_write32(HostPort& port, uint64_t device_address, uint32_
 void CoSimulation::mmio_write_block(HostPort& port, uint64_t device_address, const void* data, uint64_t bytes) {
   Track& me = my_track();
   std::lock_guard<std::recursive_mutex> calls(me.calls);
-  HostCall call(me.clock);
   if (bytes == 0) return;
   if (bytes - 1 > UINT64_MAX - device_address) {
     throw std::invalid_argument("MMIO block write to " + hex(device_address) + " of " + std::to_string(bytes) +
@@ -359,6 +358,7 @@ void CoSimulation::mmio_write_block(HostPort& port, uint64_t device_address, con
   }
   const auto* source = static_cast<const unsigned char*>(data);
   std::unique_lock<std::mutex> box(box_mutex_);
+  HostCall call(me.clock);   // measured time moves the clock: under the box lock
   const OnExit done([&] { finish_call(me); });
   const std::optional<uint64_t> failed_at = act_at(me, box, me.clock.now_ps(), [&]() -> std::optional<uint64_t> {
     const uint64_t at = hw::now_ps();
@@ -394,8 +394,8 @@ void CoSimulation::mmio_write_block(HostPort& port, uint64_t device_address, con
 uint32_t CoSimulation::mmio_read32(HostPort& port, uint64_t device_address) {
   Track& me = my_track();
   std::lock_guard<std::recursive_mutex> calls(me.calls);
-  HostCall call(me.clock);
   std::unique_lock<std::mutex> box(box_mutex_);
+  HostCall call(me.clock);   // measured time moves the clock: under the box lock
   const OnExit done([&] { finish_call(me); });
   uint64_t ticket = 0;
   HostPort::Completion result;
@@ -433,8 +433,8 @@ uint32_t CoSimulation::mmio_read32(HostPort& port, uint64_t device_address) {
 std::optional<uint32_t> CoSimulation::wait_for_interrupt(HostPort& port, uint64_t timeout_ps) {
   Track& me = my_track();
   std::lock_guard<std::recursive_mutex> calls(me.calls);
-  HostCall call(me.clock);
   std::unique_lock<std::mutex> box(box_mutex_);
+  HostCall call(me.clock);   // measured time moves the clock: under the box lock
   const OnExit done([&] { finish_call(me); });
   const uint64_t now = me.clock.now_ps();
   const uint64_t deadline = timeout_ps > UINT64_MAX - now ? UINT64_MAX : now + timeout_ps;
