@@ -484,6 +484,15 @@ Result Runtime::wait(uint64_t seq, uint64_t timeout_us) {
   uint64_t done_ns = 0;
   const int rc = hlthunk::wait(fd_, seq, timeout_us, &status, nullptr, &done_ns);
   if (rc != 0 || status != HL_WAIT_CS_STATUS_COMPLETED) {
+    // A submission the driver timed out (TDR) or aborted means a device reset, which clears the
+    // sync objects: the queues' signals count from 0 again, and points from before are past.
+    if (status == HL_WAIT_CS_STATUS_TIMEDOUT || status == HL_WAIT_CS_STATUS_ABORTED) {
+      for (QueueSignals& q : signals_) {
+        q.count = 0;
+        ++q.epoch;
+        q.waits.clear();
+      }
+    }
     return Result::error(Status::Fail, "submission " + std::to_string(seq) + " did not complete (" + errno_text(rc) +
                                            ", wait status " + std::to_string(status) + ")");
   }
