@@ -4,7 +4,6 @@
 #include <atomic>
 #include <exception>
 #include <thread>
-#include <iostream>
 #include <stdexcept>
 
 #include "arch/uapi/uapi.h"
