@@ -384,19 +384,39 @@ TEST_F(CoSim, FailedBlockWritesAreReportedWithTheAddress) {
   EXPECT_EQ(sim->mmio_read32(base + kScratch), 5u);
 }
 
-// The block's pieces as the link sees them, through a recording target in place of the card.
-TEST(CoSimBlockWrites, PiecesAreAtMost128BytesAlignedAndAllLeaveAtTheHostTime) {
-  cosim::HostCostsNs costs;
-  costs.mmio_write_ns = 100;
-  cosim::CoSimulation sim(cosim::HostTimeSource::kModeled, costs);
+// A co-simulation whose host port reaches a RecordingTarget in place of a card; a posted write
+// costs the host RecordingHost::kWriteNs.
+struct RecordingHost {
+  static constexpr uint64_t kWriteNs = 100;
+  static cosim::HostCostsNs costs() {
+    cosim::HostCostsNs c;
+    c.mmio_write_ns = kWriteNs;
+    return c;
+  }
+  RecordingHost() : sim(cosim::HostTimeSource::kModeled, costs()) {
+    sim.on_sim_thread([&] {
+      target = std::make_unique<RecordingTarget>("recorder");
+      port = std::make_unique<cosim::HostPort>("host");
+      port->socket.bind(target->socket);
+    });
+    sim.attach(*port);
+  }
+  ~RecordingHost() {
+    sim.on_sim_thread([&] {
+      port.reset();
+      target.reset();
+    });
+  }
+  cosim::CoSimulation sim;
   std::unique_ptr<RecordingTarget> target;
   std::unique_ptr<cosim::HostPort> port;
-  sim.on_sim_thread([&] {
-    target = std::make_unique<RecordingTarget>("recorder");
-    port = std::make_unique<cosim::HostPort>("host");
-    port->socket.bind(target->socket);
-  });
-  sim.attach(*port);
+};
+
+// The block's pieces as the link sees them, through a recording target in place of the card.
+TEST(CoSimBlockWrites, PiecesAreAtMost128BytesAlignedAndAllLeaveAtTheHostTime) {
+  RecordingHost host;
+  cosim::CoSimulation& sim = host.sim;
+  RecordingTarget* target = host.target.get();
 
   struct Case {
     uint64_t address;
@@ -456,8 +476,6 @@ TEST(CoSimBlockWrites, PiecesAreAtMost128BytesAlignedAndAllLeaveAtTheHostTime) {
   sim.on_sim_thread([&] {
     ASSERT_EQ(target->writes.size(), 1u);   // the piece below the rejected range
     EXPECT_EQ(target->writes[0].data.size(), 100u);
-    port.reset();
-    target.reset();
   });
 }
 
@@ -476,17 +494,9 @@ TEST_F(CoSim, HostCodeOnOtherThreadsReachesTheDeviceThroughTheSimulationThread) 
 // write reaches the device at its own track's host time, and writes of two tracks at the same
 // time go in track order. A reserved track holds the device back until its thread moves on.
 TEST(CoSimTracks, TwoThreadsOnTheirOwnTracksReachTheDeviceInHostTimeOrder) {
-  cosim::HostCostsNs costs;
-  costs.mmio_write_ns = 100;
-  cosim::CoSimulation sim(cosim::HostTimeSource::kModeled, costs);
-  std::unique_ptr<RecordingTarget> target;
-  std::unique_ptr<cosim::HostPort> port;
-  sim.on_sim_thread([&] {
-    target = std::make_unique<RecordingTarget>("recorder");
-    port = std::make_unique<cosim::HostPort>("host");
-    port->socket.bind(target->socket);
-  });
-  sim.attach(*port);
+  RecordingHost host;
+  cosim::CoSimulation& sim = host.sim;
+  RecordingTarget* target = host.target.get();
   const unsigned a = sim.add_track("a", 1000000);   // both start at 1 us
   const unsigned b = sim.add_track("b", 1000000);
   EXPECT_EQ(sim.track_name(b), "b");
@@ -505,7 +515,7 @@ TEST(CoSimTracks, TwoThreadsOnTheirOwnTracksReachTheDeviceInHostTimeOrder) {
     sim.bind_thread(track);
     for (unsigned i = 0; i < writes; ++i) {
       sim.mmio_write32(0x1000 + id, i);
-      sim.charge_ns(pace_ns - costs.mmio_write_ns);
+      sim.charge_ns(pace_ns - RecordingHost::kWriteNs);
       if (i % 3 == 0) std::this_thread::yield();
     }
     sim.unbind_thread();
@@ -527,10 +537,6 @@ TEST(CoSimTracks, TwoThreadsOnTheirOwnTracksReachTheDeviceInHostTimeOrder) {
     EXPECT_EQ(writes[i].address, want[i].second) << "write " << i;   // at equal times, a (lower id) first
   }
   EXPECT_EQ(sim.track_now_ps(a), 1000000 + 20 * 300000ull);
-  sim.on_sim_thread([&] {
-    port.reset();
-    target.reset();
-  });
 }
 
 TEST_F(CoSim, MeasuredHostTimeCountsHostWorkAndIgnoresModeledCosts) {
