@@ -521,7 +521,8 @@ int HlDevice::do_info(hl_info_args& args) {
                                  : 0;
       hw.reserved1 = static_cast<uint8_t>(mme_master_mask_);   // hpusim: MME masters (bit k = MME 2k)
       hw.dram_enabled = 1;
-      hw.reserved7 = static_cast<uint8_t>(std::max(1, preset_.mme().geometries_size()));   // hpusim: MME output geometries
+      hw.reserved7 = mme_geometries_;    // hpusim: MME output geometries
+      hw.reserved6 = tpc_vector_bits_;   // hpusim: TPC vector width in bits
       hw.dram_page_size = 0x200000;   // 2 MB
       hw.device_mem_alloc_default_page_size = 0x200000;
       std::memcpy(hw.cpucp_version, cpucp_version_.data(), std::min(cpucp_version_.size(), sizeof hw.cpucp_version - 1));

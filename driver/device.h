@@ -294,6 +294,8 @@ class HlDevice : public DeviceFileOps {
   uint64_t tpc_mask_ = 0;
   unsigned dma_channel_count_ = 0;
   uint32_t mme_master_mask_ = 0;
+  uint16_t tpc_vector_bits_ = 0;   // hpusim's INFO extension
+  uint8_t mme_geometries_ = 0;     // hpusim's INFO extension
   uint64_t eq_events_ = 0;
   std::vector<uint32_t> qman_error_words_;   // per QMAN index, from the event queue
 

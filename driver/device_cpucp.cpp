@@ -101,6 +101,12 @@ bool HlDevice::cpucp_info_get() {
     logf("F/W reports no TPC or no MME");
     return false;
   }
+  tpc_vector_bits_ = static_cast<uint16_t>(block[cpucp::info::kTpcVectorBits] | block[cpucp::info::kTpcVectorBits + 1] << 8);
+  mme_geometries_ = block[cpucp::info::kMmeGeometries];
+  if (tpc_vector_bits_ == 0 || mme_geometries_ == 0) {
+    logf("F/W reports no TPC vector width or no MME geometry");
+    return false;
+  }
   return true;
 }
 

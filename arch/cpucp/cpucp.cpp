@@ -57,6 +57,9 @@ std::vector<uint8_t> build_info_block(const DeviceInfo& device) {
     put32(block.data() + info::kSensors + 8 * i + 4, 1);   // flags: input
   }
   put_string(block, info::kKernelVersion, info::kVersionLen, device.kernel_version);
+  block[info::kTpcVectorBits] = static_cast<uint8_t>(device.tpc_vector_bits);
+  block[info::kTpcVectorBits + 1] = static_cast<uint8_t>(device.tpc_vector_bits >> 8);
+  block[info::kMmeGeometries] = device.mme_geometries;
   put32(block.data() + info::kCardType, device.card_type);
   put_string(block, info::kCpucpVersion, info::kVersionLen, device.cpucp_version);
   put64(block.data() + info::kDramSize, device.dram_size);

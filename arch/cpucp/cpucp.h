@@ -72,6 +72,10 @@ inline constexpr uint32_t kVersionLen = 128;
 inline constexpr uint32_t kCardNameLen = 16;
 inline constexpr uint32_t kSensors = 0;
 inline constexpr uint32_t kKernelVersion = 1024;
+// hpusim's engine parameters in the reserved u32 at 1152 (zero on a real card): the TPC vector
+// width in bits (u16) and the output geometries an MME master offers (u8).
+inline constexpr uint32_t kTpcVectorBits = 1152;
+inline constexpr uint32_t kMmeGeometries = 1154;
 inline constexpr uint32_t kCardType = 1156;
 inline constexpr uint32_t kCardLocation = 1160;
 inline constexpr uint32_t kCpldVersion = 1164;
@@ -101,6 +105,8 @@ struct DeviceInfo {
   uint64_t tpc_binning_mask = 0;
   uint8_t edma_binning_mask = 0;
   uint8_t mme_master_binning_mask = 0;
+  uint16_t tpc_vector_bits = 2048;   // hpusim
+  uint8_t mme_geometries = 1;        // hpusim
 };
 // The binning masks of a card with `tpcs` TPCs, `dma_channels` DMA channels (2 PCI + internal)
 // and `mme_masters` MME masters.

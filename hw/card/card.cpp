@@ -160,6 +160,8 @@ Card::Card(sc_core::sc_module_name name, const preset::Card& preset, const CardO
     config.info.dram_size = memory_.dram_size();
     fw_if::cpucp::set_make_up(config.info, static_cast<unsigned>(tpc_cores_.size()),
                               static_cast<unsigned>(dma_cores_.size()), masters);
+    config.info.tpc_vector_bits = static_cast<uint16_t>(preset.tpc().vector_bits());
+    config.info.mme_geometries = static_cast<uint8_t>(std::max(1, preset.mme().geometries_size()));
     if (options.fw_init_region_bytes != 0) {
       config.init_region_base = options.fw_init_region_base;
       config.init_region_bytes = options.fw_init_region_bytes;

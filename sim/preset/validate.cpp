@@ -110,8 +110,9 @@ void resolve_and_validate(Card& card) {
           "dma.pci_channels + dma.internal_channels = " +
               std::to_string(card.dma().pci_channels() + card.dma().internal_channels()) + ": " + limit +
               std::to_string(max_dma) + " DMA channels" + map_name);
-  require(card.tpc().vector_bits() >= 256 && card.tpc().vector_bits() % 256 == 0,
-          "tpc.vector_bits must be a multiple of 256");
+  require(card.tpc().vector_bits() >= 256 && card.tpc().vector_bits() <= 16384 && power_of_two(card.tpc().vector_bits()),
+          "tpc.vector_bits = " + std::to_string(card.tpc().vector_bits()) +
+              ": the TPC's vector width must be a power of two in 256 .. 16384 bits");
   require_positive(card.tpc().vpu_latency(), "tpc.vpu_latency");
   require_positive(card.tpc().spu_latency(), "tpc.spu_latency");
   require_positive(card.tpc().special_latency(), "tpc.special_latency");

@@ -239,8 +239,8 @@ class Lowering {
     const auto fused = epilogues_.find(order_[step].index);
     tk::InstantiateResult inst =
         fused == epilogues_.end()
-            ? tk::KernelLibrary::instance().instantiate(node.guid, params)
-            : tk::KernelLibrary::instance().instantiate_fused(node.guid, params, fused->second);
+            ? tk::KernelLibrary::instance(target_.tpc_vector_bits).instantiate(node.guid, params)
+            : tk::KernelLibrary::instance(target_.tpc_vector_bits).instantiate_fused(node.guid, params, fused->second);
     if (!inst.ok()) {
       return graph::Result::error(graph::Status::InvalidArgument, "node '" + node.name + "': " + inst.message);
     }
@@ -322,12 +322,19 @@ class Lowering {
 
 std::string CompileTarget::describe() const {
   std::ostringstream s;
-  s << "tpcs=" << tpcs << " mme=" << mme_queues.size() << " geometries=" << mme_geometries << " sob=" << sob_base
+  s << "tpcs=" << tpcs << " vector=" << tpc_vector_bits << " mme=" << mme_queues.size() << " geometries=" << mme_geometries << " sob=" << sob_base
     << "+" << sob_count << " mon=" << monitor_base << " fuse=" << (fuse_elementwise ? 1 : 0) << " sram=" << sram_bytes;
   return s.str();
 }
 
 graph::Result compile_graph(const Graph& graph, const CompileTarget& target, recipe::Recipe* recipe) {
+  if (!tk::KernelLibrary::valid_vector_bits(target.tpc_vector_bits)) {
+    return graph::Result::error(graph::Status::InvalidArgument,
+                                "compile target: a TPC vector width of " + std::to_string(target.tpc_vector_bits) +
+                                    " bits (the kernel library takes a power of two in " +
+                                    std::to_string(tk::KernelLibrary::kMinVectorBits) + " .. " +
+                                    std::to_string(tk::KernelLibrary::kMaxVectorBits) + ")");
+  }
   graph::Result r = graph::validate(graph);
   if (!r.ok()) return r;
   try {

@@ -11,6 +11,7 @@
 #include "sim/platform/host_services.h"
 #include "synapse/hlthunk/hlthunk.h"
 #include "synapse/recipe/recipe_file.h"
+#include "synapse/tpc_kernels/kernel_library.h"
 
 namespace hpusim::synapse::runtime {
 namespace {
@@ -63,6 +64,11 @@ Runtime::Runtime(int fd) : fd_(fd), allocator_(0, 0) {
     throw std::runtime_error("runtime: the device reports no TPC or no MME");
   }
   target_.mme_geometries = std::max<uint32_t>(1, info.reserved7);   // hpusim: MME output geometries
+  target_.tpc_vector_bits = info.reserved6;                          // hpusim: TPC vector width
+  if (!tpc_kernels::KernelLibrary::valid_vector_bits(target_.tpc_vector_bits)) {
+    throw std::runtime_error("runtime: the device reports a TPC vector width of " +
+                             std::to_string(target_.tpc_vector_bits) + " bits, which the kernel library does not take");
+  }
   sram_base_ = info.sram_base_address;
   sram_size_ = info.sram_size;
   target_.sram_bytes = sram_size_;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <sstream>
+#include <stdexcept>
 
 #include "arch/tpc/asm/assembler.h"
 #include "synapse/tpc_kernels/embedded_sources.h"
@@ -27,6 +28,9 @@ enum class Kind : uint8_t {
   Permute, EmbeddingFwd, EmbeddingBwd
 };
 bool is_batch3(Kind k) { return k >= Kind::LayerNormFwd; }
+
+// The VLM embedding_bwd accumulates its chunk of rows in (of the 80 KB every preset gives).
+constexpr int32_t kEmbeddingBwdVlmBytes = 64 * 1024;
 
 }  // namespace
 
@@ -129,8 +133,6 @@ const std::vector<KernelDef>& kernel_table() {
   }();
   return table;
 }
-
-unsigned lanes_of(DType t) { return 2048 / tpc::dtype_bits(t); }
 
 std::string shape_text(const std::vector<uint32_t>& shape) {
   std::string s = "[";
@@ -587,7 +589,8 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
   inst.input_patterns.resize(p.inputs.size());
   inst.output_patterns.resize(p.outputs.size());
   std::ostringstream src, variant;
-  src << "// " << def.guid << ": the glue's prelude for the kernel file included at the end\n";
+  src << "// " << def.guid << ": the glue's prelude for the kernel file included at the end\n"
+      << width_prelude();
   if (def.kind != Kind::Permute) src << ".equ LANES " << lanes << "\n";   // permute: per variant
   // gamma / beta ([N0]) repeated along X's dims 1..4 with stride 0.
   auto repeat_row = [&](DescriptorTemplate& d) {
@@ -735,10 +738,11 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
       const auto pg = padded(p.inputs[0].shape);
       const auto pi = padded(p.inputs[1].shape);
       const auto pw = padded(p.outputs[0].shape);
-      // Chunks of rows accumulated in VLM: 256 vectors (64 KB of the 80), one f32 vector per row
-      // (two for bf16: 128 lanes widen into lo / hi).
+      // Chunks of rows accumulated in VLM (64 KB of the 80), one f32 vector per row (two for
+      // bf16: a bf16 vector widens into lo / hi).
       const bool bf = def.out == DType::BF16;
-      const int32_t rows = bf ? 128 : 256, row_bytes = bf ? 512 : 256;
+      const int32_t row_bytes = static_cast<int32_t>((bf ? 2 : 1) * vector_bits_ / 8);
+      const int32_t rows = kEmbeddingBwdVlmBytes / row_bytes;
       inst.ispace_geometry = {vectors(pw[0]), static_cast<int32_t>((pw[1] + rows - 1) / rows), 1, 1, 1};
       inst.input_patterns[0] = pattern_of(vec0, pg, true);
       inst.input_patterns[1] = pattern_of(AccessPatternDim{0, 0, 0, static_cast<int32_t>(pi[0]) - 1}, pi, true);
@@ -754,9 +758,9 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
       variant << "embedding bwd " << t;
       src << ".include \"" << io << "\"\n.equ ROWS " << rows << "\n.equ ROWB " << row_bytes << "\n"
           << ".macro VLD lo, hi, addr\n        ld_vlm.f32 \\lo, \\addr\n";
-      if (bf) src << "        add.i32 S18, \\addr, 256\n        ld_vlm.f32 \\hi, S18\n";
+      if (bf) src << "        add.i32 S18, \\addr, VECTOR_BYTES\n        ld_vlm.f32 \\hi, S18\n";
       src << ".endm\n.macro VST addr, lo, hi\n        st_vlm \\addr, \\lo\n";
-      if (bf) src << "        add.i32 S18, \\addr, 256\n        st_vlm S18, \\hi\n";
+      if (bf) src << "        add.i32 S18, \\addr, VECTOR_BYTES\n        st_vlm S18, \\hi\n";
       src << ".endm\n.include \"embedding_bwd.s\"\n";
       break;
     }
@@ -895,7 +899,12 @@ tpc::LaunchContext Instantiation::launch_context(const std::vector<uint64_t>& in
   return ctx;
 }
 
-KernelLibrary::KernelLibrary() {
+KernelLibrary::KernelLibrary(unsigned vector_bits) : vector_bits_(vector_bits) {
+  if (!valid_vector_bits(vector_bits)) {
+    throw std::invalid_argument("KernelLibrary: vector_bits must be a power of two in " +
+                                std::to_string(kMinVectorBits) + " .. " + std::to_string(kMaxVectorBits) + ", not " +
+                                std::to_string(vector_bits));
+  }
   for (const KernelDef& def : kernel_table()) {
     defs_[def.guid] = &def;
     guid_list_.push_back(def.guid);
@@ -903,9 +912,24 @@ KernelLibrary::KernelLibrary() {
   std::sort(guid_list_.begin(), guid_list_.end());
 }
 
-KernelLibrary& KernelLibrary::instance() {
-  static KernelLibrary lib;
-  return lib;
+KernelLibrary& KernelLibrary::instance(unsigned vector_bits) {
+  static std::mutex mutex;
+  static std::map<unsigned, std::unique_ptr<KernelLibrary>> libraries;
+  std::lock_guard<std::mutex> lock(mutex);
+  std::unique_ptr<KernelLibrary>& lib = libraries[vector_bits];
+  if (!lib) lib = std::make_unique<KernelLibrary>(vector_bits);
+  return *lib;
+}
+
+bool KernelLibrary::valid_vector_bits(unsigned bits) {
+  return bits >= kMinVectorBits && bits <= kMaxVectorBits && (bits & (bits - 1)) == 0;
+}
+
+unsigned KernelLibrary::lanes_of(DType t) const { return vector_bits_ / tpc::dtype_bits(t); }
+
+std::string KernelLibrary::width_prelude() const {
+  return ".equ F32_LANES " + std::to_string(lanes_of(DType::F32)) + "\n.equ VECTOR_BYTES " +
+         std::to_string(vector_bits_ / 8) + "\n";
 }
 
 std::vector<std::string> KernelLibrary::guids() const { return guid_list_; }
@@ -991,7 +1015,8 @@ InstantiateResult KernelLibrary::instantiate_impl(const std::string& guid, const
   }
 
   const TensorParams& out = params.outputs[0];
-  const unsigned lanes = def.kind == Kind::Cast ? 128 : lanes_of(def.out);
+  // A cast step is one bf16 vector (two f32 vectors).
+  const unsigned lanes = def.kind == Kind::Cast ? lanes_of(DType::BF16) : lanes_of(def.out);
   const uint8_t rank = static_cast<uint8_t>(std::max<size_t>(out.shape.size(), 1));
   const auto po = padded(out.shape);
   // Row kernels (softmax, reductions over dim 0) take a whole dim-0 row per index-space step.
@@ -1070,13 +1095,13 @@ InstantiateResult KernelLibrary::instantiate_impl(const std::string& guid, const
   const std::string t = tpc::dtype_name(def.out);
   std::ostringstream src;
   std::ostringstream variant;
-  src << "// " << def.guid << ": the glue's prelude for the kernel file included at the end\n";
+  src << "// " << def.guid << ": the glue's prelude for the kernel file included at the end\n"
+      << width_prelude() << ".equ LANES " << lanes << "\n";
   const char* io = def.out == DType::BF16 ? "io_bf16.inc" : "io_f32.inc";
   if (def.kind == Kind::Cast) {
     variant << "cast " << def.op_macro;
     src << ".include \"" << def.op_macro << "\"\n";
   } else {
-    src << ".equ LANES " << lanes << "\n";
     switch (def.kind) {
       case Kind::Binary:
         variant << "binary " << def.op_macro << " " << t;

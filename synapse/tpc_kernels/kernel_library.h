@@ -115,8 +115,19 @@ struct InstantiateResult {
 
 class KernelLibrary {
  public:
-  KernelLibrary();
-  static KernelLibrary& instance();   // a process-wide library (its cache is shared)
+  static constexpr unsigned kDefaultVectorBits = 2048;   // every preset's TPC today
+  static constexpr unsigned kMinVectorBits = 256, kMaxVectorBits = 16384;
+  static bool valid_vector_bits(unsigned bits);   // a power of two in kMin .. kMaxVectorBits
+
+  // The kernels for a TPC whose vectors are `vector_bits` wide (the preset's tpc.vector_bits, as
+  // the device reports it): the lane counts and byte steps the variants are assembled with.
+  // std::invalid_argument unless valid_vector_bits.
+  explicit KernelLibrary(unsigned vector_bits = kDefaultVectorBits);
+  // A process-wide library per vector width (its cache is shared).
+  static KernelLibrary& instance(unsigned vector_bits = kDefaultVectorBits);
+
+  unsigned vector_bits() const { return vector_bits_; }
+  unsigned lanes_of(DType t) const;   // elements of type t in one vector
 
   // Every GUID, sorted.
   std::vector<std::string> guids() const;
@@ -150,6 +161,9 @@ class KernelLibrary {
                                      const std::vector<const KernelDef*>& epilogue);
   std::shared_ptr<const tpc::Program> program_for(const std::string& variant_source,
                                                   const std::string& key, std::string* error);
+  // ".equ F32_LANES ..\n.equ VECTOR_BYTES ..\n": every variant's width constants.
+  std::string width_prelude() const;
+  unsigned vector_bits_;
   std::vector<std::string> guid_list_;
   std::map<std::string, const KernelDef*> defs_;
   mutable std::mutex mutex_;
@@ -167,7 +181,8 @@ struct CoreSlice {
 // the outermost dim (4 down to 0) whose size is >= cores into `cores` contiguous chunks, sizes
 // differing by at most one (the first ones larger). If no dim is that large, split the largest dim
 // (the innermost of equals) into one-step chunks: fewer slices than cores. Every slice is
-// non-empty; a geometry with a 0 dim gives no slices. At most 8 cores (std::invalid_argument).
+// non-empty; a geometry with a 0 dim gives no slices. At most regs::kMaxTpcEngines cores
+// (std::invalid_argument).
 std::vector<CoreSlice> partition_index_space(const std::array<int32_t, kMaxDims>& geometry,
                                              unsigned cores);
 

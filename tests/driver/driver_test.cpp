@@ -70,6 +70,8 @@ class DriverMakeUpTest : public DriverTest {
     EXPECT_EQ(hw.tpc_enabled_mask_ext, tpc_mask);
     EXPECT_EQ(hw.edma_enabled_mask, edma_mask);
     EXPECT_EQ(hw.reserved1, mme_masters);
+    EXPECT_EQ(hw.reserved6, 2048u);
+    EXPECT_EQ(hw.reserved7, 3u);   // 256x256, 128x512, 512x128
     // A CS on the last TPC's queue runs; one past the card's TPCs is refused.
     const unsigned tpcs = static_cast<unsigned>(__builtin_popcountll(tpc_mask));
     CommandBufferBuilder nop;
@@ -110,6 +112,8 @@ TEST_F(DriverTest, IoctlNumbersAndInfo) {
   EXPECT_EQ(hw.tpc_enabled_mask_ext, 0xFFu);
   EXPECT_EQ(hw.edma_enabled_mask, 0x3Fu);   // DMA2..7
   EXPECT_EQ(hw.reserved1, 0x3u);            // hpusim: MME masters 0 and 2
+  EXPECT_EQ(hw.reserved6, 2048u);           // hpusim: the TPC vector width
+  EXPECT_EQ(hw.reserved7, 2u);              // hpusim: MME output geometries
   EXPECT_STREQ(reinterpret_cast<const char*>(hw.card_name), "HL205");
   EXPECT_EQ(info<hl_info_device_status>(HL_INFO_DEVICE_STATUS).status, HL_DEVICE_STATUS_OPERATIONAL);
   EXPECT_EQ(info<hl_info_reset_count>(HL_INFO_RESET_COUNT).hard_reset_cnt, 0u);

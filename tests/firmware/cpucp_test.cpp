@@ -131,5 +131,15 @@ TEST(FirmwareCpucp, InfoBlockCarriesTheMakeUpAsBinningMasks) {
   EXPECT_EQ(block[1607], 0xFC);                // reserved2: hpusim's MME master binning
 }
 
+TEST(FirmwareCpucp, InfoBlockCarriesTheTpcVectorWidthAndMmeGeometries) {
+  cpucp::DeviceInfo info;
+  info.tpc_vector_bits = 4096;
+  info.mme_geometries = 3;
+  const auto block = cpucp::build_info_block(info);
+  EXPECT_EQ(block[1152] | block[1153] << 8, 4096);   // the reserved u32 at 1152: hpusim's
+  EXPECT_EQ(block[1154], 3);
+  EXPECT_EQ(block[1156], 0);                           // card_type follows untouched
+}
+
 }  // namespace
 }  // namespace hpusim::fw_if

@@ -150,6 +150,13 @@ TEST(Preset, SemanticErrorsAreNamed) {
   EXPECT_NE(error_of([] { load_preset("hl205", {"dma.internal_channels=7"}); }).find("dma.pci_channels + dma.internal_channels = 9"),
             std::string::npos);
   EXPECT_NO_THROW(load_preset("hl225", {"tpc.count=24"}));
+  // The TPC's vector width: a power of two the executor and the kernel library take.
+  for (const char* bad : {"tpc.vector_bits=768", "tpc.vector_bits=128", "tpc.vector_bits=32768"}) {
+    EXPECT_NE(error_of([bad] { load_preset("hl205", {bad}); }).find("the TPC's vector width must be a power of two in 256 .. 16384 bits"),
+              std::string::npos)
+        << bad;
+  }
+  EXPECT_NO_THROW(load_preset("hl205", {"tpc.vector_bits=4096"}));
 }
 
 TEST(Preset, UnknownPresetListsTheBuiltins) {

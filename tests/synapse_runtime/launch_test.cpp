@@ -67,9 +67,11 @@ struct DenseReluGraph {
 
 class SynapseLaunchTest : public ::testing::Test {
  protected:
+  virtual std::vector<std::string> extra_overrides() const { return {}; }
   void SetUp() override {
     platform::PlatformOptions options;
     options.overrides.push_back("hbm.refresh_enabled=false");
+    for (const std::string& o : extra_overrides()) options.overrides.push_back(o);
     options.driver.cs_timeout_us = 2000000;
     device = std::make_unique<testing::TestDevice>(options);
     ASSERT_EQ(device->open(), 0);
@@ -169,6 +171,35 @@ TEST_F(SynapseLaunchTest, FusionCanBeTurnedOffAndTheRecipeRecordsTheTarget) {
   // A recipe for another target is refused by load (the runtime's target fuses).
   std::shared_ptr<LoadedRecipe> refused;
   EXPECT_EQ(rt->load(recipe, &refused).status, graph::Status::DeviceTypeMismatch);
+}
+
+// A card whose TPCs have 512-bit vectors: the runtime learns the width from the device (the
+// firmware's INFO through HW_IP_INFO), the kernels are assembled for it, and the recipe records
+// it, so a recipe compiled for another width is refused.
+class SynapseLaunchNarrowTpcTest : public SynapseLaunchTest {
+ protected:
+  std::vector<std::string> extra_overrides() const override { return {"tpc.vector_bits=512"}; }
+};
+
+TEST_F(SynapseLaunchNarrowTpcTest, TheRuntimeCompilesForTheCardsVectorWidth) {
+  EXPECT_EQ(rt->target().tpc_vector_bits, 512u);
+  const DenseReluGraph g(96, 64, 80);
+  recipe::Recipe recipe;
+  const auto loaded = compile_and_load(g.graph, &recipe);
+  ASSERT_TRUE(loaded);
+  EXPECT_NE(recipe.target().find(" vector=512 "), std::string::npos) << recipe.target();
+  const Run r = run_dense(g, loaded, 3);
+  expect_equal_bits(r.out, g.reference(r.x, r.w, r.bias));
+  compiler::CompileTarget wide = rt->target();
+  wide.tpc_vector_bits = 2048;
+  recipe::Recipe other;
+  ASSERT_TRUE(compiler::compile_graph(g.graph, wide, &other).ok());
+  std::shared_ptr<LoadedRecipe> refused;
+  EXPECT_EQ(rt->load(other, &refused).status, graph::Status::DeviceTypeMismatch);
+  wide.tpc_vector_bits = 768;
+  const graph::Result bad = compiler::compile_graph(g.graph, wide, &other);
+  EXPECT_EQ(bad.status, graph::Status::InvalidArgument);
+  EXPECT_NE(bad.message.find("a TPC vector width of 768 bits"), std::string::npos) << bad.message;
 }
 
 TEST_F(SynapseLaunchTest, IntermediatesInSramOrInTheWorkspaceGiveTheSameBits) {

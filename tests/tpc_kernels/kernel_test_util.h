@@ -129,7 +129,8 @@ class SimMemory : public tpc::GlobalMemory {
   static constexpr uint64_t kBase = 0x100000;
   uint64_t alloc(uint64_t bytes) {
     const uint64_t addr = kBase + bytes_.size();
-    bytes_.resize(bytes_.size() + ((bytes + 255) / 256 + 1) * 256, kSentinel);
+    constexpr uint64_t kPad = KernelLibrary::kMaxVectorBits / 8;   // room for the widest vector
+    bytes_.resize(bytes_.size() + ((bytes + kPad - 1) / kPad + 1) * kPad, kSentinel);
     return addr;
   }
   bool access(uint64_t address, uint32_t bytes, void* data, bool is_write) override {
@@ -188,8 +189,9 @@ inline bool gaps_untouched(SimMemory& mem, uint64_t base, const HostTensor& t) {
     if (!is_elem[e])
       for (unsigned b = 0; b < t.elem_bytes(); ++b)
         if (*mem.at(base + e * t.elem_bytes() + b) != kSentinel) return false;
-  // And the bytes right after the span (the last vector's lanes past the end).
-  for (unsigned b = 0; b < 256; ++b)
+  // And the bytes right after the span (the last vector's lanes past the end, up to the widest
+  // vector).
+  for (unsigned b = 0; b < KernelLibrary::kMaxVectorBits / 8; ++b)
     if (*mem.at(base + t.span() * t.elem_bytes() + b) != kSentinel) return false;
   return true;
 }
@@ -204,17 +206,19 @@ struct RunOutcome {
 
 // Instantiates `guid`, runs it on `cores` simulated cores (partition_index_space) over the
 // tensors in a fresh memory, and reads the outputs back into `outputs` (their shapes given).
-// With `then`, the kernel fused with those unary kernels (KernelLibrary::instantiate_fused).
+// With `then`, the kernel fused with those unary kernels (KernelLibrary::instantiate_fused); with
+// `vector_bits`, the library and the cores of that vector width.
 inline RunOutcome run_kernel(const std::string& guid, const std::vector<HostTensor>& inputs,
                              std::vector<HostTensor>& outputs, unsigned cores,
-                             const std::vector<float>& scalars = {}, const std::vector<std::string>& then = {}) {
+                             const std::vector<float>& scalars = {}, const std::vector<std::string>& then = {},
+                             unsigned vector_bits = KernelLibrary::kDefaultVectorBits) {
   RunOutcome out;
   KernelParams p;
   for (const HostTensor& t : inputs) p.inputs.push_back(t.params());
   for (const HostTensor& t : outputs) p.outputs.push_back(t.params());
   p.scalars = scalars;
-  const InstantiateResult r = then.empty() ? KernelLibrary::instance().instantiate(guid, p)
-                                           : KernelLibrary::instance().instantiate_fused(guid, p, then);
+  KernelLibrary& library = KernelLibrary::instance(vector_bits);
+  const InstantiateResult r = then.empty() ? library.instantiate(guid, p) : library.instantiate_fused(guid, p, then);
   if (!r.ok()) {
     out.error = std::string(glue_status_name(r.status)) + ": " + r.message;
     return out;
@@ -228,7 +232,9 @@ inline RunOutcome run_kernel(const std::string& guid, const std::vector<HostTens
   const auto slices = partition_index_space(inst.ispace_geometry, cores);
   out.cores_used = slices.size();
   for (const CoreSlice& s : slices) {
-    tpc::TpcExecutor ex;
+    tpc::TpcCoreConfig config;
+    config.vector_bits = vector_bits;
+    tpc::TpcExecutor ex(config);
     ex.set_global_memory(&mem);
     ex.launch(inst.launch_context(in_bases, out_bases, s.offset, s.size));
     const tpc::RunResult res = ex.run(inst.program->bundles, 100'000'000);

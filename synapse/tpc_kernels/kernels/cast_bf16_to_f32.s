@@ -1,9 +1,8 @@
 // cast_bf16_to_f32.s: Y (f32) = X (bf16), exactly.
 //
-// Tensors: 0 X (bf16), 1 Y (f32). An index-space step covers 128 elements: one bf16 vector
-// widens into two f32 vectors (parts 0 and 1), stored at c and c + 64.
-.equ LANES 128
-.equ F32_LANES 64
+// Tensors: 0 X (bf16), 1 Y (f32). An index-space step covers LANES elements (bf16 lanes, 128
+// with 2048-bit vectors): one bf16 vector widens into two f32 vectors (parts 0 and 1), stored at
+// c and c + F32_LANES. The glue's prelude defines LANES and F32_LANES.
 .macro ROW_SETUP
 .endm
 .include "nest.inc"

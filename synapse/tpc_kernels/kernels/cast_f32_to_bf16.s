@@ -1,10 +1,9 @@
 // cast_f32_to_bf16.s: Y (bf16) = X (f32) rounded to nearest even.
 //
-// Tensors: 0 X (f32), 1 Y (bf16). An index-space step covers 128 elements (one bf16 vector): two
-// f32 vectors at c and c + 64 convert into the low and high halves (part 0 / 1) of one bf16
-// vector. The accessors pad past X's size and drop Y's lanes past its size.
-.equ LANES 128
-.equ F32_LANES 64
+// Tensors: 0 X (f32), 1 Y (bf16). An index-space step covers LANES elements (one bf16 vector,
+// 128 with 2048-bit vectors): two f32 vectors at c and c + F32_LANES convert into the low and high
+// halves (part 0 / 1) of one bf16 vector. The accessors pad past X's size and drop Y's lanes past
+// its size. The glue's prelude defines LANES (bf16 lanes) and F32_LANES.
 .macro ROW_SETUP
 .endm
 .include "nest.inc"

@@ -6,7 +6,7 @@
 // x ^= x >> 16), key = mix32(seed ^ 0x9e3779b9) from the glue, u = (h >> 8) * 2^-24 in [0, 1);
 // the element is kept when u >= p. It depends only on (seed, i), so any split of the index space
 // gives the same mask. Y = (X * mask) * scale (PyTorch's order). The index math is done for both
-// halves of a 128-lane step (lo: lanes 0..63, hi: 64..127); f32 uses lo only.
+// halves of a bf16 step (lo: lanes 0 .. F32_LANES-1, hi: the next F32_LANES); f32 uses lo only.
 // SRF: S0 = p, S1 = scale = 1 / (1 - p) (0 when p = 1), S2 = key (u32), S3..S6 = sizes of dims 0..3.
 .macro MIX32 v
         shr.u32 V4, \v, 16
@@ -35,7 +35,7 @@
 .include "nest.inc"
 
         lane_id.i32 V16
-        add.i32 V17, V16, 64
+        add.i32 V17, V16, F32_LANES
         NEST_BEGIN
         iget_dim S9, I2 dim=0
         add.i32 S9, S9, S8

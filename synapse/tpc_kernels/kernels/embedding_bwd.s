@@ -31,7 +31,7 @@
 z:      cmp.ge.i32 SP2, S8, S16
         jmp z_done @SP2
         st_vlm S8, V30
-        add.i32 S8, S8, 256
+        add.i32 S8, S8, VECTOR_BYTES
         jmp z
 z_done:
         imov I4, I2; ld_smov S9, 0

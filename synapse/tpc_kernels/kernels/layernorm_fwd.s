@@ -15,7 +15,7 @@
 .include "nest.inc"
 
         lane_id.i32 V16
-        add.i32 V17, V16, 64
+        add.i32 V17, V16, F32_LANES
         mov.f32 V8, 0.0
         NEST_BEGIN
         mov.f32 V10, 0.0

@@ -3,8 +3,8 @@
 // Tensors: 0 grad (dL/dloss, one element), 1 target (i32, N elements), 2 total_weight (one
 // element), 3 dx [C, N]. The index space is dx's ({ceil(C / LANES), N}): per row n (ROW_SETUP)
 // the target t and the value v = -(grad / total_weight), 0 if t is ignore_index; per vector
-// dx = v in the lane of class t, 0 elsewhere (lane ids V16 = 0..63, V17 = 64..127 against
-// t - the vector's first class). SRF: S0 = ignore_index (i32), S1 = 1 if it is given.
+// dx = v in the lane of class t, 0 elsewhere (lane ids V16 = 0 .. F32_LANES-1, V17 = the next
+// F32_LANES, against t - the vector's first class). SRF: S0 = ignore_index (i32), S1 = 1 if it is given.
 .macro ROW_SETUP
         iget_dim S18, I2 dim=1
         imov_dim I3, S18 dim=0
@@ -17,7 +17,7 @@
 .include "nest.inc"
 
         lane_id.i32 V16
-        add.i32 V17, V16, 64
+        add.i32 V17, V16, F32_LANES
         cmp.ne.i32 SP4, S1, 0
         imov I3, 0
         ld_tnsr_s S10, I3, 0
