@@ -12,6 +12,7 @@ std::string boot_platform(const BootRequest& request) {
   PlatformOptions options;
   if (!request.preset.empty()) options.preset = request.preset;
   options.overrides = request.overrides;
+  options.cards = request.cards != 0 ? request.cards : 1;
   options.trace_path = request.trace_path;
   try {
     new Platform(options);   // Platform::current() from now on

@@ -27,10 +27,11 @@ enum class HostWork {
 };
 
 // What a program asks for when it brings the platform up (hpusim_deviceAcquireWithPreset,
-// HPUSIM_PRESET / HPUSIM_SET, hpusim_traceToFile).
+// HPUSIM_PRESET / HPUSIM_SET / HPUSIM_CARDS, hpusim_traceToFile).
 struct BootRequest {
   std::string preset;                  // empty: the running platform's, or the default preset
   std::vector<std::string> overrides;
+  unsigned cards = 0;                  // cards in the box; 0: the running platform's, or 1
   std::string trace_path;   // empty: not traced
 };
 
@@ -43,6 +44,8 @@ class HostServices {
   virtual void charge(HostWork work, uint64_t count = 1) = 0;
   // The run's timeline, or nullptr when the run is not traced.
   virtual traces::Timeline* timeline() = 0;
+  // The cards of the box (device files /dev/hl0 .. /dev/hl<cards-1>).
+  virtual unsigned cards() = 0;
   // Writes the timeline to the file the platform was brought up with (nothing if none).
   virtual void write_trace() = 0;
   // "" when this platform serves `request` (the same preset and overrides; a trace only if it was

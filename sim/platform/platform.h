@@ -103,7 +103,7 @@ class Platform : public HostServices {
   const preset::Card& preset() const { return preset_; }
   const PlatformOptions& options() const { return options_; }
   cosim::CoSimulation& cosim() { return *cosim_; }
-  unsigned cards() const { return static_cast<unsigned>(cards_.size()); }
+  unsigned cards() override { return static_cast<unsigned>(cards_.size()); }
   hw::Card& card(unsigned index = 0);
   // The driver instance of card `index` (its debug view: log, counters); throws without a driver.
   driver::HlDevice& driver(unsigned index = 0);

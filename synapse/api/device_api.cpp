@@ -35,16 +35,31 @@ synStatus synInitialize(void) {
       return fail(synFail, std::string("synInitialize: the recipe cache could not be set up: ") + e.what());
     }
     s.initialized = true;
-    s.launch_counters = {};
+    s.released_launch_counters = {};
     return succeed();
   });
 }
 
 synStatus synDestroy(void) {
-  return locked("synDestroy", [&](Session& s) {
+  std::vector<std::shared_ptr<Device>> devices;
+  const synStatus status = locked("synDestroy", [&](Session& s) {
     if (!s.initialized) return need_init("synDestroy");
-    if (s.acquired()) release_device(s);
+    for (synDeviceId id = 0; id < kMaxDevices; ++id) {
+      if (s.devices[id]) devices.push_back(detach_device(s, id));
+    }
+    return succeed();
+  });
+  if (status != synSuccess) return status;
+  for (const std::shared_ptr<Device>& d : devices) {   // waits for their work: no session lock
+    guard("synDestroy", [&] {
+      std::lock_guard<std::mutex> lock(d->mutex);
+      release_device(*d);
+      return synSuccess;
+    });
+  }
+  return locked("synDestroy", [&](Session& s) {
     s.recipes.clear();
+    s.owners.clear();
     s.compiler.reset();   // flushes the cache's disk writes
     s.initialized = false;
     return succeed();
@@ -55,21 +70,21 @@ synStatus synDeviceGetCount(uint32_t* count) {
   return locked("synDeviceGetCount", [&](Session& s) {
     if (!s.initialized) return need_init("synDeviceGetCount");
     if (!count) return fail(synInvalidArgument, "synDeviceGetCount: count is NULL");
-    *count = 1;
+    unsigned cards = 0;
+    if (const synStatus st = device_count("synDeviceGetCount", &cards); st != synSuccess) return st;
+    *count = cards;
     return succeed();
   });
 }
 
 synStatus synDeviceAcquireByDeviceType(synDeviceId* deviceId, synDeviceType deviceType) {
-  return locked("synDeviceAcquireByDeviceType", [&](Session& s) {
-    if (deviceType != synDeviceGaudi) {
-      return fail(synDeviceTypeMismatch, "synDeviceAcquireByDeviceType: the simulated card is a Gaudi (synDeviceGaudi)");
-    }
-    const char* preset = std::getenv("HPUSIM_PRESET");
-    const char* overrides = std::getenv("HPUSIM_SET");
-    // No HPUSIM_PRESET: the platform's own card (its default when it is brought up here).
-    return acquire(s, deviceId, preset ? preset : "", overrides ? overrides : "");
-  });
+  if (deviceType != synDeviceGaudi) {
+    return fail(synDeviceTypeMismatch, "synDeviceAcquireByDeviceType: the simulated card is a Gaudi (synDeviceGaudi)");
+  }
+  const char* preset = std::getenv("HPUSIM_PRESET");
+  const char* overrides = std::getenv("HPUSIM_SET");
+  // No HPUSIM_PRESET: the platform's own card (its default when it is brought up here).
+  return acquire("synDeviceAcquireByDeviceType", deviceId, preset ? preset : "", overrides ? overrides : "");
 }
 
 synStatus synDeviceAcquire(synDeviceId* deviceId, const char* pciBus) {
@@ -78,48 +93,53 @@ synStatus synDeviceAcquire(synDeviceId* deviceId, const char* pciBus) {
 }
 
 synStatus hpusim_deviceAcquireWithPreset(synDeviceId* deviceId, const char* preset, const char* overrides) {
-  return locked("hpusim_deviceAcquireWithPreset", [&](Session& s) {
-    if (!preset || !*preset) return fail(synInvalidArgument, "hpusim_deviceAcquireWithPreset: preset is NULL or empty");
-    return acquire(s, deviceId, preset, overrides ? overrides : "");
-  });
+  if (!preset || !*preset) return fail(synInvalidArgument, "hpusim_deviceAcquireWithPreset: preset is NULL or empty");
+  return acquire("hpusim_deviceAcquireWithPreset", deviceId, preset, overrides ? overrides : "");
 }
 
 synStatus synDeviceRelease(synDeviceId deviceId) {
-  return locked("synDeviceRelease", [&](Session& s) {
-    if (const synStatus st = need_device(s, "synDeviceRelease", deviceId); st != synSuccess) return st;
-    release_device(s);
+  std::shared_ptr<Device> device;
+  const synStatus status = locked("synDeviceRelease", [&](Session& s) {
+    if (const synStatus st = find_device(s, "synDeviceRelease", deviceId, &device); st != synSuccess) return st;
+    device = detach_device(s, deviceId);
+    s.released_launch_counters.launches += device->launch_counters.launches;
+    s.released_launch_counters.patches += device->launch_counters.patches;
+    s.released_launch_counters.hostNanoseconds += device->launch_counters.hostNanoseconds;
+    return succeed();
+  });
+  if (status != synSuccess) return status;
+  return guard("synDeviceRelease", [&] {
+    std::lock_guard<std::mutex> lock(device->mutex);   // after the calls in flight on it
+    release_device(*device);
     return succeed();
   });
 }
 
 synStatus synDeviceSynchronize(synDeviceId deviceId) {
-  return locked("synDeviceSynchronize", [&](Session& s) {
-    if (const synStatus st = need_device(s, "synDeviceSynchronize", deviceId); st != synSuccess) return st;
-    for (auto& [key, stream] : s.streams) {
-      if (const auto r = s.runtime->wait(stream.last_seq); !r.ok()) return finish(r);
+  return on_device("synDeviceSynchronize", deviceId, [&](Device& d) {
+    for (auto& [key, stream] : d.streams) {
+      if (const auto r = d.runtime->wait(stream.last_seq); !r.ok()) return finish(r);
     }
-    if (const auto r = s.runtime->wait(s.last_launch_seq); !r.ok()) return finish(r);
-    flush_spans(s, false);
+    if (const auto r = d.runtime->wait(d.last_launch_seq); !r.ok()) return finish(r);
+    flush_spans(d, false);
     return succeed();
   });
 }
 
 synStatus synDeviceGetMemoryInfo(synDeviceId deviceId, uint64_t* free, uint64_t* total) {
-  return locked("synDeviceGetMemoryInfo", [&](Session& s) {
-    if (const synStatus st = need_device(s, "synDeviceGetMemoryInfo", deviceId); st != synSuccess) return st;
+  return on_device("synDeviceGetMemoryInfo", deviceId, [&](Device& d) {
     if (!free || !total) return fail(synInvalidArgument, "synDeviceGetMemoryInfo: free or total is NULL");
-    *free = s.runtime->allocator().free_bytes();
-    *total = s.runtime->allocator().size();
+    *free = d.runtime->allocator().free_bytes();
+    *total = d.runtime->allocator().size();
     return succeed();
   });
 }
 
 synStatus synDeviceGetInfo(synDeviceId deviceId, synDeviceInfo* info) {
-  return locked("synDeviceGetInfo", [&](Session& s) {
-    if (const synStatus st = need_device(s, "synDeviceGetInfo", deviceId); st != synSuccess) return st;
+  return on_device("synDeviceGetInfo", deviceId, [&](Device& d) {
     if (!info) return fail(synInvalidArgument, "synDeviceGetInfo: info is NULL");
     hpusim::uapi::hl_info_hw_ip_info hw{};
-    if (hpusim::hlthunk::hw_ip_info(s.fd, &hw) != 0) return fail(synFail, "synDeviceGetInfo: the driver's HW_IP_INFO failed");
+    if (hpusim::hlthunk::hw_ip_info(d.fd, &hw) != 0) return fail(synFail, "synDeviceGetInfo: the driver's HW_IP_INFO failed");
     *info = synDeviceInfo{};
     info->sramBaseAddress = hw.sram_base_address;
     info->dramBaseAddress = hw.dram_base_address;
@@ -146,140 +166,162 @@ synStatus synStreamCreateGeneric(synStreamHandle* stream, synDeviceId deviceId, 
 }
 
 synStatus synStreamDestroy(synStreamHandle stream) {
+  const synStatus status = on_stream("synStreamDestroy", stream, [&](Device& d, Stream& st) {
+    d.runtime->wait(st.last_seq);
+    d.streams.erase(key_of(stream));
+    return succeed();
+  });
+  if (status != synSuccess) return status;
   return locked("synStreamDestroy", [&](Session& s) {
-    Stream* st = find_stream(s, stream);
-    if (!st) return fail(synInvalidArgument, "synStreamDestroy: not a live stream handle");
-    s.runtime->wait(st->last_seq);
-    s.streams.erase(key_of(stream));
+    s.owners.erase(key_of(stream));
     return succeed();
   });
 }
 
+// The event `handle` on device `d` (whose lock the caller holds), or a failure naming why not:
+// not a live event, or one of another device.
+static synStatus event_on(Device& d, synEventHandle handle, const char* function, Event** event) {
+  auto it = d.events.find(key_of(handle));
+  if (it != d.events.end()) {
+    *event = &it->second;
+    return synSuccess;
+  }
+  std::shared_ptr<Device> owner;
+  {
+    std::lock_guard<std::mutex> lock(session().mutex);   // device, then session: never the reverse
+    owner = owner_of(session(), key_of(handle));
+  }
+  if (owner) {
+    return fail(synInvalidArgument, std::string(function) + ": the event is on device " + std::to_string(owner->id) +
+                                         ", the stream on device " + std::to_string(d.id));
+  }
+  return fail(synInvalidArgument, std::string(function) + (handle ? ": not a live event handle" : ": event is NULL"));
+}
+
 synStatus synStreamWaitEvent(synStreamHandle stream, synEventHandle event, uint32_t flags) {
-  return locked("synStreamWaitEvent", [&](Session& s) {
-    Stream* st = find_stream(s, stream);
-    Event* ev = find_event(s, event);
-    if (!st || !ev) return fail(synInvalidArgument, "synStreamWaitEvent: not a live stream or event handle");
+  return on_stream("synStreamWaitEvent", stream, [&](Device& d, Stream& st) {
+    Event* ev = nullptr;
+    if (const synStatus r = event_on(d, event, "synStreamWaitEvent", &ev); r != synSuccess) return r;
     if (flags != 0) return fail(synInvalidArgument, "synStreamWaitEvent: flags must be 0");
     // On the device: the stream's next submission arms a monitor on the event's point and fences
     // on it. The host goes on.
     if (ev->signal) {
-      if (const auto r = s.runtime->wait_on_device(st->queue, *ev->signal); !r.ok()) return finish(r);
+      if (const auto r = d.runtime->wait_on_device(st.queue, *ev->signal); !r.ok()) return finish(r);
     }
-    if (ev->seq != 0) st->waits.push_back(ev->seq);
+    if (ev->seq != 0) st.waits.push_back(ev->seq);
     return succeed();
   });
 }
 
 synStatus synStreamSynchronize(synStreamHandle stream) {
-  return locked("synStreamSynchronize", [&](Session& s) {
-    Stream* st = nullptr;
-    if (const synStatus r = stream_checks(s, st, stream, "synStreamSynchronize"); r != synSuccess) return r;
+  return on_stream("synStreamSynchronize", stream, [&](Device& d, Stream& st) {
     // The stream's work includes the events it waits for.
-    for (const uint64_t seq : st->waits) {
-      if (const auto r = s.runtime->wait(seq); !r.ok()) return finish(r);
+    for (const uint64_t seq : st.waits) {
+      if (const auto r = d.runtime->wait(seq); !r.ok()) return finish(r);
     }
-    st->waits.clear();
-    return finish(s.runtime->wait(st->last_seq));
+    st.waits.clear();
+    return finish(d.runtime->wait(st.last_seq));
   });
 }
 
 synStatus synStreamQuery(synStreamHandle stream) {
-  return locked("synStreamQuery", [&](Session& s) {
-    Stream* st = find_stream(s, stream);
-    if (!st) return fail(synInvalidArgument, "synStreamQuery: not a live stream handle");
-    for (const uint64_t seq : st->waits) {
-      if (!s.runtime->completed(seq)) return fail(synBusy, "synStreamQuery: the stream waits for an event");
+  return on_stream("synStreamQuery", stream, [&](Device& d, Stream& st) {
+    for (const uint64_t seq : st.waits) {
+      if (!d.runtime->completed(seq)) return fail(synBusy, "synStreamQuery: the stream waits for an event");
     }
-    st->waits.clear();
-    return s.runtime->completed(st->last_seq) ? succeed() : fail(synBusy, "synStreamQuery: work in flight");
+    st.waits.clear();
+    return d.runtime->completed(st.last_seq) ? succeed() : fail(synBusy, "synStreamQuery: work in flight");
   });
 }
 
 synStatus synEventCreate(synEventHandle* event, synDeviceId deviceId, uint32_t flags) {
-  return locked("synEventCreate", [&](Session& s) {
-    if (const synStatus st = need_device(s, "synEventCreate", deviceId); st != synSuccess) return st;
+  uint64_t key = 0;
+  const synStatus status = on_device("synEventCreate", deviceId, [&](Device& d) {
     if (!event) return fail(synInvalidArgument, "synEventCreate: event is NULL");
     if (flags & ~EVENT_COLLECT_TIME) return fail(synInvalidArgument, "synEventCreate: flags must be 0 or EVENT_COLLECT_TIME");
-    const uint64_t key = new_handle_key();
-    s.events[key].flags = flags;
+    key = new_handle_key();
+    d.events[key].flags = flags;
+    return succeed();
+  });
+  if (status != synSuccess) return status;
+  return locked("synEventCreate", [&](Session& s) {
+    s.owners[key] = deviceId;
     *event = handle_of<synEventHandle>(key);
     return succeed();
   });
 }
 
 synStatus synEventDestroy(synEventHandle event) {
+  const synStatus status = on_event("synEventDestroy", event, [&](Device& d, Event&) {
+    d.events.erase(key_of(event));
+    return succeed();
+  });
+  if (status != synSuccess) return status;
   return locked("synEventDestroy", [&](Session& s) {
-    if (!s.events.erase(key_of(event))) return fail(synInvalidArgument, "synEventDestroy: not a live event handle");
+    s.owners.erase(key_of(event));
     return succeed();
   });
 }
 
 synStatus synEventRecord(synEventHandle event, synStreamHandle stream) {
-  return locked("synEventRecord", [&](Session& s) {
-    Stream* st = nullptr;
-    if (const synStatus r = stream_checks(s, st, stream, "synEventRecord"); r != synSuccess) return r;
-    Event* ev = find_event(s, event);
-    if (!ev) return fail(synInvalidArgument, "synEventRecord: not a live event handle");
+  return on_stream("synEventRecord", stream, [&](Device& d, Stream& st) {
+    Event* ev = nullptr;
+    if (const synStatus r = event_on(d, event, "synEventRecord", &ev); r != synSuccess) return r;
     ev->recorded = true;
-    ev->recorded_ps = s.runtime->host_now_ps();
+    ev->recorded_ps = d.runtime->host_now_ps();
     ev->signal.reset();
-    const bool busy = !s.runtime->completed(st->last_seq);
-    const bool owes_waits = s.runtime->has_device_waits(st->queue);
+    const bool busy = !d.runtime->completed(st.last_seq);
+    const bool owes_waits = d.runtime->has_device_waits(st.queue);
     if (busy || owes_waits) {
       // A signal on the stream's queue marks the point for streams that wait on the event: it
       // fires once the work recorded (and the waits the stream owes) are done.
       rt::Runtime::Signal signal;
       uint64_t signal_seq = 0;
-      if (const auto r = s.runtime->signal(st->queue, &signal, &signal_seq); !r.ok()) return finish(r);
+      if (const auto r = d.runtime->signal(st.queue, &signal, &signal_seq); !r.ok()) return finish(r);
       ev->signal = signal;
       // Its time is the recorded work's completion (or, with only waits before it, the signal's).
-      ev->seq = busy ? st->last_seq : signal_seq;
-      st->last_seq = signal_seq;
-      st->waits.clear();
+      ev->seq = busy ? st.last_seq : signal_seq;
+      st.last_seq = signal_seq;
+      st.waits.clear();
       return succeed();
     }
     ev->seq = 0;
-    if (st->last_seq != 0 && (ev->flags & EVENT_COLLECT_TIME)) ev->seq = st->last_seq;
+    if (st.last_seq != 0 && (ev->flags & EVENT_COLLECT_TIME)) ev->seq = st.last_seq;
     return succeed();
   });
 }
 
 synStatus synEventQuery(synEventHandle event) {
-  return locked("synEventQuery", [&](Session& s) {
-    Event* ev = find_event(s, event);
-    if (!ev) return fail(synInvalidArgument, "synEventQuery: not a live event handle");
-    return s.runtime->completed(ev->seq) ? succeed() : fail(synBusy, "synEventQuery: not yet");
+  return on_event("synEventQuery", event, [&](Device& d, Event& ev) {
+    return d.runtime->completed(ev.seq) ? succeed() : fail(synBusy, "synEventQuery: not yet");
   });
 }
 
 synStatus synEventSynchronize(synEventHandle event) {
-  return locked("synEventSynchronize", [&](Session& s) {
-    Event* ev = find_event(s, event);
-    if (!ev) return fail(synInvalidArgument, "synEventSynchronize: not a live event handle");
-    return finish(s.runtime->wait(ev->seq));
-  });
+  return on_event("synEventSynchronize", event, [&](Device& d, Event& ev) { return finish(d.runtime->wait(ev.seq)); });
 }
 
 synStatus synEventElapsedTime(uint64_t* nanoseconds, synEventHandle eventStart, synEventHandle eventEnd) {
-  return locked("synEventElapsedTime", [&](Session& s) {
-    Event* a = find_event(s, eventStart);
-    Event* b = find_event(s, eventEnd);
-    if (!a || !b || !nanoseconds) return fail(synInvalidArgument, "synEventElapsedTime: bad event handle or NULL result");
-    if (!(a->flags & EVENT_COLLECT_TIME) || !(b->flags & EVENT_COLLECT_TIME)) {
+  return on_event("synEventElapsedTime", eventStart, [&](Device& d, Event& a) {
+    auto other = d.events.find(key_of(eventEnd));
+    if (other == d.events.end() || !nanoseconds) {
+      return fail(synInvalidArgument, "synEventElapsedTime: bad event handle (both on one device) or NULL result");
+    }
+    Event& b = other->second;
+    if (!(a.flags & EVENT_COLLECT_TIME) || !(b.flags & EVENT_COLLECT_TIME)) {
       return fail(synInvalidArgument, "synEventElapsedTime: both events need EVENT_COLLECT_TIME");
     }
-    if (!a->recorded || !b->recorded) return fail(synObjectNotInitialized, "synEventElapsedTime: an event was never recorded");
+    if (!a.recorded || !b.recorded) return fail(synObjectNotInitialized, "synEventElapsedTime: an event was never recorded");
     const auto time_of = [&](const Event& e, uint64_t* ps) -> hpusim::synapse::graph::Result {
       if (e.seq == 0) {
         *ps = e.recorded_ps;
         return hpusim::synapse::graph::Result::success();
       }
-      return s.runtime->completion_time_ps(e.seq, ps);
+      return d.runtime->completion_time_ps(e.seq, ps);
     };
     uint64_t start = 0, end = 0;
-    if (const auto r = time_of(*a, &start); !r.ok()) return finish(r);
-    if (const auto r = time_of(*b, &end); !r.ok()) return finish(r);
+    if (const auto r = time_of(a, &start); !r.ok()) return finish(r);
+    if (const auto r = time_of(b, &end); !r.ok()) return finish(r);
     *nanoseconds = end > start ? (end - start) / 1000 : 0;
     return succeed();
   });
@@ -288,91 +330,84 @@ synStatus synEventElapsedTime(uint64_t* nanoseconds, synEventHandle eventStart, 
 // ---- memory ----
 
 synStatus synHostMalloc(synDeviceId deviceId, uint64_t size, uint32_t flags, void** buffer) {
-  return locked("synHostMalloc", [&](Session& s) {
-    if (const synStatus st = need_device(s, "synHostMalloc", deviceId); st != synSuccess) return st;
+  return on_device("synHostMalloc", deviceId, [&](Device& d) {
     if (!buffer || size == 0 || flags != 0) return fail(synInvalidArgument, "synHostMalloc: NULL buffer, size 0 or flags");
     void* p = std::aligned_alloc(4096, (size + 4095) / 4096 * 4096);
     if (!p) return fail(synOutOfHostMemory, "synHostMalloc: " + std::to_string(size) + " bytes");
     HostBuffer b{size, 0, true};
-    if (hpusim::hlthunk::host_memory_map(s.fd, p, size, &b.device_va) != 0) {
+    if (hpusim::hlthunk::host_memory_map(d.fd, p, size, &b.device_va) != 0) {
       std::free(p);
       return fail(synFailedToAllocateDeviceMemory, "synHostMalloc: the buffer could not be mapped for the device");
     }
-    s.host_buffers[p] = b;
+    d.host_buffers[p] = b;
     *buffer = p;
     return succeed();
   });
 }
 
 synStatus synHostFree(synDeviceId deviceId, const void* buffer, uint32_t flags) {
-  return locked("synHostFree", [&](Session& s) {
-    if (const synStatus st = need_device(s, "synHostFree", deviceId); st != synSuccess) return st;
-    auto it = s.host_buffers.find(buffer);
-    if (it == s.host_buffers.end() || !it->second.owned || flags != 0) {
+  return on_device("synHostFree", deviceId, [&](Device& d) {
+    auto it = d.host_buffers.find(buffer);
+    if (it == d.host_buffers.end() || !it->second.owned || flags != 0) {
       return fail(synInvalidArgument, "synHostFree: not a buffer from synHostMalloc");
     }
-    hpusim::hlthunk::memory_unmap(s.fd, it->second.device_va);
+    hpusim::hlthunk::memory_unmap(d.fd, it->second.device_va);
     std::free(const_cast<void*>(buffer));
-    s.host_buffers.erase(it);
+    d.host_buffers.erase(it);
     return succeed();
   });
 }
 
 synStatus synHostMap(synDeviceId deviceId, uint64_t size, const void* buffer) {
-  return locked("synHostMap", [&](Session& s) {
-    if (const synStatus st = need_device(s, "synHostMap", deviceId); st != synSuccess) return st;
+  return on_device("synHostMap", deviceId, [&](Device& d) {
     if (!buffer || size == 0) return fail(synInvalidArgument, "synHostMap: NULL buffer or size 0");
-    if (s.host_buffers.count(buffer)) return fail(synInvalidArgument, "synHostMap: buffer is already mapped");
+    if (d.host_buffers.count(buffer)) return fail(synInvalidArgument, "synHostMap: buffer is already mapped");
     HostBuffer b{size, 0, false};
-    if (hpusim::hlthunk::host_memory_map(s.fd, buffer, size, &b.device_va) != 0) {
+    if (hpusim::hlthunk::host_memory_map(d.fd, buffer, size, &b.device_va) != 0) {
       return fail(synFailedToMapCb, "synHostMap: the buffer could not be mapped for the device");
     }
-    s.host_buffers[buffer] = b;
+    d.host_buffers[buffer] = b;
     return succeed();
   });
 }
 
 synStatus synHostUnmap(synDeviceId deviceId, const void* buffer) {
-  return locked("synHostUnmap", [&](Session& s) {
-    if (const synStatus st = need_device(s, "synHostUnmap", deviceId); st != synSuccess) return st;
-    auto it = s.host_buffers.find(buffer);
-    if (it == s.host_buffers.end() || it->second.owned) return fail(synInvalidArgument, "synHostUnmap: not a synHostMap buffer");
-    hpusim::hlthunk::memory_unmap(s.fd, it->second.device_va);
-    s.host_buffers.erase(it);
+  return on_device("synHostUnmap", deviceId, [&](Device& d) {
+    auto it = d.host_buffers.find(buffer);
+    if (it == d.host_buffers.end() || it->second.owned) return fail(synInvalidArgument, "synHostUnmap: not a synHostMap buffer");
+    hpusim::hlthunk::memory_unmap(d.fd, it->second.device_va);
+    d.host_buffers.erase(it);
     return succeed();
   });
 }
 
 synStatus synDeviceMalloc(synDeviceId deviceId, uint64_t size, uint64_t reqAddr, uint32_t flags, uint64_t* buffer) {
-  return locked("synDeviceMalloc", [&](Session& s) {
-    if (const synStatus st = need_device(s, "synDeviceMalloc", deviceId); st != synSuccess) return st;
+  return on_device("synDeviceMalloc", deviceId, [&](Device& d) {
     if (!buffer) return fail(synInvalidArgument, "synDeviceMalloc: buffer is NULL");
     if (reqAddr != 0 || flags != 0) return fail(synUnsupported, "synDeviceMalloc: reqAddr and flags must be 0");
-    return finish(s.runtime->device_malloc(size, buffer));
+    return finish(d.runtime->device_malloc(size, buffer));
   });
 }
 
 synStatus synDeviceFree(synDeviceId deviceId, uint64_t buffer, uint32_t flags) {
-  return locked("synDeviceFree", [&](Session& s) {
-    if (const synStatus st = need_device(s, "synDeviceFree", deviceId); st != synSuccess) return st;
+  return on_device("synDeviceFree", deviceId, [&](Device& d) {
     if (flags != 0) return fail(synInvalidArgument, "synDeviceFree: flags must be 0");
-    const auto r = s.runtime->device_free(buffer);
+    const auto r = d.runtime->device_free(buffer);
     return r.ok() ? succeed() : fail(synFailedToFreeDeviceMemory, "synDeviceFree: " + r.message);
   });
 }
 
 synStatus synMemCopyAsync(synStreamHandle stream, uint64_t src, uint64_t size, uint64_t dst, synDmaDir direction) {
-  return locked("synMemCopyAsync", [&](Session& s) {
-    Stream* st = nullptr;
-    if (const synStatus r = stream_checks(s, st, stream, "synMemCopyAsync"); r != synSuccess) return r;
+  return on_stream("synMemCopyAsync", stream, [&](Device& d, Stream& stream_state) {
+    Stream* st = &stream_state;
     uint64_t seq = 0;
     hpusim::synapse::graph::Result r;
     // Host memory mapped for the device already (synHostMalloc, synHostMap) is reached through that
     // mapping: no page-table writes or MMU invalidation while a launch runs. 0 when
     // [host, host + size) is not inside one.
     const auto mapped_va = [&](uint64_t host) -> uint64_t {
-      auto it = s.host_buffers.upper_bound(reinterpret_cast<const void*>(static_cast<uintptr_t>(host)));
-      if (it == s.host_buffers.begin()) return 0;
+      auto it = d.host_buffers.upper_bound(reinterpret_cast<const void*>(static_cast<uintptr_t>(host)));
+      if (it == d.host_buffers.begin()) return 0;
       --it;
       const uint64_t start = reinterpret_cast<uintptr_t>(it->first);
       if (host < start || size > it->second.bytes || host - start > it->second.bytes - size) return 0;
@@ -381,21 +416,21 @@ synStatus synMemCopyAsync(synStreamHandle stream, uint64_t src, uint64_t size, u
     switch (direction) {
       case HOST_TO_DRAM:
         if (const uint64_t va = mapped_va(src)) {
-          r = s.runtime->copy_mapped_to_device(va, dst, size, &seq, st->queue);
+          r = d.runtime->copy_mapped_to_device(va, dst, size, &seq, st->queue);
         } else {
-          r = s.runtime->copy_to_device(reinterpret_cast<const void*>(static_cast<uintptr_t>(src)), dst, size, &seq,
+          r = d.runtime->copy_to_device(reinterpret_cast<const void*>(static_cast<uintptr_t>(src)), dst, size, &seq,
                                         st->queue);
         }
         break;
       case DRAM_TO_HOST:
         if (const uint64_t va = mapped_va(dst)) {
-          r = s.runtime->copy_mapped_to_host(src, va, size, &seq, st->queue);
+          r = d.runtime->copy_mapped_to_host(src, va, size, &seq, st->queue);
         } else {
-          r = s.runtime->copy_to_host(src, reinterpret_cast<void*>(static_cast<uintptr_t>(dst)), size, &seq, st->queue);
+          r = d.runtime->copy_to_host(src, reinterpret_cast<void*>(static_cast<uintptr_t>(dst)), size, &seq, st->queue);
         }
         break;
       case DRAM_TO_DRAM:
-        r = s.runtime->copy_on_device(src, dst, size, &seq, st->queue);
+        r = d.runtime->copy_on_device(src, dst, size, &seq, st->queue);
         break;
       default:
         return fail(synInvalidArgument, "synMemCopyAsync: unknown direction");
@@ -410,11 +445,10 @@ synStatus synMemCopyAsync(synStreamHandle stream, uint64_t src, uint64_t size, u
 // The memsets: a 32-bit pattern over numOfElements x element bytes.
 static synStatus memset_pattern(const char* function, uint64_t deviceMem, uint32_t pattern, uint64_t bytes,
                          synStreamHandle stream) {
-  return locked(function, [&](Session& s) {
-    Stream* st = nullptr;
-    if (const synStatus r = stream_checks(s, st, stream, function); r != synSuccess) return r;
+  return on_stream(function, stream, [&](Device& d, Stream& stream_state) {
+    Stream* st = &stream_state;
     uint64_t seq = 0;
-    if (const auto r = s.runtime->memset_device(deviceMem, pattern, bytes, &seq, st->queue); !r.ok()) {
+    if (const auto r = d.runtime->memset_device(deviceMem, pattern, bytes, &seq, st->queue); !r.ok()) {
       return fail(synInvalidArgument, std::string(function) + ": " + r.message);
     }
     st->last_seq = seq;

@@ -16,6 +16,24 @@ namespace compiler = hpusim::synapse::compiler;
 namespace recipe = hpusim::synapse::recipe;
 using namespace hpusim::synapse::api;   // the session and its helpers (session.h)
 
+namespace {
+
+// Runs body(Device&) on the device of the last launch, under its lock.
+template <class Body>
+synStatus on_last_launch(const char* function, Body body) {
+  std::optional<synDeviceId> id;
+  const synStatus status = locked(function, [&](Session& s) {
+    if (!s.any_acquired()) return fail(synNoDeviceFound, std::string(function) + ": no device is acquired");
+    id = s.last_launch_device;
+    if (!id) return fail(synObjectNotInitialized, std::string(function) + ": nothing launched yet");
+    return succeed();
+  });
+  if (status != synSuccess) return status;
+  return on_device(function, *id, body);
+}
+
+}  // namespace
+
 extern "C" {
 
 // ---- compile, launch, recipes ----
@@ -28,46 +46,72 @@ synStatus synGraphCompile(synRecipeHandle* recipeHandle, synGraphHandle graph, c
   if (!api::copy_graph(graph, &copy)) {
     return fail(synInvalidArgument, graph ? "synGraphCompile: not a live graph handle" : "synGraphCompile: graph is NULL");
   }
-  return locked("synGraphCompile", [&](Session& s) {
+  // Compiled for the first acquired device's target (every card of a box is built from one preset);
+  // the time goes on that device's track.
+  std::shared_ptr<Device> device;
+  const synStatus found = locked("synGraphCompile", [&](Session& s) {
     if (!s.initialized) return need_init("synGraphCompile");
-    if (!s.acquired()) return fail(synNoDeviceFound, "synGraphCompile: no device is acquired (recipes are for a card)");
+    for (const auto& d : s.devices) {
+      if (d) {
+        device = d;
+        break;
+      }
+    }
+    if (!device) return fail(synNoDeviceFound, "synGraphCompile: no device is acquired (recipes are for a card)");
     if (!recipeHandle) return fail(synInvalidArgument, "synGraphCompile: recipeHandle is NULL");
+    return succeed();
+  });
+  if (found != synSuccess) return found;
+  return on_device("synGraphCompile", device->id, [&](Device& d) {
     std::shared_ptr<const recipe::Recipe> compiled;
-    const uint64_t start_ps = s.runtime->host_now_ps();
+    const uint64_t start_ps = d.runtime->host_now_ps();
     const uint64_t nodes = copy.node_count();
-    charge(s, hpusim::platform::HostWork::kGraphHashPerNode, nodes);
-    charge(s, hpusim::platform::HostWork::kRecipeLookup);
+    charge(hpusim::platform::HostWork::kGraphHashPerNode, nodes);
+    charge(hpusim::platform::HostWork::kRecipeLookup);
     bool hit = false;
-    const auto r = s.compiler->compile(copy, s.runtime->target(), &compiled, &hit);
-    if (!hit) charge(s, hpusim::platform::HostWork::kCompilePerNode, nodes);
-    host_span(s, hit ? "recipe cache hit" : (r.ok() ? "compile" : "compile (failed)"), start_ps);
+    hpusim::synapse::graph::Result r;
+    {
+      std::lock_guard<std::mutex> lock(session().mutex);   // device, then session
+      if (!session().compiler) return need_init("synGraphCompile");
+      r = session().compiler->compile(copy, d.runtime->target(), &compiled, &hit);
+      if (r.ok()) {
+        const uint64_t key = new_handle_key();
+        session().recipes[key] = compiled;
+        *recipeHandle = handle_of<synRecipeHandle>(key);
+      }
+    }
+    if (!hit) charge(hpusim::platform::HostWork::kCompilePerNode, nodes);
+    host_span(d, hit ? "recipe cache hit" : (r.ok() ? "compile" : "compile (failed)"), start_ps);
     if (!r.ok()) return finish(r);
-    const uint64_t key = new_handle_key();
-    s.recipes[key].recipe = std::move(compiled);
-    *recipeHandle = handle_of<synRecipeHandle>(key);
     return succeed();
   });
 }
 
+// The recipe behind a live handle, or nullptr.
+static std::shared_ptr<const recipe::Recipe> recipe_of(synRecipeHandle handle) {
+  std::lock_guard<std::mutex> lock(session().mutex);
+  auto it = session().recipes.find(key_of(handle));
+  return it == session().recipes.end() ? nullptr : it->second;
+}
+
 synStatus synWorkspaceGetSize(uint64_t* size, synRecipeHandle recipeHandle) {
-  return locked("synWorkspaceGetSize", [&](Session& s) {
-    RecipeObject* r = find_recipe(s, recipeHandle);
-    if (!r || !size) return fail(synInvalidArgument, "synWorkspaceGetSize: not a live recipe handle, or size is NULL");
-    *size = r->recipe->workspace_bytes();
+  return guard("synWorkspaceGetSize", [&] {
+    const auto recipe = recipe_of(recipeHandle);
+    if (!recipe || !size) return fail(synInvalidArgument, "synWorkspaceGetSize: not a live recipe handle, or size is NULL");
+    *size = recipe->workspace_bytes();
     return succeed();
   });
 }
 
 synStatus synLaunch(synStreamHandle stream, const synLaunchTensorInfo* infos, uint32_t count, uint64_t pWorkspace,
                     synRecipeHandle recipeHandle, uint32_t flags) {
-  return locked("synLaunch", [&](Session& s) {
-    Stream* st = nullptr;
-    if (const synStatus r = stream_checks(s, st, stream, "synLaunch"); r != synSuccess) return r;
-    RecipeObject* r = find_recipe(s, recipeHandle);
-    if (!r) return fail(synInvalidArgument, "synLaunch: not a live recipe handle");
+  const std::shared_ptr<const recipe::Recipe> recipe = recipe_of(recipeHandle);
+  return on_stream("synLaunch", stream, [&](Device& d, Stream& stream_state) {
+    Stream* st = &stream_state;
+    if (!recipe) return fail(synInvalidArgument, "synLaunch: not a live recipe handle");
     if (flags != 0) return fail(synInvalidArgument, "synLaunch: flags must be 0");
     if (count > 0 && !infos) return fail(synInvalidArgument, "synLaunch: launchTensorsInfo is NULL");
-    const recipe::Recipe& rec = *r->recipe;
+    const recipe::Recipe& rec = *recipe;
     std::vector<uint64_t> addresses(rec.persistent_size(), 0);
     for (uint32_t i = 0; i < count; ++i) {
       if (!infos[i].tensorName) return fail(synInvalidArgument, "synLaunch: tensor info " + std::to_string(i) + " has no name");
@@ -86,60 +130,59 @@ synStatus synLaunch(synStreamHandle stream, const synLaunchTensorInfo* infos, ui
         return fail(synInvalidArgument, "synLaunch: no address for persistent tensor '" + rec.persistent(p).name() + "'");
       }
     }
-    const uint64_t start_ps = s.runtime->host_now_ps();
-    if (!r->loaded) {
-      std::shared_ptr<rt::LoadedRecipe>& shared = s.loaded[{rec.graph_hash(), rec.target()}];
-      if (!shared) {
-        if (const auto l = s.runtime->load(rec, &shared); !l.ok()) {
-          s.loaded.erase({rec.graph_hash(), rec.target()});
-          return finish(l);
-        }
+    const uint64_t start_ps = d.runtime->host_now_ps();
+    std::shared_ptr<rt::LoadedRecipe>& loaded = d.loaded[{rec.graph_hash(), rec.target()}];
+    if (!loaded) {
+      if (const auto l = d.runtime->load(rec, &loaded); !l.ok()) {
+        d.loaded.erase({rec.graph_hash(), rec.target()});
+        return finish(l);
       }
-      r->loaded = shared;
     }
-    const uint64_t host_start_ps = s.runtime->host_now_ps();   // the launch itself (a first launch loads, above)
+    const uint64_t host_start_ps = d.runtime->host_now_ps();   // the launch itself (a first launch loads, above)
     uint64_t patches = 0;
     for (const auto& job : rec.jobs()) patches += static_cast<uint64_t>(job.patches_size());
-    charge(s, hpusim::platform::HostWork::kLaunch);
-    charge(s, hpusim::platform::HostWork::kLaunchPerPatch, patches);
+    charge(hpusim::platform::HostWork::kLaunch);
+    charge(hpusim::platform::HostWork::kLaunchPerPatch, patches);
     // Launches run on the launch queue; from a stream of another queue, the launch follows that
     // stream's work and the events it waits for, on the device.
     if (st->queue != rt::Runtime::kLaunchQueue &&
-        (!s.runtime->completed(st->last_seq) || s.runtime->has_device_waits(st->queue))) {
+        (!d.runtime->completed(st->last_seq) || d.runtime->has_device_waits(st->queue))) {
       rt::Runtime::Signal before;
-      if (const auto l = s.runtime->signal(st->queue, &before, nullptr); !l.ok()) return finish(l);
-      if (const auto l = s.runtime->wait_on_device(rt::Runtime::kLaunchQueue, before); !l.ok()) return finish(l);
+      if (const auto l = d.runtime->signal(st->queue, &before, nullptr); !l.ok()) return finish(l);
+      if (const auto l = d.runtime->wait_on_device(rt::Runtime::kLaunchQueue, before); !l.ok()) return finish(l);
     }
     uint64_t seq = 0;
-    if (const auto l = s.runtime->launch(*r->loaded, addresses, pWorkspace, &seq); !l.ok()) return finish(l);
-    ++s.launch_counters.launches;
-    s.launch_counters.patches += patches;
-    s.launch_counters.hostNanoseconds += (s.runtime->host_now_ps() - host_start_ps) / 1000;
+    if (const auto l = d.runtime->launch(*loaded, addresses, pWorkspace, &seq); !l.ok()) return finish(l);
+    ++d.launch_counters.launches;
+    d.launch_counters.patches += patches;
+    d.launch_counters.hostNanoseconds += (d.runtime->host_now_ps() - host_start_ps) / 1000;
     st->last_seq = seq;
     st->waits.clear();   // the device orders the launch after them
-    s.last_launch_seq = seq;
-    flush_spans(s, false);
-    const std::string name = "launch " + std::to_string(r->loaded->launches());
-    const uint64_t flow = host_span(s, name, start_ps, true);
-    if (s.timeline) s.pending_spans.push_back({seq, s.runtime->submit_time_ps(seq), flow, name});
+    d.last_launch_seq = seq;
+    {
+      std::lock_guard<std::mutex> lock(session().mutex);   // device, then session
+      session().last_launch_device = d.id;
+    }
+    flush_spans(d, false);
+    const std::string name = "launch " + std::to_string(loaded->launches());
+    const uint64_t flow = host_span(d, name, start_ps, true);
+    if (d.timeline) d.pending_spans.push_back({seq, d.runtime->submit_time_ps(seq), flow, name});
     return succeed();
   });
 }
 
 synStatus synRecipeDestroy(synRecipeHandle recipeHandle) {
   return locked("synRecipeDestroy", [&](Session& s) {
-    RecipeObject* r = find_recipe(s, recipeHandle);
-    if (!r) return fail(synInvalidArgument, "synRecipeDestroy: not a live recipe handle");
-    s.recipes.erase(key_of(recipeHandle));   // its loaded form stays for the next launch of the graph
-    return succeed();
+    if (!s.recipes.erase(key_of(recipeHandle))) return fail(synInvalidArgument, "synRecipeDestroy: not a live recipe handle");
+    return succeed();   // its loaded form stays on each device for the next launch of the graph
   });
 }
 
 synStatus synRecipeSerialize(synRecipeHandle recipeHandle, const char* fileName) {
-  return locked("synRecipeSerialize", [&](Session& s) {
-    RecipeObject* r = find_recipe(s, recipeHandle);
-    if (!r || !fileName) return fail(synInvalidArgument, "synRecipeSerialize: not a live recipe handle, or fileName is NULL");
-    const std::vector<uint8_t> bytes = recipe::serialize(*r->recipe);
+  return guard("synRecipeSerialize", [&] {
+    const auto recipe = recipe_of(recipeHandle);
+    if (!recipe || !fileName) return fail(synInvalidArgument, "synRecipeSerialize: not a live recipe handle, or fileName is NULL");
+    const std::vector<uint8_t> bytes = recipe::serialize(*recipe);
     std::ofstream out(fileName, std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
     if (!out) return fail(synFail, std::string("synRecipeSerialize: could not write '") + fileName + "'");
@@ -160,7 +203,7 @@ synStatus synRecipeDeSerialize(synRecipeHandle* recipeHandle, const char* fileNa
       return fail(synInvalidArgument, "synRecipeDeSerialize: '" + std::string(fileName) + "': " + error);
     }
     const uint64_t key = new_handle_key();
-    s.recipes[key].recipe = std::move(parsed);
+    s.recipes[key] = std::move(parsed);
     *recipeHandle = handle_of<synRecipeHandle>(key);
     return succeed();
   });
@@ -168,9 +211,11 @@ synStatus synRecipeDeSerialize(synRecipeHandle* recipeHandle, const char* fileNa
 
 synStatus hpusim_hostTimeNs(uint64_t* nanoseconds) {
   return locked("hpusim_hostTimeNs", [&](Session& s) {
-    if (!s.acquired()) return fail(synNoDeviceFound, "hpusim_hostTimeNs: no device is acquired");
+    if (!s.any_acquired()) return fail(synNoDeviceFound, "hpusim_hostTimeNs: no device is acquired");
     if (!nanoseconds) return fail(synInvalidArgument, "hpusim_hostTimeNs: NULL result");
-    *nanoseconds = s.runtime->host_now_ps() / 1000;
+    hpusim::platform::HostServices* host = hpusim::platform::host_services();
+    if (!host) return fail(synNoDeviceFound, "hpusim_hostTimeNs: no platform");
+    *nanoseconds = host->host_now_ps() / 1000;   // the calling thread's host clock
     return succeed();
   });
 }
@@ -178,18 +223,32 @@ synStatus hpusim_hostTimeNs(uint64_t* nanoseconds) {
 synStatus hpusim_traceToFile(const char* path) {
   return locked("hpusim_traceToFile", [&](Session& s) {
     if (!s.initialized) return need_init("hpusim_traceToFile");
-    if (s.acquired()) return fail(synBusy, "hpusim_traceToFile: call it before acquiring the device");
+    if (s.any_acquired()) return fail(synBusy, "hpusim_traceToFile: call it before acquiring a device");
     s.trace_path = path ? path : "";
     return succeed();
   });
 }
 
 synStatus hpusim_launchCounters(hpusim_LaunchCounters* counters) {
-  return locked("hpusim_launchCounters", [&](Session& s) {
+  std::vector<std::shared_ptr<Device>> devices;
+  const synStatus status = locked("hpusim_launchCounters", [&](Session& s) {
     if (!s.initialized) return need_init("hpusim_launchCounters");
     if (!counters) return fail(synInvalidArgument, "hpusim_launchCounters: counters is NULL");
-    *counters = s.launch_counters;
-    if (s.runtime) counters->prepareNanoseconds = s.runtime->launch_prepare_ns();
+    *counters = s.released_launch_counters;
+    for (const auto& d : s.devices) {
+      if (d) devices.push_back(d);
+    }
+    return succeed();
+  });
+  if (status != synSuccess) return status;
+  return guard("hpusim_launchCounters", [&] {
+    for (const auto& d : devices) {
+      std::lock_guard<std::mutex> lock(d->mutex);
+      counters->launches += d->launch_counters.launches;
+      counters->patches += d->launch_counters.patches;
+      counters->hostNanoseconds += d->launch_counters.hostNanoseconds;
+      if (d->runtime) counters->prepareNanoseconds += d->runtime->launch_prepare_ns();
+    }
     return succeed();
   });
 }
@@ -205,28 +264,24 @@ synStatus hpusim_compileCounters(hpusim_CompileCounters* counters) {
 }
 
 synStatus hpusim_lastLaunchWindowNs(uint64_t* submitted, uint64_t* completed) {
-  return locked("hpusim_lastLaunchWindowNs", [&](Session& s) {
-    if (!s.acquired()) return fail(synNoDeviceFound, "hpusim_lastLaunchWindowNs: no device is acquired");
-    if (!submitted || !completed) return fail(synInvalidArgument, "hpusim_lastLaunchWindowNs: NULL result");
-    if (s.last_launch_seq == 0) return fail(synObjectNotInitialized, "hpusim_lastLaunchWindowNs: nothing launched yet");
-    if (const auto r = s.runtime->wait(s.last_launch_seq); !r.ok()) return finish(r);
+  if (!submitted || !completed) return fail(synInvalidArgument, "hpusim_lastLaunchWindowNs: NULL result");
+  return on_last_launch("hpusim_lastLaunchWindowNs", [&](Device& d) {
+    if (const auto r = d.runtime->wait(d.last_launch_seq); !r.ok()) return finish(r);
     uint64_t done = 0;
-    if (const auto r = s.runtime->completion_time_ps(s.last_launch_seq, &done); !r.ok()) return finish(r);
-    *submitted = s.runtime->submit_time_ps(s.last_launch_seq) / 1000;
+    if (const auto r = d.runtime->completion_time_ps(d.last_launch_seq, &done); !r.ok()) return finish(r);
+    *submitted = d.runtime->submit_time_ps(d.last_launch_seq) / 1000;
     *completed = done / 1000;
     return succeed();
   });
 }
 
 synStatus hpusim_lastLaunchDeviceTime(uint64_t* nanoseconds) {
-  return locked("hpusim_lastLaunchDeviceTime", [&](Session& s) {
-    if (!s.acquired()) return fail(synNoDeviceFound, "hpusim_lastLaunchDeviceTime: no device is acquired");
-    if (!nanoseconds) return fail(synInvalidArgument, "hpusim_lastLaunchDeviceTime: NULL result");
-    if (s.last_launch_seq == 0) return fail(synObjectNotInitialized, "hpusim_lastLaunchDeviceTime: nothing launched yet");
-    if (const auto r = s.runtime->wait(s.last_launch_seq); !r.ok()) return finish(r);
+  if (!nanoseconds) return fail(synInvalidArgument, "hpusim_lastLaunchDeviceTime: NULL result");
+  return on_last_launch("hpusim_lastLaunchDeviceTime", [&](Device& d) {
+    if (const auto r = d.runtime->wait(d.last_launch_seq); !r.ok()) return finish(r);
     uint64_t done = 0;
-    if (const auto r = s.runtime->completion_time_ps(s.last_launch_seq, &done); !r.ok()) return finish(r);
-    const uint64_t start = s.runtime->submit_time_ps(s.last_launch_seq);
+    if (const auto r = d.runtime->completion_time_ps(d.last_launch_seq, &done); !r.ok()) return finish(r);
+    const uint64_t start = d.runtime->submit_time_ps(d.last_launch_seq);
     *nanoseconds = done > start ? (done - start) / 1000 : 0;
     return succeed();
   });

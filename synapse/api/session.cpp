@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <sstream>
 
 #include "driver/device_file.h"
@@ -14,133 +15,192 @@ Session& session() {
   return s;
 }
 
-using hpusim::synapse::api::handle_of;
-using hpusim::synapse::api::key_of;
+std::string Device::track_name(const char* base) const {
+  return id == 0 ? std::string(base) : std::string(base) + " device" + std::to_string(id);
+}
+
+bool Session::any_acquired() const {
+  return std::any_of(devices.begin(), devices.end(), [](const auto& d) { return d != nullptr; });
+}
 
 synStatus need_init(const char* function) {
   return fail(synObjectNotInitialized, std::string(function) + ": synInitialize has not been called");
 }
 
-synStatus need_device(Session& s, const char* function, synDeviceId id) {
+synStatus find_device(Session& s, const char* function, synDeviceId id, std::shared_ptr<Device>* device) {
   if (!s.initialized) return need_init(function);
-  if (!s.acquired()) return fail(synNoDeviceFound, std::string(function) + ": no device is acquired");
-  if (id != 0) return fail(synInvalidArgument, std::string(function) + ": device " + std::to_string(id) + " does not exist (only 0)");
+  if (id >= kMaxDevices || !s.devices[id]) {
+    std::string acquired;
+    for (unsigned i = 0; i < kMaxDevices; ++i) {
+      if (s.devices[i]) acquired += (acquired.empty() ? "" : ", ") + std::to_string(i);
+    }
+    if (acquired.empty()) return fail(synNoDeviceFound, std::string(function) + ": no device is acquired");
+    return fail(synInvalidArgument, std::string(function) + ": device " + std::to_string(id) +
+                                         " is not acquired (acquired: " + acquired + ")");
+  }
+  *device = s.devices[id];
   return synSuccess;
 }
 
-synStatus acquire(Session& s, synDeviceId* id, const std::string& preset, const std::string& overrides) {
-  if (!s.initialized) return need_init("synDeviceAcquire");
-  if (!id) return fail(synInvalidArgument, "synDeviceAcquire: deviceId is NULL");
-  if (s.acquired()) return fail(synDeviceAlreadyAcquired, "synDeviceAcquire: device 0 is already acquired");
-  hpusim::platform::BootRequest request;
-  request.preset = preset;
-  request.trace_path = s.trace_path;
-  std::stringstream list(overrides);
-  for (std::string item; std::getline(list, item, ';');) {
-    if (!item.empty()) request.overrides.push_back(item);
-  }
-  if (const std::string why = hpusim::platform::boot(request); !why.empty()) {
-    return fail(synNoDeviceFound, "synDeviceAcquire: " + why);
-  }
-  const int fd = hpusim::driver::hl_open("/dev/hl0");
-  if (fd < 0) {
-    return fail(fd == -EBUSY ? synDeviceAlreadyAcquired : synNoDeviceFound,
-                "synDeviceAcquire: /dev/hl0 could not be opened (" + std::to_string(fd) + ")");
-  }
-  try {
-    s.runtime = std::make_unique<rt::Runtime>(fd);
-  } catch (const std::exception& e) {
-    hpusim::driver::hl_close(fd);
-    return fail(synNoDeviceFound, std::string("synDeviceAcquire: ") + e.what());
-  }
-  s.fd = fd;
-  hpusim::platform::HostServices* host = hpusim::platform::host_services();
-  s.timeline = host != nullptr ? host->timeline() : nullptr;
-  *id = 0;
-  return succeed();
+std::shared_ptr<Device> owner_of(Session& s, uint64_t handle_key) {
+  auto it = s.owners.find(handle_key);
+  if (it == s.owners.end() || it->second >= kMaxDevices) return nullptr;
+  return s.devices[it->second];
 }
 
-void release_device(Session& s) {
-  flush_spans(s, true);
-  for (auto& [key, r] : s.recipes) r.loaded.reset();
-  for (auto& [key, loaded] : s.loaded) s.runtime->unload(*loaded);
-  s.loaded.clear();
-  for (auto& [pointer, buffer] : s.host_buffers) {
-    hpusim::hlthunk::memory_unmap(s.fd, buffer.device_va);
+namespace {
+
+// HPUSIM_CARDS: the cards of the box a program brings up (0: not set).
+synStatus cards_from_environment(const char* function, unsigned* cards) {
+  *cards = 0;
+  const char* value = std::getenv("HPUSIM_CARDS");
+  if (value == nullptr || *value == '\0') return synSuccess;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long n = std::strtoul(value, &end, 10);
+  if (errno != 0 || *end != '\0' || n < 1 || n > kMaxDevices || value[0] == '-' || value[0] == '+') {
+    return fail(synInvalidArgument, std::string(function) + ": HPUSIM_CARDS='" + value +
+                                         "': the number of cards in the box, 1 .. " + std::to_string(kMaxDevices));
+  }
+  *cards = static_cast<unsigned>(n);
+  return synSuccess;
+}
+
+}  // namespace
+
+synStatus device_count(const char* function, unsigned* count) {
+  unsigned asked = 0;
+  if (const synStatus st = cards_from_environment(function, &asked); st != synSuccess) return st;
+  if (hpusim::platform::HostServices* host = hpusim::platform::host_services()) {
+    *count = host->cards();
+  } else {
+    *count = asked != 0 ? asked : 1;
+  }
+  return synSuccess;
+}
+
+synStatus acquire(const char* function, synDeviceId* id, const std::string& preset, const std::string& overrides) {
+  return guard(function, [&] {
+    std::shared_ptr<Device> device;
+    hpusim::platform::HostServices* host = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(session().mutex);
+      Session& s = session();
+      if (!s.initialized) return need_init(function);
+      if (!id) return fail(synInvalidArgument, std::string(function) + ": deviceId is NULL");
+      hpusim::platform::BootRequest request;
+      request.preset = preset;
+      request.trace_path = s.trace_path;
+      if (const synStatus st = cards_from_environment(function, &request.cards); st != synSuccess) return st;
+      std::stringstream list(overrides);
+      for (std::string item; std::getline(list, item, ';');) {
+        if (!item.empty()) request.overrides.push_back(item);
+      }
+      if (const std::string why = hpusim::platform::boot(request); !why.empty()) {
+        return fail(synNoDeviceFound, std::string(function) + ": " + why);
+      }
+      host = hpusim::platform::host_services();
+      const unsigned cards = host != nullptr ? std::min(host->cards(), kMaxDevices) : 1;
+      synDeviceId free_id = 0;
+      while (free_id < cards && s.devices[free_id]) ++free_id;
+      if (free_id == cards) {
+        return fail(synDeviceAlreadyAcquired, std::string(function) + ": every device of the box is acquired (" +
+                                                  std::to_string(cards) + (cards == 1 ? " card)" : " cards)"));
+      }
+      device = std::make_shared<Device>(free_id);   // reserved; calls on it wait for its lock
+      s.devices[free_id] = device;
+    }
+    std::lock_guard<std::mutex> lock(device->mutex);
+    const auto give_back = [&] {
+      std::lock_guard<std::mutex> session_lock(session().mutex);   // device, then session
+      if (session().devices[device->id] == device) session().devices[device->id].reset();
+    };
+    const std::string path = "/dev/hl" + std::to_string(device->id);
+    const int fd = hpusim::driver::hl_open(path.c_str());
+    if (fd < 0) {
+      give_back();
+      return fail(fd == -EBUSY ? synDeviceAlreadyAcquired : synNoDeviceFound,
+                  std::string(function) + ": " + path + " could not be opened (" + std::to_string(fd) + ")");
+    }
+    try {
+      device->runtime = std::make_unique<rt::Runtime>(fd);
+    } catch (const std::exception& e) {
+      hpusim::driver::hl_close(fd);
+      give_back();
+      return fail(synNoDeviceFound, std::string(function) + ": " + e.what());
+    }
+    device->fd = fd;
+    device->timeline = host != nullptr ? host->timeline() : nullptr;
+    *id = device->id;
+    return succeed();
+  });
+}
+
+std::shared_ptr<Device> detach_device(Session& s, synDeviceId id) {
+  std::shared_ptr<Device> device = std::move(s.devices[id]);
+  for (auto it = s.owners.begin(); it != s.owners.end();) {
+    it = it->second == id ? s.owners.erase(it) : std::next(it);
+  }
+  if (s.last_launch_device == id) s.last_launch_device.reset();
+  return device;
+}
+
+void release_device(Device& d) {
+  if (d.fd < 0) return;
+  flush_spans(d, true);
+  for (auto& [key, loaded] : d.loaded) d.runtime->unload(*loaded);
+  d.loaded.clear();
+  for (auto& [pointer, buffer] : d.host_buffers) {
+    hpusim::hlthunk::memory_unmap(d.fd, buffer.device_va);
     if (buffer.owned) std::free(const_cast<void*>(pointer));
   }
-  s.host_buffers.clear();
-  s.streams.clear();
-  s.events.clear();
-  s.runtime.reset();
-  hpusim::driver::hl_close(s.fd);
-  s.fd = -1;
-  if (s.timeline) {
+  d.host_buffers.clear();
+  d.streams.clear();
+  d.events.clear();
+  d.runtime.reset();
+  hpusim::driver::hl_close(d.fd);
+  d.fd = -1;
+  if (d.timeline) {
     if (hpusim::platform::HostServices* host = hpusim::platform::host_services()) host->write_trace();
   }
-  s.timeline = nullptr;
+  d.timeline = nullptr;
 }
 
-void charge(Session&, hpusim::platform::HostWork work, uint64_t count) {
+void charge(hpusim::platform::HostWork work, uint64_t count) {
   if (hpusim::platform::HostServices* host = hpusim::platform::host_services()) host->charge(work, count);
 }
 
-// A slice on the "host: synapse" track from `start_ps` to now; returns the flow id it starts
-// (0 without a timeline or when `with_flow` is false).
-uint64_t host_span(Session& s, const std::string& name, uint64_t start_ps, bool with_flow) {
-  if (!s.timeline) return 0;
-  const uint64_t end_ps = s.runtime->host_now_ps();
-  std::lock_guard<std::mutex> lock(s.timeline->mutex());
-  auto& w = s.timeline->writer();
+uint64_t host_span(Device& d, const std::string& name, uint64_t start_ps, bool with_flow) {
+  if (!d.timeline) return 0;
+  const uint64_t end_ps = d.runtime->host_now_ps();
+  std::lock_guard<std::mutex> lock(d.timeline->mutex());
+  auto& w = d.timeline->writer();
   const uint64_t flow = with_flow ? w.new_flow_id() : 0;
-  const auto track = s.timeline->track(s.timeline->process("host: synapse"), "api");
+  const auto track = d.timeline->track(d.timeline->process("host: synapse"), d.track_name("api"));
   w.complete_slice(track, start_ps / 1000, std::max(end_ps / 1000, start_ps / 1000 + 1), name, {},
                    flow ? std::vector<hpusim::traces::FlowId>{flow} : std::vector<hpusim::traces::FlowId>{});
   return flow;
 }
 
-// Puts the device spans of completed launches on the timeline (submission to completion), each
-// ending the flow from its host launch slice.
-void flush_spans(Session& s, bool wait_all) {
-  if (!s.timeline) return;
+void flush_spans(Device& d, bool wait_all) {
+  if (!d.timeline) return;
   std::vector<PendingSpan> still;
-  for (const PendingSpan& p : s.pending_spans) {
-    if (wait_all) s.runtime->wait(p.seq);
+  for (const PendingSpan& p : d.pending_spans) {
+    if (wait_all) d.runtime->wait(p.seq);
     // What a wait already told, without an ioctl: tracing must not charge host time or handle
     // interrupts the untraced run would not (that moved later host work into a running launch).
-    const std::optional<uint64_t> done = s.runtime->take_completion_ps(p.seq);
+    const std::optional<uint64_t> done = d.runtime->take_completion_ps(p.seq);
     if (!done) {
       still.push_back(p);
       continue;
     }
     const uint64_t done_ps = *done;
-    std::lock_guard<std::mutex> lock(s.timeline->mutex());
-    const auto track = s.timeline->track(s.timeline->process("device: recipes"), "launches");
-    s.timeline->writer().complete_slice(track, p.submit_ps / 1000, std::max(done_ps / 1000, p.submit_ps / 1000 + 1),
+    std::lock_guard<std::mutex> lock(d.timeline->mutex());
+    const auto track = d.timeline->track(d.timeline->process("device: recipes"), d.track_name("launches"));
+    d.timeline->writer().complete_slice(track, p.submit_ps / 1000, std::max(done_ps / 1000, p.submit_ps / 1000 + 1),
                                         p.name, {}, {}, {p.flow});
   }
-  s.pending_spans = std::move(still);
-}
-
-Stream* find_stream(Session& s, synStreamHandle h) {
-  auto it = s.streams.find(key_of(h));
-  return it == s.streams.end() ? nullptr : &it->second;
-}
-Event* find_event(Session& s, synEventHandle h) {
-  auto it = s.events.find(key_of(h));
-  return it == s.events.end() ? nullptr : &it->second;
-}
-RecipeObject* find_recipe(Session& s, synRecipeHandle h) {
-  auto it = s.recipes.find(key_of(h));
-  return it == s.recipes.end() ? nullptr : &it->second;
-}
-
-synStatus stream_checks(Session& s, Stream*& stream, synStreamHandle handle, const char* function) {
-  if (!s.initialized) return need_init(function);
-  if (!s.acquired()) return fail(synNoDeviceFound, std::string(function) + ": no device is acquired");
-  stream = find_stream(s, handle);
-  if (!stream) return fail(synInvalidArgument, std::string(function) + (handle ? ": not a live stream handle" : ": stream is NULL"));
-  return synSuccess;
+  d.pending_spans = std::move(still);
 }
 
 QueueId queue_of(synStreamType type) {
@@ -153,16 +213,20 @@ QueueId queue_of(synStreamType type) {
 }
 
 synStatus create_stream(synStreamHandle* stream, synDeviceId id, QueueId queue, uint32_t flags, const char* function) {
-  return locked(function, [&](Session& s) {
-    if (const synStatus st = need_device(s, function, id); st != synSuccess) return st;
+  uint64_t key = 0;
+  const synStatus status = on_device(function, id, [&](Device& d) {
     if (!stream) return fail(synInvalidArgument, std::string(function) + ": stream is NULL");
     if (flags != 0) return fail(synInvalidArgument, std::string(function) + ": flags must be 0");
-    const uint64_t key = new_handle_key();
-    s.streams[key].queue = queue;
+    key = new_handle_key();
+    d.streams[key].queue = queue;
+    return succeed();
+  });
+  if (status != synSuccess) return status;
+  return locked(function, [&](Session& s) {
+    s.owners[key] = id;
     *stream = handle_of<synStreamHandle>(key);
     return succeed();
   });
 }
-
 
 }  // namespace hpusim::synapse::api

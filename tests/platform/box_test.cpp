@@ -4,9 +4,6 @@
 // (SystemC elaborates once per process); the parent compares what the children report.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -23,6 +20,7 @@
 #include "sim/platform/platform.h"
 #include "sim/stats/stats.h"
 #include "synapse/hlthunk/hlthunk.h"
+#include "tests/support/in_child.h"
 
 namespace hpusim::platform {
 namespace {
@@ -158,36 +156,13 @@ std::vector<Report> together() {
   return reports;
 }
 
-// Runs `body` in a child process and returns its reports.
+// Runs `body` in a child process and returns its reports (an exception: the first one failed).
 std::vector<Report> in_child(const std::function<std::vector<Report>()>& body, size_t expected) {
-  int fds[2];
-  EXPECT_EQ(pipe(fds), 0);
-  const pid_t child = fork();
-  if (child == 0) {
-    close(fds[0]);
-    std::vector<Report> reports;
-    try {
-      reports = body();
-    } catch (const std::exception& e) {
-      reports.assign(expected, Report{});
-      fail(reports[0], e.what());
-    }
-    const size_t bytes = reports.size() * sizeof(Report);
-    _exit(write(fds[1], reports.data(), bytes) == static_cast<ssize_t>(bytes) ? 0 : 1);
-  }
-  close(fds[1]);
-  std::vector<Report> reports(expected);
-  size_t got = 0;
-  while (got < expected * sizeof(Report)) {
-    const ssize_t n = read(fds[0], reinterpret_cast<char*>(reports.data()) + got, expected * sizeof(Report) - got);
-    if (n <= 0) break;
-    got += static_cast<size_t>(n);
-  }
-  close(fds[0]);
-  int status = 0;
-  waitpid(child, &status, 0);
-  EXPECT_EQ(got, expected * sizeof(Report)) << "the child reported nothing (status " << status << ")";
-  return reports;
+  return hpusim::testing::in_child<Report>(body, expected, [expected](const char* what) {
+    std::vector<Report> reports(expected);
+    fail(reports[0], what);
+    return reports;
+  });
 }
 
 void expect_same(const Report& a, const Report& b, const std::string& what) {

@@ -4,161 +4,18 @@
 // files (and a corrupt file refused); and the errors of the lifecycle and launch calls.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <random>
 #include <string>
 #include <vector>
 
-#include "hw/mme/mme_compute.h"
-#include "synapse_api.h"
+#include "tests/support/in_child.h"
+#include "tests/synapse_api/synapse_fixture.h"
 
 namespace {
 
-constexpr uint32_t kM = 64, kN = 48, kK = 40;
-
-synTensorDescriptor descriptor(const char* name, std::vector<unsigned> sizes) {
-  synTensorDescriptor d{};
-  d.m_dataType = syn_type_single;
-  d.m_dims = static_cast<unsigned>(sizes.size());
-  for (size_t i = 0; i < sizes.size(); ++i) d.m_sizes[i] = sizes[i];
-  d.m_name = name;
-  return d;
-}
-
-std::vector<float> random_floats(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
-
-std::string error() { return hpusim_lastErrorMessage(); }
-
-class SynapseRuntimeApi : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ASSERT_EQ(synInitialize(), synSuccess) << error();
-    ASSERT_EQ(hpusim_deviceAcquireWithPreset(&device, "hl205", "hbm.refresh_enabled=false"), synSuccess) << error();
-  }
-  void TearDown() override { EXPECT_EQ(synDestroy(), synSuccess) << error(); }
-
-  // out = relu(x w + bias) through the API.
-  synGraphHandle dense_graph() {
-    synGraphHandle g = nullptr;
-    EXPECT_EQ(synGraphCreate(&g, synDeviceGaudi), synSuccess);
-    synTensor x, w, bias, y, z, out;
-    // Each persistent tensor in a section of its own (tensors of one section share its memory
-    // by their offsets).
-    auto make = [&](synTensor* t, const char* name, std::vector<unsigned> sizes, bool persistent) {
-      synSectionHandle section = nullptr;
-      if (persistent) {
-        EXPECT_EQ(synSectionCreate(&section, 0, g), synSuccess);
-      }
-      const synTensorDescriptor d = descriptor(name, sizes);
-      EXPECT_EQ(synTensorCreate(t, &d, section, 0), synSuccess) << error();
-    };
-    make(&x, "x", {kK, kM}, true);
-    make(&w, "w", {kN, kK}, true);
-    make(&bias, "bias", {kN, 1}, true);
-    make(&y, "y", {kN, kM}, false);
-    make(&z, "z", {kN, kM}, false);
-    make(&out, "out", {kN, kM}, true);
-    hpusim_GemmParams gemm{0, 0};
-    synTensor in1[] = {x, w}, out1[] = {y};
-    EXPECT_EQ(synNodeCreate(g, in1, out1, 2, 1, &gemm, sizeof gemm, "gemm", "fc", nullptr, nullptr), synSuccess) << error();
-    synTensor in2[] = {y, bias}, out2[] = {z};
-    EXPECT_EQ(synNodeCreate(g, in2, out2, 2, 1, nullptr, 0, "add_fwd_f32", "bias_add", nullptr, nullptr), synSuccess);
-    synTensor in3[] = {z}, out3[] = {out};
-    EXPECT_EQ(synNodeCreate(g, in3, out3, 1, 1, nullptr, 0, "relu_fwd_f32", "act", nullptr, nullptr), synSuccess);
-    return g;
-  }
-
-  std::vector<float> reference() const {
-    std::vector<float> y(kM * kN);
-    hpusim::mme::gemm_f32_reference(x.data(), kK, w.data(), kN, y.data(), kN, kM, kN, kK);
-    for (uint32_t i = 0; i < kM; ++i) {
-      for (uint32_t j = 0; j < kN; ++j) {
-        const float v = y[i * kN + j] + bias[j];
-        y[i * kN + j] = v <= 0.0f ? 0.0f : v;
-      }
-    }
-    return y;
-  }
-
-  // Copies in on a host-to-device stream, launches on a compute stream after an event, copies
-  // out on a device-to-host stream after another; returns the output. The inputs are copied from
-  // x, w and bias, or from `inputs` (the same values anywhere in memory) when given.
-  struct Inputs {
-    const float* x;
-    const float* w;
-    const float* bias;
-  };
-  std::vector<float> run(synRecipeHandle recipe, uint64_t* device_ns = nullptr, const Inputs* inputs = nullptr) {
-    const Inputs from = inputs != nullptr ? *inputs : Inputs{x.data(), w.data(), bias.data()};
-    synStreamHandle down, compute, up;
-    EXPECT_EQ(synStreamCreate(&down, device, STREAM_TYPE_COPY_HOST_TO_DEVICE, 0), synSuccess);
-    EXPECT_EQ(synStreamCreateGeneric(&compute, device, 0), synSuccess);
-    EXPECT_EQ(synStreamCreate(&up, device, STREAM_TYPE_COPY_DEVICE_TO_HOST, 0), synSuccess);
-    uint64_t dx, dw, db, dout, workspace = 0, ws_size = 0;
-    EXPECT_EQ(synDeviceMalloc(device, x.size() * 4, 0, 0, &dx), synSuccess);
-    EXPECT_EQ(synDeviceMalloc(device, w.size() * 4, 0, 0, &dw), synSuccess);
-    EXPECT_EQ(synDeviceMalloc(device, bias.size() * 4, 0, 0, &db), synSuccess);
-    EXPECT_EQ(synDeviceMalloc(device, kM * kN * 4, 0, 0, &dout), synSuccess);
-    EXPECT_EQ(synWorkspaceGetSize(&ws_size, recipe), synSuccess);
-    // The intermediates fit the SRAM arena, so there is no workspace to allocate.
-    EXPECT_EQ(ws_size, 0u);
-    // The output starts as garbage the launch must overwrite.
-    EXPECT_EQ(synMemsetD32Async(dout, 0x7FC00001u, kM * kN, down), synSuccess) << error();
-    EXPECT_EQ(synMemCopyAsync(down, reinterpret_cast<uint64_t>(from.x), x.size() * 4, dx, HOST_TO_DRAM), synSuccess);
-    EXPECT_EQ(synMemCopyAsync(down, reinterpret_cast<uint64_t>(from.w), w.size() * 4, dw, HOST_TO_DRAM), synSuccess);
-    EXPECT_EQ(synMemCopyAsync(down, reinterpret_cast<uint64_t>(from.bias), bias.size() * 4, db, HOST_TO_DRAM),
-              synSuccess);
-    synEventHandle copied, start, done;
-    EXPECT_EQ(synEventCreate(&copied, device, 0), synSuccess);
-    EXPECT_EQ(synEventCreate(&start, device, EVENT_COLLECT_TIME), synSuccess);
-    EXPECT_EQ(synEventCreate(&done, device, EVENT_COLLECT_TIME), synSuccess);
-    EXPECT_EQ(synEventRecord(copied, down), synSuccess);
-    EXPECT_EQ(synStreamWaitEvent(compute, copied, 0), synSuccess);
-    EXPECT_EQ(synEventRecord(start, compute), synSuccess) << error();
-    const synLaunchTensorInfo infos[] = {{"x", dx, DATA_TENSOR, {0}, 0},
-                                         {"w", dw, DATA_TENSOR, {0}, 0},
-                                         {"bias", db, DATA_TENSOR, {0}, 0},
-                                         {"out", dout, DATA_TENSOR, {0}, 0}};
-    EXPECT_EQ(synLaunch(compute, infos, 4, workspace, recipe, 0), synSuccess) << error();
-    EXPECT_EQ(synEventRecord(done, compute), synSuccess);
-    EXPECT_EQ(synStreamWaitEvent(up, done, 0), synSuccess);
-    std::vector<float> out(kM * kN, -1.0f);
-    EXPECT_EQ(synMemCopyAsync(up, dout, out.size() * 4, reinterpret_cast<uint64_t>(out.data()), DRAM_TO_HOST),
-              synSuccess);
-    EXPECT_EQ(synStreamSynchronize(up), synSuccess) << error();
-    EXPECT_EQ(synStreamQuery(up), synSuccess);
-    EXPECT_EQ(synEventQuery(done), synSuccess);
-    uint64_t ns = 0;
-    EXPECT_EQ(synEventElapsedTime(&ns, start, done), synSuccess) << error();
-    EXPECT_GT(ns, 0u);
-    if (device_ns) *device_ns = ns;
-    EXPECT_EQ(synDeviceSynchronize(device), synSuccess);
-    for (uint64_t a : {dx, dw, db, dout}) EXPECT_EQ(synDeviceFree(device, a, 0), synSuccess);
-    for (synStreamHandle s : {down, compute, up}) EXPECT_EQ(synStreamDestroy(s), synSuccess);
-    for (synEventHandle e : {copied, start, done}) EXPECT_EQ(synEventDestroy(e), synSuccess);
-    return out;
-  }
-
-  void expect_reference(const std::vector<float>& out) const {
-    const std::vector<float> want = reference();
-    ASSERT_EQ(out.size(), want.size());
-    for (size_t i = 0; i < want.size(); ++i) ASSERT_EQ(std::memcmp(&out[i], &want[i], 4), 0) << "element " << i;
-  }
-
-  synDeviceId device = 99;
-  std::vector<float> x = random_floats(kM * kK, 1), w = random_floats(kK * kN, 2), bias = random_floats(kN, 3);
-};
+using namespace hpusim::synapse_api_testing;
 
 TEST_F(SynapseRuntimeApi, DenseReluThroughStreamsAndEventsMatchesTheReference) {
   EXPECT_EQ(device, 0u);
@@ -222,24 +79,7 @@ class SynapseAlignment : public SynapseRuntimeApi {
 TEST_F(SynapseAlignment, TheCallersBufferAlignmentChangesNoTime) {
   std::vector<std::pair<size_t, Outcome>> outcomes;
   for (size_t offset : {size_t{0}, size_t{8}, size_t{100}, size_t{4092}}) {
-    int pipe_fds[2];
-    ASSERT_EQ(pipe(pipe_fds), 0);
-    const pid_t child = fork();
-    ASSERT_GE(child, 0);
-    if (child == 0) {
-      close(pipe_fds[0]);
-      const Outcome o = step_with_inputs_at(offset);
-      const ssize_t written = write(pipe_fds[1], &o, sizeof o);
-      _exit(written == static_cast<ssize_t>(sizeof o) ? 0 : 1);
-    }
-    close(pipe_fds[1]);
-    Outcome o;
-    const ssize_t got = read(pipe_fds[0], &o, sizeof o);
-    close(pipe_fds[0]);
-    int status = 0;
-    waitpid(child, &status, 0);
-    ASSERT_EQ(got, static_cast<ssize_t>(sizeof o)) << "the child for offset " << offset << " reported nothing";
-    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "offset " << offset;
+    const Outcome o = hpusim::testing::in_child<Outcome>([&] { return std::vector<Outcome>{step_with_inputs_at(offset)}; }, 1)[0];
     EXPECT_TRUE(o.values_ok) << "offset " << offset;
     EXPECT_GT(o.launch_ns, 0u);
     outcomes.emplace_back(offset, o);
@@ -403,11 +243,19 @@ TEST_F(SynapseRuntimeApi, AHandleOfTheWrongKindIsRefused) {
   }
   // Every handle made so far, as a stream, an event, a recipe and a graph, where it is not one.
   for (uint64_t h : handles) {
-    if (h != handles[1]) EXPECT_EQ(synStreamSynchronize(reinterpret_cast<synStreamHandle>(h)), synInvalidArgument) << h;
-    if (h != handles[2]) EXPECT_EQ(synEventQuery(reinterpret_cast<synEventHandle>(h)), synInvalidArgument) << h;
+    if (h != handles[1]) {
+      EXPECT_EQ(synStreamSynchronize(reinterpret_cast<synStreamHandle>(h)), synInvalidArgument) << h;
+    }
+    if (h != handles[2]) {
+      EXPECT_EQ(synEventQuery(reinterpret_cast<synEventHandle>(h)), synInvalidArgument) << h;
+    }
     uint64_t size = 0;
-    if (h != handles[3]) EXPECT_EQ(synWorkspaceGetSize(&size, reinterpret_cast<synRecipeHandle>(h)), synInvalidArgument) << h;
-    if (h != handles[0]) EXPECT_NE(synGraphDestroy(reinterpret_cast<synGraphHandle>(h)), synSuccess) << h;
+    if (h != handles[3]) {
+      EXPECT_EQ(synWorkspaceGetSize(&size, reinterpret_cast<synRecipeHandle>(h)), synInvalidArgument) << h;
+    }
+    if (h != handles[0]) {
+      EXPECT_NE(synGraphDestroy(reinterpret_cast<synGraphHandle>(h)), synSuccess) << h;
+    }
   }
   EXPECT_EQ(synRecipeDestroy(recipe), synSuccess);
   EXPECT_EQ(synEventDestroy(event), synSuccess);
