@@ -140,7 +140,14 @@ synStatus synLaunch(synStreamHandle stream, const synLaunchTensorInfo* infos, ui
     }
     const uint64_t host_start_ps = d.runtime->host_now_ps();   // the launch itself (a first launch loads, above)
     uint64_t patches = 0;
-    for (const auto& job : rec.jobs()) patches += static_cast<uint64_t>(job.patches_size());
+    // The tensor and program addresses; the sync-object relocations are one base added to each
+    // field as the command buffers are prepared, not charged per patch.
+    for (const auto& job : rec.jobs()) {
+      for (const auto& patch : job.patches()) {
+        const bool sync = patch.section() == recipe::SECTION_SYNC_OBJECTS || patch.section() == recipe::SECTION_SYNC_GROUPS;
+        if (!sync) ++patches;
+      }
+    }
     charge(hpusim::platform::HostWork::kLaunch);
     charge(hpusim::platform::HostWork::kLaunchPerPatch, patches);
     // Launches run on the launch queue; from a stream of another queue, the launch follows that

@@ -17,7 +17,8 @@ struct CompileTarget {
   uint32_t mme_geometries = 2;              // output geometries each MME engine offers
   regs::QueueId external_queue = regs::QueueId::DMA_0_0;   // where the launch's last job runs
   regs::QueueId dma_queue = regs::QueueId::DMA_2_0;        // memcpy nodes (an internal DMA)
-  // E_N sync objects a recipe's nodes signal, and the first of the monitors (one per queue).
+  // E_N sync objects the runtime hands launches their ranges from (a recipe needs one per node
+  // plus one, and numbers them from 0), and the monitors (one per queue, monitor_for_queue).
   uint32_t sob_base = 256, sob_count = 1536;
   uint32_t monitor_base = 256, monitor_end = 504;   // the runtime's queue waits use 504..511
   // An MME GEMM with at least this many rows is split by rows across every MME engine.

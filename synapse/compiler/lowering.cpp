@@ -44,8 +44,8 @@ class Lowering {
     recipe_.set_target(target_.describe());
     recipe_.set_workspace_bytes(plan_.workspace_bytes);
     recipe_.set_sram_bytes(plan_.sram_bytes);
-    recipe_.set_sob_base(target_.sob_base);
-    // One sync object per node, then the launch's start object.
+    // One sync object per node, then the launch's start object, numbered in the launch's own range
+    // (the runtime relocates it).
     recipe_.set_sob_count(static_cast<uint32_t>(order_.size()) + 1);
     if (order_.size() + 1 > target_.sob_count) {
       return graph::Result::error(graph::Status::AllResourcesTaken,
@@ -64,7 +64,7 @@ class Lowering {
       recipe::NodeRecord* record = recipe_.add_nodes();
       record->set_name(node.name);
       record->set_guid(node.guid);
-      record->set_sync_object(target_.sob_base + static_cast<uint32_t>(i));
+      record->set_sync_object(sob_of(i));
       for (uint32_t j : waits[i]) record->add_waits_for(j);
       graph::Result r = graph::is_mme_guid(node.guid)   ? lower_mme(i, node, *record)
                         : graph::is_dma_guid(node.guid) ? lower_dma(i, node, *record)
@@ -74,7 +74,8 @@ class Lowering {
 
     // The first job: once everything submitted before the launch on the external queue is done
     // (engine barrier), the start object releases every engine queue of the recipe.
-    QueueProgram first(target_.external_queue, true, target_.monitor_base);
+    QueueProgram first(target_.external_queue, true,
+                       monitor_for_queue(target_.external_queue, target_.monitor_base, target_.monitor_end));
     first.set_sob(start_sob(), 1, true);
     *recipe_.add_jobs() = first.take();
 
@@ -97,7 +98,7 @@ class Lowering {
   }
 
  private:
-  uint32_t sob_of(size_t step) const { return target_.sob_base + static_cast<uint32_t>(step); }
+  uint32_t sob_of(size_t step) const { return static_cast<uint32_t>(step); }
   uint32_t start_sob() const { return sob_of(order_.size()); }
 
   void add_persistent(const PatchPoint& p) {
@@ -132,11 +133,7 @@ class Lowering {
   QueueProgram& program(regs::QueueId queue, bool external) {
     auto found = programs_.find(queue);
     if (found == programs_.end()) {
-      const uint32_t monitor = target_.monitor_base + static_cast<uint32_t>(programs_.size());
-      if (monitor >= target_.monitor_end) {
-        throw std::logic_error("compiler: a recipe would use more queues than the " +
-                               std::to_string(target_.monitor_end - target_.monitor_base) + " monitors it owns");
-      }
+      const uint32_t monitor = monitor_for_queue(queue, target_.monitor_base, target_.monitor_end);
       found = programs_.emplace(queue, std::make_unique<QueueProgram>(queue, external, monitor)).first;
       if (!external) found->second->wait_for(start_sob(), 1);
     }
@@ -164,7 +161,8 @@ class Lowering {
     Relocation a = relocation_of(node.inputs[swap ? 1 : 0]);
     Relocation b = relocation_of(node.inputs[swap ? 0 : 1]);
     Relocation o = relocation_of(node.outputs[0]);
-    job.so_address = sob_address(sob_of(step));
+    const Relocation signal = Relocation::sync_object(sob_of(step));
+    job.so_address = signal.placeholder();
     job.so_message = qman::sob_write_value(1, true);
     const mme::GemmDims dims = mme::gemm_dims(job);
     record.set_engine("mme");
@@ -212,6 +210,7 @@ class Lowering {
       relocate_pair(relocs, mme::desc::kBaseLowA, mme::desc::kBaseHighA, s.a);
       relocate_pair(relocs, mme::desc::kBaseLowB, mme::desc::kBaseHighB, s.b);
       relocate_pair(relocs, mme::desc::kBaseLowO, mme::desc::kBaseHighO, s.o);
+      relocate_pair(relocs, mme::desc::kSoAddrLow, mme::desc::kSoAddrHigh, signal);
       QueueProgram& queue = program(target_.mme_queues[engine], false);
       wait_for_dependencies(queue, record);
       queue.append(mme::build_mme_command_buffer(s.job, target_.mme_geometries), relocs);
@@ -268,9 +267,12 @@ class Lowering {
     spec.index_space = k.ispace_geometry;
     spec.granule.fill(1);
     spec.tpcs = target_.tpcs;
-    spec.sob_address = sob_address(sob_of(step));
+    const Relocation signal = Relocation::sync_object(sob_of(step));
+    spec.sob_address = signal.placeholder();
 
     RegisterRelocations relocs;
+    relocs[static_cast<uint16_t>(tc::kSmBaseAddressHigh)] = {signal, recipe::FIELD_HIGH32};
+    relocs[static_cast<uint16_t>(tc::kQmDesc + tc::kDescSyncObjectAddr)] = {signal, recipe::FIELD_LOW32};
     for (size_t t = 0; t < tensors.size(); ++t) {
       const uint32_t base = tc::kQmDesc + static_cast<uint32_t>(t) * tc::kTensorStride;
       relocate_pair(relocs, base + tc::kTensorBaseAddrLow, base + tc::kTensorBaseAddrHigh, tensors[t]);

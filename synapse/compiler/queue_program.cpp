@@ -1,6 +1,7 @@
 #include "synapse/compiler/queue_program.h"
 
 #include "arch/packets/sync_wait.h"
+#include "synapse/recipe/recipe_file.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -8,17 +9,65 @@
 
 namespace hpusim::synapse::compiler {
 
-uint64_t sob_address(uint32_t sob) { return regs::cfg_address(regs::sm_sob(regs::SyncManager::E_N, sob)); }
+namespace {
+constexpr size_t kMsgLongAddressOffset = 8;   // MSG_LONG: value, ctl, address
+}  // namespace
+
+Relocation Relocation::sync_object(uint32_t index) {
+  return Relocation{recipe::SECTION_SYNC_OBJECTS, 0, recipe::sync_object_address(index)};
+}
+
+uint32_t monitor_for_queue(regs::QueueId queue, uint32_t monitor_base, uint32_t monitor_end) {
+  if (regs::queue_stream(queue) != 0) {
+    throw std::invalid_argument("compiler: queue " + regs::queue_name(queue) + " is not stream 0 of its QMAN");
+  }
+  const uint32_t monitor = monitor_base + regs::to_index(regs::queue_qman(queue));
+  if (monitor >= monitor_end) {
+    throw std::invalid_argument("compiler: queue " + regs::queue_name(queue) + " needs monitor " +
+                                std::to_string(monitor) + ", past the target's monitors (" +
+                                std::to_string(monitor_base) + " .. " + std::to_string(monitor_end - 1) + ")");
+  }
+  return monitor;
+}
 
 QueueProgram::QueueProgram(regs::QueueId queue, bool external, uint32_t monitor)
     : queue_(queue), external_(external), monitor_(monitor) {}
 
+void QueueProgram::add_patch(size_t offset, recipe::Field field, const Relocation& target) {
+  recipe::Patch patch;
+  patch.set_offset(static_cast<uint32_t>(offset));
+  patch.set_field(field);
+  patch.set_section(target.section);
+  patch.set_index(target.index);
+  patch.set_addend(target.addend);
+  patches_.push_back(patch);
+}
+
+void QueueProgram::message_sob(uint32_t sob, uint32_t value, qman::Barriers barriers) {
+  const Relocation target = Relocation::sync_object(sob);
+  add_patch(builder_.size() + kMsgLongAddressOffset, recipe::FIELD_ADDR64, target);
+  builder_.msg_long(target.placeholder(), value, barriers);
+}
+
 void QueueProgram::wait_for(uint32_t sob, uint16_t target) {
+  // The monitor watches its SOB's sync group: launch ranges start on a group boundary, so the
+  // mask stays and the group is patched. The arm is the wait's only message to the monitor's
+  // arm register.
+  const size_t start = builder_.size();
   qman::append_sob_wait(builder_, queue_, regs::SyncManager::E_N, monitor_, sob, target);
+  const uint64_t arm = regs::cfg_address(regs::sm_mon_arm(regs::SyncManager::E_N, monitor_));
+  for (size_t at = start; at < builder_.size();) {
+    const qman::DecodeResult decoded = qman::decode(builder_.bytes().data() + at, builder_.size() - at);
+    if (!decoded.ok()) throw std::logic_error("compiler: a sync wait does not decode: " + decoded.message);
+    if (const auto* msg = std::get_if<qman::MsgLong>(&decoded.packet); msg != nullptr && msg->addr == arm) {
+      add_patch(at, recipe::FIELD_LOW8, Relocation{recipe::SECTION_SYNC_GROUPS, 0, sob / 8});   // value[7:0]
+    }
+    at += decoded.size;
+  }
 }
 
 void QueueProgram::set_sob(uint32_t sob, uint16_t value, bool engine_barrier) {
-  builder_.msg_long(sob_address(sob), qman::sob_write_value(value, false), qman::Barriers{engine_barrier, true, true});
+  message_sob(sob, qman::sob_write_value(value, false), qman::Barriers{engine_barrier, true, true});
 }
 
 void QueueProgram::append(const std::vector<uint8_t>& fragment, const RegisterRelocations& relocations) {
@@ -37,13 +86,7 @@ void QueueProgram::append(const std::vector<uint8_t>& fragment, const RegisterRe
           throw std::logic_error("compiler: register 0x" + std::to_string(wreg->reg_offset) +
                                  " does not hold the placeholder it should");
         }
-        recipe::Patch patch;
-        patch.set_offset(static_cast<uint32_t>(base + at));   // WREG_32: the value is the first dword
-        patch.set_field(r.field);
-        patch.set_section(r.target.section);
-        patch.set_index(r.target.index);
-        patch.set_addend(r.target.addend);
-        patches_.push_back(patch);
+        add_patch(base + at, r.field, r.target);   // WREG_32: the value is the first dword
       }
     }
     at += decoded.size;
@@ -65,16 +108,10 @@ void QueueProgram::dma_copy(const Relocation& source, const Relocation& destinat
       throw std::logic_error("compiler: LIN_DMA does not hold its addresses where the patches go");
     }
     for (const auto& [offset, target] : {std::pair<size_t, Relocation>{8, src}, {16, dst}}) {
-      recipe::Patch patch;
-      patch.set_offset(static_cast<uint32_t>(at + offset));   // LIN_DMA: tsize, ctl, src, dst
-      patch.set_field(recipe::FIELD_ADDR64);
-      patch.set_section(target.section);
-      patch.set_index(target.index);
-      patch.set_addend(target.addend);
-      patches_.push_back(patch);
+      add_patch(at + offset, recipe::FIELD_ADDR64, target);   // LIN_DMA: tsize, ctl, src, dst
     }
   }
-  builder_.msg_long(sob_address(sob), qman::sob_write_value(1, true), qman::Barriers{true, true, true});
+  message_sob(sob, qman::sob_write_value(1, true), qman::Barriers{true, true, true});
 }
 
 recipe::QueueJob QueueProgram::take() {

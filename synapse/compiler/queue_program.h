@@ -1,6 +1,7 @@
 // One queue's command buffer as the compiler builds it: waits on sync objects (a monitor and a
 // fence), fragments from the engines' launch builders, and the patch points of every relocated
-// address in them.
+// address in them. Sync objects are numbered in the launch's own range (0 ..): every message to
+// one and every monitor armed on one is a patch point (SECTION_SYNC_OBJECTS / SECTION_SYNC_GROUPS).
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,8 @@ struct Relocation {
   uint32_t index = 0;      // SECTION_PERSISTENT: the tensor's ordinal
   uint64_t addend = 0;
   uint64_t placeholder() const { return addend; }   // what the fragment holds until patched
+  // Sync object `index` of the launch's range: its address as if the range began at SOB 0.
+  static Relocation sync_object(uint32_t index);
 };
 
 // WREG_32 register offsets (block-relative, as the packet carries them) that hold one half of a
@@ -32,16 +35,17 @@ using RegisterRelocations = std::map<uint16_t, RegisterRelocation>;
 class QueueProgram {
  public:
   // `monitor`: the E_N monitor this queue's waits use (waits in one queue are sequential, so one
-  // monitor serves them all: it is re-armed only after its fence passed).
+  // monitor serves them all: it is re-armed only after its fence passed). It must be the queue's
+  // alone in every recipe (monitor_for_queue): launches in flight share the engines' queues.
   QueueProgram(regs::QueueId queue, bool external, uint32_t monitor);
 
   regs::QueueId queue() const { return queue_; }
   bool empty() const { return builder_.size() == 0; }
 
-  // Blocks the queue until E_N sync object `sob` reaches `target` (>=).
+  // Blocks the queue until the launch's sync object `sob` reaches `target` (>=).
   void wait_for(uint32_t sob, uint16_t target);
-  // Sets E_N sync object `sob` to `value`; with `engine_barrier`, only once the queue's engine
-  // (its DMA, on a DMA queue) has finished what earlier packets started.
+  // Sets the launch's sync object `sob` to `value`; with `engine_barrier`, only once the queue's
+  // engine (its DMA, on a DMA queue) has finished what earlier packets started.
   void set_sob(uint32_t sob, uint16_t value, bool engine_barrier = false);
   // Appends a fragment. Every WREG_32 packet in it whose register is in `relocations` becomes a
   // patch point (its value must already be the placeholder's half). Throws std::logic_error if a
@@ -49,7 +53,7 @@ class QueueProgram {
   void append(const std::vector<uint8_t>& fragment, const RegisterRelocations& relocations);
 
   // A linear DMA of `bytes` from `source` to `destination` (both patched 64-bit fields), then,
-  // once the engine is done (engine barrier), ADD 1 to E_N sync object `sob`. Pieces of at most
+  // once the engine is done (engine barrier), ADD 1 to the launch's sync object `sob`. Pieces of at most
   // 1 GB (LIN_DMA sizes are 32-bit).
   void dma_copy(const Relocation& source, const Relocation& destination, uint64_t bytes, uint32_t sob);
 
@@ -61,9 +65,14 @@ class QueueProgram {
   uint32_t monitor_;
   qman::CommandBufferBuilder builder_;
   std::vector<recipe::Patch> patches_;
+
+  void add_patch(size_t offset, recipe::Field field, const Relocation& target);
+  // A MSG_LONG to the launch's sync object `sob`, its address a patch point.
+  void message_sob(uint32_t sob, uint32_t value, qman::Barriers barriers);
 };
 
-// The device address of E_N sync object `sob` (what a message to it is sent to).
-uint64_t sob_address(uint32_t sob);
+// The E_N monitor of `queue` in every recipe: monitor_base + its QMAN's index (stream 0 only;
+// std::invalid_argument otherwise, or when it passes monitor_end).
+uint32_t monitor_for_queue(regs::QueueId queue, uint32_t monitor_base, uint32_t monitor_end);
 
 }  // namespace hpusim::synapse::compiler

@@ -22,7 +22,11 @@ uint64_t get_le(const uint8_t* p, unsigned bytes) {
 
 }  // namespace
 
-uint32_t field_bytes(Field field) { return field == FIELD_ADDR64 ? 8 : 4; }
+uint64_t sync_object_address(uint32_t sob) {
+  return regs::cfg_address(regs::sm_sob(regs::SyncManager::E_N, sob));
+}
+
+uint32_t field_bytes(Field field) { return field == FIELD_ADDR64 ? 8 : field == FIELD_LOW8 ? 1 : 4; }
 
 std::vector<uint8_t> serialize(const Recipe& recipe) {
   const std::string payload = recipe.SerializeAsString();
@@ -99,11 +103,22 @@ std::string check_recipe(const Recipe& recipe) {
       if (patch.section() == SECTION_PROGRAM && patch.addend() >= recipe.program_image().size()) {
         return pwho + ": program offset " + std::to_string(patch.addend()) + " is past the program image";
       }
+      const uint64_t first_sob = sync_object_address(0);
+      if (patch.section() == SECTION_SYNC_OBJECTS &&
+          (patch.addend() < first_sob || patch.addend() >= sync_object_address(recipe.sob_count()) ||
+           (patch.addend() - first_sob) % 4 != 0)) {
+        return pwho + ": sync object address " + std::to_string(patch.addend()) + " is outside the recipe's " +
+               std::to_string(recipe.sob_count()) + " sync objects";
+      }
+      if (patch.section() == SECTION_SYNC_GROUPS && patch.addend() >= (uint64_t{recipe.sob_count()} + 7) / 8) {
+        return pwho + ": sync group " + std::to_string(patch.addend()) + " is outside the recipe's " +
+               std::to_string(recipe.sob_count()) + " sync objects";
+      }
     }
   }
   for (int n = 0; n < recipe.nodes_size(); ++n) {
     const NodeRecord& node = recipe.nodes(n);
-    if (node.sync_object() < recipe.sob_base() || node.sync_object() >= recipe.sob_base() + recipe.sob_count()) {
+    if (node.sync_object() >= recipe.sob_count()) {
       return "node '" + node.name() + "': sync object " + std::to_string(node.sync_object()) +
              " outside the recipe's range";
     }
@@ -119,6 +134,7 @@ void apply_patch(const Patch& patch, uint64_t section_base, uint8_t* command_buf
   uint64_t value = address;
   if (patch.field() == FIELD_LOW32) value = address & 0xFFFFFFFFu;
   if (patch.field() == FIELD_HIGH32) value = address >> 32;
+  if (patch.field() == FIELD_LOW8) value = address & 0xFFu;
   const uint32_t bytes = field_bytes(patch.field());
   if (uint64_t{patch.offset()} + bytes > size) throw std::out_of_range("recipe patch outside its command buffer");
   for (uint32_t i = 0; i < bytes; ++i) command_buffer[patch.offset() + i] = static_cast<uint8_t>(value >> (8 * i));

@@ -13,7 +13,7 @@
 
 namespace hpusim::synapse::recipe {
 
-inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr uint32_t kFormatVersion = 2;   // 2: sync objects relocated per launch
 inline constexpr size_t kFrameHeaderBytes = 8 + 4 + 8 + 8;
 
 std::vector<uint8_t> serialize(const Recipe& recipe);
@@ -27,8 +27,13 @@ bool deserialize(const uint8_t* data, size_t size, Recipe* recipe, std::string* 
 // "" when the recipe is sound.
 std::string check_recipe(const Recipe& recipe);
 
-// The value a patch writes for an address (FIELD_LOW32 / HIGH32: 4 bytes, ADDR64: 8 bytes).
+// The value a patch writes for an address (FIELD_LOW32 / HIGH32: 4 bytes, ADDR64: 8 bytes, LOW8:
+// 1 byte).
 void apply_patch(const Patch& patch, uint64_t section_base, uint8_t* command_buffer, size_t size);
 uint32_t field_bytes(Field field);
+
+// The device address of E_N sync object `sob` (what a message to it is sent to): a
+// SECTION_SYNC_OBJECTS addend is this for the SOB's index in the launch's range.
+uint64_t sync_object_address(uint32_t sob);
 
 }  // namespace hpusim::synapse::recipe

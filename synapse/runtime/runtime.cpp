@@ -1,6 +1,7 @@
 #include "synapse/runtime/runtime.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <stdexcept>
 
@@ -319,6 +320,11 @@ Result Runtime::load(const recipe::Recipe& recipe, std::shared_ptr<LoadedRecipe>
     return Result::error(Status::DeviceTypeMismatch, "recipe was compiled for '" + recipe.target() +
                                                          "', this device is '" + target_.describe() + "'");
   }
+  if (recipe.sob_count() > target_.sob_count) {
+    return Result::error(Status::AllResourcesTaken, "recipe needs " + std::to_string(recipe.sob_count()) +
+                                                        " sync objects, the device gives " +
+                                                        std::to_string(target_.sob_count));
+  }
   auto out = std::make_shared<LoadedRecipe>();
   out->recipe_ = recipe;
   if (!recipe.program_image().empty()) {
@@ -333,15 +339,17 @@ Result Runtime::load(const recipe::Recipe& recipe, std::shared_ptr<LoadedRecipe>
       return r;
     }
   }
+  LoadedRecipe::JobSet first;
   for (const recipe::QueueJob& qj : recipe.jobs()) {
     LoadedRecipe::Job job;
     job.queue = static_cast<regs::QueueId>(qj.queue_id());
     job.external = qj.external();
     job.bytes.assign(qj.command_buffer().begin(), qj.command_buffer().end());
-    out->jobs_.push_back(std::move(job));
+    first.jobs.push_back(std::move(job));
   }
+  out->sets_.push_back(std::move(first));
   // Internal command buffers stay mapped for the device while the recipe is loaded.
-  for (LoadedRecipe::Job& job : out->jobs_) {
+  for (LoadedRecipe::Job& job : out->sets_[0].jobs) {
     if (job.external) continue;
     if (const int rc = hlthunk::host_memory_map(fd_, job.bytes.data(), job.bytes.size(), &job.device_va); rc != 0) {
       unload(*out);
@@ -352,12 +360,79 @@ Result Runtime::load(const recipe::Recipe& recipe, std::shared_ptr<LoadedRecipe>
   return Result::success();
 }
 
+Result Runtime::free_job_set(LoadedRecipe& loaded, LoadedRecipe::JobSet** set) {
+  for (LoadedRecipe::JobSet& s : loaded.sets_) {
+    if (s.seq == 0 || known_complete(s.seq)) {
+      *set = &s;
+      return Result::success();
+    }
+  }
+  // Every set is read by a launch in flight: one more, mapped like the first.
+  LoadedRecipe::JobSet more;
+  for (const LoadedRecipe::Job& job : loaded.sets_[0].jobs) {
+    LoadedRecipe::Job copy;
+    copy.queue = job.queue;
+    copy.external = job.external;
+    copy.bytes = job.bytes;
+    more.jobs.push_back(std::move(copy));
+  }
+  for (LoadedRecipe::Job& job : more.jobs) {
+    if (job.external) continue;
+    if (const int rc = hlthunk::host_memory_map(fd_, job.bytes.data(), job.bytes.size(), &job.device_va); rc != 0) {
+      for (LoadedRecipe::Job& mapped : more.jobs) {
+        if (mapped.device_va != 0) hlthunk::memory_unmap(fd_, mapped.device_va);
+      }
+      return Result::error(Status::FailedToMapCb, "recipe command buffer could not be mapped: " + errno_text(rc));
+    }
+  }
+  loaded.sets_.push_back(std::move(more));
+  *set = &loaded.sets_.back();
+  return Result::success();
+}
+
+// Whole sync groups: a monitor's group is patched, its mask is not.
+uint32_t Runtime::sync_range_size(uint32_t count) { return (std::max<uint32_t>(count, 1) + 7) / 8 * 8; }
+
+Result Runtime::take_sync_range(uint32_t count, uint32_t* first) {
+  const uint32_t size = sync_range_size(count);
+  const uint32_t begin = target_.sob_base, end = target_.sob_base + target_.sob_count;
+  if (size > end - begin) {
+    return Result::error(Status::AllResourcesTaken, "a launch needs " + std::to_string(count) +
+                                                        " sync objects, the device gives " +
+                                                        std::to_string(end - begin));
+  }
+  if (next_sync_object_ < begin || next_sync_object_ >= end) next_sync_object_ = begin;
+  while (true) {
+    while (!launch_ranges_.empty() && known_complete(launch_ranges_.front().seq)) launch_ranges_.pop_front();
+    uint32_t start = next_sync_object_;
+    if (start + size > end) start = begin;
+    const auto busy = std::find_if(launch_ranges_.begin(), launch_ranges_.end(), [&](const SyncRange& r) {
+      return !known_complete(r.seq) && r.first < start + size && start < r.first + r.count;
+    });
+    if (busy == launch_ranges_.end()) {
+      *first = start;
+      next_sync_object_ = start + size;
+      return Result::success();
+    }
+    if (Result r = wait(busy->seq); !r.ok()) return r;
+  }
+}
+
+std::optional<Runtime::SyncRange> Runtime::sync_range(uint64_t seq) const {
+  for (const SyncRange& r : launch_ranges_) {
+    if (r.seq == seq && !known_complete(seq)) return r;
+  }
+  return std::nullopt;
+}
+
 Result Runtime::unload(LoadedRecipe& loaded) {
   if (loaded.released_) return Result::success();
   if (last_launch_seq_ != 0) wait(last_launch_seq_);
-  for (LoadedRecipe::Job& job : loaded.jobs_) {
-    if (job.device_va != 0) hlthunk::memory_unmap(fd_, job.device_va);
-    job.device_va = 0;
+  for (LoadedRecipe::JobSet& set : loaded.sets_) {
+    for (LoadedRecipe::Job& job : set.jobs) {
+      if (job.device_va != 0) hlthunk::memory_unmap(fd_, job.device_va);
+      job.device_va = 0;
+    }
   }
   if (loaded.program_address_ != 0) device_free(loaded.program_address_);
   loaded.released_ = true;
@@ -402,11 +477,11 @@ Result Runtime::launch(LoadedRecipe& loaded, const std::vector<uint64_t>& persis
                                                       std::to_string(recipe.workspace_bytes()) +
                                                       " bytes of device memory");
   }
-  // The recipe's sync objects are reused: the previous launch must be over.
-  if (last_launch_seq_ != 0) {
-    Result r = wait(last_launch_seq_);
-    if (!r.ok()) return r;
-  }
+  // The launch's own sync objects, and command buffers no launch in flight reads.
+  uint32_t first_sob = 0;
+  if (Result r = take_sync_range(recipe.sob_count(), &first_sob); !r.ok()) return r;
+  LoadedRecipe::JobSet* set = nullptr;
+  if (Result r = free_job_set(loaded, &set); !r.ok()) return r;
   const auto prepare_start = std::chrono::steady_clock::now();
 
   std::vector<hl_cs_chunk> chunks;
@@ -423,12 +498,14 @@ Result Runtime::launch(LoadedRecipe& loaded, const std::vector<uint64_t>& persis
     chunks.push_back(chunk);
   }
   for (int j = 0; j < recipe.jobs_size(); ++j) {
-    LoadedRecipe::Job& job = loaded.jobs_[j];
+    LoadedRecipe::Job& job = set->jobs[j];
     for (const recipe::Patch& patch : recipe.jobs(j).patches()) {
       uint64_t base = workspace;
       if (patch.section() == recipe::SECTION_PERSISTENT) base = persistent[patch.index()];
       if (patch.section() == recipe::SECTION_PROGRAM) base = loaded.program_address_;
       if (patch.section() == recipe::SECTION_SRAM) base = sram_base_;
+      if (patch.section() == recipe::SECTION_SYNC_OBJECTS) base = uint64_t{4} * first_sob;
+      if (patch.section() == recipe::SECTION_SYNC_GROUPS) base = first_sob / 8;
       recipe::apply_patch(patch, base, job.bytes.data(), job.bytes.size());
     }
     hl_cs_chunk chunk{};
@@ -446,13 +523,22 @@ Result Runtime::launch(LoadedRecipe& loaded, const std::vector<uint64_t>& persis
   launch_prepare_ns_ += static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - prepare_start).count());
   uint64_t s = 0;
-  const uint64_t submitted_ps = host_now_ps();
-  const int rc = hlthunk::submit(fd_, chunks, &s);
+  uint64_t submitted_ps = host_now_ps();
+  int rc = hlthunk::submit(fd_, chunks, &s);
+  // A queue or the driver's CS table is full: the oldest launch in flight frees room.
+  while (rc == -EAGAIN && !launch_ranges_.empty()) {
+    if (Result r = wait(launch_ranges_.front().seq); !r.ok()) break;
+    launch_ranges_.pop_front();
+    submitted_ps = host_now_ps();
+    rc = hlthunk::submit(fd_, chunks, &s);
+  }
   for (uint64_t handle : handles) hlthunk::cb_destroy(fd_, handle);
   if (rc != 0) return Result::error(Status::CommandSubmissionFailure, "launch submission: " + errno_text(rc));
   last_seq_ = last_launch_seq_ = s;
   queue_of_[s] = kLaunchQueue;
   submit_ps_[s] = submitted_ps;
+  set->seq = s;
+  launch_ranges_.push_back({s, first_sob, sync_range_size(recipe.sob_count())});
   ++loaded.launches_;
   if (seq) *seq = s;
   return Result::success();

@@ -18,6 +18,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <cstdlib>
 #include <new>
 #include <optional>
@@ -60,7 +61,8 @@ struct PageAlignedAllocator {
 using HostBytes = std::vector<uint8_t, PageAlignedAllocator<uint8_t>>;
 
 // A recipe made ready to launch on one device: its program image in device memory, its command
-// buffers in host memory the device can read.
+// buffers in host memory the device can read. Launches of it may be in flight together: each
+// patches a set of command buffers no launch in flight reads (a new set when all are busy).
 class LoadedRecipe {
  public:
   const recipe::Recipe& recipe() const { return recipe_; }
@@ -72,12 +74,15 @@ class LoadedRecipe {
   struct Job {
     regs::QueueId queue = regs::QueueId::DMA_0_0;
     bool external = false;
-    HostBytes bytes;              // patched in place before each launch
+    HostBytes bytes;              // patched in place before each launch that uses the set
     uint64_t device_va = 0;       // internal jobs: the mapping of `bytes`
-    uint64_t cb_handle = 0;       // external jobs: a driver CB
+  };
+  struct JobSet {
+    std::vector<Job> jobs;        // one per recipe job
+    uint64_t seq = 0;             // the last launch that used it (0: none)
   };
   recipe::Recipe recipe_;
-  std::vector<Job> jobs_;
+  std::vector<JobSet> sets_;
   uint64_t program_address_ = 0;
   uint64_t launches_ = 0;
   bool released_ = false;
@@ -172,9 +177,16 @@ class Runtime {
   static constexpr size_t kKeptCompletions = 4096;
   // The last submission made (0 before the first).
   uint64_t last_submission() const { return last_seq_; }
-  // Wall time (measured) launches spent preparing their submission once the previous launch was
-  // over: patching and command buffers; not the driver's submit, which runs the simulated device.
+  // Wall time (measured) launches spent preparing their submission: patching and command
+  // buffers; not the driver's submit, which runs the simulated device.
   uint64_t launch_prepare_ns() const { return launch_prepare_ns_; }
+  // The E_N sync objects launch `seq` was given, [first, first + count), while it is not known
+  // complete (nullopt after, or for another submission).
+  struct SyncRange {
+    uint64_t seq = 0;
+    uint32_t first = 0, count = 0;
+  };
+  std::optional<SyncRange> sync_range(uint64_t seq) const;
 
  private:
   // Copies from and to caller memory the device cannot reach go through staging buffers: page
@@ -205,6 +217,18 @@ class Runtime {
   uint64_t last_on_queue(regs::QueueId queue) const;
   void release_finished(uint64_t completed_seq, uint64_t completed_ns);
   Result check_copy_queue(regs::QueueId queue) const;
+  // Launches of different recipes (or of one) go in flight together: the device orders them (each
+  // launch's engines start when its first job on kLaunchQueue runs, behind the previous launch's
+  // last job there), and each gets its own 8-aligned range of the target's sync objects, none
+  // that a launch not known complete holds. Only when no range is free does the host wait, for
+  // the launch holding the one it needs.
+  bool known_complete(uint64_t seq) const { return queue_of_.count(seq) == 0; }
+  static uint32_t sync_range_size(uint32_t count);
+  Result take_sync_range(uint32_t count, uint32_t* first);
+  // A set of the recipe's command buffers no launch in flight reads.
+  Result free_job_set(LoadedRecipe& loaded, LoadedRecipe::JobSet** set);
+  std::deque<SyncRange> launch_ranges_;   // launches not known complete, oldest first
+  uint32_t next_sync_object_ = 0;
 
   int fd_;
   compiler::CompileTarget target_;

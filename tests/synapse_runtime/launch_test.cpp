@@ -270,6 +270,132 @@ TEST_F(SynapseLaunchTest, ARecipeRunsTheSameAfterSerialisation) {
   EXPECT_NE(error.find("truncated"), std::string::npos) << error;
 }
 
+// Every sync object a recipe uses is a patch point of its launch's range, and a patch that points
+// outside the recipe's range is refused.
+TEST_F(SynapseLaunchTest, SyncObjectsAreRelocatedPerLaunchAndCheckedInTheRecipe) {
+  const DenseReluGraph g(64, 64, 64);
+  recipe::Recipe recipe;
+  ASSERT_TRUE(compiler::compile_graph(g.graph, rt->target(), &recipe).ok());
+  EXPECT_EQ(recipe.sob_count(), 3u);   // two nodes (gemm, the fused add + relu) and the start object
+  size_t objects = 0, groups = 0;
+  for (const auto& job : recipe.jobs()) {
+    for (const auto& patch : job.patches()) {
+      objects += patch.section() == recipe::SECTION_SYNC_OBJECTS;
+      groups += patch.section() == recipe::SECTION_SYNC_GROUPS;
+    }
+  }
+  EXPECT_GT(objects, 0u);
+  EXPECT_GT(groups, 0u);
+  EXPECT_EQ(recipe::check_recipe(recipe), "");
+  recipe::Recipe bad = recipe;
+  for (auto& job : *bad.mutable_jobs()) {
+    for (auto& patch : *job.mutable_patches()) {
+      if (patch.section() == recipe::SECTION_SYNC_OBJECTS) {
+        patch.set_addend(recipe::sync_object_address(3));
+        break;
+      }
+    }
+  }
+  EXPECT_NE(recipe::check_recipe(bad).find("is outside the recipe's 3 sync objects"), std::string::npos)
+      << recipe::check_recipe(bad);
+}
+
+// y = x + x, a TPC-only graph.
+struct DoubleGraph {
+  Graph graph;
+  explicit DoubleGraph(uint32_t n) {
+    TensorId x, y;
+    EXPECT_TRUE(graph.add_tensor({"in", DType::F32, {n}, true}, &x).ok());
+    EXPECT_TRUE(graph.add_tensor({"twice", DType::F32, {n}, true}, &y).ok());
+    EXPECT_TRUE(graph.add_node({"double", "add_fwd_f32", {x, x}, {y}, {}}).ok());
+  }
+};
+
+// Launches of different recipes go in flight together: the second is submitted while the first
+// runs (the host does not wait for it), each holds its own sync objects, and the device runs them
+// in order: the second reads what the first wrote.
+TEST_F(SynapseLaunchTest, LaunchesOfDifferentRecipesPipelineAndRunInOrder) {
+  const DenseReluGraph dense(96, 64, 80);
+  const DoubleGraph twice(96 * 64);
+  const auto first = compile_and_load(dense.graph);
+  const auto second = compile_and_load(twice.graph);
+  ASSERT_TRUE(first && second);
+  const std::vector<float> x = random_floats(96 * 80, 11), w = random_floats(80 * 64, 12), bias = random_floats(64, 13);
+  const uint64_t dx = malloc(x.size() * 4), dw = malloc(w.size() * 4), db = malloc(bias.size() * 4);
+  const uint64_t out = malloc(96 * 64 * 4), doubled = malloc(96 * 64 * 4);
+  upload(x, dx);
+  upload(w, dw);
+  upload(bias, db);
+  ASSERT_TRUE(rt->wait(rt->last_submission()).ok());
+  // Persistent tensors by the recipes' ordinals.
+  auto addresses_of = [](const recipe::Recipe& r, const std::map<std::string, uint64_t>& by_name) {
+    std::vector<uint64_t> a;
+    for (const auto& t : r.persistent()) a.push_back(by_name.at(t.name()));
+    return a;
+  };
+  const uint64_t before_ps = rt->host_now_ps();
+  uint64_t first_seq = 0, second_seq = 0;
+  ASSERT_TRUE(rt->launch(*first, addresses_of(first->recipe(), {{"x", dx}, {"w", dw}, {"bias", db}, {"out", out}}), 0,
+                         &first_seq)
+                  .ok());
+  ASSERT_TRUE(rt->launch(*second, addresses_of(second->recipe(), {{"in", out}, {"twice", doubled}}), 0, &second_seq).ok());
+  const uint64_t submitted_ps = rt->host_now_ps();
+  const auto first_range = rt->sync_range(first_seq), second_range = rt->sync_range(second_seq);
+  ASSERT_TRUE(first_range && second_range) << "both launches are in flight";
+  EXPECT_TRUE(first_range->first + first_range->count <= second_range->first ||
+              second_range->first + second_range->count <= first_range->first)
+      << "sync objects " << first_range->first << "+" << first_range->count << " and " << second_range->first << "+"
+      << second_range->count;
+  EXPECT_EQ(first_range->first % 8, 0u);
+  ASSERT_TRUE(rt->wait(second_seq).ok());
+  uint64_t first_done = 0, second_done = 0;
+  ASSERT_TRUE(rt->completion_time_ps(first_seq, &first_done).ok());
+  ASSERT_TRUE(rt->completion_time_ps(second_seq, &second_done).ok());
+  EXPECT_LT(submitted_ps, first_done) << "the host submitted the second launch before the first was done";
+  EXPECT_LT(before_ps, submitted_ps);
+  EXPECT_LT(first_done, second_done);
+  std::vector<float> want = dense.reference(x, w, bias);
+  for (float& v : want) v = v + v;
+  expect_equal_bits(download(doubled, want.size()), want);
+}
+
+// One recipe launched again and again without a wait: each launch patches command buffers no
+// launch in flight reads, so every launch computes from its own buffers.
+TEST_F(SynapseLaunchTest, OneRecipeLaunchedRepeatedlyInFlightKeepsEachLaunchsBuffers) {
+  const DenseReluGraph g(64, 48, 40);
+  const auto loaded = compile_and_load(g.graph);
+  ASSERT_TRUE(loaded);
+  struct Launch {
+    std::vector<float> x, w, bias;
+    uint64_t out = 0;
+    uint64_t seq = 0;
+  };
+  std::vector<Launch> launches(5);
+  std::vector<std::vector<uint64_t>> addresses(launches.size());
+  for (size_t i = 0; i < launches.size(); ++i) {
+    Launch& l = launches[i];
+    l.x = random_floats(64 * 40, 100 + static_cast<uint32_t>(i));
+    l.w = random_floats(40 * 48, 200 + static_cast<uint32_t>(i));
+    l.bias = random_floats(48, 300 + static_cast<uint32_t>(i));
+    std::map<std::string, uint64_t> by_name = {{"x", malloc(l.x.size() * 4)}, {"w", malloc(l.w.size() * 4)},
+                                               {"bias", malloc(l.bias.size() * 4)}, {"out", malloc(64 * 48 * 4)}};
+    upload(l.x, by_name["x"]);
+    upload(l.w, by_name["w"]);
+    upload(l.bias, by_name["bias"]);
+    l.out = by_name["out"];
+    for (const auto& t : loaded->recipe().persistent()) addresses[i].push_back(by_name.at(t.name()));
+  }
+  ASSERT_TRUE(rt->wait(rt->last_submission()).ok());
+  // Back to back: later launches are patched while earlier ones still wait on the engines' queues.
+  for (size_t i = 0; i < launches.size(); ++i) ASSERT_TRUE(rt->launch(*loaded, addresses[i], 0, &launches[i].seq).ok());
+  size_t in_flight = 0;
+  for (const Launch& l : launches) in_flight += rt->sync_range(l.seq).has_value();
+  EXPECT_GT(in_flight, 1u) << "the launches did not overlap";
+  for (const Launch& l : launches) {
+    expect_equal_bits(download(l.out, 64 * 48), g.reference(l.x, l.w, l.bias));
+  }
+}
+
 TEST_F(SynapseLaunchTest, MemcpyReshapesThroughAnInternalDmaBetweenTpcNodes) {
   // x [96, 10] -> relu -> r (workspace) -> memcpy -> m [32, 30] (workspace) -> neg -> y [32, 30].
   Graph g;
