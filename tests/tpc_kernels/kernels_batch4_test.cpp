@@ -129,7 +129,8 @@ TEST(TpcKernelPermute, Rank4And5IncludingDim0Moves) {
   for (int n = 0; n < 8; ++n) {
     std::vector<unsigned> perm = {0, 1, 2, 3, 4};
     std::shuffle(perm.begin(), perm.end(), rng);
-    const Shape s = {static_cast<uint32_t>(1 + rng() % 70), 1 + rng() % 4, 1 + rng() % 3, 1 + rng() % 3, 1 + rng() % 3};
+    const auto draw = [&rng](uint32_t n) { return static_cast<uint32_t>(1 + rng() % n); };
+    const Shape s = {draw(70), draw(4), draw(3), draw(3), draw(3)};
     check_permute(n % 2 ? DType::BF16 : DType::F32, s, perm, seed++);
   }
 }

@@ -82,9 +82,6 @@ float ref_min(float a, float b) {
   return a < b ? a : b;
 }
 
-// One step in the dtype: compute in f32, round to the dtype.
-float step(DType t, float v) { return value_of(t, round_to(t, v)); }
-
 uint32_t ref_binary(const std::string& op, DType t, float a, float b) {
   float r = 0;
   if (op == "add") r = a + b;
