@@ -584,6 +584,10 @@ Result Runtime::wait(uint64_t seq, uint64_t timeout_us) {
         ++q.epoch;
         q.waits.clear();
       }
+      // Nothing runs after the reset: the launches' sync-object ranges and command buffers are
+      // free again.
+      for (const SyncRange& r : launch_ranges_) queue_of_.erase(r.seq);
+      launch_ranges_.clear();
     }
     return Result::error(Status::Fail, "submission " + std::to_string(seq) + " did not complete (" + errno_text(rc) +
                                            ", wait status " + std::to_string(status) + ")");

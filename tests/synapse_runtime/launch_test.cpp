@@ -68,11 +68,12 @@ struct DenseReluGraph {
 class SynapseLaunchTest : public ::testing::Test {
  protected:
   virtual std::vector<std::string> extra_overrides() const { return {}; }
+  virtual uint64_t cs_timeout_us() const { return 2000000; }
   void SetUp() override {
     platform::PlatformOptions options;
     options.overrides.push_back("hbm.refresh_enabled=false");
     for (const std::string& o : extra_overrides()) options.overrides.push_back(o);
-    options.driver.cs_timeout_us = 2000000;
+    options.driver.cs_timeout_us = cs_timeout_us();
     device = std::make_unique<testing::TestDevice>(options);
     ASSERT_EQ(device->open(), 0);
     rt = std::make_unique<Runtime>(device->fd());
@@ -394,6 +395,44 @@ TEST_F(SynapseLaunchTest, OneRecipeLaunchedRepeatedlyInFlightKeepsEachLaunchsBuf
   for (const Launch& l : launches) {
     expect_equal_bits(download(l.out, 64 * 48), g.reference(l.x, l.w, l.bias));
   }
+}
+
+// A launch the driver times out (TDR: the device is reset, every sync object cleared) leaves no
+// sync-object range or command-buffer set held: the launches after it run, through more than a
+// full turn of the ranges.
+class SynapseLaunchTdrTest : public SynapseLaunchTest {
+ protected:
+  uint64_t cs_timeout_us() const override { return 200; }
+};
+
+TEST_F(SynapseLaunchTdrTest, LaunchesAfterATimedOutLaunchRunThroughEverySyncRange) {
+  const DenseReluGraph big(1024, 1024, 1024);
+  const auto slow = compile_and_load(big.graph);
+  ASSERT_TRUE(slow);
+  std::map<std::string, uint64_t> by_name = {{"x", malloc(1024 * 1024 * 4)}, {"w", malloc(1024 * 1024 * 4)},
+                                             {"bias", malloc(1024 * 4)}, {"out", malloc(1024 * 1024 * 4)}};
+  std::vector<uint64_t> addresses;
+  for (const auto& t : slow->recipe().persistent()) addresses.push_back(by_name.at(t.name()));
+  uint64_t seq = 0;
+  ASSERT_TRUE(rt->launch(*slow, addresses, 0, &seq).ok());
+  EXPECT_FALSE(rt->wait(seq).ok()) << "a launch of a 1024^3 GEMM should take longer than 200 us";
+
+  const DoubleGraph twice(64);
+  const auto fast = compile_and_load(twice.graph);
+  ASSERT_TRUE(fast);
+  const uint64_t in = malloc(64 * 4), out = malloc(64 * 4);
+  std::vector<uint64_t> fast_addresses;
+  for (const auto& t : fast->recipe().persistent()) fast_addresses.push_back(t.name() == "in" ? in : out);
+  const std::vector<float> x = random_floats(64, 21);
+  upload(x, in);
+  // 1536 sync objects in ranges of 8: 192 ranges; go round them once more.
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_TRUE(rt->launch(*fast, fast_addresses, 0, &seq).ok()) << "launch " << i;
+    ASSERT_TRUE(rt->wait(seq).ok()) << "launch " << i;
+  }
+  std::vector<float> want = x;
+  for (float& v : want) v = v + v;
+  expect_equal_bits(download(out, 64), want);
 }
 
 TEST_F(SynapseLaunchTest, MemcpyReshapesThroughAnInternalDmaBetweenTpcNodes) {
