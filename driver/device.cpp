@@ -22,21 +22,22 @@ constexpr uint32_t kCqEntryReady = 1u << 31;
 constexpr uint32_t kCqEntryShadowIndexValid = 1u << 30;
 constexpr uint32_t kShadowIndexMask = 0xFFF;
 
-// Host bus addresses of the driver's coherent DMA memory. The host memory is sparse, so the
-// layout is generous: one fixed region per object, nothing is ever moved.
-constexpr uint64_t kCpuPqRegion = 0x100000000ull;           // CPU PQ: kCpuPqEntries BDs
-constexpr uint64_t kEqRegion = 0x100004000ull;              // event queue: kEqEntries x 64 B
-constexpr uint64_t kCpuCqRegion = 0x100008000ull;           // CPU-accessible window (CQ regs)
+// The driver's coherent DMA memory (host memory is sparse, so the buffers are generous and never
+// move): the device CPU's block (CPU PQ, event queue, message buffers, CPU-accessible window), the
+// completion queues, a PQ per queue and, per external queue, a patched-CB slot per PQ entry.
+constexpr uint64_t kCpuBlockBytes = 0x10000;
+constexpr uint64_t kCpuPqOffset = 0x0;             // CPU PQ: kCpuPqEntries BDs
+constexpr uint64_t kEqOffset = 0x4000;             // event queue: kEqEntries x 64 B
+constexpr uint64_t kCpuPacketOffset = 0x6000;      // one cpucp packet at a time
+constexpr uint64_t kCpuInfoOffset = 0x7000;        // struct cpucp_info and hpusim's extension
+constexpr uint64_t kCpuCqOffset = 0x8000;          // CPU-accessible window (CQ regs)
 constexpr uint32_t kEqEntries = fw_if::eq::kDefaultLength;   // HL_EQ_LENGTH
 constexpr uint32_t kCpuCqBytes = 0x4000;
-constexpr uint64_t kCqRegion = 0x100010000ull;               // kNumCqs rings
 constexpr uint64_t kCqStride = 0x4000;                       // 4096 entries x 4 B
-constexpr uint64_t kPqRegion = 0x101000000ull;
 constexpr uint64_t kPqStride = 0x10000;                      // 4096 BDs x 16 B
-constexpr uint64_t kPatchedCbRegion = 0x10000000000ull;
 constexpr uint64_t kPatchedCbSlot = 0x210000;                // 2 MB + 64 KB, page-aligned
-constexpr uint64_t kPatchedCbQueueStride = 0x400000000ull;   // 16 GB per external queue
 constexpr uint64_t kHostPage = 0x10000;                      // host store page (release granule)
+constexpr uint64_t kCoherentAlignment = 0x10000;
 
 constexpr uint32_t kBdBytes = 16;
 constexpr uint64_t kGaudiHostVaStart = 0x1000000000000ull;   // VA_HOST_SPACE_START
@@ -69,8 +70,7 @@ uint32_t internal_queue_length(regs::QueueKind kind) {
 // Platform and device initialisation
 // ---------------------------------------------------------------------------------------------
 
-HlDevice::HlDevice(DeviceLink& link, const preset::Card& card, const HlDeviceOptions& options)
-    : link_(link), options_(options), preset_(card) {
+HlDevice::HlDevice(DeviceLink& link, const HlDeviceOptions& options) : link_(link), options_(options) {
   if (options_.ext_queue_length == 0 || options_.ext_queue_length > 4096 ||
       (options_.ext_queue_length & (options_.ext_queue_length - 1)) != 0) {
     throw std::invalid_argument("HlDevice: ext_queue_length must be a power of two <= 4096");
@@ -78,24 +78,22 @@ HlDevice::HlDevice(DeviceLink& link, const preset::Card& card, const HlDeviceOpt
   if (options_.max_pending_cs == 0 || (options_.max_pending_cs & (options_.max_pending_cs - 1)) != 0) {
     throw std::invalid_argument("HlDevice: max_pending_cs must be a power of two");
   }
+  if (options_.cs_timeout_us == 0) throw std::invalid_argument("HlDevice: cs_timeout_us must not be 0");
   timeline_ = options_.timeline;
-  if (options_.cs_timeout_us == 0) options_.cs_timeout_us = uint64_t{preset_.driver().tdr_timeout_ms()} * 1000;
 
-  const auto& map = preset_.memory_map();
-  sram_base_ = map.sram_base();
-  sram_size_ = preset_.sram().size_bytes();
-  sram_reserved_ = std::max<uint64_t>(map.sram_reserved_bytes(), GAUDI_DRIVER_SRAM_RESERVED_SIZE_FROM_START);
-  dram_base_ = map.dram_base();
-  dram_user_base_ = map.dram_user_base();
-  host_phys_base_ = map.host_phys_base();
+  host_phys_base_ = link_.host_window_base();
   host_va_start_ = kGaudiHostVaStart;
   host_va_end_ = kGaudiHostVaEnd;
-  cpu_pq_address_ = kCpuPqRegion;
-  eq_address_ = kEqRegion;
-  cpu_cq_address_ = kCpuCqRegion;
+  const uint64_t cpu_block = alloc_coherent(kCpuBlockBytes);
+  cpu_pq_address_ = cpu_block + kCpuPqOffset;
+  eq_address_ = cpu_block + kEqOffset;
+  cpu_packet_address_ = cpu_block + kCpuPacketOffset;
+  cpu_info_address_ = cpu_block + kCpuInfoOffset;
+  cpu_cq_address_ = cpu_block + kCpuCqOffset;
+  const uint64_t cq_block = alloc_coherent(kNumCqs * kCqStride);
+  for (unsigned i = 0; i < kNumCqs; ++i) cqs_[i].address = cq_block + i * kCqStride;
+  pq_block_ = alloc_coherent(uint64_t{regs::kNumQueues} * kPqStride);
   qman_error_words_.assign(regs::kNumQmans, 0);
-
-  for (unsigned i = 0; i < kNumCqs; ++i) cqs_[i].address = kCqRegion + i * kCqStride;
 
   if (!init_cpu_queues()) throw std::runtime_error("HlDevice: the device CPU did not come up");
   if (!cpucp_info_get()) throw std::runtime_error("HlDevice: the device CPU did not answer INFO_GET");
@@ -104,11 +102,19 @@ HlDevice::HlDevice(DeviceLink& link, const preset::Card& card, const HlDeviceOpt
   init_queues();
   status_ = HL_DEVICE_STATUS_OPERATIONAL;
   if (options_.heartbeat_period_us != 0) next_heartbeat_ps_ = link_.host_now_ps() + options_.heartbeat_period_us * 1000000;
-  logf("device initialised: " + preset_.name() + " (" + card_name_ + ", F/W " + cpucp_version_ + ")");
+  logf("device initialised: " + card_name_ + " (F/W " + cpucp_version_ + ")");
+}
+
+uint64_t HlDevice::alloc_coherent(uint64_t bytes) {
+  const auto address = link_.dma_alloc_coherent(bytes, kCoherentAlignment);
+  if (!address) throw std::runtime_error("HlDevice: no host memory left for " + std::to_string(bytes) + " bytes of DMA buffers");
+  coherent_.push_back(*address);
+  return *address;
 }
 
 HlDevice::~HlDevice() {
   if (open_) close();
+  for (const uint64_t address : coherent_) link_.dma_free_coherent(address);
 }
 
 void HlDevice::build_queue_table() {
@@ -120,9 +126,9 @@ void HlDevice::build_queue_table() {
     const auto id = regs::queue_from_index(q);
     hq.external = regs::queue_is_external(id);
     hq.length = hq.external ? options_.ext_queue_length : internal_queue_length(regs::queue_kind(id));
-    hq.pq_address = kPqRegion + q * kPqStride;
+    hq.pq_address = pq_block_ + q * kPqStride;
     if (hq.external) {
-      hq.cb_slots = kPatchedCbRegion + q * kPatchedCbQueueStride;
+      hq.cb_slots = alloc_coherent(hq.length * kPatchedCbSlot);
       hq.shadow.resize(hq.length);
     }
   }
@@ -405,7 +411,7 @@ int HlDevice::wait_for_kernel_cs(uint64_t seq) {
 int HlDevice::do_open() {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   const HostSpan span(*this, "open");
-  charge(preset_.host().ioctl_ns());
+  link_.charge(DriverWork::kIoctl);
   if (open_) return -EBUSY;
   if (status_ == HL_DEVICE_STATUS_MALFUNCTION) return -ENODEV;
   open_ = true;
@@ -495,7 +501,7 @@ int HlDevice::ioctl(unsigned long request, void* arg) {
 int HlDevice::do_info(hl_info_args& args) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   const HostSpan span(*this, "INFO");
-  charge(preset_.host().ioctl_ns());
+  link_.charge(DriverWork::kIoctl);
   if (!open_) return -EBADF;
   if (args.return_pointer == 0 || args.return_size == 0) return -EINVAL;
   poll_interrupts();
@@ -573,7 +579,7 @@ int HlDevice::do_info(hl_info_args& args) {
 int HlDevice::do_cb(hl_cb_args& args) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   const HostSpan span(*this, "CB");
-  charge(preset_.host().ioctl_ns());
+  link_.charge(DriverWork::kIoctl);
   if (!open_) return -EBADF;
   switch (args.in.op) {
     case HL_CB_OP_CREATE: {
@@ -646,7 +652,7 @@ int HlDevice::do_munmap_cb(void* address, uint64_t) {
 int HlDevice::do_cs(hl_cs_args& args) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   const HostSpan span(*this, "CS");
-  charge(preset_.host().ioctl_ns());
+  link_.charge(DriverWork::kIoctl);
   if (!open_) return -EBADF;
   poll_interrupts();
   run_timers();
@@ -699,7 +705,7 @@ int HlDevice::do_cs(hl_cs_args& args) {
 
 int HlDevice::cs_default(const hl_cs_chunk* chunks, uint32_t count, uint32_t, uint32_t timeout_s, bool kernel,
                          uint64_t* seq_out) {
-  charge(preset_.host().cs_submit_ns());
+  link_.charge(DriverWork::kCsSubmit);
   auto validation_drop = [&] {
     ++counters_.total_validation_drop_cnt;
     ++counters_.ctx_validation_drop_cnt;
@@ -747,7 +753,7 @@ int HlDevice::cs_default(const hl_cs_chunk* chunks, uint32_t count, uint32_t, ui
       completion.cq_address = 0;
       completion.msi_address = regs::cfg_address(regs::pcie::msi_intr(0));
       job.parsed = parse_external_cb(buffer.memory.data(), chunk.cb_size, completion);
-      charge(uint64_t{preset_.host().cb_parse_per_packet_ns()} * job.parsed.packet_count);
+      link_.charge(DriverWork::kCbParsePerPacket, job.parsed.packet_count);
       if (!job.parsed.ok()) {
         logf("Failed to parse JOB " + std::to_string(i) + ", err " + std::to_string(job.parsed.error) + ": " +
              job.parsed.message);
@@ -889,7 +895,7 @@ bool HlDevice::poll_interrupts() {
   bool any = false;
   while (auto vector = link_.wait_for_interrupt(0)) {
     any = true;
-    charge(preset_.host().irq_handler_ns());
+    link_.charge(DriverWork::kIrqHandler);
     handle_irq(*vector);
   }
   return any;
@@ -1104,7 +1110,7 @@ void HlDevice::wait_event(uint64_t until_ps) {
   if (target == UINT64_MAX) return;   // nothing can happen: no CS in flight, no deadline
   if (target > now) {
     if (auto vector = link_.wait_for_interrupt(target - now)) {
-      charge(preset_.host().irq_handler_ns());
+      link_.charge(DriverWork::kIrqHandler);
       handle_irq(*vector);
     }
   }
@@ -1164,7 +1170,7 @@ void HlDevice::hard_reset(const std::string& reason, Cs* timed_out) {
 int HlDevice::do_wait_cs(hl_wait_cs_args& args) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   const HostSpan span(*this, "WAIT_CS");
-  charge(preset_.host().ioctl_ns());
+  link_.charge(DriverWork::kIoctl);
   if (!open_) return -EBADF;
   const hl_wait_cs_in in = args.in;
   if (in.flags != 0) return -EINVAL;   // multi-CS and interrupt waits are not implemented

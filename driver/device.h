@@ -26,7 +26,6 @@
 #include "driver/device_file.h"
 #include "driver/device_link.h"
 #include "driver/vm_support.h"
-#include "sim/preset/preset.h"
 
 namespace hpusim::traces {
 class Timeline;
@@ -36,7 +35,8 @@ namespace hpusim::driver {
 
 struct HlDeviceOptions {
   // TDR: a CS that has been the oldest in flight for this long (host time) times out and the
-  // device is hard-reset. 0: the preset's driver.tdr_timeout_ms; tests want something small.
+  // device is hard-reset. The driver refuses 0; a platform puts the preset's
+  // driver.tdr_timeout_ms there (tests want something small).
   uint64_t cs_timeout_us = 0;
   // When set, the driver puts its ioctls (slices) and interrupts (instants) on a process of this
   // timeline named trace_process. Must outlive the device.
@@ -58,9 +58,10 @@ struct HlDeviceOptions {
 
 class HlDevice : public DeviceFileOps {
  public:
-  // Probes the card behind `link`, described by `card` (the preset it was built from): brings up
-  // its device CPU, MMU and queues. Throws std::runtime_error when the card does not come up.
-  HlDevice(DeviceLink& link, const preset::Card& card, const HlDeviceOptions& options = {});
+  // Probes the card behind `link`: brings up its device CPU, learns the card's make-up and memory
+  // map from the firmware's INFO, sets up its MMU and queues. Throws std::runtime_error when the
+  // card does not come up.
+  explicit HlDevice(DeviceLink& link, const HlDeviceOptions& options = {});
   ~HlDevice();
   HlDevice(const HlDevice&) = delete;
   HlDevice& operator=(const HlDevice&) = delete;
@@ -97,7 +98,6 @@ class HlDevice : public DeviceFileOps {
   uint64_t sram_base() const { return sram_base_; }
   uint64_t sram_user_base() const { return sram_base_ + sram_reserved_; }
   uint64_t dram_user_base() const { return dram_user_base_; }
-  const preset::Card& preset() const { return preset_; }
   // The driver's kernel log (dev_err/dev_info style lines).
   const std::vector<std::string>& log() const { return log_; }
   // QMAN errors, as the firmware reports them in the event queue (each QMAN's GLBL_ERR_ADDR is
@@ -266,12 +266,12 @@ class HlDevice : public DeviceFileOps {
   uint64_t device_view(uint64_t host_address) const { return host_phys_base_ + host_address; }
   void mmio_write(uint64_t cfg_offset, uint32_t value);
   void charge(uint64_t ns);
+  uint64_t alloc_coherent(uint64_t bytes);   // throws std::runtime_error when none is left
   void logf(const std::string& line);
   bool queue_exists(unsigned q) const;
 
   DeviceLink& link_;
   HlDeviceOptions options_;
-  preset::Card preset_;
   traces::Timeline* timeline_ = nullptr;
   std::recursive_mutex mutex_;
 
@@ -282,6 +282,9 @@ class HlDevice : public DeviceFileOps {
   // The device CPU's queues: the CPU PQ (BDs for cpucp packets), the event queue, the
   // CPU-accessible window (CQ registers). Host bus addresses.
   uint64_t cpu_pq_address_ = 0, eq_address_ = 0, cpu_cq_address_ = 0;
+  uint64_t cpu_packet_address_ = 0, cpu_info_address_ = 0;
+  uint64_t pq_block_ = 0;              // a PQ per queue index
+  std::vector<uint64_t> coherent_;     // the coherent buffers, freed with the device
   uint32_t eq_ci_ = 0;
   uint32_t cpu_pq_pi_ = 0;
   uint64_t cpu_messages_ = 0, heartbeats_ = 0;
@@ -305,7 +308,6 @@ class HlDevice : public DeviceFileOps {
   std::unique_ptr<ShadowPageTables> page_table_memory_;
   std::unique_ptr<PageTableBuilder> page_tables_;
   std::unique_ptr<RangeAllocator> host_va_;
-  std::unique_ptr<RangeAllocator> pinned_phys_;
   std::map<uint64_t, HostMapping> host_mappings_;
   uint8_t mmu_inv_pi_ = 1;   // STLB invalidation producer index (8 bits in hardware)
   uint64_t dram_used_ = 0, ctx_dram_used_ = 0;

@@ -1,6 +1,7 @@
 // HlDevice's messages to the device CPU (hl_fw_send_cpu_message and its users): the cpucp packet
 // goes in host memory, its BD on the CPU PQ, the PI doorbell and the PI_UPDATE interrupt; the
 // firmware answers by writing the result and the fence value into the packet.
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -13,10 +14,6 @@ namespace {
 namespace fw = fw_if;
 namespace cpucp = fw_if::cpucp;
 
-// Host bus addresses of the message buffers (next to the CPU queues; one message at a time, as
-// the driver's send_cpu_message lock allows).
-constexpr uint64_t kCpuPacketRegion = 0x100006000ull;
-constexpr uint64_t kCpuInfoRegion = 0x100007000ull;   // struct cpucp_info (1616 bytes)
 
 std::string fixed_string(const uint8_t* data, size_t max) {
   size_t n = 0;
@@ -33,9 +30,9 @@ int HlDevice::send_cpu_message(uint32_t opcode, uint64_t value, uint32_t index, 
   packet.ctl = cpucp::make_ctl(opcode);
   packet.index = index;
   const auto bytes = cpucp::encode(packet);
-  host_write(kCpuPacketRegion, bytes.data(), bytes.size());
+  host_write(cpu_packet_address_, bytes.data(), bytes.size());
   uint8_t bd[fw::kPqEntryBytes] = {};
-  const uint64_t ptr = device_view(kCpuPacketRegion);
+  const uint64_t ptr = device_view(cpu_packet_address_);
   const uint32_t len = cpucp::kPacketBytes;
   std::memcpy(bd, &ptr, 8);
   std::memcpy(bd + 8, &len, 4);
@@ -48,7 +45,7 @@ int HlDevice::send_cpu_message(uint32_t opcode, uint64_t value, uint32_t index, 
   uint8_t answer[cpucp::kPacketBytes];
   while (true) {
     link_.sync_device();
-    host_read(kCpuPacketRegion, answer, sizeof answer);
+    host_read(cpu_packet_address_, answer, sizeof answer);
     if (cpucp::decode(answer).fence == cpucp::kFenceValue) break;
     if (link_.host_now_ps() >= deadline) {
       logf("Device CPU packet timeout (opcode " + std::to_string(opcode) + ")");
@@ -68,15 +65,26 @@ int HlDevice::send_cpu_message(uint32_t opcode, uint64_t value, uint32_t index, 
 
 // hl_fw_cpucp_info_get: the firmware fills struct cpucp_info in host memory.
 bool HlDevice::cpucp_info_get() {
-  std::vector<uint8_t> block(cpucp::info::kBytes, 0);
-  host_write(kCpuInfoRegion, block.data(), block.size());
+  std::vector<uint8_t> block(cpucp::info::kExtendedBytes, 0);
+  host_write(cpu_info_address_, block.data(), block.size());
   uint64_t written = 0;
-  if (send_cpu_message(static_cast<uint32_t>(cpucp::Opcode::kInfoGet), device_view(kCpuInfoRegion),
-                       cpucp::info::kBytes, 1000, &written) != 0) {
+  if (send_cpu_message(static_cast<uint32_t>(cpucp::Opcode::kInfoGet), device_view(cpu_info_address_),
+                       cpucp::info::kExtendedBytes, 1000, &written) != 0) {
     logf("Failed to handle CPU-CP info pkt");
     return false;
   }
-  host_read(kCpuInfoRegion, block.data(), block.size());
+  host_read(cpu_info_address_, block.data(), block.size());
+  // The memory map: hpusim's extension, or Gaudi 1's fixed map from a firmware without it.
+  const cpucp::MemoryMap map = cpucp::parse_memory_map(block.data(), written).value_or(cpucp::MemoryMap{});
+  if (map.sram_bytes <= map.sram_reserved_bytes || map.dram_user_base < map.dram_base) {
+    logf("F/W reports an unusable memory map");
+    return false;
+  }
+  sram_base_ = map.sram_base;
+  sram_size_ = map.sram_bytes;
+  sram_reserved_ = std::max<uint64_t>(map.sram_reserved_bytes, uapi::GAUDI_DRIVER_SRAM_RESERVED_SIZE_FROM_START);
+  dram_base_ = map.dram_base;
+  dram_user_base_ = map.dram_user_base;
   card_name_ = fixed_string(block.data() + cpucp::info::kCardName, cpucp::info::kCardNameLen);
   cpucp_version_ = fixed_string(block.data() + cpucp::info::kCpucpVersion, cpucp::info::kVersionLen);
   uint64_t dram_size = 0;

@@ -10,6 +10,14 @@
 
 namespace hpusim::driver {
 
+// Driver work whose cost the host model sets (the preset's host table).
+enum class DriverWork {
+  kIoctl,               // ioctl_ns: entering and leaving an ioctl
+  kCsSubmit,            // cs_submit_ns: scheduling a CS
+  kCbParsePerPacket,    // cb_parse_per_packet_ns: parsing a user CB, per packet
+  kIrqHandler,          // irq_handler_ns: handling an interrupt
+};
+
 class DeviceLink {
  public:
   virtual ~DeviceLink() = default;
@@ -26,21 +34,31 @@ class DeviceLink {
   // Lets the card catch up with host time (a busy-poll on host memory sees what it wrote).
   virtual void sync_device() = 0;
 
-  // Host memory by bus address, as the card sees it through the root port.
+  // Host memory by bus address, as the card sees it through the root port. The box has one host
+  // memory; each card's driver gets its own buffers in it.
   virtual void host_write(uint64_t bus_address, const void* data, uint64_t bytes) = 0;
   virtual void host_read(uint64_t bus_address, void* data, uint64_t bytes) = 0;
   virtual void host_fill(uint64_t bus_address, uint8_t value, uint64_t bytes) = 0;
-  // Pinning user pages: [bus_address, +bytes) becomes the process memory at `memory` (page
-  // aligned) until unpinned. Throws std::invalid_argument for a range the host memory refuses.
-  virtual void pin_user_pages(uint64_t bus_address, uint8_t* memory, uint64_t bytes) = 0;
+  // The device address at which the card reaches host bus address 0 (its outbound PCIe window).
+  virtual uint64_t host_window_base() = 0;
+  // dma_alloc_coherent: `bytes` of zeroed host memory for the driver's own use (queues, CBs),
+  // aligned to `alignment` (a power of two); its bus address, or nullopt when none is left.
+  virtual std::optional<uint64_t> dma_alloc_coherent(uint64_t bytes, uint64_t alignment) = 0;
+  virtual void dma_free_coherent(uint64_t bus_address) = 0;
+  // Pinning user pages: [memory, +bytes) (page aligned) gets a bus address, which the card reaches
+  // as that process memory until unpinned. Throws std::invalid_argument for a range the host
+  // memory refuses and std::bad_alloc when no bus addresses are left.
+  virtual uint64_t pin_user_pages(uint8_t* memory, uint64_t bytes) = 0;
   virtual void unpin_user_pages(uint64_t bus_address) = 0;
 
   // The card's reset line (a hard reset).
   virtual void reset_card() = 0;
 
-  // The host clock (ps) and host work charged to it (the driver's modeled costs).
+  // The host clock (ps) and host work charged to it: a span of time the driver spends (polling),
+  // and the modeled cost of the driver's own work.
   virtual uint64_t host_now_ps() = 0;
   virtual void charge_host_ns(uint64_t ns) = 0;
+  virtual void charge(DriverWork work, uint64_t count = 1) = 0;
 };
 
 }  // namespace hpusim::driver

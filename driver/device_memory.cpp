@@ -23,9 +23,6 @@ constexpr uint64_t kPageTablesOffset = 0x10000000;
 constexpr uint64_t kPageTablesBytes = 0xBFC0000;
 constexpr uint32_t kKernelAsid = 0;   // HL_KERNEL_ASID_ID
 constexpr uint64_t kHostPageBytes = pte::k4K;
-// Host bus addresses handed out to pinned user pages (what the IOMMU-less DMA API would give).
-constexpr uint64_t kPinnedRegion = 0x400000000000ull;
-constexpr uint64_t kPinnedRegionEnd = 0x800000000000ull;
 
 }  // namespace
 
@@ -39,7 +36,6 @@ void HlDevice::init_mmu() {
     page_table_memory_ = std::make_unique<ShadowPageTables>();
     page_tables_ = std::make_unique<PageTableBuilder>(*page_table_memory_, base, end - base, gaudi1_va::kMaxAsid);
     host_va_ = std::make_unique<RangeAllocator>(gaudi1_va::kPmmuStart, gaudi1_va::kPmmuEnd);
-    pinned_phys_ = std::make_unique<RangeAllocator>(kPinnedRegion, kPinnedRegionEnd);
     // The hop0 tables must read as empty on the device, whatever DRAM held before.
     page_table_memory_->zero(page_tables_->hop0_address(0), gaudi1_va::kMaxAsid * pte::kTableBytes);
   }
@@ -114,7 +110,7 @@ void HlDevice::flush_page_tables() {
 int HlDevice::do_memory(hl_mem_args& args) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   const HostSpan span(*this, "MEMORY");
-  charge(preset_.host().ioctl_ns());
+  link_.charge(DriverWork::kIoctl);
   if (!open_) return -EBADF;
   if (status_ != HL_DEVICE_STATUS_OPERATIONAL) return -EBUSY;
   const hl_mem_in in = args.in;
@@ -187,36 +183,38 @@ int HlDevice::map_host_memory(uint64_t host_address, uint64_t bytes, uint64_t hi
     return force_hint ? -EINVAL : -ENOMEM;
   }
   if (hint != 0 && *va != hint) logf("Hint address " + hex(hint) + " could not be used, mapped at " + hex(*va));
-  auto phys = pinned_phys_->allocate(span, kHostPageBytes);
-  if (!phys) {
+  // Pinned first (the pages get their bus addresses), then mapped; on any failure nothing stays:
+  // the tables, the pin, the VA block.
+  uint8_t* pages = reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(first_page));
+  uint64_t phys = 0;
+  try {
+    phys = link_.pin_user_pages(pages, span);
+  } catch (const std::bad_alloc&) {
     host_va_->release(*va);
+    logf("Failed to pin host memory: no bus addresses left for " + std::to_string(span) + " bytes");
     return -ENOMEM;
+  } catch (...) {
+    host_va_->release(*va);
+    throw;
   }
   try {
-    page_tables_->map(kUserAsid, *va, host_phys_base_ + *phys, span, kHostPageBytes);
+    page_tables_->map(kUserAsid, *va, host_phys_base_ + phys, span, kHostPageBytes);
   } catch (const PageTableError& error) {
     logf(std::string("mapping host memory failed: ") + error.what());
+    link_.unpin_user_pages(phys);
     host_va_->release(*va);
-    pinned_phys_->release(*phys);
     return -ENOMEM;
   }
-  uint8_t* pages = reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(first_page));
-  const uint64_t phys_start = *phys;
-  bool pinned = false;
   try {
-    link_.pin_user_pages(phys_start, pages, span);
-    pinned = true;
     flush_page_tables();
     invalidate_mmu_cache();
   } catch (...) {
-    // Nothing of the mapping stays: the tables, the pin, the VA block and the host pages.
     page_tables_->unmap(kUserAsid, *va, span);
-    if (pinned) link_.unpin_user_pages(phys_start);
+    link_.unpin_user_pages(phys);
     host_va_->release(*va);
-    pinned_phys_->release(*phys);
     throw;
   }
-  host_mappings_[*va + offset] = HostMapping{*va, span, *phys};
+  host_mappings_[*va + offset] = HostMapping{*va, span, phys};
   *device_va = *va + offset;
   return 0;
 }
@@ -235,7 +233,6 @@ int HlDevice::unmap_host_memory(uint64_t device_va) {
   // Unpinned only after the MMU can no longer reach the pages.
   link_.unpin_user_pages(mapping.phys);
   host_va_->release(mapping.va_block);
-  pinned_phys_->release(mapping.phys);
   return 0;
 }
 

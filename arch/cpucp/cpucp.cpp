@@ -50,7 +50,7 @@ Packet decode(const uint8_t* bytes) {
 }
 
 std::vector<uint8_t> build_info_block(const DeviceInfo& device) {
-  std::vector<uint8_t> block(info::kBytes, 0);
+  std::vector<uint8_t> block(info::kExtendedBytes, 0);
   const uint32_t sensors = std::min(device.num_sensors, info::kMaxSensors);
   for (uint32_t i = 0; i < sensors; ++i) {
     put32(block.data() + info::kSensors + 8 * i, 0);       // type: temperature
@@ -67,7 +67,24 @@ std::vector<uint8_t> build_info_block(const DeviceInfo& device) {
   put64(block.data() + info::kTpcBinningMask, device.tpc_binning_mask);
   block[info::kEdmaBinningMask] = device.edma_binning_mask;
   block[info::kMmeMasterBinningMask] = device.mme_master_binning_mask;
+  const MemoryMap& map = device.memory_map;
+  put64(block.data() + info::kDramBase, map.dram_base);
+  put64(block.data() + info::kDramUserBase, map.dram_user_base);
+  put64(block.data() + info::kSramBase, map.sram_base);
+  put64(block.data() + info::kSramBytes, map.sram_bytes);
+  put64(block.data() + info::kSramReservedBytes, map.sram_reserved_bytes);
   return block;
+}
+
+std::optional<MemoryMap> parse_memory_map(const uint8_t* block, uint64_t bytes) {
+  if (bytes < info::kExtendedBytes) return std::nullopt;
+  MemoryMap map;
+  map.dram_base = get64(block + info::kDramBase);
+  map.dram_user_base = get64(block + info::kDramUserBase);
+  map.sram_base = get64(block + info::kSramBase);
+  map.sram_bytes = get64(block + info::kSramBytes);
+  map.sram_reserved_bytes = get64(block + info::kSramReservedBytes);
+  return map;
 }
 
 void set_make_up(DeviceInfo& info, unsigned tpcs, unsigned dma_channels, unsigned mme_masters) {

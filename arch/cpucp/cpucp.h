@@ -90,7 +90,26 @@ inline constexpr uint32_t kEdmaBinningMask = 1603;       // u8: bit i = internal
 inline constexpr uint32_t kMmeMasterBinningMask = 1607;  // hpusim (reserved2): bit m = MME master 2m is not there
 inline constexpr uint32_t kSecInfo = 1608;
 inline constexpr uint32_t kBytes = 1616;
+// hpusim's extension after struct cpucp_info: the card's memory map as five u64 (a driver asking for
+// kBytes only gets the real struct; a real card's firmware writes kBytes and the driver falls back
+// to the ASIC's fixed map).
+inline constexpr uint32_t kDramBase = 1616;
+inline constexpr uint32_t kDramUserBase = 1624;
+inline constexpr uint32_t kSramBase = 1632;
+inline constexpr uint32_t kSramBytes = 1640;
+inline constexpr uint32_t kSramReservedBytes = 1648;
+inline constexpr uint32_t kExtendedBytes = 1656;
 }  // namespace info
+
+// The card's memory map as a driver needs it. The defaults are Gaudi 1's (DRAM_PHYS_BASE,
+// DRAM_BASE_ADDR_USER, SRAM_BASE_ADDR, SRAM_SIZE and the driver's reserved SRAM).
+struct MemoryMap {
+  uint64_t dram_base = 0;
+  uint64_t dram_user_base = 0x20000000;
+  uint64_t sram_base = 0x7FF0000000;
+  uint64_t sram_bytes = 0x1400000;
+  uint64_t sram_reserved_bytes = 0x80;
+};
 
 // What INFO_GET reports.
 struct DeviceInfo {
@@ -107,11 +126,15 @@ struct DeviceInfo {
   uint8_t mme_master_binning_mask = 0;
   uint16_t tpc_vector_bits = 2048;   // hpusim
   uint8_t mme_geometries = 1;        // hpusim
+  MemoryMap memory_map;              // hpusim's extension
 };
 // The binning masks of a card with `tpcs` TPCs, `dma_channels` DMA channels (2 PCI + internal)
 // and `mme_masters` MME masters.
 void set_make_up(DeviceInfo& info, unsigned tpcs, unsigned dma_channels, unsigned mme_masters);
+// The INFO_GET answer: struct cpucp_info followed by hpusim's extension (kExtendedBytes).
 std::vector<uint8_t> build_info_block(const DeviceInfo& info);
+// The memory map of an INFO_GET answer of `bytes` bytes; nullopt when it has no extension.
+std::optional<MemoryMap> parse_memory_map(const uint8_t* block, uint64_t bytes);
 
 }  // namespace cpucp
 

@@ -30,7 +30,7 @@ Card::Card(sc_core::sc_module_name name, const preset::Card& preset, const CardO
     : sc_module(name),
       stats_(options.stats),
       stats_prefix_(options.stats_prefix),
-      memory_("memory", preset),
+      memory_("memory", preset, options.host_memory),
       msi_(memory_.pcie(), regs::pcie::kMsiEntries),
       msi_request_(memory_.pcie()) {
   memory_.cfg().attach("PCIE_MSI", regs::cfg_address(regs::pcie::kMsiIntr0), 4 * regs::pcie::kMsiEntries, msi_);
@@ -162,11 +162,13 @@ Card::Card(sc_core::sc_module_name name, const preset::Card& preset, const CardO
                               static_cast<unsigned>(dma_cores_.size()), masters);
     config.info.tpc_vector_bits = static_cast<uint16_t>(preset.tpc().vector_bits());
     config.info.mme_geometries = static_cast<uint8_t>(std::max(1, preset.mme().geometries_size()));
+    const auto& map = preset.memory_map();
+    config.info.memory_map = {map.dram_base(), map.dram_user_base(), map.sram_base(), preset.sram().size_bytes(),
+                              map.sram_reserved_bytes()};
     if (options.fw_init_region_bytes != 0) {
       config.init_region_base = options.fw_init_region_base;
       config.init_region_bytes = options.fw_init_region_bytes;
     } else {
-      const auto& map = preset.memory_map();
       config.init_region_base = map.sram_base();
       config.init_region_bytes = static_cast<uint32_t>(map.sram_reserved_bytes());
       if (config.init_region_bytes == 0) config.init_region_bytes = 0x80;

@@ -42,6 +42,9 @@ struct CardOptions {
   // nullptr: none. The registry must not be dumped after the card is gone.
   stats::Registry* stats = nullptr;
   std::string stats_prefix;
+  // The box's host memory, shared by its cards (must outlive the card; its size must cover the
+  // preset's host window). nullptr: the card has its own.
+  HostMemory* host_memory = nullptr;
 };
 
 class Card : public sc_core::sc_module, private RazwiTarget, private ResetTarget {

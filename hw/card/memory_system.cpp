@@ -88,10 +88,13 @@ FabricConfig fabric_config_from(const preset::Card& card) {
   return c;
 }
 
-MemorySystem::MemorySystem(sc_core::sc_module_name name, const preset::Card& card)
+MemorySystem::MemorySystem(sc_core::sc_module_name name, const preset::Card& card, HostMemory* host_memory)
     : sc_module(name),
       card_(card),
-      host_memory_(std::make_unique<HostMemory>("host_memory", card.memory_map().host_phys_size())),
+      own_host_memory_(host_memory != nullptr
+                           ? nullptr
+                           : std::make_unique<HostMemory>("host_memory", card.memory_map().host_phys_size())),
+      host_memory_(host_memory != nullptr ? host_memory : own_host_memory_.get()),
       fabric_("fabric", fabric_config_from(card)),
       hbm_("hbm", hbm_config_from(card)),
       sram_("sram", sram_config_from(card)),

@@ -29,7 +29,9 @@ FabricConfig fabric_config_from(const preset::Card& card);
 
 class MemorySystem : public sc_core::sc_module {
  public:
-  MemorySystem(sc_core::sc_module_name name, const preset::Card& card);
+  // `host_memory`: the box's host memory, shared by its cards (it must outlive the card);
+  // nullptr: the card has its own (a card built alone).
+  MemorySystem(sc_core::sc_module_name name, const preset::Card& card, HostMemory* host_memory = nullptr);
 
   // Binds an engine's (or a bench generator's) initiator socket as a fabric master.
   template <typename Socket>
@@ -49,6 +51,7 @@ class MemorySystem : public sc_core::sc_module {
   // Host physical memory as the device sees it through the host window (sparse store plus
   // pinned process buffers).
   HostMemory& host_memory() { return *host_memory_; }
+  bool owns_host_memory() const { return own_host_memory_ != nullptr; }
 
   uint64_t dram_base() const { return card_.memory_map().dram_base(); }
   uint64_t dram_size() const { return hbm_.mapper().capacity_bytes(); }
@@ -57,7 +60,8 @@ class MemorySystem : public sc_core::sc_module {
 
  private:
   preset::Card card_;
-  std::unique_ptr<HostMemory> host_memory_;
+  std::unique_ptr<HostMemory> own_host_memory_;
+  HostMemory* host_memory_;
   Fabric fabric_;
   hbm::HbmSubsystem hbm_;
   Sram sram_;

@@ -9,6 +9,7 @@
 #include "arch/uapi/uapi.h"
 #include "hw/card/card.h"
 #include "hw/card/card_tracer.h"
+#include "hw/pcie/host_memory.h"
 #include "sim/cosim/host_port.h"
 #include "sim/platform/card_link.h"
 #include "traces/timeline.h"
@@ -24,6 +25,21 @@ cosim::HostCostsNs link_costs(const preset::HostCosts& host) {
   costs.mmio_read_ns = host.mmio_read_ns();
   costs.irq_latency_ns = host.irq_latency_ns();
   return costs;
+}
+
+// Card i's driver gets bus addresses in the i-th of kMaxCards equal windows above the first 4 GB
+// (below it: the MSI window and what firmware and BIOS keep).
+CardLinkConfig card_link_config(const preset::Card& preset, unsigned card) {
+  constexpr uint64_t kLowReserved = 1ull << 32;
+  constexpr uint64_t kGranule = 1ull << 20;
+  const auto& map = preset.memory_map();
+  const uint64_t window = (map.host_phys_size() - kLowReserved) / Platform::kMaxCards / kGranule * kGranule;
+  CardLinkConfig config;
+  config.host_window_base = map.host_phys_base();
+  config.bus_window_start = kLowReserved + card * window;
+  config.bus_window_end = config.bus_window_start + window;
+  config.costs = preset.host();
+  return config;
 }
 
 }  // namespace
@@ -48,7 +64,10 @@ Platform::Platform(const PlatformOptions& options) : options_(options) {
     cosim_ = std::make_unique<cosim::CoSimulation>(options_.time_source, link_costs(preset_.host()));
     const bool box = options_.cards > 1;
     const auto indexed = [box](const std::string& name, unsigned i) { return box ? name + std::to_string(i) : name; };
-    // What the BIOS and PCIe enumeration provide: each card, its root port and the MSI routing.
+    // What the BIOS and PCIe enumeration provide: one host memory, each card, its root port and
+    // the MSI routing.
+    const auto& map = preset_.memory_map();
+    host_memory_ = std::make_unique<hw::HostMemory>("host_memory", map.host_phys_size());
     cosim_->on_sim_thread([&] {
       for (unsigned i = 0; i < options_.cards; ++i) {
         hw::CardOptions card_options;
@@ -58,6 +77,7 @@ Platform::Platform(const PlatformOptions& options) : options_(options) {
         card_options.fw_init_region_bytes = uapi::GAUDI_DRIVER_SRAM_RESERVED_SIZE_FROM_START;
         card_options.stats = &stats_;
         card_options.stats_prefix = box ? "card" + std::to_string(i) : "";
+        card_options.host_memory = host_memory_.get();
         cards_.push_back(std::make_unique<hw::Card>(indexed("card", i).c_str(), preset_, card_options));
         hw::Card& card = *cards_.back();
         if (timeline_ != nullptr) {
@@ -72,7 +92,8 @@ Platform::Platform(const PlatformOptions& options) : options_(options) {
     });
     for (unsigned i = 0; i < options_.cards; ++i) {
       cosim_->attach(*host_ports_[i]);
-      links_.push_back(std::make_unique<CardLink>(*cosim_, *cards_[i], *host_ports_[i]));
+      links_.push_back(std::make_unique<CardLink>(*cosim_, *cards_[i], *host_ports_[i], *host_memory_,
+                                                  card_link_config(preset_, i)));
     }
     if (options_.with_driver) {
       probe_drivers();
@@ -106,8 +127,9 @@ void Platform::probe_drivers() {
   auto probe = [this, box](unsigned i) {
     driver::HlDeviceOptions driver_options = options_.driver;
     driver_options.timeline = timeline_;
+    if (driver_options.cs_timeout_us == 0) driver_options.cs_timeout_us = uint64_t{preset_.driver().tdr_timeout_ms()} * 1000;
     if (box) driver_options.trace_process = "host: driver " + std::to_string(i);
-    return std::make_unique<driver::HlDevice>(*links_[i], preset_, driver_options);
+    return std::make_unique<driver::HlDevice>(*links_[i], driver_options);
   };
   drivers_.resize(options_.cards);
   if (!box) {

@@ -27,6 +27,7 @@
 namespace hpusim::hw {
 class Card;
 class CardTracer;
+class HostMemory;
 }
 namespace hpusim::traces {
 class Timeline;
@@ -130,6 +131,7 @@ class Platform : public HostServices {
   traces::Timeline* timeline_ = nullptr;
   std::unique_ptr<cosim::CoSimulation> cosim_;
   stats::Registry stats_;   // every card's blocks, registered as they are built
+  std::unique_ptr<hw::HostMemory> host_memory_;   // the box's, shared by its cards
   // Per card, in card order.
   std::vector<std::unique_ptr<hw::Card>> cards_;
   std::vector<std::unique_ptr<cosim::HostPort>> host_ports_;

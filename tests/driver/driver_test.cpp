@@ -129,6 +129,32 @@ TEST_F(DriverTest, IoctlNumbersAndInfo) {
   EXPECT_EQ(dev->close(), 0);
 }
 
+// The driver learns the memory map from the firmware's INFO (hpusim's extension), not from the
+// preset: a card with SRAM and user DRAM moved reports them where they are and runs a CS there.
+TEST_F(DriverTest, TheMemoryMapComesFromTheFirmware) {
+  platform::PlatformOptions platform;
+  platform.overrides = {"memory_map.sram_base=0x7FE0000000", "sram.size_bytes=33554432",
+                        "memory_map.dram_user_base=0x40000000"};
+  make({}, platform);
+  ASSERT_EQ(dev->open(), 0);
+  const auto hw = info<hl_info_hw_ip_info>(HL_INFO_HW_IP_INFO);
+  EXPECT_EQ(hw.sram_base_address, 0x7FE0000080ull);
+  EXPECT_EQ(hw.sram_size, 0x2000000u - 0x80);
+  EXPECT_EQ(hw.dram_base_address, 0x40000000ull);
+  EXPECT_EQ(hw.dram_size, 0x800000000ull - 0x40000000ull);
+  // A MSG_LONG into the moved SRAM lands there: a DMA brings it back to the host.
+  EXPECT_EQ(dev->sram_user_base(), 0x7FE0000080ull);
+  CommandBufferBuilder writer;
+  writer.msg_long(0x7FE0000100ull, 0xC0FFEE);
+  EXPECT_EQ(run({ext_cb(QueueId::DMA_0_0, writer.take())}), HL_WAIT_CS_STATUS_COMPLETED);
+  alignas(4096) static uint32_t back[1024] = {};
+  CommandBufferBuilder reader;
+  reader.lin_dma(0x7FE0000100ull, map(back, sizeof back), 4);
+  EXPECT_EQ(run({ext_cb(QueueId::DMA_1_0, reader.take())}), HL_WAIT_CS_STATUS_COMPLETED);
+  EXPECT_EQ(back[0], 0xC0FFEEu);
+  EXPECT_EQ(dev->close(), 0);
+}
+
 TEST_F(DriverTest, CommandBuffersCreateMapDestroy) {
   make();
   ASSERT_EQ(dev->open(), 0);

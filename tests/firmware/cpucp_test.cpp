@@ -60,7 +60,8 @@ TEST(FirmwareCpucp, InfoBlockLayout) {
   info.dram_size = 32ull << 30;
   info.num_sensors = 2;
   const auto block = cpucp::build_info_block(info);
-  ASSERT_EQ(block.size(), 1616u);
+  // struct cpucp_info (1616 bytes) and hpusim's memory-map extension.
+  ASSERT_EQ(block.size(), 1656u);
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(block.data() + cpucp::info::kCardName)), "HL205-LONG-NAME");
   uint64_t dram;
   std::memcpy(&dram, block.data() + cpucp::info::kDramSize, 8);
@@ -70,6 +71,25 @@ TEST(FirmwareCpucp, InfoBlockLayout) {
   EXPECT_EQ(flags, 1u);
   std::memcpy(&flags, block.data() + 16 + 4, 4);
   EXPECT_EQ(flags, 0u);   // only two sensors
+}
+
+// The memory map rides after struct cpucp_info; a block of the real struct's size has none (a
+// driver then uses the ASIC's fixed map).
+TEST(FirmwareCpucp, MemoryMapExtensionRoundTripsAndIsAbsentFromTheRealStruct) {
+  cpucp::DeviceInfo info;
+  info.memory_map = {0x100000000ull, 0x140000000ull, 0x7FE0000000ull, 96ull << 20, 0x1000};
+  const auto block = cpucp::build_info_block(info);
+  uint64_t sram_base = 0;
+  std::memcpy(&sram_base, block.data() + 1632, 8);
+  EXPECT_EQ(sram_base, 0x7FE0000000ull);
+  const auto map = cpucp::parse_memory_map(block.data(), block.size());
+  ASSERT_TRUE(map.has_value());
+  EXPECT_EQ(map->dram_base, 0x100000000ull);
+  EXPECT_EQ(map->dram_user_base, 0x140000000ull);
+  EXPECT_EQ(map->sram_base, 0x7FE0000000ull);
+  EXPECT_EQ(map->sram_bytes, 96ull << 20);
+  EXPECT_EQ(map->sram_reserved_bytes, 0x1000u);
+  EXPECT_FALSE(cpucp::parse_memory_map(block.data(), cpucp::info::kBytes).has_value());
 }
 
 // The extension's events (engines past Gaudi 1's) round-trip through their SPI and never shadow a

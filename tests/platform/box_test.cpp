@@ -17,6 +17,7 @@
 #include "arch/uapi/uapi.h"
 #include "driver/device_file.h"
 #include "hw/card/card.h"
+#include "hw/pcie/host_memory.h"
 #include "sim/platform/platform.h"
 #include "sim/stats/stats.h"
 #include "synapse/hlthunk/hlthunk.h"
@@ -219,6 +220,56 @@ TEST(PlatformBox, EachCardHasItsDeviceFileDriverAndNames) {
   const double msis1 = box.cosim().on_sim_thread([&] { return box.stats().find_formula("card1.pcie.msis")->value(); });
   EXPECT_GT(msis0, 0.0);
   EXPECT_EQ(msis0, msis1);
+}
+
+// The box has one host memory: both cards reach it, each driver's pins land at bus addresses of
+// its own, and a buffer one card wrote is what the other reads.
+TEST(PlatformBox, TheCardsShareOneHostMemory) {
+  Platform box(options(2));
+  hw::HostMemory& host_memory = box.card(0).memory().host_memory();
+  EXPECT_EQ(&host_memory, &box.card(1).memory().host_memory());
+  EXPECT_FALSE(box.card(0).memory().owns_host_memory());
+  const uint64_t pinned_at_boot = box.cosim().on_sim_thread([&] { return host_memory.pinned_ranges(); });
+  const int fd[2] = {driver::hl_open("/dev/hl0"), driver::hl_open("/dev/hl1")};
+  ASSERT_GE(fd[0], 0);
+  ASSERT_GE(fd[1], 0);
+  constexpr uint32_t kBytes = 64 << 10;
+  struct Free {
+    void operator()(uint8_t* p) const { std::free(p); }
+  };
+  std::unique_ptr<uint8_t[], Free> buffers[3];
+  for (auto& b : buffers) {
+    b.reset(static_cast<uint8_t*>(std::aligned_alloc(kPage, kBytes)));
+    std::memset(b.get(), 0, kBytes);
+  }
+  for (uint32_t i = 0; i < kBytes; ++i) buffers[0][i] = static_cast<uint8_t>(i * 13 + 5);
+  // Card 0 copies buffer 0 to buffer 1 through its DRAM, card 1 buffer 1 to buffer 2 through its.
+  uint64_t va[2][3] = {};
+  for (unsigned card = 0; card < 2; ++card) {
+    for (unsigned b = card; b < card + 2; ++b) {
+      ASSERT_EQ(hlthunk::host_memory_map(fd[card], buffers[b].get(), kBytes, &va[card][b]), 0) << card << " " << b;
+    }
+  }
+  EXPECT_EQ(box.cosim().on_sim_thread([&] { return host_memory.pinned_ranges(); }), pinned_at_boot + 4);
+  const uint64_t dram = box.preset().memory_map().dram_user_base();
+  for (unsigned card = 0; card < 2; ++card) {
+    for (const bool down : {true, false}) {
+      qman::CommandBufferBuilder cb;
+      cb.lin_dma(down ? va[card][card] : dram, down ? dram : va[card][card + 1], kBytes);
+      hl_cs_chunk chunk{};
+      ASSERT_TRUE(external_job(fd[card], down ? uapi::GAUDI_QUEUE_ID_DMA_0_0 : uapi::GAUDI_QUEUE_ID_DMA_1_0,
+                               cb.take(), &chunk));
+      uint64_t seq = 0;
+      uint32_t status = 0;
+      ASSERT_EQ(hlthunk::submit(fd[card], {chunk}, &seq), 0);
+      ASSERT_EQ(hlthunk::wait(fd[card], seq, 1000000, &status), 0);
+      EXPECT_EQ(status, uapi::HL_WAIT_CS_STATUS_COMPLETED);
+    }
+  }
+  EXPECT_EQ(std::memcmp(buffers[0].get(), buffers[2].get(), kBytes), 0);
+  EXPECT_EQ(driver::hl_close(fd[0]), 0);
+  EXPECT_EQ(driver::hl_close(fd[1]), 0);
+  EXPECT_EQ(box.cosim().on_sim_thread([&] { return host_memory.pinned_ranges(); }), pinned_at_boot);
 }
 
 TEST(PlatformBox, ABoxOfNoCardsOrTooManyIsRefused) {
