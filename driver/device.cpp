@@ -70,7 +70,7 @@ uint32_t internal_queue_length(regs::QueueKind kind) {
 // Platform and device initialisation
 // ---------------------------------------------------------------------------------------------
 
-HlDevice::HlDevice(DeviceLink& link, const HlDeviceOptions& options) : link_(link), options_(options) {
+HlDevice::HlDevice(DeviceLink& link, const HlDeviceOptions& options) : link_(link), options_(options), mutex_(link) {
   if (options_.ext_queue_length == 0 || options_.ext_queue_length > 4096 ||
       (options_.ext_queue_length & (options_.ext_queue_length - 1)) != 0) {
     throw std::invalid_argument("HlDevice: ext_queue_length must be a power of two <= 4096");
@@ -186,13 +186,13 @@ void HlDevice::logf(const std::string& line) { log_.push_back(line); }
 uint32_t HlDevice::mmio_read(uint64_t cfg_offset) { return link_.mmio_read32(regs::cfg_address(cfg_offset)); }
 
 uint32_t HlDevice::qman_error_word(regs::QmanId qman) {
-  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  std::lock_guard<DriverLock> lock(mutex_);
   poll_interrupts();
   return qman_error_words_.at(regs::to_index(qman));
 }
 
 bool HlDevice::wait_qman_error(regs::QmanId qman, uint64_t timeout_us) {
-  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  std::lock_guard<DriverLock> lock(mutex_);
   const uint64_t deadline = link_.host_now_ps() + timeout_us * 1000000;
   const unsigned index = regs::to_index(qman);
   poll_interrupts();
@@ -409,7 +409,7 @@ int HlDevice::wait_for_kernel_cs(uint64_t seq) {
 // ---------------------------------------------------------------------------------------------
 
 int HlDevice::do_open() {
-  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  std::lock_guard<DriverLock> lock(mutex_);
   const HostSpan span(*this, "open");
   link_.charge(DriverWork::kIoctl);
   if (open_) return -EBUSY;
@@ -434,7 +434,7 @@ int HlDevice::do_open() {
 }
 
 int HlDevice::do_close() {
-  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  std::lock_guard<DriverLock> lock(mutex_);
   const HostSpan span(*this, "close");
   if (!open_) return -EBADF;
   // Work in flight is waited for; the TDR still runs, so a CS that never ends resets the device
@@ -499,7 +499,7 @@ int HlDevice::ioctl(unsigned long request, void* arg) {
 // ---------------------------------------------------------------------------------------------
 
 int HlDevice::do_info(hl_info_args& args) {
-  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  std::lock_guard<DriverLock> lock(mutex_);
   const HostSpan span(*this, "INFO");
   link_.charge(DriverWork::kIoctl);
   if (!open_) return -EBADF;
@@ -577,7 +577,7 @@ int HlDevice::do_info(hl_info_args& args) {
 // ---------------------------------------------------------------------------------------------
 
 int HlDevice::do_cb(hl_cb_args& args) {
-  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  std::lock_guard<DriverLock> lock(mutex_);
   const HostSpan span(*this, "CB");
   link_.charge(DriverWork::kIoctl);
   if (!open_) return -EBADF;
@@ -621,7 +621,7 @@ int HlDevice::do_cb(hl_cb_args& args) {
 }
 
 int HlDevice::do_mmap_cb(uint64_t handle, uint64_t length, void** address) {
-  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  std::lock_guard<DriverLock> lock(mutex_);
   if (address == nullptr) return -EFAULT;
   auto it = cbs_.find(handle);
   if (it == cbs_.end() || it->second.destroyed) return -EINVAL;
@@ -634,7 +634,7 @@ int HlDevice::do_mmap_cb(uint64_t handle, uint64_t length, void** address) {
 }
 
 int HlDevice::do_munmap_cb(void* address, uint64_t) {
-  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  std::lock_guard<DriverLock> lock(mutex_);
   auto m = mapped_.find(address);
   if (m == mapped_.end()) return -EINVAL;
   auto it = cbs_.find(m->second);
@@ -650,7 +650,7 @@ int HlDevice::do_munmap_cb(void* address, uint64_t) {
 // ---------------------------------------------------------------------------------------------
 
 int HlDevice::do_cs(hl_cs_args& args) {
-  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  std::lock_guard<DriverLock> lock(mutex_);
   const HostSpan span(*this, "CS");
   link_.charge(DriverWork::kIoctl);
   if (!open_) return -EBADF;
@@ -1096,7 +1096,7 @@ void HlDevice::check_tdr() {
   hard_reset("TDR", head);
 }
 
-void HlDevice::wait_event(uint64_t until_ps) {
+void HlDevice::wait_event(uint64_t until_ps, LockWhileWaiting hold) {
   // An interrupt already due is the event: the caller re-checks what it waits for. (Blocking for
   // the next one instead could wait for an interrupt that never comes, until the next deadline.)
   if (poll_interrupts()) {
@@ -1108,11 +1108,23 @@ void HlDevice::wait_event(uint64_t until_ps) {
   uint64_t target = std::min(until_ps, tdr_deadline_ps());
   if (status_ == HL_DEVICE_STATUS_OPERATIONAL) target = std::min(target, next_heartbeat_ps_);
   if (target == UINT64_MAX) return;   // nothing can happen: no CS in flight, no deadline
-  if (target > now) {
+  if (target > now && hold == LockWhileWaiting::kYes) {
     if (auto vector = link_.wait_for_interrupt(target - now)) {
       link_.charge(DriverWork::kIrqHandler);
       handle_irq(*vector);
     }
+  } else if (target > now) {
+    // The caller holds the lock exactly once (an ioctl's): other threads use the driver while
+    // this one sleeps; every sleeper wakes on an interrupt and whoever gets the lock first takes
+    // and handles it below.
+    mutex_.unlock();
+    try {
+      link_.await_interrupt(target - now);
+    } catch (...) {
+      mutex_.lock();
+      throw;
+    }
+    mutex_.lock();
   }
   poll_interrupts();
   run_timers();
@@ -1168,7 +1180,7 @@ void HlDevice::hard_reset(const std::string& reason, Cs* timed_out) {
 // ---------------------------------------------------------------------------------------------
 
 int HlDevice::do_wait_cs(hl_wait_cs_args& args) {
-  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  std::lock_guard<DriverLock> lock(mutex_);
   const HostSpan span(*this, "WAIT_CS");
   link_.charge(DriverWork::kIoctl);
   if (!open_) return -EBADF;
@@ -1215,7 +1227,8 @@ int HlDevice::do_wait_cs(hl_wait_cs_args& args) {
       args.out.status = HL_WAIT_CS_STATUS_BUSY;
       return 0;
     }
-    wait_event(deadline);
+    wait_event(deadline, LockWhileWaiting::kNo);
+    if (!open_) return -EBADF;   // closed by another thread meanwhile
   }
 }
 

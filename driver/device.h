@@ -255,7 +255,9 @@ class HlDevice : public DeviceFileOps {
   bool poll_interrupts();
   void handle_cq(unsigned cq);
   // Lets host time pass until an interrupt or `until_ps`; runs the TDR check.
-  void wait_event(uint64_t until_ps);
+  // kNo: the caller holds the lock once (an ioctl's) and lets it go while it sleeps.
+  enum class LockWhileWaiting { kYes, kNo };
+  void wait_event(uint64_t until_ps, LockWhileWaiting hold = LockWhileWaiting::kYes);
   void check_tdr();
   uint64_t tdr_deadline_ps();
   int wait_for_kernel_cs(uint64_t seq);
@@ -273,7 +275,7 @@ class HlDevice : public DeviceFileOps {
   DeviceLink& link_;
   HlDeviceOptions options_;
   traces::Timeline* timeline_ = nullptr;
-  std::recursive_mutex mutex_;
+  DriverLock mutex_;   // the link's driver lock: host threads get it in host-time order
 
   uint64_t sram_base_ = 0, sram_size_ = 0, sram_reserved_ = 0;
   uint64_t dram_base_ = 0, dram_user_base_ = 0, dram_size_ = 0;

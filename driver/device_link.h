@@ -31,6 +31,14 @@ class DeviceLink {
 
   // Waits until an MSI reaches the host or `timeout_ps` of host time passes; the vector, if any.
   virtual std::optional<uint32_t> wait_for_interrupt(uint64_t timeout_ps) = 0;
+  // Waits until an MSI is there to be taken or `timeout_ps` passes, taking nothing: every thread
+  // waiting wakes (then one of them takes it with wait_for_interrupt(0) and handles it).
+  virtual bool await_interrupt(uint64_t timeout_ps) = 0;
+  // The driver's lock (BasicLockable through DriverLock): host threads get it in host-time order,
+  // whatever the OS scheduling, and a thread waiting for it does not hold the device back.
+  // Recursive for the thread holding it.
+  virtual void lock_driver() = 0;
+  virtual void unlock_driver() = 0;
   // Lets the card catch up with host time (a busy-poll on host memory sees what it wrote).
   virtual void sync_device() = 0;
 
@@ -59,6 +67,17 @@ class DeviceLink {
   virtual uint64_t host_now_ps() = 0;
   virtual void charge_host_ns(uint64_t ns) = 0;
   virtual void charge(DriverWork work, uint64_t count = 1) = 0;
+};
+
+// The driver's lock as a BasicLockable (std::lock_guard, std::unique_lock).
+class DriverLock {
+ public:
+  explicit DriverLock(DeviceLink& link) : link_(link) {}
+  void lock() { link_.lock_driver(); }
+  void unlock() { link_.unlock_driver(); }
+
+ private:
+  DeviceLink& link_;
 };
 
 }  // namespace hpusim::driver

@@ -108,7 +108,7 @@ void HlDevice::flush_page_tables() {
 }
 
 int HlDevice::do_memory(hl_mem_args& args) {
-  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  std::lock_guard<DriverLock> lock(mutex_);
   const HostSpan span(*this, "MEMORY");
   link_.charge(DriverWork::kIoctl);
   if (!open_) return -EBADF;

@@ -17,7 +17,7 @@ namespace hpusim::cosim {
 struct CoSimulation::Track {
   Track(unsigned id_, std::string name_, HostTimeSource source) : id(id_), name(std::move(name_)), clock(source) {}
 
-  enum class Phase { kHost, kActing, kWaiting };
+  enum class Phase { kHost, kActing, kWaiting, kLocking };
 
   const unsigned id;
   const std::string name;
@@ -32,6 +32,16 @@ struct CoSimulation::Track {
   std::function<uint64_t()> next_event;
   uint64_t deadline_ps = UINT64_MAX;
   std::optional<uint64_t> woken_ps;
+  // kLocking: the lock it asked for and when.
+  const HostLock* wants = nullptr;
+  uint64_t lock_request_ps = 0;
+};
+
+struct CoSimulation::HostLock {
+  unsigned depth = 0;                  // 0: free
+  std::thread::id holder;
+  const Track* holder_track = nullptr;
+  uint64_t released_ps = 0;            // the holder's host time when it last let go
 };
 
 namespace {
@@ -178,27 +188,29 @@ void CoSimulation::host_wait_until(uint64_t ps) {
 // Keeping the tracks in step
 // ---------------------------------------------------------------------------------------------
 
-namespace {
-
-// The earliest time track `t` may still act at, if it holds the device back at all: a bound
-// thread running host code at its clock, an access about to happen, a waiter whose event came.
-template <typename Track>
-std::optional<uint64_t> holds_back_at(const Track& t) {
+std::optional<uint64_t> CoSimulation::holds_back_at(const Track& t, const Track& me, size_t depth) const {
   switch (t.phase) {
     case Track::Phase::kHost: return t.bound ? std::optional<uint64_t>(t.clock.now_ps()) : std::nullopt;
     case Track::Phase::kActing: return t.act_ps;
     case Track::Phase::kWaiting: return t.woken_ps;
+    case Track::Phase::kLocking: {
+      const HostLock& lock = *t.wants;
+      if (lock.depth == 0) return t.lock_request_ps;   // it may take the lock now
+      // It goes on only after the holder lets go, at the holder's time or later.
+      if (lock.holder_track == &me || lock.holder_track == &t || depth >= tracks_.size()) return std::nullopt;
+      const auto holder = holds_back_at(*lock.holder_track, me, depth + 1);
+      if (!holder) return std::nullopt;
+      return std::max(t.lock_request_ps, *holder);
+    }
   }
   return std::nullopt;
 }
-
-}  // namespace
 
 uint64_t CoSimulation::horizon(const Track& me) const {
   uint64_t limit = UINT64_MAX;
   for (const auto& t : tracks_) {
     if (t.get() == &me) continue;
-    if (const auto at = holds_back_at(*t)) limit = std::min(limit, *at);
+    if (const auto at = holds_back_at(*t, me)) limit = std::min(limit, *at);
   }
   return limit;
 }
@@ -206,7 +218,7 @@ uint64_t CoSimulation::horizon(const Track& me) const {
 bool CoSimulation::may_act(const Track& me, uint64_t at) const {
   for (const auto& t : tracks_) {
     if (t.get() == &me) continue;
-    const auto other = holds_back_at(*t);
+    const auto other = holds_back_at(*t, me);
     if (other && (*other < at || (*other == at && t->id < me.id))) return false;
   }
   return true;
@@ -315,6 +327,81 @@ uint64_t CoSimulation::finish_wait(Track& me, std::unique_lock<std::mutex>& box,
   }
   me.clock.wait_until(*me.woken_ps);
   return *me.woken_ps;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Host locks
+// ---------------------------------------------------------------------------------------------
+
+unsigned CoSimulation::create_lock() {
+  std::lock_guard<std::mutex> box(box_mutex_);
+  locks_.push_back(std::make_unique<HostLock>());
+  return static_cast<unsigned>(locks_.size() - 1);
+}
+
+CoSimulation::HostLock& CoSimulation::host_lock(unsigned id) {
+  if (id >= locks_.size()) throw std::invalid_argument("co-simulation: no host lock " + std::to_string(id));
+  return *locks_[id];
+}
+
+bool CoSimulation::first_in_line(const HostLock& lock, const Track& me) const {
+  for (const auto& t : tracks_) {
+    if (t.get() == &me || t->phase != Track::Phase::kLocking || t->wants != &lock) continue;
+    if (t->lock_request_ps < me.lock_request_ps || (t->lock_request_ps == me.lock_request_ps && t->id < me.id)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void CoSimulation::lock(unsigned id) {
+  Track& me = my_track();
+  const auto self = std::this_thread::get_id();
+  std::unique_lock<std::mutex> box(box_mutex_);
+  HostLock& lock = host_lock(id);
+  if (lock.depth > 0 && lock.holder == self) {
+    ++lock.depth;
+    return;
+  }
+  // Only a thread bound to its own track is ordered; the default track may be shared.
+  const bool ordered = me.holder == self;
+  const uint64_t request = me.clock.now_ps();
+  if (ordered) {
+    me.phase = Track::Phase::kLocking;
+    me.wants = &lock;
+    me.lock_request_ps = request;
+  }
+  const OnExit done([&] {
+    if (ordered) {
+      me.phase = Track::Phase::kHost;
+      me.wants = nullptr;
+    }
+    box_changed_.notify_all();
+  });
+  while (lock.depth != 0 || (ordered && !(first_in_line(lock, me) && may_act(me, request)))) {
+    box_changed_.notify_all();
+    box_changed_.wait(box);
+  }
+  lock.depth = 1;
+  lock.holder = self;
+  lock.holder_track = &me;
+  if (ordered) me.clock.wait_until(std::max(request, lock.released_ps));
+}
+
+void CoSimulation::unlock(unsigned id) {
+  Track& me = my_track();
+  {
+    std::lock_guard<std::mutex> box(box_mutex_);
+    HostLock& lock = host_lock(id);
+    if (lock.depth == 0 || lock.holder != std::this_thread::get_id()) {
+      throw std::logic_error("co-simulation: host lock " + std::to_string(id) + " is not held by this thread");
+    }
+    if (--lock.depth > 0) return;
+    lock.holder = std::thread::id();
+    lock.holder_track = nullptr;
+    lock.released_ps = me.clock.now_ps();
+  }
+  box_changed_.notify_all();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -428,6 +515,27 @@ uint32_t CoSimulation::mmio_read32(HostPort& port, uint64_t device_address) {
   if (!result.done) throw std::runtime_error("MMIO read from " + hex(device_address) + ": completion timeout");
   if (result.status != tlm::TLM_OK_RESPONSE) throw std::runtime_error("MMIO read from " + hex(device_address) + " failed");
   return result.value;
+}
+
+bool CoSimulation::await_interrupt(HostPort& port, uint64_t timeout_ps) {
+  Track& me = my_track();
+  std::lock_guard<std::recursive_mutex> calls(me.calls);
+  std::unique_lock<std::mutex> box(box_mutex_);
+  HostCall call(me.clock);   // measured time moves the clock: under the box lock
+  const OnExit done([&] { finish_call(me); });
+  const uint64_t now = me.clock.now_ps();
+  const uint64_t deadline = timeout_ps > UINT64_MAX - now ? UINT64_MAX : now + timeout_ps;
+  const ReadyCheck arrived = [&]() -> std::optional<uint64_t> {
+    const HostPort::Interrupt* first = port.earliest_interrupt();
+    return first != nullptr ? std::optional<uint64_t>(std::max(first->at_ps, now)) : std::nullopt;
+  };
+  bool pending = false;
+  begin_wait(me, arrived, deadline);
+  finish_wait(me, box, [&] {
+    const HostPort::Interrupt* first = port.earliest_interrupt();
+    pending = first != nullptr && std::max(first->at_ps, now) <= *me.woken_ps;
+  });
+  return pending;
 }
 
 std::optional<uint32_t> CoSimulation::wait_for_interrupt(HostPort& port, uint64_t timeout_ps) {

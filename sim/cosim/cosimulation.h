@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,18 @@ class CoSimulation {
   const std::string& track_name(unsigned id);
   uint64_t track_now_ps(unsigned id);
 
+  // --- host locks ---
+  // Locks host threads take in host-time order: a request at host time t is granted once no other
+  // track may still act before t, to the earliest request (ties in track order), at t or when the
+  // holder lets go, whichever is later (the waiter's clock moves there). Which thread gets a lock
+  // therefore never depends on how the threads were scheduled, and a track waiting for a lock
+  // holds the device back no more than the lock's holder does (not at all while the holder waits
+  // for the device). Recursive for the thread holding it. Threads on the default track take a
+  // free lock without ordering. unlock by a thread that does not hold it throws std::logic_error.
+  unsigned create_lock();
+  void lock(unsigned id);
+  void unlock(unsigned id);
+
   HostTimeSource time_source() const { return source_; }
   // The calling thread's host time.
   uint64_t host_now_ps();
@@ -108,11 +121,18 @@ class CoSimulation {
   std::optional<uint32_t> wait_for_interrupt(HostPort& port, uint64_t timeout_ps);
   std::optional<uint32_t> wait_for_interrupt(uint64_t timeout_ps) { return wait_for_interrupt(first_port(), timeout_ps); }
 
+  // Blocks until an MSI of the card behind `port` is waiting to be taken, or `timeout_ps` of host
+  // time passes; true if one is. It takes nothing: every thread waiting on the port wakes, and
+  // whoever takes it (wait_for_interrupt) pays the interrupt latency.
+  bool await_interrupt(HostPort& port, uint64_t timeout_ps);
+  bool await_interrupt(uint64_t timeout_ps) { return await_interrupt(first_port(), timeout_ps); }
+
   // Lets the device run until host time (no-op if it is already there).
   void sync_device();
 
  private:
   struct Track;
+  struct HostLock;
   // What a waiting track waits for, checked on the simulation thread: the host time it resumes
   // at once it has happened.
   using ReadyCheck = std::function<std::optional<uint64_t>()>;
@@ -135,6 +155,11 @@ class CoSimulation {
   // act at `at` before it (ties go to the lower track id).
   uint64_t horizon(const Track& me) const;
   bool may_act(const Track& me, uint64_t at) const;
+  // The earliest time track `t` may still act at as `me` sees it, if it holds the device back at
+  // all (a track waiting for a lock `me` holds does not hold `me` back).
+  std::optional<uint64_t> holds_back_at(const Track& t, const Track& me, size_t depth = 0) const;
+  HostLock& host_lock(unsigned id);
+  bool first_in_line(const HostLock& lock, const Track& me) const;
   // Simulation thread: advances the device towards `target`, pausing when a port has news; a
   // waiting track whose event happened is marked woken. Returns false if a track woke.
   bool advance(uint64_t target);
@@ -148,6 +173,7 @@ class CoSimulation {
   std::mutex box_mutex_;                 // track phases, the device's progress
   std::condition_variable box_changed_;
   std::vector<std::unique_ptr<Track>> tracks_;   // [0]: the default track
+  std::vector<std::unique_ptr<HostLock>> locks_;   // under the box mutex
 };
 
 }  // namespace hpusim::cosim

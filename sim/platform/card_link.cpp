@@ -16,6 +16,7 @@ CardLink::CardLink(cosim::CoSimulation& cosim, hw::Card& card, cosim::HostPort& 
       port_(port),
       host_memory_(host_memory),
       config_(config),
+      driver_lock_(cosim.create_lock()),
       bus_addresses_(config.bus_window_start, config.bus_window_end) {}
 
 void CardLink::host_write(uint64_t bus_address, const void* data, uint64_t bytes) {

@@ -38,6 +38,9 @@ class CardLink : public driver::DeviceLink {
   std::optional<uint32_t> wait_for_interrupt(uint64_t timeout_ps) override {
     return cosim_.wait_for_interrupt(port_, timeout_ps);
   }
+  bool await_interrupt(uint64_t timeout_ps) override { return cosim_.await_interrupt(port_, timeout_ps); }
+  void lock_driver() override { cosim_.lock(driver_lock_); }
+  void unlock_driver() override { cosim_.unlock(driver_lock_); }
   void sync_device() override { cosim_.sync_device(); }
 
   void host_write(uint64_t bus_address, const void* data, uint64_t bytes) override;
@@ -61,6 +64,7 @@ class CardLink : public driver::DeviceLink {
   cosim::HostPort& port_;
   hw::HostMemory& host_memory_;
   CardLinkConfig config_;
+  const unsigned driver_lock_;
   std::mutex bus_mutex_;   // the allocator (the driver may be called from several threads)
   driver::RangeAllocator bus_addresses_;
 };

@@ -46,6 +46,13 @@ class HostServices {
   virtual traces::Timeline* timeline() = 0;
   // The cards of the box (device files /dev/hl0 .. /dev/hl<cards-1>).
   virtual unsigned cards() = 0;
+  // Locks host threads take in host-time order (ties in track order), so which thread gets one
+  // never depends on how the OS schedules them, and a thread waiting for one does not hold the
+  // device back while the holder waits for it. Recursive for the holding thread; unlock by
+  // another thread throws std::logic_error.
+  virtual unsigned create_lock() = 0;
+  virtual void lock(unsigned id) = 0;
+  virtual void unlock(unsigned id) = 0;
   // Writes the timeline to the file the platform was brought up with (nothing if none).
   virtual void write_trace() = 0;
   // "" when this platform serves `request` (the same preset and overrides; a trace only if it was

@@ -121,6 +121,9 @@ class Platform : public HostServices {
   uint64_t host_now_ps() override { return cosim_->host_now_ps(); }
   void charge(HostWork work, uint64_t count = 1) override;
   traces::Timeline* timeline() override { return timeline_; }
+  unsigned create_lock() override { return cosim_->create_lock(); }
+  void lock(unsigned id) override { cosim_->lock(id); }
+  void unlock(unsigned id) override { cosim_->unlock(id); }
   void write_trace() override;
   std::string accepts(const BootRequest& request) override;
 

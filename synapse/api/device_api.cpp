@@ -52,7 +52,7 @@ synStatus synDestroy(void) {
   if (status != synSuccess) return status;
   for (const std::shared_ptr<Device>& d : devices) {   // waits for their work: no session lock
     guard("synDestroy", [&] {
-      std::lock_guard<std::mutex> lock(d->mutex);
+      std::lock_guard<HostLock> lock(d->mutex);
       release_device(*d);
       return synSuccess;
     });
@@ -109,7 +109,7 @@ synStatus synDeviceRelease(synDeviceId deviceId) {
   });
   if (status != synSuccess) return status;
   return guard("synDeviceRelease", [&] {
-    std::lock_guard<std::mutex> lock(device->mutex);   // after the calls in flight on it
+    std::lock_guard<HostLock> lock(device->mutex);   // after the calls in flight on it
     release_device(*device);
     return succeed();
   });
@@ -117,10 +117,13 @@ synStatus synDeviceRelease(synDeviceId deviceId) {
 
 synStatus synDeviceSynchronize(synDeviceId deviceId) {
   return on_device("synDeviceSynchronize", deviceId, [&](Device& d) {
-    for (auto& [key, stream] : d.streams) {
-      if (const auto r = d.runtime->wait(stream.last_seq); !r.ok()) return finish(r);
+    // What was submitted when the call came (the lock is let go while waiting).
+    std::vector<uint64_t> seqs;
+    for (const auto& [key, stream] : d.streams) seqs.push_back(stream.last_seq);
+    seqs.push_back(d.last_launch_seq);
+    for (const uint64_t seq : seqs) {
+      if (const auto r = d.wait(seq); !r.ok()) return finish(r);
     }
-    if (const auto r = d.runtime->wait(d.last_launch_seq); !r.ok()) return finish(r);
     flush_spans(d, false);
     return succeed();
   });
@@ -167,8 +170,8 @@ synStatus synStreamCreateGeneric(synStreamHandle* stream, synDeviceId deviceId, 
 
 synStatus synStreamDestroy(synStreamHandle stream) {
   const synStatus status = on_stream("synStreamDestroy", stream, [&](Device& d, Stream& st) {
-    d.runtime->wait(st.last_seq);
-    d.streams.erase(key_of(stream));
+    d.wait(st.last_seq);
+    d.streams.erase(key_of(stream));   // by key: `st` may be gone after the wait
     return succeed();
   });
   if (status != synSuccess) return status;
@@ -188,7 +191,7 @@ static synStatus event_on(Device& d, synEventHandle handle, const char* function
   }
   std::shared_ptr<Device> owner;
   {
-    std::lock_guard<std::mutex> lock(session().mutex);   // device, then session: never the reverse
+    std::lock_guard<HostLock> lock(session().mutex);   // device, then session: never the reverse
     owner = owner_of(session(), key_of(handle));
   }
   if (owner) {
@@ -215,12 +218,19 @@ synStatus synStreamWaitEvent(synStreamHandle stream, synEventHandle event, uint3
 
 synStatus synStreamSynchronize(synStreamHandle stream) {
   return on_stream("synStreamSynchronize", stream, [&](Device& d, Stream& st) {
-    // The stream's work includes the events it waits for.
-    for (const uint64_t seq : st.waits) {
-      if (const auto r = d.runtime->wait(seq); !r.ok()) return finish(r);
+    // The stream's work includes the events it waits for. The lock is let go while waiting, so
+    // only values copied before are used (another thread may destroy the stream meanwhile).
+    std::vector<uint64_t> seqs = st.waits;
+    seqs.push_back(st.last_seq);
+    const uint64_t key = key_of(stream);
+    for (const uint64_t seq : seqs) {
+      if (const auto r = d.wait(seq); !r.ok()) return finish(r);
     }
-    st.waits.clear();
-    return finish(d.runtime->wait(st.last_seq));
+    if (auto it = d.streams.find(key); it != d.streams.end()) {
+      std::vector<uint64_t>& waits = it->second.waits;
+      waits.erase(waits.begin(), waits.begin() + static_cast<std::ptrdiff_t>(std::min(waits.size(), seqs.size() - 1)));
+    }
+    return succeed();
   });
 }
 
@@ -298,7 +308,7 @@ synStatus synEventQuery(synEventHandle event) {
 }
 
 synStatus synEventSynchronize(synEventHandle event) {
-  return on_event("synEventSynchronize", event, [&](Device& d, Event& ev) { return finish(d.runtime->wait(ev.seq)); });
+  return on_event("synEventSynchronize", event, [&](Device& d, Event& ev) { return finish(d.wait(ev.seq)); });
 }
 
 synStatus synEventElapsedTime(uint64_t* nanoseconds, synEventHandle eventStart, synEventHandle eventEnd) {

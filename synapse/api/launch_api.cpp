@@ -71,7 +71,7 @@ synStatus synGraphCompile(synRecipeHandle* recipeHandle, synGraphHandle graph, c
     bool hit = false;
     hpusim::synapse::graph::Result r;
     {
-      std::lock_guard<std::mutex> lock(session().mutex);   // device, then session
+      std::lock_guard<HostLock> lock(session().mutex);   // device, then session
       if (!session().compiler) return need_init("synGraphCompile");
       r = session().compiler->compile(copy, d.runtime->target(), &compiled, &hit);
       if (r.ok()) {
@@ -89,7 +89,7 @@ synStatus synGraphCompile(synRecipeHandle* recipeHandle, synGraphHandle graph, c
 
 // The recipe behind a live handle, or nullptr.
 static std::shared_ptr<const recipe::Recipe> recipe_of(synRecipeHandle handle) {
-  std::lock_guard<std::mutex> lock(session().mutex);
+  std::lock_guard<HostLock> lock(session().mutex);
   auto it = session().recipes.find(key_of(handle));
   return it == session().recipes.end() ? nullptr : it->second;
 }
@@ -167,7 +167,7 @@ synStatus synLaunch(synStreamHandle stream, const synLaunchTensorInfo* infos, ui
     st->waits.clear();   // the device orders the launch after them
     d.last_launch_seq = seq;
     {
-      std::lock_guard<std::mutex> lock(session().mutex);   // device, then session
+      std::lock_guard<HostLock> lock(session().mutex);   // device, then session
       session().last_launch_device = d.id;
     }
     flush_spans(d, false);
@@ -250,7 +250,7 @@ synStatus hpusim_launchCounters(hpusim_LaunchCounters* counters) {
   if (status != synSuccess) return status;
   return guard("hpusim_launchCounters", [&] {
     for (const auto& d : devices) {
-      std::lock_guard<std::mutex> lock(d->mutex);
+      std::lock_guard<HostLock> lock(d->mutex);
       counters->launches += d->launch_counters.launches;
       counters->patches += d->launch_counters.patches;
       counters->hostNanoseconds += d->launch_counters.hostNanoseconds;
@@ -273,10 +273,11 @@ synStatus hpusim_compileCounters(hpusim_CompileCounters* counters) {
 synStatus hpusim_lastLaunchWindowNs(uint64_t* submitted, uint64_t* completed) {
   if (!submitted || !completed) return fail(synInvalidArgument, "hpusim_lastLaunchWindowNs: NULL result");
   return on_last_launch("hpusim_lastLaunchWindowNs", [&](Device& d) {
-    if (const auto r = d.runtime->wait(d.last_launch_seq); !r.ok()) return finish(r);
+    const uint64_t seq = d.last_launch_seq;   // the lock is let go while waiting
+    if (const auto r = d.wait(seq); !r.ok()) return finish(r);
     uint64_t done = 0;
-    if (const auto r = d.runtime->completion_time_ps(d.last_launch_seq, &done); !r.ok()) return finish(r);
-    *submitted = d.runtime->submit_time_ps(d.last_launch_seq) / 1000;
+    if (const auto r = d.runtime->completion_time_ps(seq, &done); !r.ok()) return finish(r);
+    *submitted = d.runtime->submit_time_ps(seq) / 1000;
     *completed = done / 1000;
     return succeed();
   });
@@ -285,10 +286,11 @@ synStatus hpusim_lastLaunchWindowNs(uint64_t* submitted, uint64_t* completed) {
 synStatus hpusim_lastLaunchDeviceTime(uint64_t* nanoseconds) {
   if (!nanoseconds) return fail(synInvalidArgument, "hpusim_lastLaunchDeviceTime: NULL result");
   return on_last_launch("hpusim_lastLaunchDeviceTime", [&](Device& d) {
-    if (const auto r = d.runtime->wait(d.last_launch_seq); !r.ok()) return finish(r);
+    const uint64_t seq = d.last_launch_seq;   // the lock is let go while waiting
+    if (const auto r = d.wait(seq); !r.ok()) return finish(r);
     uint64_t done = 0;
-    if (const auto r = d.runtime->completion_time_ps(d.last_launch_seq, &done); !r.ok()) return finish(r);
-    const uint64_t start = d.runtime->submit_time_ps(d.last_launch_seq);
+    if (const auto r = d.runtime->completion_time_ps(seq, &done); !r.ok()) return finish(r);
+    const uint64_t start = d.runtime->submit_time_ps(seq);
     *nanoseconds = done > start ? (done - start) / 1000 : 0;
     return succeed();
   });

@@ -15,6 +15,61 @@ Session& session() {
   return s;
 }
 
+// Every holder also holds fallback_, so a thread that locked before the platform came up (during
+// its boot) still excludes the ones that lock through the platform after it; those are ordered by
+// the host lock first, so fallback_ is contended only then.
+void HostLock::lock() {
+  hpusim::platform::HostServices* host = hpusim::platform::host_services();
+  if (host == nullptr) {
+    fallback_.lock();
+    on_fallback_ = true;
+    return;
+  }
+  unsigned id = 0;
+  {
+    const std::lock_guard<std::mutex> setup(setup_);
+    if (host_ != host) {   // the first use on this platform
+      host_ = host;
+      id_ = host->create_lock();
+    }
+    id = id_;
+  }
+  host->lock(id);
+  fallback_.lock();
+  on_fallback_ = false;
+}
+
+void HostLock::unlock() {
+  const bool on_fallback = on_fallback_;
+  fallback_.unlock();
+  if (on_fallback) return;
+  hpusim::platform::HostServices* host = nullptr;
+  unsigned id = 0;
+  {
+    const std::lock_guard<std::mutex> setup(setup_);
+    host = host_;
+    id = id_;
+  }
+  host->unlock(id);
+}
+
+rt::Result Device::wait(uint64_t seq) {
+  if (seq == 0) return rt::Result::success();
+  if (fd < 0 || !runtime) return rt::Result::error(rt::Status::NoDeviceFound, "the device was released");
+  const rt::Runtime& waiting = *runtime;
+  mutex.unlock();
+  rt::Runtime::WaitOutcome outcome;
+  try {
+    outcome = waiting.wait_cs(seq);
+  } catch (...) {
+    mutex.lock();
+    throw;
+  }
+  mutex.lock();
+  if (fd < 0 || !runtime) return rt::Result::error(rt::Status::NoDeviceFound, "the device was released while the host waited for it");
+  return runtime->finish_wait(seq, outcome);
+}
+
 std::string Device::track_name(const char* base) const {
   return id == 0 ? std::string(base) : std::string(base) + " device" + std::to_string(id);
 }
@@ -84,7 +139,7 @@ synStatus acquire(const char* function, synDeviceId* id, const std::string& pres
     std::shared_ptr<Device> device;
     hpusim::platform::HostServices* host = nullptr;
     {
-      std::lock_guard<std::mutex> lock(session().mutex);
+      std::lock_guard<HostLock> lock(session().mutex);
       Session& s = session();
       if (!s.initialized) return need_init(function);
       if (!id) return fail(synInvalidArgument, std::string(function) + ": deviceId is NULL");
@@ -110,9 +165,9 @@ synStatus acquire(const char* function, synDeviceId* id, const std::string& pres
       device = std::make_shared<Device>(free_id);   // reserved; calls on it wait for its lock
       s.devices[free_id] = device;
     }
-    std::lock_guard<std::mutex> lock(device->mutex);
+    std::lock_guard<HostLock> lock(device->mutex);
     const auto give_back = [&] {
-      std::lock_guard<std::mutex> session_lock(session().mutex);   // device, then session
+      std::lock_guard<HostLock> session_lock(session().mutex);   // device, then session
       if (session().devices[device->id] == device) session().devices[device->id].reset();
     };
     const std::string path = "/dev/hl" + std::to_string(device->id);

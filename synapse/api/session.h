@@ -1,8 +1,9 @@
 // The C API's session: one per process. It holds the caching compiler, the recipe handles and
 // the devices of the box (0 .. N-1); each acquired device holds its descriptor, runtime, streams,
 // events, loaded recipes and host buffers. Locks: the session's mutex guards its tables and is
-// never held while a device is waited for; each device's mutex serialises the calls on that device
-// (its waits included), so threads driving different devices never wait for each other. The
+// never held while a device is waited for; each device's lock serialises the calls on that device
+// but is let go while the host waits for the device (Device::wait), so threads driving different
+// devices never wait for each other, and threads on one device only for each other's host work. The
 // helpers here are shared by device_api.cpp (lifecycle, devices, streams, events, memory) and
 // launch_api.cpp (compile, launch, recipes, extensions).
 #pragma once
@@ -59,10 +60,26 @@ struct PendingSpan {
   std::string name;
 };
 
+// The session's and each device's lock (BasicLockable): a host lock of the running platform,
+// granted in host-time order, so which thread goes first never depends on the OS's scheduling;
+// a plain mutex while the process has no platform (before the first acquire, after it is gone).
+class HostLock {
+ public:
+  void lock();
+  void unlock();
+
+ private:
+  std::mutex setup_;                                 // host_ and id_
+  hpusim::platform::HostServices* host_ = nullptr;   // the platform id_ is a lock of
+  unsigned id_ = 0;
+  std::mutex fallback_;        // held by every holder (see lock())
+  bool on_fallback_ = false;   // how the holder locked it
+};
+
 // One acquired device. Everything here is used under `mutex`.
 struct Device {
   explicit Device(synDeviceId device_id) : id(device_id) {}
-  std::mutex mutex;
+  HostLock mutex;
   const synDeviceId id;
   int fd = -1;                                       // -1 once released
   std::unique_ptr<rt::Runtime> runtime;
@@ -76,13 +93,16 @@ struct Device {
   std::map<const void*, HostBuffer> host_buffers;
   uint64_t last_launch_seq = 0;
   hpusim_LaunchCounters launch_counters{};
+  // Waits for submission `seq` with the lock let go (the caller holds it once): other threads use
+  // the device meanwhile. synNoDeviceFound if the device was released while it waited.
+  rt::Result wait(uint64_t seq);
   // Its slices on the timeline: "host: synapse" / "api" and "device: recipes" / "launches" for
   // device 0, with " device<i>" after the track name for the others.
   std::string track_name(const char* base) const;
 };
 
 struct Session {
-  std::mutex mutex;                                  // the tables below, never held while waiting
+  HostLock mutex;                                    // the tables below, never held while waiting
   std::string trace_path;                            // hpusim_traceToFile
   bool initialized = false;
   std::unique_ptr<compiler::CachingCompiler> compiler;
@@ -104,7 +124,7 @@ Session& session();
 template <class Body>
 synStatus locked(const char* function, Body body) {
   return guard(function, [&] {
-    std::lock_guard<std::mutex> lock(session().mutex);
+    std::lock_guard<HostLock> lock(session().mutex);
     return body(session());
   });
 }
@@ -120,10 +140,10 @@ synStatus on_device(const char* function, synDeviceId id, Body body) {
   return guard(function, [&] {
     std::shared_ptr<Device> device;
     {
-      std::lock_guard<std::mutex> lock(session().mutex);
+      std::lock_guard<HostLock> lock(session().mutex);
       if (const synStatus st = find_device(session(), function, id, &device); st != synSuccess) return st;
     }
-    std::lock_guard<std::mutex> lock(device->mutex);
+    std::lock_guard<HostLock> lock(device->mutex);
     if (device->fd < 0) return fail(synNoDeviceFound, std::string(function) + ": device " + std::to_string(id) + " was released");
     return body(*device);
   });
@@ -141,12 +161,12 @@ synStatus on_handle(const char* function, Handle handle, std::map<uint64_t, Obje
   return guard(function, [&] {
     std::shared_ptr<Device> device;
     {
-      std::lock_guard<std::mutex> lock(session().mutex);
+      std::lock_guard<HostLock> lock(session().mutex);
       if (!session().initialized) return need_init(function);
       device = owner_of(session(), key_of(handle));
     }
     if (device) {
-      std::lock_guard<std::mutex> lock(device->mutex);
+      std::lock_guard<HostLock> lock(device->mutex);
       auto it = ((*device).*table).find(key_of(handle));
       if (device->fd >= 0 && it != ((*device).*table).end()) return body(*device, it->second);
     }

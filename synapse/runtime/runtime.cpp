@@ -572,9 +572,24 @@ void Runtime::release_finished(uint64_t completed_seq, uint64_t completed_ns) {
 
 Result Runtime::wait(uint64_t seq, uint64_t timeout_us) {
   if (seq == 0) return Result::success();
-  uint32_t status = 0;
-  uint64_t done_ns = 0;
-  const int rc = hlthunk::wait(fd_, seq, timeout_us, &status, nullptr, &done_ns);
+  return finish_wait(seq, wait_cs(seq, timeout_us));
+}
+
+Runtime::WaitOutcome Runtime::wait_cs(uint64_t seq, uint64_t timeout_us) const {
+  WaitOutcome outcome;
+  if (seq == 0) {
+    outcome.status = HL_WAIT_CS_STATUS_COMPLETED;
+    return outcome;
+  }
+  outcome.rc = hlthunk::wait(fd_, seq, timeout_us, &outcome.status, nullptr, &outcome.done_ns);
+  return outcome;
+}
+
+Result Runtime::finish_wait(uint64_t seq, const WaitOutcome& outcome) {
+  if (seq == 0) return Result::success();
+  const int rc = outcome.rc;
+  const uint32_t status = outcome.status;
+  const uint64_t done_ns = outcome.done_ns;
   if (rc != 0 || status != HL_WAIT_CS_STATUS_COMPLETED) {
     // A submission the driver timed out (TDR) or aborted means a device reset, which clears the
     // sync objects: the queues' signals count from 0 again, and points from before are past.

@@ -162,7 +162,18 @@ class Runtime {
   // ---- completion ----
   // Waits for submission `seq` (and everything before it on its queue). synFail with the
   // driver's status when it timed out or was aborted (the device was reset).
-  Result wait(uint64_t seq, uint64_t timeout_us = 60000000);
+  Result wait(uint64_t seq, uint64_t timeout_us = kWaitTimeoutUs);
+  // wait() in two steps, so the caller's lock need not be held while the host waits: wait_cs is
+  // the driver's WAIT_CS alone (it touches nothing of the runtime but its descriptor) and
+  // finish_wait applies what it found.
+  struct WaitOutcome {
+    int rc = 0;
+    uint32_t status = 0;
+    uint64_t done_ns = 0;
+  };
+  static constexpr uint64_t kWaitTimeoutUs = 60000000;
+  WaitOutcome wait_cs(uint64_t seq, uint64_t timeout_us = kWaitTimeoutUs) const;
+  Result finish_wait(uint64_t seq, const WaitOutcome& outcome);
   // True when `seq` has completed (no waiting).
   bool completed(uint64_t seq);
   // Host time (ps) at which completed submission `seq` completed, as the driver reports it.

@@ -8,6 +8,7 @@
 #include <tlm_utils/simple_initiator_socket.h>
 #include <tlm_utils/simple_target_socket.h>
 
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <thread>
@@ -537,6 +538,129 @@ TEST(CoSimTracks, TwoThreadsOnTheirOwnTracksReachTheDeviceInHostTimeOrder) {
     EXPECT_EQ(writes[i].address, want[i].second) << "write " << i;   // at equal times, a (lower id) first
   }
   EXPECT_EQ(sim.track_now_ps(a), 1000000 + 20 * 300000ull);
+}
+
+// Host locks go to the earliest request in host time (ties in track order), whichever thread the
+// OS runs first: here the threads start in the reverse order of their requests. A waiter's clock
+// moves to the holder's release.
+TEST(CoSimLocks, AreGrantedInHostTimeOrderWhateverTheScheduling) {
+  RecordingHost host;
+  cosim::CoSimulation& sim = host.sim;
+  const unsigned lock = sim.create_lock();
+  struct Grant {
+    unsigned who;
+    uint64_t at_ps;
+  };
+  uint64_t released = 0;
+  for (unsigned round = 0; round < 3; ++round) {
+    SCOPED_TRACE(round);
+    // Thread i asks at 1 us + i * 100 ns after the last round and holds the lock for 250 ns.
+    constexpr unsigned kThreads = 4;
+    const uint64_t start = released + 1000000;
+    std::vector<unsigned> tracks;
+    for (unsigned i = 0; i < kThreads; ++i) tracks.push_back(sim.add_track("t" + std::to_string(i), start));
+    std::vector<Grant> grants;   // in grant order (written under the lock)
+    std::vector<std::thread> threads;
+    for (unsigned k = 0; k < kThreads; ++k) {
+      const unsigned i = kThreads - 1 - k;   // the latest request starts first
+      threads.emplace_back([&, i] {
+        sim.bind_thread(tracks[i]);
+        sim.charge_ns(100 * i);
+        sim.lock(lock);
+        grants.push_back({i, sim.host_now_ps()});
+        sim.charge_ns(250);
+        if (round == 1) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        sim.unlock(lock);
+        sim.unbind_thread();
+      });
+      if (round == 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    for (auto& t : threads) t.join();
+    ASSERT_EQ(grants.size(), kThreads);
+    for (unsigned i = 0; i < kThreads; ++i) {
+      EXPECT_EQ(grants[i].who, i);
+      const uint64_t asked = start + 100000ull * i;
+      EXPECT_EQ(grants[i].at_ps, std::max(asked, released)) << i;
+      released = grants[i].at_ps + 250000;
+    }
+    EXPECT_EQ(sim.track_now_ps(tracks[kThreads - 1]), released);
+  }
+  EXPECT_THROW(sim.unlock(lock), std::logic_error);
+  EXPECT_THROW(sim.lock(99), std::invalid_argument);
+  // Recursive for its holder.
+  sim.lock(lock);
+  sim.lock(lock);
+  sim.unlock(lock);
+  sim.unlock(lock);
+  EXPECT_THROW(sim.unlock(lock), std::logic_error);
+}
+
+// A thread waiting for a lock whose holder waits for the device does not hold the device back:
+// the holder wakes at its interrupt, and the waiter gets the lock when it lets go.
+TEST_F(CoSim, AThreadWaitingForALockDoesNotHoldTheDeviceBack) {
+  build(cosim::HostTimeSource::kModeled);
+  const unsigned lock = sim->create_lock();
+  const unsigned a = sim->add_track("a", 1000000), b = sim->add_track("b", 1000000);
+  uint64_t a_woke = 0, a_released = 0, b_got = 0;
+  std::thread holder([&] {
+    sim->bind_thread(a);
+    sim->lock(lock);
+    sim->mmio_write32(base + kVector, 3);
+    sim->mmio_write32(base + kTimerNs, 5000);   // an MSI 5 us later
+    EXPECT_TRUE(sim->wait_for_interrupt(1000000000).has_value());
+    a_woke = sim->host_now_ps();
+    sim->charge_ns(700);
+    a_released = sim->host_now_ps();
+    sim->unlock(lock);
+    sim->unbind_thread();
+  });
+  std::thread waiter([&] {
+    sim->bind_thread(b);
+    sim->charge_ns(1000);   // asks 1 us after the holder took it
+    sim->lock(lock);
+    b_got = sim->host_now_ps();
+    sim->unlock(lock);
+    sim->unbind_thread();
+  });
+  holder.join();
+  waiter.join();
+  ASSERT_EQ(p->msis.size(), 1u);
+  EXPECT_EQ(a_woke, p->msis[0].second + 3000000u);
+  EXPECT_EQ(b_got, a_released);
+  EXPECT_EQ(a_released, a_woke + 700000u);
+}
+
+// await_interrupt takes nothing: every thread waiting on the port wakes at the MSI, and one of
+// them takes it (paying the interrupt latency).
+TEST_F(CoSim, EveryThreadAwaitingAnInterruptWakesAndOneTakesIt) {
+  build(cosim::HostTimeSource::kModeled);
+  sim->mmio_write32(base + kVector, 9);
+  sim->mmio_write32(base + kTimerNs, 4000);
+  const uint64_t start = sim->host_now_ps();
+  const unsigned a = sim->add_track("a", start), b = sim->add_track("b", start);
+  uint64_t woke[2] = {};
+  bool pending[2] = {};
+  std::vector<std::thread> threads;
+  for (unsigned i = 0; i < 2; ++i) {
+    threads.emplace_back([&, i] {
+      sim->bind_thread(i == 0 ? a : b);
+      pending[i] = sim->await_interrupt(1000000000);
+      woke[i] = sim->host_now_ps();
+      sim->unbind_thread();
+    });
+  }
+  for (auto& t : threads) t.join();
+  ASSERT_EQ(p->msis.size(), 1u);
+  EXPECT_TRUE(pending[0]);
+  EXPECT_TRUE(pending[1]);
+  EXPECT_EQ(woke[0], p->msis[0].second);
+  EXPECT_EQ(woke[1], p->msis[0].second);
+  // Still there to be taken, by the thread that handles it.
+  const auto vector = sim->wait_for_interrupt(1000000000);
+  ASSERT_TRUE(vector.has_value());
+  EXPECT_EQ(*vector, 9u);
+  EXPECT_EQ(sim->host_now_ps(), p->msis[0].second + 3000000u);
+  EXPECT_FALSE(sim->wait_for_interrupt(0).has_value());
 }
 
 TEST_F(CoSim, MeasuredHostTimeCountsHostWorkAndIgnoresModeledCosts) {

@@ -627,6 +627,50 @@ namespace {
 
 // Eight host threads submit and wait concurrently, each on its own external stream; every CS
 // completes and the sequence numbers are unique.
+// WAIT_CS lets the driver go while it sleeps: a thread waiting for a CS that only another
+// thread's CS can release does not keep that thread out of the driver. (Holding it, the waiter
+// would sleep until the TDR reset the device.) Each thread is on its own host-time track.
+TEST_F(DriverTest, AWaitCsDoesNotKeepOtherThreadsOutOfTheDriver) {
+  make();
+  ASSERT_EQ(dev->open(), 0);
+  const unsigned sob = 20, mon = 6;
+  CommandBufferBuilder waiter;
+  wait_on_sob(waiter, 0, sob, mon, false, 1);
+  const hl_cs_chunk wait_chunk = ext_cb(QueueId::DMA_0_0, waiter.bytes());
+  const hl_cs_chunk signal_chunk = ext_cb(QueueId::DMA_1_0, CommandBufferBuilder().msg_long(sob_address(sob), 1).bytes());
+  platform::Platform& box = dev->platform();
+  const uint64_t start = box.host_now_ps() + 1000000;
+  const unsigned waiting_track = box.reserve_host_track("waiter", start);
+  const unsigned signalling_track = box.reserve_host_track("signaller", start);
+  uint32_t wait_status = 0, signal_status = 0;
+  uint64_t waiter_done_ps = 0, signal_done_ps = 0;
+  std::thread waiting([&] {
+    const platform::HostThread on(box, waiting_track);
+    uint64_t seq = 0;
+    ASSERT_EQ(dev->submit({wait_chunk}, &seq), 0);
+    EXPECT_EQ(dev->wait(seq, 1000000, &wait_status), 0);
+    waiter_done_ps = box.host_now_ps();
+  });
+  std::thread signalling([&] {
+    const platform::HostThread on(box, signalling_track);
+    box.cosim().charge_ns(50000);   // 50 us into the other thread's wait
+    uint64_t seq = 0;
+    ASSERT_EQ(dev->submit({signal_chunk}, &seq), 0);
+    EXPECT_EQ(dev->wait(seq, 1000000, &signal_status), 0);
+    signal_done_ps = box.host_now_ps();
+  });
+  waiting.join();
+  signalling.join();
+  EXPECT_EQ(wait_status, HL_WAIT_CS_STATUS_COMPLETED);
+  EXPECT_EQ(signal_status, HL_WAIT_CS_STATUS_COMPLETED);
+  // The waiter went on once the signal had landed, long before any TDR.
+  EXPECT_GT(waiter_done_ps, start + 50000000);
+  EXPECT_LT(waiter_done_ps, start + 1000000000);
+  EXPECT_LT(signal_done_ps, start + 1000000000);
+  EXPECT_EQ(info<hl_info_reset_count>(HL_INFO_RESET_COUNT).hard_reset_cnt, 0u);
+  EXPECT_EQ(dev->close(), 0);
+}
+
 TEST(DriverThreads, EightThreadsSubmitConcurrently) {
   platform::PlatformOptions options;
   options.overrides.push_back("hbm.refresh_enabled=false");

@@ -4,6 +4,7 @@
 // take the device time the step takes alone.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -162,6 +163,113 @@ TEST_F(SynapseBoxThreads, TwoThreadsOnTwoCardsEachTakeTheDeviceTimeOfTheStepAlon
   // Whatever the threads' scheduling, the box gives the same times again.
   const std::vector<StepReport> again = in_child(2);
   for (unsigned c = 0; c < 2; ++c) EXPECT_EQ(again[c].device_ns, together[c].device_ns) << "card " << c;
+}
+
+// Two threads on one device, each on its own host-time track: the device's lock is let go while a
+// thread waits for the device, so a small copy synchronised by one thread finishes while the
+// other still waits for its large one (holding the lock, it would finish after it); the times
+// are the same on every run.
+struct SharedDeviceReport {
+  bool ok = false;
+  bool data_ok = false;
+  char error[120] = {};
+  uint64_t done_ps = 0;   // host time when the thread's synStreamSynchronize returned
+};
+
+std::vector<SharedDeviceReport> copies_on_one_device() {
+  std::vector<SharedDeviceReport> reports(2);
+  const auto fail = [&](unsigned t, const char* what) {
+    std::snprintf(reports[t].error, sizeof reports[t].error, "thread %u: %s", t, what);
+  };
+  synDeviceId id = 0;
+  if (synInitialize() != synSuccess || hpusim_deviceAcquireWithPreset(&id, "hl205", kOverrides) != synSuccess) {
+    fail(0, "acquire failed");
+    return reports;
+  }
+  // Thread 0 copies 32 MB host -> DRAM (DMA channel 0); thread 1, 20 us later, 64 KB DRAM -> host
+  // (channel 1) that the main thread put there first. Buffers are set up beforehand.
+  const uint64_t bytes[2] = {32ull << 20, 64ull << 10};
+  const synStreamType type[2] = {STREAM_TYPE_COPY_HOST_TO_DEVICE, STREAM_TYPE_COPY_DEVICE_TO_HOST};
+  void* host[2] = {};
+  uint64_t device[2] = {};
+  synStreamHandle stream[2] = {};
+  for (unsigned t = 0; t < 2; ++t) {
+    if (synStreamCreate(&stream[t], id, type[t], 0) != synSuccess || synHostMalloc(id, bytes[t], 0, &host[t]) != synSuccess ||
+        synDeviceMalloc(id, bytes[t], 0, 0, &device[t]) != synSuccess) {
+      fail(t, "set-up failed");
+      return reports;
+    }
+  }
+  const auto pattern = [](uint64_t i, unsigned t) { return static_cast<uint8_t>(i * 31 + t); };
+  for (unsigned t = 0; t < 2; ++t) {
+    for (uint64_t i = 0; i < bytes[t]; ++i) static_cast<uint8_t*>(host[t])[i] = pattern(i, t);
+  }
+  if (synMemCopyAsync(stream[0], reinterpret_cast<uint64_t>(host[1]), bytes[1], device[1], HOST_TO_DRAM) != synSuccess ||
+      synStreamSynchronize(stream[0]) != synSuccess) {
+    fail(1, "staging failed");
+    return reports;
+  }
+  std::memset(host[1], 0, bytes[1]);
+  hpusim::platform::Platform& box = *hpusim::platform::Platform::current();
+  constexpr uint64_t kStartPs = 50'000'000'000ull;
+  const uint64_t start_ns[2] = {0, 20000};
+  std::vector<unsigned> tracks;
+  for (unsigned t = 0; t < 2; ++t) tracks.push_back(box.reserve_host_track("copier " + std::to_string(t), kStartPs));
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < 2; ++t) {
+    threads.emplace_back([&, t] {
+      hpusim::platform::HostThread on(box, tracks[t]);
+      box.cosim().charge_ns(start_ns[t]);
+      const uint64_t h = reinterpret_cast<uint64_t>(host[t]);
+      const bool copied = t == 0 ? synMemCopyAsync(stream[t], h, bytes[t], device[t], HOST_TO_DRAM) == synSuccess
+                                 : synMemCopyAsync(stream[t], device[t], bytes[t], h, DRAM_TO_HOST) == synSuccess;
+      if (!copied || synStreamSynchronize(stream[t]) != synSuccess) {
+        fail(t, "copy failed");
+        return;
+      }
+      reports[t].done_ps = box.host_now_ps();
+      reports[t].ok = true;
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  // Both copies moved the right bytes: thread 1's is in its buffer, thread 0's comes back.
+  std::vector<uint8_t> back(bytes[0]);
+  void* staging = nullptr;
+  if (synHostMalloc(id, bytes[0], 0, &staging) != synSuccess ||
+      synMemCopyAsync(stream[1], device[0], bytes[0], reinterpret_cast<uint64_t>(staging), DRAM_TO_HOST) != synSuccess ||
+      synStreamSynchronize(stream[1]) != synSuccess) {
+    fail(0, "reading back failed");
+    return reports;
+  }
+  for (unsigned t = 0; t < 2; ++t) {
+    const auto* got = static_cast<const uint8_t*>(t == 0 ? staging : host[1]);
+    bool same = true;
+    for (uint64_t i = 0; i < bytes[t] && same; ++i) same = got[i] == pattern(i, t);
+    reports[t].data_ok = same;
+  }
+  synDestroy();
+  return reports;
+}
+
+TEST(SynapseDeviceThreads, AThreadWaitingForTheDeviceDoesNotKeepAnotherThreadOffIt) {
+  const auto run = [] {
+    return hpusim::testing::in_child<SharedDeviceReport>(copies_on_one_device, 2, [](const char* what) {
+      std::vector<SharedDeviceReport> reports(2);
+      std::snprintf(reports[0].error, sizeof reports[0].error, "%s", what);
+      return reports;
+    });
+  };
+  const std::vector<SharedDeviceReport> first = run();
+  for (unsigned t = 0; t < 2; ++t) {
+    ASSERT_TRUE(first[t].ok) << first[t].error;
+    EXPECT_TRUE(first[t].data_ok) << t;
+  }
+  EXPECT_LT(first[1].done_ps, first[0].done_ps);
+  const std::vector<SharedDeviceReport> again = run();
+  for (unsigned t = 0; t < 2; ++t) {
+    ASSERT_TRUE(again[t].ok) << again[t].error;
+    EXPECT_EQ(again[t].done_ps, first[t].done_ps) << "thread " << t;
+  }
 }
 
 }  // namespace
