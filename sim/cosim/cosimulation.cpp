@@ -227,6 +227,7 @@ bool CoSimulation::may_act(const Track& me, uint64_t at) const {
 void CoSimulation::advance_device_to(uint64_t ps) {
   const uint64_t now = hw::now_ps();
   if (ps > now) sc_core::sc_start(sc_core::sc_time::from_value(ps - now));
+  device_ps_ = hw::now_ps();
 }
 
 bool CoSimulation::advance(uint64_t target) {
@@ -545,6 +546,15 @@ std::optional<uint32_t> CoSimulation::wait_for_interrupt(HostPort& port, uint64_
   HostCall call(me.clock);   // measured time moves the clock: under the box lock
   const OnExit done([&] { finish_call(me); });
   const uint64_t now = me.clock.now_ps();
+  if (timeout_ps == 0 && device_ps_ >= now) {
+    // A poll with the device already there: what is pending is all there is, and the port's
+    // interrupts change only while the device runs (under the box lock), so no hand-off is needed.
+    const HostPort::Interrupt* first = port.earliest_interrupt();
+    if (first == nullptr || first->at_ps > now) return std::nullopt;
+    const HostPort::Interrupt got = port.take_earliest_interrupt();
+    me.clock.charge_ns(costs_.irq_latency_ns);
+    return got.vector;
+  }
   const uint64_t deadline = timeout_ps > UINT64_MAX - now ? UINT64_MAX : now + timeout_ps;
   // An interrupt that arrived before the host started waiting is taken at once.
   const ReadyCheck arrived = [&]() -> std::optional<uint64_t> {

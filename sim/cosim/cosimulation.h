@@ -174,6 +174,7 @@ class CoSimulation {
   std::condition_variable box_changed_;
   std::vector<std::unique_ptr<Track>> tracks_;   // [0]: the default track
   std::vector<std::unique_ptr<HostLock>> locks_;   // under the box mutex
+  uint64_t device_ps_ = 0;   // the device's time after its last run (under the box mutex)
 };
 
 }  // namespace hpusim::cosim
