@@ -519,57 +519,47 @@ uint32_t CoSimulation::mmio_read32(HostPort& port, uint64_t device_address) {
 }
 
 bool CoSimulation::await_interrupt(HostPort& port, uint64_t timeout_ps) {
-  Track& me = my_track();
-  std::lock_guard<std::recursive_mutex> calls(me.calls);
-  std::unique_lock<std::mutex> box(box_mutex_);
-  HostCall call(me.clock);   // measured time moves the clock: under the box lock
-  const OnExit done([&] { finish_call(me); });
-  const uint64_t now = me.clock.now_ps();
-  const uint64_t deadline = timeout_ps > UINT64_MAX - now ? UINT64_MAX : now + timeout_ps;
-  const ReadyCheck arrived = [&]() -> std::optional<uint64_t> {
-    const HostPort::Interrupt* first = port.earliest_interrupt();
-    return first != nullptr ? std::optional<uint64_t>(std::max(first->at_ps, now)) : std::nullopt;
-  };
-  bool pending = false;
-  begin_wait(me, arrived, deadline);
-  finish_wait(me, box, [&] {
-    const HostPort::Interrupt* first = port.earliest_interrupt();
-    pending = first != nullptr && std::max(first->at_ps, now) <= *me.woken_ps;
-  });
-  return pending;
+  return interrupt_wait(port, timeout_ps, false).has_value();
 }
 
 std::optional<uint32_t> CoSimulation::wait_for_interrupt(HostPort& port, uint64_t timeout_ps) {
+  return interrupt_wait(port, timeout_ps, true);
+}
+
+std::optional<uint32_t> CoSimulation::interrupt_wait(HostPort& port, uint64_t timeout_ps, bool take) {
   Track& me = my_track();
   std::lock_guard<std::recursive_mutex> calls(me.calls);
   std::unique_lock<std::mutex> box(box_mutex_);
   HostCall call(me.clock);   // measured time moves the clock: under the box lock
   const OnExit done([&] { finish_call(me); });
   const uint64_t now = me.clock.now_ps();
+  // The vector of the interrupt due by host time `by` (one that arrived before the host started
+  // waiting counts from now).
+  const auto due_by = [&](uint64_t by) -> std::optional<uint32_t> {
+    const HostPort::Interrupt* first = port.earliest_interrupt();
+    if (first == nullptr || std::max(first->at_ps, now) > by) return std::nullopt;
+    return first->vector;
+  };
+  std::optional<uint32_t> vector;
   if (timeout_ps == 0 && device_ps_ >= now) {
     // A poll with the device already there: what is pending is all there is, and the port's
     // interrupts change only while the device runs (under the box lock), so no hand-off is needed.
-    const HostPort::Interrupt* first = port.earliest_interrupt();
-    if (first == nullptr || first->at_ps > now) return std::nullopt;
-    const HostPort::Interrupt got = port.take_earliest_interrupt();
-    me.clock.charge_ns(costs_.irq_latency_ns);
-    return got.vector;
+    vector = due_by(now);
+  } else {
+    const uint64_t deadline = timeout_ps > UINT64_MAX - now ? UINT64_MAX : now + timeout_ps;
+    const ReadyCheck arrived = [&]() -> std::optional<uint64_t> {
+      const HostPort::Interrupt* first = port.earliest_interrupt();
+      return first != nullptr ? std::optional<uint64_t>(std::max(first->at_ps, now)) : std::nullopt;
+    };
+    begin_wait(me, arrived, deadline);
+    finish_wait(me, box, [&] { vector = due_by(*me.woken_ps); });
   }
-  const uint64_t deadline = timeout_ps > UINT64_MAX - now ? UINT64_MAX : now + timeout_ps;
-  // An interrupt that arrived before the host started waiting is taken at once.
-  const ReadyCheck arrived = [&]() -> std::optional<uint64_t> {
-    const HostPort::Interrupt* first = port.earliest_interrupt();
-    return first != nullptr ? std::optional<uint64_t>(std::max(first->at_ps, now)) : std::nullopt;
-  };
-  std::optional<HostPort::Interrupt> got;
-  begin_wait(me, arrived, deadline);
-  finish_wait(me, box, [&] {
-    const HostPort::Interrupt* first = port.earliest_interrupt();
-    if (first != nullptr && std::max(first->at_ps, now) <= *me.woken_ps) got = port.take_earliest_interrupt();
-  });
-  if (got) me.clock.charge_ns(costs_.irq_latency_ns);
-  if (!got) return std::nullopt;
-  return got->vector;
+  // The box lock has been held since the interrupt was seen: it is still the earliest.
+  if (vector && take) {
+    port.take_earliest_interrupt();
+    me.clock.charge_ns(costs_.irq_latency_ns);
+  }
+  return vector;
 }
 
 }  // namespace hpusim::cosim

@@ -165,6 +165,8 @@ class CoSimulation {
   bool advance(uint64_t target);
   void advance_device_to(uint64_t ps);   // simulation thread only
   void finish_call(Track& me);
+  // wait_for_interrupt (take) and await_interrupt (look only).
+  std::optional<uint32_t> interrupt_wait(HostPort& port, uint64_t timeout_ps, bool take);
 
   SimThread sim_;
   HostTimeSource source_;
