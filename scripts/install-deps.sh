@@ -10,6 +10,7 @@ packages=(
   libprotobuf-dev protobuf-compiler
   nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  python3 python3-venv python3-dev
 )
 
 missing=()
