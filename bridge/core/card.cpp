@@ -1,0 +1,87 @@
+#include "bridge/core/card.h"
+
+namespace hpusim::bridge {
+namespace {
+
+std::string message_of(const std::string& what, synStatus status) {
+  const char* detail = hpusim_lastErrorMessage();
+  return what + " failed (synStatus " + std::to_string(static_cast<int>(status)) + ")" +
+         (detail != nullptr && *detail != '\0' ? std::string(": ") + detail : std::string());
+}
+
+// synInitialize, which is fine to call again.
+synStatus initialize() {
+  const synStatus status = synInitialize();
+  return status == synObjectAlreadyInitialized ? synSuccess : status;
+}
+
+}  // namespace
+
+SynapseError::SynapseError(const std::string& what, synStatus status)
+    : std::runtime_error(message_of(what, status)), status_(status) {}
+
+void Card::check(synStatus status, const char* what) {
+  if (status != synSuccess) throw SynapseError(what, status);
+}
+
+Card::Card() {
+  check(initialize(), "synInitialize");
+  check(synDeviceAcquire(&id_, nullptr), "synDeviceAcquire");
+  check(synStreamCreateGeneric(&copies_, id_, 0), "synStreamCreateGeneric");
+}
+
+Card& Card::get() {
+  static Card* card = new Card();   // lives as long as the process: tensors may outlive any scope
+  return *card;
+}
+
+uint32_t Card::count() {
+  uint32_t n = 0;
+  if (initialize() != synSuccess || synDeviceGetCount(&n) != synSuccess) return 0;
+  return n;
+}
+
+uint64_t Card::allocate(uint64_t bytes) {
+  uint64_t address = 0;
+  const synStatus status = synDeviceMalloc(id_, bytes, 0, 0, &address);
+  if (status == synOutOfDeviceMemory || status == synFailedToAllocateDeviceMemory) {
+    const auto [free, total] = memory_info();
+    throw DeviceOutOfMemory("HPU out of memory: tried to allocate " + std::to_string(bytes) + " bytes (" +
+                            std::to_string(free) + " of " + std::to_string(total) + " bytes free on the card)");
+  }
+  check(status, "synDeviceMalloc");
+  return address;
+}
+
+void Card::release(uint64_t address) { check(synDeviceFree(id_, address, 0), "synDeviceFree"); }
+
+void Card::to_device(const void* host, uint64_t device, uint64_t bytes) {
+  if (bytes == 0) return;
+  const std::lock_guard<std::mutex> lock(mutex_);
+  check(synMemCopyAsync(copies_, reinterpret_cast<uint64_t>(host), bytes, device, HOST_TO_DRAM), "synMemCopyAsync");
+  check(synStreamSynchronize(copies_), "synStreamSynchronize");
+}
+
+void Card::to_host(uint64_t device, void* host, uint64_t bytes) {
+  if (bytes == 0) return;
+  const std::lock_guard<std::mutex> lock(mutex_);
+  check(synMemCopyAsync(copies_, device, bytes, reinterpret_cast<uint64_t>(host), DRAM_TO_HOST), "synMemCopyAsync");
+  check(synStreamSynchronize(copies_), "synStreamSynchronize");
+}
+
+void Card::on_device(uint64_t source, uint64_t destination, uint64_t bytes) {
+  if (bytes == 0) return;
+  const std::lock_guard<std::mutex> lock(mutex_);
+  check(synMemCopyAsync(copies_, source, bytes, destination, DRAM_TO_DRAM), "synMemCopyAsync");
+  check(synStreamSynchronize(copies_), "synStreamSynchronize");
+}
+
+void Card::synchronize() { check(synDeviceSynchronize(id_), "synDeviceSynchronize"); }
+
+std::pair<uint64_t, uint64_t> Card::memory_info() {
+  uint64_t free = 0, total = 0;
+  check(synDeviceGetMemoryInfo(id_, &free, &total), "synDeviceGetMemoryInfo");
+  return {free, total};
+}
+
+}  // namespace hpusim::bridge

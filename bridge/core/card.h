@@ -1,0 +1,60 @@
+// The simulated card as the bridge sees it: one Synapse device, acquired at first use through the
+// Synapse C API (the preset from HPUSIM_PRESET / HPUSIM_SET, as for any C API program), a stream
+// for the bridge's copies, and Synapse failures turned into exceptions that name them. No libtorch
+// here: the device's allocator, guard and ops (hpu_device.cpp, hpu_ops.cpp) build on it.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+#include "synapse_api.h"
+
+namespace hpusim::bridge {
+
+// A Synapse call that failed: the function, its status and the layer's message.
+class SynapseError : public std::runtime_error {
+ public:
+  SynapseError(const std::string& what, synStatus status);
+  synStatus status() const { return status_; }
+
+ private:
+  synStatus status_;
+};
+
+// Device memory was exhausted: the request and what the card has.
+class DeviceOutOfMemory : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class Card {
+ public:
+  // The process's card (device 0 of the box), acquired on first use. Throws SynapseError.
+  static Card& get();
+  // Whether a card can be acquired, without acquiring it (the box's card count).
+  static uint32_t count();
+
+  synDeviceId id() const { return id_; }
+  // Device memory: an address of `bytes` bytes; DeviceOutOfMemory when the card has no room.
+  uint64_t allocate(uint64_t bytes);
+  void release(uint64_t address);
+  // Copies through the card's DMA engines, synchronous for the host.
+  void to_device(const void* host, uint64_t device, uint64_t bytes);
+  void to_host(uint64_t device, void* host, uint64_t bytes);
+  void on_device(uint64_t source, uint64_t destination, uint64_t bytes);
+  void synchronize();
+  // (free, total) bytes of device memory.
+  std::pair<uint64_t, uint64_t> memory_info();
+
+ private:
+  Card();
+  void check(synStatus status, const char* what);
+
+  std::mutex mutex_;   // the copy stream
+  synDeviceId id_ = 0;
+  synStreamHandle copies_ = nullptr;
+};
+
+}  // namespace hpusim::bridge

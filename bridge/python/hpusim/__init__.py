@@ -1,0 +1,1 @@
+"""hpusim: a cycle-level simulator of a Gaudi-class accelerator. `hpusim.torch` is its PyTorch bridge."""

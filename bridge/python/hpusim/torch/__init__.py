@@ -1,0 +1,18 @@
+"""PyTorch on the simulated card: importing this registers the 'hpu' device and `torch.hpu`.
+
+The card is brought up on first use from HPUSIM_PRESET / HPUSIM_SET (the preset and overrides, as
+for any program using hpusim's Synapse API). Importing prints nothing.
+"""
+import os
+
+os.environ.setdefault("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1")
+
+import torch  # noqa: E402  (libtorch must be loaded before the bridge's library)
+
+from hpusim import _C  # noqa: E402
+from hpusim.torch import hpu  # noqa: E402
+
+if not hasattr(torch, "hpu"):
+    torch._register_device_module("hpu", hpu)
+
+__all__ = ["hpu"]

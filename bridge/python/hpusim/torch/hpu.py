@@ -1,0 +1,70 @@
+"""torch.hpu: the simulated card as torch sees it (one device, hpu:0)."""
+import torch
+
+from hpusim import _C
+
+SynapseError = _C.SynapseError
+
+
+def is_available() -> bool:
+    return _C.device_count() > 0
+
+
+def device_count() -> int:
+    return _C.device_count()
+
+
+def current_device() -> int:
+    return 0
+
+
+def set_device(device) -> None:
+    index = torch.device("hpu", device).index if isinstance(device, int) else torch.device(device).index
+    if index not in (None, 0):
+        raise RuntimeError(f"hpu:{index} does not exist: the bridge drives card 0 of the box")
+
+
+def is_initialized() -> bool:
+    return True
+
+
+def _lazy_init() -> None:
+    _C.init()
+
+
+def init() -> None:
+    _C.init()
+
+
+def synchronize(device=None) -> None:
+    _C.synchronize()
+
+
+def memory_allocated(device=None) -> int:
+    return _C.memory_stats()["allocated_bytes.all.current"]
+
+
+def max_memory_allocated(device=None) -> int:
+    return _C.memory_stats()["allocated_bytes.all.peak"]
+
+
+def memory_stats(device=None) -> dict:
+    return dict(_C.memory_stats())
+
+
+def reset_peak_memory_stats(device=None) -> None:
+    _C.reset_peak_memory_stats()
+
+
+def reset_accumulated_memory_stats(device=None) -> None:
+    _C.reset_accumulated_memory_stats()
+
+
+def mem_get_info(device=None):
+    """(free, total) bytes of the card's device memory."""
+    return tuple(_C.mem_get_info())
+
+
+def fallback_counts() -> dict:
+    """How often each op ran on the CPU instead of the card ('aten::add.Tensor' -> calls)."""
+    return dict(_C.fallback_counts())

@@ -1,0 +1,36 @@
+// hpusim._C: the few functions torch.hpu needs from the bridge's core, for Python. It loads the
+// core library, which registers the HPU allocator, guard, hooks and kernels with torch.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "bridge/core/card.h"
+#include "bridge/core/fallback.h"
+#include "bridge/core/hpu_device.h"
+
+namespace py = pybind11;
+namespace bridge = hpusim::bridge;
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "hpusim's PyTorch bridge (the simulated card as torch's 'hpu' device)";
+  py::register_exception<bridge::SynapseError>(m, "SynapseError", PyExc_RuntimeError);
+  m.def("device_count", [] { return bridge::Card::count() > 0 ? 1 : 0; });
+  m.def("init", [] { bridge::Card::get(); });
+  m.def("synchronize", [] {
+    py::gil_scoped_release release;
+    bridge::Card::get().synchronize();
+  });
+  m.def("mem_get_info", [] { return bridge::Card::get().memory_info(); });
+  m.def("memory_stats", [] {
+    const bridge::MemoryStats s = bridge::memory_stats();
+    py::dict d;
+    d["allocated_bytes.all.current"] = s.allocated_bytes;
+    d["allocated_bytes.all.peak"] = s.peak_allocated_bytes;
+    d["allocation.all.allocated"] = s.allocations;
+    d["allocation.all.freed"] = s.frees;
+    d["allocation.all.current"] = s.live_allocations;
+    return d;
+  });
+  m.def("reset_peak_memory_stats", &bridge::reset_peak_memory_stats);
+  m.def("reset_accumulated_memory_stats", &bridge::reset_accumulated_memory_stats);
+  m.def("fallback_counts", &bridge::fallback_counts);
+}

@@ -1,0 +1,96 @@
+"""The 'hpu' device: tensors in the simulated card's memory, copies through its DMA, views without
+device work, memory statistics, out-of-memory, and ops without a lowering on the CPU fallback
+(values compared with the same ops on CPU tensors)."""
+import pytest
+import torch
+
+import hpusim.torch  # noqa: F401  (registers torch.hpu)
+
+
+def test_the_device_is_there():
+    assert torch.hpu.is_available()
+    assert torch.hpu.device_count() == 1
+    assert torch.hpu.current_device() == 0
+    free, total = torch.hpu.mem_get_info()
+    assert 0 < free <= total
+    with pytest.raises(RuntimeError, match="hpu:1 does not exist"):
+        torch.empty(4, device="hpu:1")
+
+
+def test_copies_round_trip_every_dtype():
+    for dtype in (torch.float32, torch.bfloat16, torch.int32, torch.int64, torch.uint8, torch.bool):
+        cpu = (torch.arange(1000) % 7 - 3).to(dtype)
+        on_card = cpu.to("hpu")
+        assert on_card.device.type == "hpu" and on_card.dtype == dtype
+        assert torch.equal(on_card.cpu(), cpu), dtype
+
+
+def test_views_are_metadata_and_strided_copies_land_right():
+    cpu = torch.arange(24, dtype=torch.float32).reshape(4, 6)
+    x = cpu.to("hpu")
+    before = torch.hpu.memory_stats()["allocation.all.allocated"]
+    v = x.t()[1:5:2]
+    assert v.shape == (2, 4) and v.device.type == "hpu"
+    assert torch.hpu.memory_stats()["allocation.all.allocated"] == before  # a view allocates nothing
+    assert torch.equal(v.cpu(), cpu.t()[1:5:2])
+    # Writing into a strided view of a device tensor changes exactly those elements.
+    x.t()[1:5:2] = torch.full((2, 4), -1.0)
+    expected = cpu.clone()
+    expected.t()[1:5:2] = -1.0
+    assert torch.equal(x.cpu(), expected)
+    assert torch.equal(x.view(2, 12).cpu(), expected.view(2, 12))
+    assert torch.equal(x.t().contiguous().cpu(), expected.t().contiguous())
+
+
+def test_scalars_read_back():
+    x = torch.tensor([2.5, -1.0]).to("hpu")
+    assert x[0].item() == 2.5
+    assert float(x[1]) == -1.0
+
+
+def test_ops_without_a_lowering_run_on_the_cpu_fallback_and_are_counted():
+    a = torch.randn(8, 5)
+    b = torch.randn(5)
+    got = (a.to("hpu") * 2 + b.to("hpu")).relu()
+    assert got.device.type == "hpu"
+    assert torch.allclose(got.cpu(), (a * 2 + b).relu())
+    counts = torch.hpu.fallback_counts()
+    # mul and add reach the device as their out= variants (their functional forms are composite).
+    assert counts.get("aten::mul.out", 0) >= 1
+    assert counts.get("aten::add.out", 0) >= 1
+    assert counts.get("aten::relu", 0) >= 1
+
+
+def test_memory_statistics_follow_allocations():
+    torch.hpu.synchronize()
+    base = torch.hpu.memory_allocated()
+    torch.hpu.reset_peak_memory_stats()
+    x = torch.empty(1 << 20, dtype=torch.float32, device="hpu")
+    assert torch.hpu.memory_allocated() == base + (4 << 20)
+    assert torch.hpu.max_memory_allocated() >= base + (4 << 20)
+    del x
+    assert torch.hpu.memory_allocated() == base
+    assert torch.hpu.max_memory_allocated() >= base + (4 << 20)
+
+
+def test_out_of_memory_names_the_size_and_nothing_breaks():
+    free, total = torch.hpu.mem_get_info()
+    with pytest.raises(torch.OutOfMemoryError, match=f"tried to allocate {total * 2} bytes"):
+        torch.empty(total * 2, dtype=torch.uint8, device="hpu")
+    x = torch.ones(16).to("hpu")
+    assert torch.equal(x.cpu(), torch.ones(16))
+    assert torch.hpu.mem_get_info()[0] <= free
+
+
+def test_resize_keeps_the_contents():
+    x = torch.arange(6, dtype=torch.float32).to("hpu")
+    x.resize_(12)
+    assert torch.equal(x[:6].cpu(), torch.arange(6, dtype=torch.float32))
+
+
+def test_habana_frameworks_names_the_same_module():
+    import habana_frameworks.torch as ht
+    import habana_frameworks.torch.hpu as hthpu
+
+    assert ht.hpu is torch.hpu
+    assert hthpu is torch.hpu
