@@ -46,8 +46,10 @@ uint64_t Card::allocate(uint64_t bytes) {
   const synStatus status = synDeviceMalloc(id_, bytes, 0, 0, &address);
   if (status == synOutOfDeviceMemory || status == synFailedToAllocateDeviceMemory) {
     const auto [free, total] = memory_info();
-    throw DeviceOutOfMemory("HPU out of memory: tried to allocate " + std::to_string(bytes) + " bytes (" +
-                            std::to_string(free) + " of " + std::to_string(total) + " bytes free on the card)");
+    // The real stack's wording (PT_DEVMEM), then what the card has.
+    throw DeviceOutOfMemory("HPU out of memory: PT_DEVMEM Allocation failed for size::" + std::to_string(bytes) + " (" +
+                            std::to_string(bytes >> 20) + ")MB; the card has " + std::to_string(free) + " of " +
+                            std::to_string(total) + " bytes free");
   }
   check(status, "synDeviceMalloc");
   return address;

@@ -35,7 +35,9 @@ class HpuAllocator final : public c10::DeviceAllocator {
       stats_.allocated_bytes += bytes;
       stats_.peak_allocated_bytes = std::max(stats_.peak_allocated_bytes, stats_.allocated_bytes);
       ++stats_.allocations;
+      ++stats_.total_allocations;
       ++stats_.live_allocations;
+      stats_.largest_allocation = std::max<uint64_t>(stats_.largest_allocation, bytes);
     }
     void* pointer = reinterpret_cast<void*>(static_cast<uintptr_t>(address));
     return {pointer, pointer, &release, device};
@@ -97,6 +99,7 @@ void HpuAllocator::release(void* pointer) {
     if (found == g_allocator.sizes_.end()) return;
     g_allocator.stats_.allocated_bytes -= found->second;
     ++g_allocator.stats_.frees;
+    ++g_allocator.stats_.total_frees;
     --g_allocator.stats_.live_allocations;
     g_allocator.sizes_.erase(found);
   }

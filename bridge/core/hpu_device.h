@@ -16,6 +16,8 @@ struct MemoryStats {
   uint64_t allocated_bytes = 0, peak_allocated_bytes = 0;
   uint64_t allocations = 0, frees = 0;   // since the last reset of the accumulated counters
   uint64_t live_allocations = 0;
+  uint64_t largest_allocation = 0;
+  uint64_t total_allocations = 0, total_frees = 0;   // since the process started
 };
 
 // The allocator of HPU tensors (c10::GetAllocator(HPU)).

@@ -9,9 +9,13 @@
 #include <ATen/ops/view_native.h>
 #include <torch/library.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "bridge/core/card.h"
 #include "bridge/core/fallback.h"
@@ -128,8 +132,29 @@ at::Scalar local_scalar_dense(const at::Tensor& self) {
   return at::_local_scalar_dense(read_storage(self).view);
 }
 
+// "self=HPUBFloat16Type, other=CPUFloatType": the tensor arguments of a call (not its out=
+// arguments), as the fallback log names them.
+std::string describe_arguments(const c10::OperatorHandle& op, const torch::jit::Stack& stack) {
+  const auto& arguments = op.schema().arguments();
+  const size_t first = stack.size() - arguments.size();
+  std::string text;
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    const c10::IValue& value = stack[first + i];
+    if (arguments[i].is_out() || !value.isTensor() || !value.toTensor().defined()) continue;
+    const at::Tensor& t = value.toTensor();
+    if (!text.empty()) text += ", ";
+    text += arguments[i].name() + "=" + (t.is_hpu() ? "HPU" : "CPU") + c10::toString(t.scalar_type()) + "Type";
+  }
+  return text;
+}
+
 void cpu_fallback_counted(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
-  count_fallback(op.schema().operator_name());
+  const c10::OperatorName& name = op.schema().operator_name();
+  const FallbackPolicy& policy = fallback_policy();
+  const std::string short_name = name.name.substr(name.name.find("::") == std::string::npos ? 0 : name.name.find("::") + 2);
+  TORCH_CHECK_NOT_IMPLEMENTED(policy.allows(name.name), short_name, " is not yet supported on HPU.");
+  count_fallback(name);
+  if (policy.log_calls) log_fallback("CPU fallback " + short_name + " : " + describe_arguments(op, *stack));
   at::native::cpu_fallback(op, stack);
 }
 
@@ -160,8 +185,10 @@ std::map<std::string, uint64_t> g_fallbacks;
 }  // namespace
 
 void count_fallback(const c10::OperatorName& op) {
+  // A functional op reaches the card as its out= form (the functional one is composite there): it
+  // is reported under the name the program called, as the real stack does.
   std::string name = op.name;
-  if (!op.overload_name.empty()) name += "." + op.overload_name;
+  if (!op.overload_name.empty() && op.overload_name != "out") name += "." + op.overload_name;
   const std::lock_guard<std::mutex> lock(g_fallback_mutex);
   ++g_fallbacks[name];
 }
@@ -169,6 +196,53 @@ void count_fallback(const c10::OperatorName& op) {
 std::map<std::string, uint64_t> fallback_counts() {
   const std::lock_guard<std::mutex> lock(g_fallback_mutex);
   return g_fallbacks;
+}
+
+FallbackPolicy FallbackPolicy::from_environment() {
+  FallbackPolicy policy;
+  if (const char* level = std::getenv("LOG_LEVEL_PT_FALLBACK"); level != nullptr && *level != '\0') {
+    const std::string text = level;
+    TORCH_CHECK(text.size() == 1 && text[0] >= '0' && text[0] <= '6', "LOG_LEVEL_PT_FALLBACK='", text,
+                "': a log level, 0 (trace) .. 6 (off); 0 or 1 logs every CPU fallback");
+    policy.log_calls = text[0] <= '1';
+  }
+  if (const char* place = std::getenv("PT_HPU_PLACE_ON_CPU"); place != nullptr && *place != '\0') {
+    policy.restricted = true;
+    const std::string list = place;
+    if (list != "none") {
+      size_t start = 0;
+      while (start <= list.size()) {
+        const size_t comma = std::min(list.find(',', start), list.size());
+        std::string op = list.substr(start, comma - start);
+        if (!op.empty()) policy.allowed.insert(op.find("::") == std::string::npos ? "aten::" + op : op);
+        start = comma + 1;
+      }
+    }
+  }
+  return policy;
+}
+
+const FallbackPolicy& fallback_policy() {
+  static const FallbackPolicy policy = FallbackPolicy::from_environment();
+  return policy;
+}
+
+void log_fallback(const std::string& line) {
+  const std::lock_guard<std::mutex> lock(g_fallback_mutex);
+  std::fprintf(stderr, "%s\n", line.c_str());
+}
+
+std::string fallback_summary() {
+  std::vector<std::pair<std::string, uint64_t>> ops;
+  {
+    const std::lock_guard<std::mutex> lock(g_fallback_mutex);
+    ops.assign(g_fallbacks.begin(), g_fallbacks.end());
+  }
+  if (ops.empty()) return "";
+  std::stable_sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string text = "Frequency of op and op name that were executed on CPU:\n";
+  for (const auto& [op, count] : ops) text += std::to_string(count) + "\t" + op + "\n";
+  return text;
 }
 
 }  // namespace hpusim::bridge

@@ -20,17 +20,27 @@ PYBIND11_MODULE(_C, m) {
     bridge::Card::get().synchronize();
   });
   m.def("mem_get_info", [] { return bridge::Card::get().memory_info(); });
+  // The real stack's keys (habana_frameworks.torch.hpu.memory_stats).
   m.def("memory_stats", [] {
     const bridge::MemoryStats s = bridge::memory_stats();
+    const auto [free, total] = bridge::Card::get().memory_info();
+    (void)free;
     py::dict d;
-    d["allocated_bytes.all.current"] = s.allocated_bytes;
-    d["allocated_bytes.all.peak"] = s.peak_allocated_bytes;
-    d["allocation.all.allocated"] = s.allocations;
-    d["allocation.all.freed"] = s.frees;
-    d["allocation.all.current"] = s.live_allocations;
+    d["Limit"] = total;
+    d["InUse"] = s.allocated_bytes;
+    d["MaxInUse"] = s.peak_allocated_bytes;
+    d["NumAllocs"] = s.allocations;
+    d["NumFrees"] = s.frees;
+    d["ActiveAllocs"] = s.live_allocations;
+    d["MaxAllocSize"] = s.largest_allocation;
+    d["TotalSystemAllocs"] = s.total_allocations;
+    d["TotalSystemFrees"] = s.total_frees;
+    d["TotalActiveAllocs"] = s.live_allocations;
     return d;
   });
   m.def("reset_peak_memory_stats", &bridge::reset_peak_memory_stats);
   m.def("reset_accumulated_memory_stats", &bridge::reset_accumulated_memory_stats);
   m.def("fallback_counts", &bridge::fallback_counts);
+  m.def("fallback_summary", &bridge::fallback_summary);
+  m.def("fallback_logging", [] { return bridge::fallback_policy().log_calls; });
 }

@@ -3,7 +3,9 @@
 The card is brought up on first use from HPUSIM_PRESET / HPUSIM_SET (the preset and overrides, as
 for any program using hpusim's Synapse API). Importing prints nothing.
 """
+import atexit
 import os
+import sys
 
 os.environ.setdefault("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1")
 
@@ -14,5 +16,18 @@ from hpusim.torch import hpu  # noqa: E402
 
 if not hasattr(torch, "hpu"):
     torch._register_device_module("hpu", hpu)
+
+
+def _fallback_summary_at_exit():
+    # With LOG_LEVEL_PT_FALLBACK set, the ops that ran on the CPU, most frequent first.
+    try:
+        summary = _C.fallback_summary() if _C.fallback_logging() else ""
+    except RuntimeError:
+        return  # a bad LOG_LEVEL_PT_FALLBACK was reported at the first fallback
+    if summary:
+        sys.stderr.write(summary)
+
+
+atexit.register(_fallback_summary_at_exit)
 
 __all__ = ["hpu"]

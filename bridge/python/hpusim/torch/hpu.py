@@ -41,14 +41,20 @@ def synchronize(device=None) -> None:
 
 
 def memory_allocated(device=None) -> int:
-    return _C.memory_stats()["allocated_bytes.all.current"]
+    return _C.memory_stats()["InUse"]
 
 
 def max_memory_allocated(device=None) -> int:
-    return _C.memory_stats()["allocated_bytes.all.peak"]
+    return _C.memory_stats()["MaxInUse"]
+
+
+def memory_reserved(device=None) -> int:
+    return _C.memory_stats()["Limit"]
 
 
 def memory_stats(device=None) -> dict:
+    """The real stack's keys: Limit, InUse, MaxInUse, NumAllocs, NumFrees, ActiveAllocs,
+    MaxAllocSize, TotalSystemAllocs, TotalSystemFrees, TotalActiveAllocs."""
     return dict(_C.memory_stats())
 
 
