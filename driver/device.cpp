@@ -1108,23 +1108,19 @@ void HlDevice::wait_event(uint64_t until_ps, LockWhileWaiting hold) {
   uint64_t target = std::min(until_ps, tdr_deadline_ps());
   if (status_ == HL_DEVICE_STATUS_OPERATIONAL) target = std::min(target, next_heartbeat_ps_);
   if (target == UINT64_MAX) return;   // nothing can happen: no CS in flight, no deadline
-  if (target > now && hold == LockWhileWaiting::kYes) {
-    if (auto vector = link_.wait_for_interrupt(target - now)) {
-      link_.charge(DriverWork::kIrqHandler);
-      handle_irq(*vector);
-    }
-  } else if (target > now) {
-    // The caller holds the lock exactly once (an ioctl's): other threads use the driver while
-    // this one sleeps; every sleeper wakes on an interrupt and whoever gets the lock first takes
-    // and handles it below.
-    mutex_.unlock();
+  if (target > now) {
+    // Sleep until an interrupt is there (taking nothing); it is taken and handled below. With kNo
+    // the caller holds the lock exactly once (an ioctl's) and lets it go meanwhile: other threads
+    // use the driver while this one sleeps, every sleeper wakes on the interrupt, and whoever gets
+    // the lock first handles it.
+    if (hold == LockWhileWaiting::kNo) mutex_.unlock();
     try {
       link_.await_interrupt(target - now);
     } catch (...) {
-      mutex_.lock();
+      if (hold == LockWhileWaiting::kNo) mutex_.lock();
       throw;
     }
-    mutex_.lock();
+    if (hold == LockWhileWaiting::kNo) mutex_.lock();
   }
   poll_interrupts();
   run_timers();

@@ -1,7 +1,6 @@
 #include "bridge/core/hpu_device.h"
 
 #include <ATen/detail/HPUHooksInterface.h>
-#include <c10/core/CPUAllocator.h>
 #include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>
@@ -153,7 +152,9 @@ struct HPUHooks final : public at::HPUHooksInterface {
   bool isAvailable() const override { return hasHPU(); }
   c10::Device getDeviceFromPtr(void*) const override { return c10::Device(kHpu, 0); }
   bool isPinnedPtr(const void*) const override { return false; }
-  c10::Allocator* getPinnedMemoryAllocator() const override { return c10::GetCPUAllocator(); }
+  c10::Allocator* getPinnedMemoryAllocator() const override {
+    TORCH_CHECK(false, "pinned host memory for 'hpu' (synHostMalloc) is not supported by the bridge yet");
+  }
   bool hasPrimaryContext(c10::DeviceIndex device_index) const override { return device_index == 0; }
   c10::DeviceIndex deviceCount() const override { return Card::count() > 0 ? 1 : 0; }
   void setCurrentDevice(c10::DeviceIndex device) const override {

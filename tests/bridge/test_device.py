@@ -98,3 +98,8 @@ def test_habana_frameworks_names_the_same_module():
 
     assert ht.hpu is torch.hpu
     assert hthpu is torch.hpu
+
+
+def test_pinned_host_memory_is_refused_by_name_for_now():
+    with pytest.raises(RuntimeError, match="pinned host memory for 'hpu'"):
+        torch.empty(4).pin_memory("hpu")
