@@ -27,7 +27,7 @@ void Card::check(synStatus status, const char* what) {
 Card::Card() {
   check(initialize(), "synInitialize");
   check(synDeviceAcquire(&id_, nullptr), "synDeviceAcquire");
-  check(synStreamCreateGeneric(&copies_, id_, 0), "synStreamCreateGeneric");
+  check(synStreamCreateGeneric(&stream_, id_, 0), "synStreamCreateGeneric");
 }
 
 Card& Card::get() {
@@ -60,22 +60,22 @@ void Card::release(uint64_t address) { check(synDeviceFree(id_, address, 0), "sy
 void Card::to_device(const void* host, uint64_t device, uint64_t bytes) {
   if (bytes == 0) return;
   const std::lock_guard<std::mutex> lock(mutex_);
-  check(synMemCopyAsync(copies_, reinterpret_cast<uint64_t>(host), bytes, device, HOST_TO_DRAM), "synMemCopyAsync");
-  check(synStreamSynchronize(copies_), "synStreamSynchronize");
+  check(synMemCopyAsync(stream_, reinterpret_cast<uint64_t>(host), bytes, device, HOST_TO_DRAM), "synMemCopyAsync");
+  check(synStreamSynchronize(stream_), "synStreamSynchronize");
 }
 
 void Card::to_host(uint64_t device, void* host, uint64_t bytes) {
   if (bytes == 0) return;
   const std::lock_guard<std::mutex> lock(mutex_);
-  check(synMemCopyAsync(copies_, device, bytes, reinterpret_cast<uint64_t>(host), DRAM_TO_HOST), "synMemCopyAsync");
-  check(synStreamSynchronize(copies_), "synStreamSynchronize");
+  check(synMemCopyAsync(stream_, device, bytes, reinterpret_cast<uint64_t>(host), DRAM_TO_HOST), "synMemCopyAsync");
+  check(synStreamSynchronize(stream_), "synStreamSynchronize");
 }
 
 void Card::on_device(uint64_t source, uint64_t destination, uint64_t bytes) {
   if (bytes == 0) return;
   const std::lock_guard<std::mutex> lock(mutex_);
-  check(synMemCopyAsync(copies_, source, bytes, destination, DRAM_TO_DRAM), "synMemCopyAsync");
-  check(synStreamSynchronize(copies_), "synStreamSynchronize");
+  check(synMemCopyAsync(stream_, source, bytes, destination, DRAM_TO_DRAM), "synMemCopyAsync");
+  check(synStreamSynchronize(stream_), "synStreamSynchronize");
 }
 
 void Card::synchronize() { check(synDeviceSynchronize(id_), "synDeviceSynchronize"); }

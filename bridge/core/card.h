@@ -1,6 +1,6 @@
 // The simulated card as the bridge sees it: one Synapse device, acquired at first use through the
 // Synapse C API (the preset from HPUSIM_PRESET / HPUSIM_SET, as for any C API program), a stream
-// for the bridge's copies, and Synapse failures turned into exceptions that name them. No libtorch
+// for the bridge's copies and launches, and Synapse failures turned into exceptions that name them. No libtorch
 // here: the device's allocator, guard and ops (hpu_device.cpp, hpu_ops.cpp) build on it.
 #pragma once
 
@@ -37,6 +37,8 @@ class Card {
   static uint32_t count();
 
   synDeviceId id() const { return id_; }
+  // The stream every copy and launch of the bridge goes to, so the device keeps their order.
+  synStreamHandle stream() const { return stream_; }
   // Device memory: an address of `bytes` bytes; DeviceOutOfMemory when the card has no room.
   uint64_t allocate(uint64_t bytes);
   void release(uint64_t address);
@@ -52,9 +54,9 @@ class Card {
   Card();
   void check(synStatus status, const char* what);
 
-  std::mutex mutex_;   // the copy stream
+  std::mutex mutex_;   // copies: one at a time
   synDeviceId id_ = 0;
-  synStreamHandle copies_ = nullptr;
+  synStreamHandle stream_ = nullptr;
 };
 
 }  // namespace hpusim::bridge

@@ -20,6 +20,8 @@
 #include "bridge/core/card.h"
 #include "bridge/core/fallback.h"
 #include "bridge/core/hpu_device.h"
+#include "bridge/core/lazy.h"
+#include "bridge/core/lowering.h"
 
 namespace hpusim::bridge {
 namespace {
@@ -27,6 +29,15 @@ namespace {
 c10::DispatchKeySet hpu_keys() { return c10::DispatchKeySet(c10::DispatchKey::HPU); }
 
 uint64_t storage_address(const at::Tensor& t) { return reinterpret_cast<uintptr_t>(t.storage().data()); }
+
+// What the device holds of an element (int64 as int32, the real stack's default) and the host
+// type that widens it back.
+at::ScalarType device_dtype(at::ScalarType dtype) { return dtype == at::kLong ? at::kInt : dtype; }
+
+// A host write into `t`'s storage waits for the pending graph when the graph uses the storage.
+void launch_if_pending(const at::Tensor& t) {
+  if (Lazy::get().pending_uses(t.storage().unsafeGetStorageImpl())) Lazy::get().flush("host write");
+}
 
 void check_device(std::optional<c10::Device> device) {
   TORCH_CHECK(!device || !device->has_index() || device->index() == 0, "hpu:", static_cast<int>(device->index()),
@@ -67,6 +78,7 @@ const at::Tensor& resize_storage(const at::Tensor& self, at::IntArrayRef size, s
                                                            static_cast<size_t>(impl->storage_offset()));
   c10::Storage storage = impl->unsafe_storage();
   if (needed > storage.nbytes()) {
+    launch_if_pending(self);   // the pending graph holds the old buffer's address
     c10::DataPtr fresh = hpu_allocator()->allocate(needed);
     if (storage.nbytes() > 0 && storage.data() != nullptr) {
       Card::get().on_device(reinterpret_cast<uintptr_t>(storage.data()), reinterpret_cast<uintptr_t>(fresh.get()),
@@ -86,20 +98,30 @@ struct HostCopy {
 };
 
 HostCopy read_storage(const at::Tensor& t) {
-  const uint64_t nbytes = t.storage().nbytes();
+  flush_pending("copy to host");
+  const at::ScalarType held = device_dtype(t.scalar_type());
+  const auto elements = static_cast<int64_t>(t.storage().nbytes() / t.itemsize());
   HostCopy copy;
-  copy.bytes = at::empty({static_cast<int64_t>(nbytes)}, at::TensorOptions().dtype(at::kByte));
-  Card::get().to_host(storage_address(t), copy.bytes.data_ptr(), nbytes);
-  const auto elements = static_cast<int64_t>(nbytes / t.itemsize());
-  at::Tensor whole = at::from_blob(copy.bytes.data_ptr(), {elements}, at::TensorOptions().dtype(t.scalar_type()));
-  copy.view = whole.as_strided(t.sizes(), t.strides(), t.storage_offset());
+  at::Tensor raw = at::empty({elements}, at::TensorOptions().dtype(held));
+  Card::get().to_host(storage_address(t), raw.data_ptr(), static_cast<uint64_t>(elements) * raw.itemsize());
+  copy.bytes = raw.to(t.scalar_type());
+  copy.view = copy.bytes.as_strided(t.sizes(), t.strides(), t.storage_offset());
   return copy;
+}
+
+// Writes the host tensor `whole` (t's storage's elements, t's dtype) into t's storage.
+void write_storage(const at::Tensor& t, const at::Tensor& whole) {
+  launch_if_pending(t);
+  const at::Tensor held = whole.to(device_dtype(t.scalar_type())).contiguous();
+  Card::get().to_device(held.data_ptr(), storage_address(t), held.numel() * held.itemsize());
 }
 
 // A copy into or out of device memory. The contiguous case is one DMA; any other layout goes
 // through a host copy of the destination's storage.
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_blocking*/) {
   TORCH_CHECK(self.defined() && dst.defined(), "copy: undefined tensor");
+  if (dst.numel() == 0) return dst;
+  if (self.is_hpu() && dst.is_hpu() && record_copy(self, dst)) return dst;
   HostCopy source_copy;
   at::Tensor source = self;
   if (self.is_hpu()) {
@@ -110,15 +132,18 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_b
     dst.copy_(source);
     return dst;
   }
-  if (dst.numel() == 0) return dst;
   if (dst.is_contiguous()) {
-    const at::Tensor packed = source.to(dst.scalar_type()).expand(dst.sizes()).contiguous();
-    Card::get().to_device(packed.data_ptr(), reinterpret_cast<uintptr_t>(dst.data_ptr()), dst.numel() * dst.itemsize());
+    launch_if_pending(dst);
+    const at::Tensor packed =
+        source.to(device_dtype(dst.scalar_type())).expand(dst.sizes()).contiguous();
+    const uint64_t element = device_element_bytes(dst.scalar_type());
+    Card::get().to_device(packed.data_ptr(), storage_address(dst) + dst.storage_offset() * element,
+                          dst.numel() * element);
     return dst;
   }
   HostCopy target = read_storage(dst);
   target.view.copy_(source);
-  Card::get().to_device(target.bytes.data_ptr(), storage_address(dst), dst.storage().nbytes());
+  write_storage(dst, target.bytes);
   return dst;
 }
 
@@ -129,7 +154,11 @@ at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
 
 at::Scalar local_scalar_dense(const at::Tensor& self) {
   TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(), " elements cannot be converted to Scalar");
-  return at::_local_scalar_dense(read_storage(self).view);
+  flush_pending("item");
+  at::Tensor element = at::empty({}, at::TensorOptions().dtype(device_dtype(self.scalar_type())));
+  const uint64_t bytes = element.itemsize();
+  Card::get().to_host(storage_address(self) + self.storage_offset() * bytes, element.data_ptr(), bytes);
+  return at::_local_scalar_dense(element.to(self.scalar_type()));
 }
 
 // "self=HPUBFloat16Type, other=CPUFloatType": the tensor arguments of a call (not its out=
@@ -148,7 +177,9 @@ std::string describe_arguments(const c10::OperatorHandle& op, const torch::jit::
   return text;
 }
 
-void cpu_fallback_counted(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+}  // namespace
+
+void run_on_cpu(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const c10::OperatorName& name = op.schema().operator_name();
   const FallbackPolicy& policy = fallback_policy();
   const std::string short_name = name.name.substr(name.name.find("::") == std::string::npos ? 0 : name.name.find("::") + 2);
@@ -158,7 +189,6 @@ void cpu_fallback_counted(const c10::OperatorHandle& op, torch::jit::Stack* stac
   at::native::cpu_fallback(op, stack);
 }
 
-}  // namespace
 }  // namespace hpusim::bridge
 
 TORCH_LIBRARY_IMPL(aten, HPU, m) {
@@ -175,7 +205,7 @@ TORCH_LIBRARY_IMPL(aten, HPU, m) {
 }
 
 TORCH_LIBRARY_IMPL(_, HPU, m) {
-  m.fallback(torch::CppFunction::makeFromBoxedFunction<&hpusim::bridge::cpu_fallback_counted>());
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&hpusim::bridge::run_on_cpu>());
 }
 
 namespace hpusim::bridge {

@@ -6,6 +6,8 @@
 #include "bridge/core/card.h"
 #include "bridge/core/fallback.h"
 #include "bridge/core/hpu_device.h"
+#include "bridge/core/lazy.h"
+#include "bridge/core/lowering.h"
 
 namespace py = pybind11;
 namespace bridge = hpusim::bridge;
@@ -17,7 +19,25 @@ PYBIND11_MODULE(_C, m) {
   m.def("init", [] { bridge::Card::get(); });
   m.def("synchronize", [] {
     py::gil_scoped_release release;
+    bridge::flush_pending("synchronize");
     bridge::Card::get().synchronize();
+  });
+  m.def("mark_step", [](bool sync) {
+    py::gil_scoped_release release;
+    bridge::flush_pending("mark_step");
+    if (sync) bridge::Card::get().synchronize();
+  });
+  m.def("lazy_mode", [] { return !bridge::Lazy::get().eager(); });
+  m.def("graph_counters", [] {
+    const bridge::GraphCounters c = bridge::Lazy::get().counters();
+    py::dict d;
+    d["graphs"] = c.graphs;
+    d["compiles"] = c.compiles;
+    d["eager_compiles"] = c.eager_compiles;
+    d["cache_hits"] = c.cache_hits;
+    d["compile_wall_us"] = c.compile_wall_us;
+    d["ops_recorded"] = c.ops_recorded;
+    return d;
   });
   m.def("mem_get_info", [] { return bridge::Card::get().memory_info(); });
   // The real stack's keys (habana_frameworks.torch.hpu.memory_stats).

@@ -42,7 +42,8 @@ struct NodeId {
 };
 
 // Where a tensor lives: a memory section and an offset in it (synTensorCreate's section handle
-// and sectionOffset). Kept for the compiler and the runtime; not checked, not hashed.
+// and sectionOffset). Kept for the compiler and the runtime; not checked; part of the structural
+// hash for persistent tensors (structural_hash.h).
 struct Section {
   uint32_t id = 0;
   uint64_t offset = 0;

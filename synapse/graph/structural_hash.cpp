@@ -1,6 +1,7 @@
 #include "synapse/graph/structural_hash.h"
 
 #include <cstring>
+#include <map>
 #include <string>
 
 #include "synapse/graph/validate.h"
@@ -33,11 +34,22 @@ class Hasher {
 // Serialization tags, so that no two different structures share a byte stream.
 enum Tag : uint8_t { kGraph = 0x47, kNode = 0x4E, kNewTensor = 0x54, kSeenTensor = 0x52, kLoose = 0x4C };
 
-void describe(Hasher& h, const TensorDesc& t) {
+// Sections by first appearance, so that only which persistent tensors share memory, and where,
+// counts (the waits the compiler derives from it), not the sections' numbers.
+using SectionNumbers = std::map<uint32_t, uint32_t>;
+
+void describe(Hasher& h, const TensorDesc& t, SectionNumbers& sections) {
   h.byte(static_cast<uint8_t>(t.dtype));
   h.byte(static_cast<uint8_t>(t.shape.size()));
   for (uint32_t d : t.shape) h.u32(d);
   h.byte(t.persistent ? 1 : 0);
+  const bool in_section = t.persistent && t.section;
+  h.byte(in_section ? 1 : 0);
+  if (in_section) {
+    const auto number = sections.emplace(t.section->id, static_cast<uint32_t>(sections.size())).first->second;
+    h.u32(number);
+    h.u64(t.section->offset);
+  }
 }
 
 }  // namespace
@@ -56,6 +68,7 @@ uint64_t structural_hash(const Graph& graph) {
     for (uint32_t n = 0; n < graph.node_count(); ++n) order.push_back(NodeId{n});
   }
   std::vector<uint32_t> number(graph.tensor_count(), UINT32_MAX);
+  SectionNumbers sections;
   uint32_t next = 0;
   const auto tensor = [&](TensorId id) {
     if (number[id.index] != UINT32_MAX) {
@@ -65,7 +78,7 @@ uint64_t structural_hash(const Graph& graph) {
     }
     number[id.index] = next++;
     h.byte(kNewTensor);
-    describe(h, graph.tensor(id));
+    describe(h, graph.tensor(id), sections);
   };
   for (NodeId id : order) {
     const NodeDesc& node = graph.node(id);
@@ -90,7 +103,7 @@ uint64_t structural_hash(const Graph& graph) {
   for (uint32_t t = 0; t < graph.tensor_count(); ++t) {
     if (number[t] != UINT32_MAX) continue;
     h.byte(kLoose);
-    describe(h, graph.tensor(TensorId{t}));
+    describe(h, graph.tensor(TensorId{t}), sections);
   }
   return h.value();
 }

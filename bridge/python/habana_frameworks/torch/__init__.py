@@ -2,8 +2,9 @@
 import sys
 
 import hpusim.torch
-from hpusim.torch import hpu
+from hpusim.torch import core, hpu
 
 sys.modules[__name__ + ".hpu"] = hpu
+sys.modules[__name__ + ".core"] = core
 
-__all__ = ["hpu"]
+__all__ = ["core", "hpu"]

@@ -12,7 +12,7 @@ os.environ.setdefault("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1")
 import torch  # noqa: E402  (libtorch must be loaded before the bridge's library)
 
 from hpusim import _C  # noqa: E402
-from hpusim.torch import hpu  # noqa: E402
+from hpusim.torch import core, hpu  # noqa: E402
 
 if not hasattr(torch, "hpu"):
     torch._register_device_module("hpu", hpu)
@@ -30,4 +30,4 @@ def _fallback_summary_at_exit():
 
 atexit.register(_fallback_summary_at_exit)
 
-__all__ = ["hpu"]
+__all__ = ["core", "hpu"]

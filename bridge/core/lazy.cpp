@@ -1,0 +1,89 @@
+#include "bridge/core/lazy.h"
+
+#include <c10/util/Exception.h>
+
+#include <chrono>
+#include <cstdlib>
+
+#include "bridge/core/card.h"
+
+namespace hpusim::bridge {
+namespace {
+
+// A non-negative integer environment variable; `fallback` when unset; a bad value is an error
+// that names the variable.
+uint64_t env_count(const char* name, uint64_t fallback, uint64_t max) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') return fallback;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long value = std::strtoull(text, &end, 10);
+  TORCH_CHECK(errno == 0 && *end == '\0' && text[0] != '-' && value <= max, name, "='", text,
+              "': expected an integer 0 .. ", max);
+  return value;
+}
+
+}  // namespace
+
+Lazy& Lazy::get() {
+  static Lazy* lazy = new Lazy();   // pending work may be flushed by tensors freed at exit
+  return *lazy;
+}
+
+Lazy::Lazy() {
+  eager_ = env_count("PT_HPU_LAZY_MODE", 1, 1) == 0;
+  const uint64_t limit = env_count("PT_HPU_MAX_COMPOUND_OP_SIZE", 0, INT64_MAX);
+  max_ops_ = limit;
+}
+
+void Lazy::keep(const c10::Storage& storage) {
+  kept_.emplace(reinterpret_cast<uintptr_t>(storage.unsafeGetStorageImpl()), storage);
+}
+
+bool Lazy::pending_uses(const c10::StorageImpl* storage) {
+  const std::lock_guard<std::recursive_mutex> lock(mutex_);
+  return kept_.count(reinterpret_cast<uintptr_t>(storage)) != 0;
+}
+
+void Lazy::op_recorded() {
+  ++counters_.ops_recorded;
+  ++pending_ops_;
+  if (eager_ || (max_ops_ != 0 && pending_ops_ >= max_ops_)) flush(eager_ ? "eager op" : "op limit");
+}
+
+void Lazy::flush(const char* why) {
+  const std::lock_guard<std::recursive_mutex> lock(mutex_);
+  pending_ops_ = 0;
+  if (graph_.empty()) {
+    kept_.clear();
+    return;
+  }
+  std::map<uintptr_t, c10::Storage> kept;
+  kept.swap(kept_);   // released after the launch, whatever happens
+  Card& card = Card::get();
+  const auto start = std::chrono::steady_clock::now();
+  const LaunchReport report = graph_.launch(card.id(), card.stream(), why, [&](uintptr_t storage) {
+    const auto it = kept.find(storage);
+    // Anything beyond our own reference: a tensor somewhere can still read it.
+    return it == kept.end() || it->second.use_count() > 1;
+  });
+  ++counters_.graphs;
+  if (report.compiled) {
+    if (eager_) {
+      ++counters_.eager_compiles;
+    } else {
+      ++counters_.compiles;
+      counters_.compile_wall_us += static_cast<uint64_t>(
+          std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count());
+    }
+  } else {
+    ++counters_.cache_hits;
+  }
+}
+
+GraphCounters Lazy::counters() {
+  const std::lock_guard<std::recursive_mutex> lock(mutex_);
+  return counters_;
+}
+
+}  // namespace hpusim::bridge

@@ -1,0 +1,59 @@
+// The work the bridge has recorded for the card and not launched yet, and the execution mode.
+// Lazy mode (PT_HPU_LAZY_MODE=1, the default) accumulates lowered ops until a value is needed or
+// mark_step(); eager mode (PT_HPU_LAZY_MODE=0) launches each op's graph as it is called, and
+// PT_HPU_MAX_COMPOUND_OP_SIZE=N launches whenever N ops are pending. Every recorder holds the
+// mutex: the autograd engine's device thread records into the same graph as the Python thread.
+#pragma once
+
+#include <c10/core/Storage.h>
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "bridge/core/pending_graph.h"
+
+namespace hpusim::bridge {
+
+struct GraphCounters {
+  uint64_t graphs = 0;        // graphs launched
+  uint64_t compiles = 0;      // of them, compiled (a recipe-cache miss)
+  uint64_t cache_hits = 0;
+  uint64_t compile_wall_us = 0;   // host wall time of the compiling launches' compile step
+  uint64_t ops_recorded = 0;
+  uint64_t eager_compiles = 0;    // compiles of eager ops' graphs (not graph compilations)
+};
+
+class Lazy {
+ public:
+  static Lazy& get();
+
+  bool eager() const { return eager_; }
+  std::recursive_mutex& mutex() { return mutex_; }
+  PendingGraph& graph() { return graph_; }
+
+  // A region of `storage` that the pending graph uses: kept alive until the launch.
+  void keep(const c10::Storage& storage);
+  // One op recorded; launches when the mode or the op limit says so.
+  void op_recorded();
+  // Launches what is pending (nothing when nothing is); `why` names the trigger in the trace.
+  void flush(const char* why);
+  // Whether the pending graph uses `storage` (a host write into it must launch first).
+  bool pending_uses(const c10::StorageImpl* storage);
+
+  GraphCounters counters();
+
+ private:
+  Lazy();
+
+  std::recursive_mutex mutex_;
+  PendingGraph graph_;
+  std::map<uintptr_t, c10::Storage> kept_;
+  uint64_t pending_ops_ = 0;
+  bool eager_ = false;
+  uint64_t max_ops_ = 0;   // 0: no limit
+  GraphCounters counters_;
+};
+
+}  // namespace hpusim::bridge

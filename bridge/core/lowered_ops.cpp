@@ -1,0 +1,249 @@
+// The ops lowered to Synapse nodes, each with its lowering: which kernels of the library or MME
+// GUIDs compute it, and what it refuses (CannotLower: the call takes the CPU fallback).
+#include <torch/library.h>
+
+#include <string>
+
+#include "bridge/core/lowering.h"
+
+namespace hpusim::bridge {
+namespace {
+
+double scalar_of(const c10::IValue& v) {
+  if (v.isTensor()) return v.toTensor().item<double>();   // a CPU scalar tensor (a wrapped number)
+  return v.toScalar().toDouble();
+}
+
+// An operand of an elementwise op in `dtype`: an HPU tensor (broadcasting), or a Python number
+// or CPU scalar tensor as a one-element constant.
+ValueId operand(Lowering& l, const c10::IValue& v, at::ScalarType dtype) {
+  if (v.isTensor() && v.toTensor().is_hpu()) return l.input_as(v.toTensor(), dtype);
+  if (v.isTensor() && v.toTensor().dim() != 0) throw CannotLower("a CPU tensor operand");
+  return l.constant(scalar_of(v), dtype);
+}
+
+// value * x as a new temporary (x itself when value is 1).
+ValueId scaled(Lowering& l, ValueId x, double value, at::ScalarType dtype) {
+  if (value == 1.0) return x;
+  const ValueId y = l.temp(dtype, l.value(x).region.shape);
+  l.node("mul_fwd" + guid_suffix(dtype), {x, l.constant(value, dtype)}, {y});
+  return y;
+}
+
+void binary(Lowering& l, const LoweredCall& c, const std::string& kernel, bool alpha) {
+  const at::Tensor& out = c.outputs.at(0);
+  const at::ScalarType dt = out.scalar_type();
+  const ValueId a = operand(l, c.args[0], dt);
+  ValueId b = operand(l, c.args[1], dt);
+  if (alpha) b = scaled(l, b, scalar_of(c.args[2]), dt);
+  l.node(kernel + guid_suffix(dt), {a, b}, {l.output(out)});
+}
+
+void unary(Lowering& l, const LoweredCall& c, const std::string& kernel) {
+  const at::Tensor& out = c.outputs.at(0);
+  l.node(kernel + guid_suffix(out.scalar_type()), {l.input_as(c.tensor(0), out.scalar_type())}, {l.output(out)});
+}
+
+// grad, saved -> dx kernels (relu_bwd, tanh_bwd, sigmoid_bwd).
+void backward(Lowering& l, const LoweredCall& c, const std::string& kernel) {
+  const at::Tensor& out = c.outputs.at(0);
+  const at::ScalarType dt = out.scalar_type();
+  l.node(kernel + guid_suffix(dt), {l.input_as(c.tensor(0), dt), l.input_as(c.tensor(1), dt)}, {l.output(out)});
+}
+
+void fill(Lowering& l, const at::Tensor& self, double value) {
+  l.node("fill" + guid_suffix(self.scalar_type()), {}, {l.output(self)}, {static_cast<float>(value)});
+}
+
+// A GEMM operand of torch shape (rows, cols) [batch dims first]: read in place, transposed in
+// place (a dense block with the last two dims swapped), or through a permute.
+struct GemmOperand {
+  ValueId value;
+  bool transposed;
+};
+
+GemmOperand gemm_operand(Lowering& l, const at::Tensor& t) {
+  if (t.is_contiguous()) return {l.input(t), false};
+  const int64_t r = t.dim();
+  const int64_t rows = t.size(r - 2), cols = t.size(r - 1);
+  bool swapped = t.stride(r - 2) == 1 && t.stride(r - 1) == rows;
+  for (int64_t d = r - 3, expected = rows * cols; swapped && d >= 0; expected *= t.size(d), --d)
+    swapped = t.size(d) == 1 || t.stride(d) == expected;
+  if (swapped) {
+    std::vector<int64_t> sizes(t.sizes().begin(), t.sizes().end());
+    std::swap(sizes[r - 2], sizes[r - 1]);
+    const auto strides = c10::contiguous_strides(sizes);
+    return {l.input(t.as_strided(sizes, strides, t.storage_offset())), true};
+  }
+  return {l.input(t), false};
+}
+
+void matmul(Lowering& l, const at::Tensor& a, const at::Tensor& b, ValueId out, bool batched) {
+  if (a.scalar_type() != b.scalar_type() || (a.scalar_type() != at::kFloat && a.scalar_type() != at::kBFloat16))
+    throw CannotLower("gemm operands of other dtypes");
+  const GemmOperand x = gemm_operand(l, a), w = gemm_operand(l, b);
+  const hpusim_GemmParams params{static_cast<uint8_t>(x.transposed), static_cast<uint8_t>(w.transposed)};
+  l.node_params(batched ? "batch_gemm" : "gemm", {x.value, w.value}, {out}, &params, sizeof params);
+}
+
+void addmm(Lowering& l, const LoweredCall& c) {
+  const at::Tensor& out = c.outputs.at(0);
+  const at::ScalarType dt = out.scalar_type();
+  const double beta = scalar_of(c.args[3]), alpha = scalar_of(c.args[4]);
+  if (beta == 0.0 && alpha == 1.0) return matmul(l, c.tensor(1), c.tensor(2), l.output(out), false);
+  const ValueId product = l.temp(dt, synapse_shape(out.sizes()));
+  matmul(l, c.tensor(1), c.tensor(2), product, false);
+  const ValueId scaled_product = scaled(l, product, alpha, dt);
+  if (beta == 0.0) {
+    l.node("mul_fwd" + guid_suffix(dt), {scaled_product, l.constant(1.0, dt)}, {l.output(out)});
+    return;
+  }
+  const ValueId bias = scaled(l, l.input_as(c.tensor(0), dt), beta, dt);
+  l.node("add_fwd" + guid_suffix(dt), {scaled_product, bias}, {l.output(out)});
+}
+
+int64_t last_dim_only(const LoweredCall& c, size_t dim_arg, const at::Tensor& t) {
+  const int64_t dim = c10::maybe_wrap_dim(c.args[dim_arg].toInt(), t.dim());
+  if (t.dim() > 0 && dim != t.dim() - 1) throw CannotLower("softmax over a dim other than the last");
+  return dim;
+}
+
+void softmax(Lowering& l, const LoweredCall& c, const std::string& kernel) {
+  const at::Tensor& x = c.tensor(0);
+  last_dim_only(c, 1, x);
+  if (c.args[2].toBool()) throw CannotLower("half_to_float");
+  unary(l, c, kernel);
+}
+
+void softmax_backward(Lowering& l, const LoweredCall& c, const std::string& kernel) {
+  last_dim_only(c, 2, c.tensor(0));
+  backward(l, c, kernel);
+}
+
+ValueId class_indices(Lowering& l, const at::Tensor& target) {
+  if (target.scalar_type() != at::kLong && target.scalar_type() != at::kInt)
+    throw CannotLower("class indices of another dtype");
+  return l.input(target);
+}
+
+void nll_loss_forward(Lowering& l, const LoweredCall& c) {
+  const at::Tensor& self = c.tensor(0);
+  if (c.has(2) && c.tensor(2).defined()) throw CannotLower("class weights");
+  if (c.args[3].toInt() != at::Reduction::Mean) throw CannotLower("a reduction other than mean");
+  if (self.dim() > 2) throw CannotLower("K-dim nll_loss");
+  const at::ScalarType dt = self.scalar_type();
+  const ValueId loss = l.output_as(c.outputs.at(0), {});
+  const ValueId total = l.output_as(c.outputs.at(1), {});
+  l.node("nll_loss_fwd" + guid_suffix(dt), {l.input(self), class_indices(l, c.tensor(1))}, {loss, total},
+         {static_cast<float>(c.args[4].toInt())});
+}
+
+void nll_loss_backward(Lowering& l, const LoweredCall& c) {
+  const at::Tensor& self = c.tensor(1);
+  if (c.has(3) && c.tensor(3).defined()) throw CannotLower("class weights");
+  if (c.args[4].toInt() != at::Reduction::Mean) throw CannotLower("a reduction other than mean");
+  if (self.dim() > 2) throw CannotLower("K-dim nll_loss");
+  const at::ScalarType dt = self.scalar_type();
+  l.node("nll_loss_bwd" + guid_suffix(dt),
+         {l.input_as_shape(c.tensor(0), {}), class_indices(l, c.tensor(2)), l.input_as_shape(c.tensor(6), {})},
+         {l.output(c.outputs.at(0))}, {static_cast<float>(c.args[5].toInt())});
+}
+
+// sum / mean over dims (none: all), one reduce node per dim, keepdim shapes in between.
+void reduce(Lowering& l, const LoweredCall& c, const std::string& kernel) {
+  const at::Tensor& x = c.tensor(0);
+  const at::Tensor& out = c.outputs.at(0);
+  if (out.scalar_type() != x.scalar_type()) throw CannotLower("a reduction to another dtype");
+  if (x.dim() == 0) throw CannotLower("a reduction of a scalar");
+  std::vector<int64_t> dims;
+  if (c.args[1].isNone() || c.args[1].toIntList().empty()) {
+    for (int64_t d = 0; d < x.dim(); ++d) dims.push_back(d);
+  } else {
+    for (int64_t d : c.args[1].toIntList()) dims.push_back(c10::maybe_wrap_dim(d, x.dim()));
+  }
+  std::sort(dims.begin(), dims.end());
+  dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
+  const at::ScalarType dt = x.scalar_type();
+  std::vector<int64_t> sizes(x.sizes().begin(), x.sizes().end());
+  ValueId current = l.input(x);
+  for (size_t i = 0; i < dims.size(); ++i) {
+    sizes[dims[i]] = 1;
+    const ValueId next = i + 1 == dims.size() ? l.output_as(out, sizes) : l.temp(dt, synapse_shape(sizes));
+    l.node(kernel + guid_suffix(dt), {current}, {next}, {static_cast<float>(x.dim() - 1 - dims[i])});
+    current = next;
+  }
+}
+
+void addc(Lowering& l, const LoweredCall& c, const std::string& kernel) {
+  const at::Tensor& out = c.outputs.at(0);
+  const at::ScalarType dt = out.scalar_type();
+  l.node(kernel + guid_suffix(dt), {operand(l, c.args[0], dt), operand(l, c.args[1], dt), operand(l, c.args[2], dt)},
+         {l.output(out)}, {static_cast<float>(scalar_of(c.args[3]))});
+}
+
+}  // namespace
+
+bool record_copy(const at::Tensor& src, const at::Tensor& dst) {
+  return record([&](Lowering& l) {
+    const at::ScalarType dt = dst.scalar_type();
+    if (src.scalar_type() == dt && src.is_contiguous() && src.sizes() == dst.sizes()) {
+      l.node("memcpy", {l.input(src)}, {l.output(dst)});
+      return;
+    }
+    const ValueId v = l.input_as(src, dt);
+    if (region_bytes(l.value(v).region.type, l.value(v).region.shape) == dst.numel() * device_element_bytes(dt)) {
+      l.node("memcpy", {v}, {l.output(dst)});
+      return;
+    }
+    // A broadcast source: times one, which keeps every value (-0 and NaN too).
+    l.node("mul_fwd" + guid_suffix(dt), {v, l.constant(1.0, dt)}, {l.output(dst)});
+  });
+}
+
+}  // namespace hpusim::bridge
+
+TORCH_LIBRARY_IMPL(aten, HPU, m) {
+  using namespace hpusim::bridge;
+  using L = Lowering;
+  using C = LoweredCall;
+  for (const char* op : {"add.out", "sub.out"}) {
+    const std::string kernel = std::string(op).substr(0, 3) + "_fwd";
+    register_lowering(m, op, [kernel](L& l, const C& c) { binary(l, c, kernel, true); });
+  }
+  const std::pair<const char*, const char*> binaries[] = {
+      {"mul.out", "mul_fwd"}, {"maximum.out", "max_fwd"}, {"minimum.out", "min_fwd"}};
+  for (const auto& [op, kernel] : binaries) {
+    const std::string k = kernel;
+    register_lowering(m, op, [k](L& l, const C& c) { binary(l, c, k, false); });
+  }
+  register_lowering(m, "div.out", [](L& l, const C& c) { binary(l, c, "div_fwd", false); });
+  const std::pair<const char*, const char*> unaries[] = {
+      {"relu", "relu_fwd"},   {"tanh.out", "tanh_fwd"}, {"sigmoid.out", "sigmoid_fwd"}, {"exp.out", "exp_fwd"},
+      {"log.out", "log_fwd"}, {"sqrt.out", "sqrt_fwd"}, {"rsqrt.out", "rsqrt_fwd"},     {"abs.out", "abs_fwd"},
+      {"neg.out", "neg_fwd"}};
+  for (const auto& [op, kernel] : unaries) {
+    const std::string k = kernel;
+    register_lowering(m, op, [k](L& l, const C& c) { unary(l, c, k); });
+  }
+  register_lowering(m, "threshold_backward.grad_input", [](L& l, const C& c) {
+    if (scalar_of(c.args[2]) != 0.0) throw CannotLower("a threshold other than 0");
+    backward(l, c, "relu_bwd");
+  });
+  register_lowering(m, "tanh_backward.grad_input", [](L& l, const C& c) { backward(l, c, "tanh_bwd"); });
+  register_lowering(m, "sigmoid_backward.grad_input", [](L& l, const C& c) { backward(l, c, "sigmoid_bwd"); });
+  register_lowering(m, "addcmul.out", [](L& l, const C& c) { addc(l, c, "addcmul_fwd"); });
+  register_lowering(m, "addcdiv.out", [](L& l, const C& c) { addc(l, c, "addcdiv_fwd"); });
+  register_lowering(m, "fill_.Scalar", [](L& l, const C& c) { fill(l, c.outputs.at(0), scalar_of(c.args[1])); });
+  register_lowering(m, "zero_", [](L& l, const C& c) { fill(l, c.outputs.at(0), 0.0); });
+  register_lowering(m, "mm.out", [](L& l, const C& c) { matmul(l, c.tensor(0), c.tensor(1), l.output(c.outputs.at(0)), false); });
+  register_lowering(m, "bmm.out", [](L& l, const C& c) { matmul(l, c.tensor(0), c.tensor(1), l.output(c.outputs.at(0)), true); });
+  register_lowering(m, "addmm.out", &addmm);
+  register_lowering(m, "_log_softmax.out", [](L& l, const C& c) { softmax(l, c, "log_softmax_fwd"); });
+  register_lowering(m, "_softmax.out", [](L& l, const C& c) { softmax(l, c, "softmax_fwd"); });
+  register_lowering(m, "_log_softmax_backward_data.out", [](L& l, const C& c) { softmax_backward(l, c, "log_softmax_bwd"); });
+  register_lowering(m, "_softmax_backward_data.out", [](L& l, const C& c) { softmax_backward(l, c, "softmax_bwd"); });
+  register_lowering(m, "nll_loss_forward.output", &nll_loss_forward);
+  register_lowering(m, "nll_loss_backward.grad_input", &nll_loss_backward);
+  register_lowering(m, "sum.IntList_out", [](L& l, const C& c) { reduce(l, c, "reduce_sum_fwd"); });
+  register_lowering(m, "mean.out", [](L& l, const C& c) { reduce(l, c, "reduce_mean_fwd"); });
+}

@@ -1,0 +1,93 @@
+// Lowering torch ops to Synapse nodes. A lowered op is registered for the HPU key with one boxed
+// kernel (lowering.cpp): it infers the outputs' shapes on Meta tensors, makes the HPU outputs,
+// and calls the op's lowering function, which adds nodes to the pending graph through a
+// Lowering context. A lowering that cannot handle a call (a dtype, a layout, an argument value)
+// throws CannotLower; the nodes it added are dropped and the op takes the CPU fallback.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <ATen/core/stack.h>
+#include <torch/library.h>
+
+#include <map>
+
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "bridge/core/pending_graph.h"
+
+namespace hpusim::bridge {
+
+class CannotLower : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// How device memory holds a torch dtype: int64 as int32 (the real stack's default without
+// PT_ENABLE_INT64_SUPPORT), bool as u8. Throws CannotLower for dtypes the card does not take.
+synDataType device_type(at::ScalarType dtype);
+// Bytes per element in device memory (4 for int64).
+uint64_t device_element_bytes(at::ScalarType dtype);
+// "_f32" / "_bf16": the kernel library's GUID suffix; CannotLower for other dtypes.
+std::string guid_suffix(at::ScalarType dtype);
+// A torch shape in Synapse order (dim 0 innermost).
+std::vector<uint32_t> synapse_shape(at::IntArrayRef sizes);
+
+class Lowering {
+ public:
+  // `t` read as a dense tensor of its own shape: directly when contiguous, through a permute
+  // node when its layout is a permutation of a dense block. CannotLower otherwise.
+  ValueId input(const at::Tensor& t);
+  // Like input(), but dims `t` broadcasts along (stride 0) stay size 1, for kernels that broadcast.
+  ValueId broadcast_input(const at::Tensor& t);
+  // input() converted to `dtype` (f32 <-> bf16 casts).
+  ValueId input_as(const at::Tensor& t, at::ScalarType dtype);
+  // `t` written whole; it must be contiguous.
+  ValueId output(const at::Tensor& t);
+  // The same region as `t`, seen with another shape (same element count).
+  ValueId output_as(const at::Tensor& t, at::IntArrayRef sizes);
+  ValueId input_as_shape(const at::Tensor& t, at::IntArrayRef sizes);
+  ValueId temp(at::ScalarType dtype, std::vector<uint32_t> shape);
+  // A one-element tensor holding `value` (a fill node).
+  ValueId constant(double value, at::ScalarType dtype);
+
+  void node(const std::string& guid, std::vector<ValueId> inputs, std::vector<ValueId> outputs,
+            const std::vector<float>& scalars = {});
+  void node_params(const std::string& guid, std::vector<ValueId> inputs, std::vector<ValueId> outputs,
+                   const void* params, size_t bytes);
+  const PendingValue& value(ValueId id) const;
+  at::ScalarType dtype_of(ValueId id) const { return dtypes_.at(id); }
+
+ private:
+  ValueId dense_region(const at::Tensor& t, at::IntArrayRef sizes, bool write);
+  ValueId remember(ValueId v, at::ScalarType dtype);
+  std::map<ValueId, at::ScalarType> dtypes_;
+};
+
+// One call of a lowered op: its arguments (HPU tensors as the caller passed them) and its
+// outputs (made from the Meta run).
+struct LoweredCall {
+  const c10::OperatorHandle& op;
+  std::vector<c10::IValue> args;
+  std::vector<at::Tensor> outputs;
+  const at::Tensor& tensor(size_t i) const { return args.at(i).toTensor(); }
+  bool has(size_t i) const { return !args.at(i).isNone(); }
+};
+
+using LoweringFn = std::function<void(Lowering&, const LoweredCall&)>;
+
+// Registers `op` ("add.out") for the HPU key with `fn` as its lowering.
+void register_lowering(torch::Library& library, const char* op, LoweringFn fn);
+
+// Records what `fn` adds as one op (eager mode: launches it); false, with nothing added, when it
+// throws CannotLower.
+bool record(const std::function<void(Lowering&)>& fn);
+// dst.copy_(src) between HPU tensors as an op of the pending graph; false when it cannot be.
+bool record_copy(const at::Tensor& src, const at::Tensor& dst);
+
+// Runs what is pending (lazy::flush), for the bridge's synchronisation points.
+void flush_pending(const char* why);
+
+}  // namespace hpusim::bridge

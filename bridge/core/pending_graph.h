@@ -1,0 +1,90 @@
+// The graph the bridge is building for the card: regions of device storages read and written,
+// temporaries, and Synapse nodes, in program order. launch() turns it into one Synapse graph
+// through the C API (a section per storage, a persistent tensor per region access, workspace
+// tensors for temporaries and for values nobody outside the graph can see any more), compiles it
+// (the recipe cache first) and launches it. No libtorch here: the lowering (lowering.cpp) fills it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "synapse_api.h"
+
+namespace hpusim::bridge {
+
+// A dense run of bytes of one device storage, seen as a tensor of `type` and `shape` (Synapse
+// order: dim 0 innermost; no dims: one element).
+struct Region {
+  uintptr_t storage = 0;   // the storage's identity
+  uint64_t base = 0;       // its device address
+  uint64_t offset = 0;     // bytes from base
+  synDataType type = syn_type_single;
+  std::vector<uint32_t> shape;
+};
+
+uint64_t element_bytes(synDataType type);
+uint64_t region_bytes(synDataType type, const std::vector<uint32_t>& shape);
+
+using ValueId = uint32_t;
+
+struct PendingValue {
+  enum Kind : uint8_t { kRead, kWrite, kTemp } kind = kTemp;
+  Region region;   // kRead / kWrite: where; kTemp: type and shape only
+};
+
+struct PendingNode {
+  std::string guid;
+  std::vector<ValueId> inputs, outputs;
+  std::vector<uint8_t> params;   // synNodeCreate's user params
+};
+
+// What a launch did.
+struct LaunchReport {
+  uint32_t nodes = 0;
+  bool compiled = false;   // a recipe-cache miss: the graph was compiled
+  uint64_t graph_hash = 0;
+};
+
+class PendingGraph {
+ public:
+  ValueId read(const Region& region) { return add({PendingValue::kRead, region}); }
+  ValueId write(const Region& region) { return add({PendingValue::kWrite, region}); }
+  ValueId temp(synDataType type, std::vector<uint32_t> shape) {
+    return add({PendingValue::kTemp, Region{0, 0, 0, type, std::move(shape)}});
+  }
+  void add_node(PendingNode node) { nodes_.push_back(std::move(node)); }
+  const PendingValue& value(ValueId id) const { return values_[id]; }
+
+  bool empty() const { return nodes_.empty(); }
+  size_t node_count() const { return nodes_.size(); }
+  bool touches(uintptr_t storage) const;
+
+  // A lowering that gives up drops what it added since mark().
+  struct Mark {
+    size_t values, nodes;
+  };
+  Mark mark() const { return {values_.size(), nodes_.size()}; }
+  void rollback(Mark m);
+
+  // Builds the Synapse graph, compiles it (recipe cache first) and launches it on `stream`;
+  // `visible(storage)` says whether anything outside the graph still holds the storage (what
+  // nobody can read any more becomes workspace). The graph is empty afterwards, also on a throw.
+  // Throws SynapseError.
+  LaunchReport launch(synDeviceId device, synStreamHandle stream, const std::string& name,
+                      const std::function<bool(uintptr_t)>& visible);
+  void clear();
+
+ private:
+  ValueId add(PendingValue v) {
+    values_.push_back(std::move(v));
+    return static_cast<ValueId>(values_.size() - 1);
+  }
+
+  std::vector<PendingValue> values_;
+  std::vector<PendingNode> nodes_;
+  uint64_t workspace_ = 0, workspace_bytes_ = 0;   // grown as graphs need it; stream order makes reuse safe
+};
+
+}  // namespace hpusim::bridge

@@ -1,0 +1,14 @@
+"""habana_frameworks.torch.core (htcore): the lazy-mode step boundary."""
+from hpusim import _C
+
+
+def mark_step(device_str: str = "", sync: bool = False) -> None:
+    """Launches what lazy mode has recorded (one graph); with sync=True also waits for the card."""
+    _C.mark_step(bool(sync))
+
+
+def is_lazy() -> bool:
+    return _C.lazy_mode()
+
+
+__all__ = ["mark_step", "is_lazy"]
