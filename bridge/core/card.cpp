@@ -1,5 +1,7 @@
 #include "bridge/core/card.h"
 
+#include <atomic>
+
 namespace hpusim::bridge {
 namespace {
 
@@ -30,10 +32,17 @@ Card::Card() {
   check(synStreamCreateGeneric(&stream_, id_, 0), "synStreamCreateGeneric");
 }
 
+namespace {
+std::atomic<bool> g_acquired{false};
+}
+
 Card& Card::get() {
   static Card* card = new Card();   // lives as long as the process: tensors may outlive any scope
+  g_acquired.store(true, std::memory_order_relaxed);
   return *card;
 }
+
+bool Card::acquired() { return g_acquired.load(std::memory_order_relaxed); }
 
 uint32_t Card::count() {
   uint32_t n = 0;

@@ -33,6 +33,8 @@ class Card {
  public:
   // The process's card (device 0 of the box), acquired on first use. Throws SynapseError.
   static Card& get();
+  // Whether get() has acquired the card.
+  static bool acquired();
   // Whether a card can be acquired, without acquiring it (the box's card count).
   static uint32_t count();
 

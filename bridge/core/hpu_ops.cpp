@@ -69,6 +69,8 @@ at::Tensor reshape_alias(const at::Tensor& self, at::IntArrayRef size, at::IntAr
 }
 
 const at::Tensor& resize_storage(const at::Tensor& self, at::IntArrayRef size, std::optional<at::MemoryFormat> memory_format) {
+  // As on every device: the same sizes keep the tensor as it is (a strided view stays strided).
+  if (self.sizes() == size && !memory_format) return self;
   c10::TensorImpl* impl = self.unsafeGetTensorImpl();
   impl->set_sizes_contiguous(size);
   const at::MemoryFormat format = memory_format.value_or(at::MemoryFormat::Contiguous);

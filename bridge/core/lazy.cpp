@@ -3,6 +3,7 @@
 #include <c10/util/Exception.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 
 #include "bridge/core/card.h"
@@ -67,17 +68,23 @@ void Lazy::flush(const char* why) {
     // Anything beyond our own reference: a tensor somewhere can still read it.
     return it == kept.end() || it->second.use_count() > 1;
   });
+  const auto wall_us = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count());
+  char recipe[24];
+  std::snprintf(recipe, sizeof recipe, "%016llx", static_cast<unsigned long long>(report.graph_hash));
   ++counters_.graphs;
   if (report.compiled) {
+    ++counters_.misses_by_recipe[recipe];
     if (eager_) {
       ++counters_.eager_compiles;
     } else {
       ++counters_.compiles;
-      counters_.compile_wall_us += static_cast<uint64_t>(
-          std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count());
+      counters_.compile_wall_us += wall_us;
+      counters_.compiled_recipes.emplace_back(recipe, wall_us);
     }
   } else {
     ++counters_.cache_hits;
+    ++counters_.hits_by_recipe[recipe];
   }
 }
 

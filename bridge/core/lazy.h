@@ -11,6 +11,8 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "bridge/core/pending_graph.h"
 
@@ -23,6 +25,10 @@ struct GraphCounters {
   uint64_t compile_wall_us = 0;   // host wall time of the compiling launches' compile step
   uint64_t ops_recorded = 0;
   uint64_t eager_compiles = 0;    // compiles of eager ops' graphs (not graph compilations)
+  // By recipe (the graph's structural hash, hex): launches that hit and missed the recipe cache,
+  // and each graph compilation's (recipe, host wall microseconds), in order.
+  std::map<std::string, uint64_t> hits_by_recipe, misses_by_recipe;
+  std::vector<std::pair<std::string, uint64_t>> compiled_recipes;
 };
 
 class Lazy {

@@ -17,6 +17,7 @@ PYBIND11_MODULE(_C, m) {
   py::register_exception<bridge::SynapseError>(m, "SynapseError", PyExc_RuntimeError);
   m.def("device_count", [] { return bridge::Card::count() > 0 ? 1 : 0; });
   m.def("init", [] { bridge::Card::get(); });
+  m.def("device_acquired", &bridge::Card::acquired);
   m.def("synchronize", [] {
     py::gil_scoped_release release;
     bridge::flush_pending("synchronize");
@@ -37,6 +38,9 @@ PYBIND11_MODULE(_C, m) {
     d["cache_hits"] = c.cache_hits;
     d["compile_wall_us"] = c.compile_wall_us;
     d["ops_recorded"] = c.ops_recorded;
+    d["hits_by_recipe"] = c.hits_by_recipe;
+    d["misses_by_recipe"] = c.misses_by_recipe;
+    d["compiled_recipes"] = c.compiled_recipes;
     return d;
   });
   m.def("mem_get_info", [] { return bridge::Card::get().memory_info(); });

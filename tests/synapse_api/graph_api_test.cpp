@@ -52,7 +52,10 @@ class SynapseApiMlp : public ::testing::Test {
     for (const char* name : {"x", "w1", "b1", "h", "hb", "r", "w2", "logits", "probs"}) {
       const synTensorDescriptor d = descriptor(name, sizes[name]);
       const auto s = section.find(name);
-      ASSERT_EQ(synTensorCreate(&tensor[name], &d, s == section.end() ? nullptr : s->second, 0), synSuccess)
+      const auto o = offset.find(name);
+      ASSERT_EQ(synTensorCreate(&tensor[name], &d, s == section.end() ? nullptr : s->second,
+                                s == section.end() || o == offset.end() ? 0 : o->second),
+                synSuccess)
           << last_error();
     }
     node("fc1", {"x", "w1"}, {"h"});
@@ -92,6 +95,8 @@ class SynapseApiMlp : public ::testing::Test {
   synSectionHandle inputs = nullptr, weights = nullptr, outputs = nullptr;
   std::map<std::string, std::vector<unsigned>> sizes;
   std::map<std::string, synSectionHandle> section;
+  // Where the weights sit in their section, as in the model's MLP spec (the hash counts it).
+  std::map<std::string, uint64_t> offset{{"b1", 131072}, {"w2", 131584}};
   std::map<std::string, std::string> guid;
   std::map<std::string, std::vector<unsigned char>> params;
   std::map<std::string, synTensor> tensor;
@@ -423,8 +428,9 @@ TEST(SynapseApiC, ClientBuildsValidatesAndHashes) {
   ASSERT_EQ(c_client_relu_graph(&hash), synSuccess) << last_error();
   model::Graph g;
   model::TensorId x, y;
-  g.add_tensor({"x", model::DType::F32, {8, 4}, true}, &x);
-  g.add_tensor({"y", model::DType::F32, {8, 4}, true}, &y);
+  // The client puts both in one section at offset 0: y is written over x.
+  g.add_tensor({"x", model::DType::F32, {8, 4}, true, model::Section{1, 0}}, &x);
+  g.add_tensor({"y", model::DType::F32, {8, 4}, true, model::Section{1, 0}}, &y);
   g.add_node({"relu", "relu_fwd_f32", {x}, {y}, {}});
   EXPECT_EQ(hash, model::structural_hash(g));
   EXPECT_EQ(c_client_null_graph_is_refused(), 1);

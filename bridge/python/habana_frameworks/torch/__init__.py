@@ -6,5 +6,6 @@ from hpusim.torch import core, hpu
 
 sys.modules[__name__ + ".hpu"] = hpu
 sys.modules[__name__ + ".core"] = core
+sys.modules[__name__ + ".hpu.metrics"] = hpu.metrics
 
 __all__ = ["core", "hpu"]

@@ -14,6 +14,8 @@ import torch  # noqa: E402  (libtorch must be loaded before the bridge's library
 from hpusim import _C  # noqa: E402
 from hpusim.torch import core, hpu  # noqa: E402
 
+_C.lazy_mode()  # PT_HPU_LAZY_MODE and PT_HPU_MAX_COMPOUND_OP_SIZE checked now, a bad value named
+
 if not hasattr(torch, "hpu"):
     torch._register_device_module("hpu", hpu)
 

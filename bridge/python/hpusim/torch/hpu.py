@@ -2,6 +2,7 @@
 import torch
 
 from hpusim import _C
+from hpusim.torch import metrics  # noqa: F401  (torch.hpu.metrics)
 
 SynapseError = _C.SynapseError
 
