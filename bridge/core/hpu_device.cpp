@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "bridge/core/card.h"
+#include "bridge/core/generator.h"
 
 namespace hpusim::bridge {
 namespace {
@@ -166,6 +167,14 @@ struct HPUHooks final : public at::HPUHooksInterface {
     return 0;
   }
   c10::DeviceIndex maybeExchangeDevice(c10::DeviceIndex device) const override { return exchangeDevice(device); }
+  const at::Generator& getDefaultGenerator(c10::DeviceIndex device) const override {
+    TORCH_CHECK(device <= 0, "hpu:", static_cast<int>(device), " does not exist: the bridge drives card 0 of the box");
+    return default_hpu_generator();
+  }
+  at::Generator getNewGenerator(c10::DeviceIndex device) const override {
+    TORCH_CHECK(device <= 0, "hpu:", static_cast<int>(device), " does not exist: the bridge drives card 0 of the box");
+    return at::make_generator<HpuGenerator>(c10::default_rng_seed_val);
+  }
 };
 
 }  // namespace hpusim::bridge

@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "bridge/core/card.h"
+#include "bridge/core/generator.h"
 #include "bridge/core/lowering.h"
 
 namespace hpusim::bridge {
@@ -181,6 +183,29 @@ void addc(Lowering& l, const LoweredCall& c, const std::string& kernel) {
          {l.output(out)}, {static_cast<float>(scalar_of(c.args[3]))});
 }
 
+// self.bernoulli_(p): the dropout kernel's mask over ones, its seed a fresh one-element device
+// tensor (so the graph is the same at every step) from the HPU generator.
+void bernoulli(Lowering& l, const LoweredCall& c) {
+  const at::Tensor& self = c.outputs.at(0);
+  const at::ScalarType dt = self.scalar_type();
+  const std::string sfx = guid_suffix(dt);
+  const double p = c.args[1].toDouble();
+  if (!(p >= 0.0 && p <= 1.0)) throw CannotLower("p outside [0, 1]: the CPU reports it");
+  const std::vector<uint32_t> shape = synapse_shape(self.sizes());
+  if (!self.is_contiguous()) throw CannotLower("a strided output");
+  HpuGenerator* generator = hpu_generator(c.args[2].toOptional<at::Generator>());
+  uint32_t seed = 0;
+  {
+    const std::lock_guard<std::mutex> lock(generator->mutex_);
+    seed = generator->next_kernel_seed();
+  }
+  const at::Tensor seed_tensor = at::empty({1}, at::TensorOptions().dtype(at::kInt).device(c10::DeviceType::HPU));
+  Card::get().to_device(&seed, reinterpret_cast<uintptr_t>(seed_tensor.data_ptr()), sizeof seed);
+  const ValueId ones = l.temp(dt, shape), scaled = l.temp(dt, shape);
+  l.node("fill" + sfx, {}, {ones}, {1.0f});
+  l.node("dropout_fwd" + sfx, {ones, l.input(seed_tensor)}, {scaled, l.output(self)}, {static_cast<float>(1.0 - p)});
+}
+
 }  // namespace
 
 bool record_copy(const at::Tensor& src, const at::Tensor& dst) {
@@ -246,4 +271,5 @@ TORCH_LIBRARY_IMPL(aten, HPU, m) {
   register_lowering(m, "nll_loss_backward.grad_input", &nll_loss_backward);
   register_lowering(m, "sum.IntList_out", [](L& l, const C& c) { reduce(l, c, "reduce_sum_fwd"); });
   register_lowering(m, "mean.out", [](L& l, const C& c) { reduce(l, c, "reduce_mean_fwd"); });
+  register_lowering(m, "bernoulli_.float", &bernoulli);
 }

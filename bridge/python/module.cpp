@@ -5,6 +5,7 @@
 
 #include "bridge/core/card.h"
 #include "bridge/core/fallback.h"
+#include "bridge/core/generator.h"
 #include "bridge/core/hpu_device.h"
 #include "bridge/core/lazy.h"
 #include "bridge/core/lowering.h"
@@ -27,6 +28,23 @@ PYBIND11_MODULE(_C, m) {
     py::gil_scoped_release release;
     bridge::flush_pending("mark_step");
     if (sync) bridge::Card::get().synchronize();
+  });
+  m.def("manual_seed", [](uint64_t seed) {
+    auto* g = bridge::hpu_generator(std::nullopt);
+    const std::lock_guard<std::mutex> lock(g->mutex_);
+    g->set_current_seed(seed);
+  });
+  m.def("initial_seed", [] { return bridge::hpu_generator(std::nullopt)->current_seed(); });
+  m.def("rng_state", [] {
+    auto* g = bridge::hpu_generator(std::nullopt);
+    const std::lock_guard<std::mutex> lock(g->mutex_);
+    return std::make_pair(g->current_seed(), g->get_offset());
+  });
+  m.def("set_rng_state", [](uint64_t seed, uint64_t offset) {
+    auto* g = bridge::hpu_generator(std::nullopt);
+    const std::lock_guard<std::mutex> lock(g->mutex_);
+    g->set_current_seed(seed);
+    g->set_offset(offset);
   });
   m.def("lazy_mode", [] { return !bridge::Lazy::get().eager(); });
   m.def("graph_counters", [] {

@@ -107,7 +107,10 @@ const std::vector<KernelDef>& kernel_table() {
                    {d, i}, {d, d}, 2, {"ignore_index"}, 1});
       t.push_back({"nll_loss_bwd" + sfx, Kind::NllBwd, "", d, d, {"grad", "target", "total_weight"}, {"dx"},
                    {d, i, d}, {d}, 3, {"ignore_index"}, 1});
-      t.push_back({"dropout_fwd" + sfx, Kind::DropoutFwd, "", d, d, {"X"}, {"Y", "mask"}, {}, {}, 1, {"p", "seed"}, 0});
+      // The seed as a scalar (a graph constant), or as an optional i32 tensor of one element (one
+      // graph for every step of a training loop), then without the seed scalar.
+      t.push_back({"dropout_fwd" + sfx, Kind::DropoutFwd, "", d, d, {"X", "seed"}, {"Y", "mask"}, {d, DType::I32}, {}, 1,
+                   {"p", "seed"}, 1});
       t.push_back({"dropout_bwd" + sfx, Kind::DropoutBwd, "OP_DROPOUT_BWD", d, d, {"grad", "mask"}, {"dx"}, {}, {}, 2,
                    {"p"}, 0});
       // Permute: scalars = the permutation, one per dim of X (Y's dim k is X's dim perm[k]).
@@ -395,8 +398,17 @@ std::optional<Failure> validate_batch3(const KernelDef& def, const KernelParams&
       break;
     case Kind::DropoutFwd:
     case Kind::DropoutBwd:
+      if (def.kind == Kind::DropoutFwd) {
+        const bool seed_tensor = p.inputs.size() == 2;
+        if (p.scalars.size() != (seed_tensor ? 1u : 2u))
+          return Failure{GlueStatus::IncompatibleScalarParams,
+                         def.guid + (seed_tensor ? " with a seed tensor takes 1 scalar parameter (p), got "
+                                                 : " without a seed tensor takes 2 scalar parameters (p, seed), got ") +
+                             std::to_string(p.scalars.size())};
+      }
       if (!(p.scalars[0] >= 0.0f && p.scalars[0] <= 1.0f)) return bad_scalar(0, "must be in [0, 1]");
-      if (def.kind == Kind::DropoutFwd && !(is_integer(p.scalars[1]) && p.scalars[1] >= 0.0f && p.scalars[1] <= 16777216.0f))
+      if (def.kind == Kind::DropoutFwd && p.scalars.size() == 2 &&
+          !(is_integer(p.scalars[1]) && p.scalars[1] >= 0.0f && p.scalars[1] <= 16777216.0f))
         return bad_scalar(1, "must be an integer 0 .. 2^24");
       break;
     case Kind::Optim:
@@ -525,8 +537,12 @@ std::optional<Failure> validate_batch3(const KernelDef& def, const KernelParams&
     case Kind::DropoutFwd:
     case Kind::DropoutBwd:
     case Kind::Optim:
-      for (size_t k = 1; k < p.inputs.size(); ++k)
-        if (auto f = want_shape(true, k, x.shape, "it must have input 0's shape")) return f;
+      if (def.kind == Kind::DropoutFwd && p.inputs.size() == 2) {
+        if (auto f = one_element(true, 1)) return f;
+      } else {
+        for (size_t k = 1; k < p.inputs.size(); ++k)
+          if (auto f = want_shape(true, k, x.shape, "it must have input 0's shape")) return f;
+      }
       for (size_t k = 0; k < p.outputs.size(); ++k)
         if (auto f = want_shape(false, k, x.shape, "it must have input 0's shape")) return f;
       break;
@@ -775,12 +791,24 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
         const float prob = p.scalars[0];
         const float scale = prob == 1.0f ? 0.0f : static_cast<float>(1.0 / (1.0 - static_cast<double>(prob)));
         if (def.kind == Kind::DropoutFwd) {
+          const bool seed_tensor = p.inputs.size() == 2;
           inst.srf[0] = f32_bits(prob);
           inst.srf[1] = f32_bits(scale);
-          inst.srf[2] = mix32(static_cast<uint32_t>(p.scalars[1]) ^ 0x9e3779b9u);
           for (unsigned d = 0; d < 4; ++d) inst.srf[3 + d] = px[d];
-          variant << "dropout fwd " << t;
-          src << ".include \"" << io << "\"\n.include \"dropout_fwd.s\"\n";
+          variant << "dropout fwd " << t << (seed_tensor ? " seed tensor" : "");
+          src << ".include \"" << io << "\"\n.equ Y_T " << p.inputs.size() << "\n.equ MASK_T " << p.inputs.size() + 1 << "\n";
+          if (seed_tensor) {
+            // The key from the seed tensor's element, on the core (V30 in every lane).
+            for (auto& dim : inst.input_patterns[1]) dim = AccessPatternDim{dim.ispace_dim, 0, 0, 0};
+            src << ".macro KEY_SETUP\n";
+            for (int d = 0; d < 5; ++d) src << "        imov_dim I3, 0 dim=" << d << "\n";
+            src << "        ld_tnsr_s S16, I3, 1\n        mov.i32 V30, S16\n        xor.u32 V30, V30, 0x9e3779b9\n"
+                << "        MIX32 V30\n.endm\n.macro XOR_KEY v\n        xor.u32 \\v, \\v, V30\n.endm\n";
+          } else {
+            inst.srf[2] = mix32(static_cast<uint32_t>(p.scalars[1]) ^ 0x9e3779b9u);
+            src << ".macro KEY_SETUP\n.endm\n.macro XOR_KEY v\n        xor.u32 \\v, \\v, S2\n.endm\n";
+          }
+          src << ".include \"dropout_fwd.s\"\n";
         } else {
           inst.srf[0] = f32_bits(scale);
           variant << "backward " << def.op_macro << " " << t;

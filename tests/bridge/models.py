@@ -1,7 +1,39 @@
 """The models the bridge's tests train on 'hpu' and on the CPU, with the same seeds and data."""
+import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+
+def _mix32(x):
+    x = x ^ (x >> np.uint32(16))
+    x = x * np.uint32(0x7FEB352D)
+    x = x ^ (x >> np.uint32(15))
+    x = x * np.uint32(0x846CA68B)
+    return x ^ (x >> np.uint32(16))
+
+
+class DeviceGeneratorDropout(nn.Module):
+    """Dropout on the CPU with the card's generator (bridge/README.md "Random numbers"): the k-th
+    draw after manual_seed(s) uses kernel seed low32(s + k); element i of the tensor (row-major)
+    is kept iff (mix32(i ^ mix32(seed ^ 0x9e3779b9)) >> 8) * 2^-24 >= 1 - keep. The reference the
+    card's dropout is checked against; the arithmetic is torch's (_dropout_impl)."""
+
+    def __init__(self, p, seed=0):
+        super().__init__()
+        self.p, self.seed, self.draws = p, seed, 0
+
+    def forward(self, x):
+        if not self.training or self.p == 0:
+            return x
+        kernel_seed = np.uint32((self.seed + self.draws) & 0xFFFFFFFF)
+        self.draws += 1
+        key = _mix32(np.array([kernel_seed ^ np.uint32(0x9E3779B9)], dtype=np.uint32))[0]
+        index = np.arange(x.numel(), dtype=np.uint32)
+        u = (_mix32(index ^ key) >> np.uint32(8)).astype(np.float32) * np.float32(2.0**-24)
+        noise = torch.from_numpy((u >= np.float32(1.0 - (1.0 - self.p))).astype(np.float32)).view(x.shape).to(x.dtype)
+        noise.div_(1 - self.p)
+        return x * noise
 
 
 class MnistNet(nn.Module):
@@ -22,10 +54,14 @@ class MnistNet(nn.Module):
         return F.log_softmax(x, dim=1)
 
 
-def train_mnist(device, steps, p=0.0, mark_step=None, on_step=None):
-    """Losses of `steps` Adadelta steps (lr 0.1, the seed's) on synthetic batches of 200."""
+def train_mnist(device, steps, p=0.5, mark_step=None, on_step=None):
+    """Losses of `steps` Adadelta steps (lr 0.1, the seed's) on synthetic batches of 200; on the
+    CPU, dropout draws from the card's generator."""
     torch.manual_seed(0)
-    model = MnistNet(p).to(device)
+    model = MnistNet(p)
+    if device == "cpu":
+        model.dropout = DeviceGeneratorDropout(p, seed=0)
+    model = model.to(device)
     optimizer = torch.optim.Adadelta(model.parameters(), lr=0.1)
     data = torch.Generator().manual_seed(1)
     losses = []

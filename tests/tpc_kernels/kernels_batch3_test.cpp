@@ -346,6 +346,33 @@ TEST(TpcKernelDropout, ForwardAndBackwardFollowTheGenerator) {
   EXPECT_NE(a[1].data, b[1].data);
 }
 
+TEST(TpcKernelDropout, ASeedTensorGivesTheMaskOfThatSeed) {
+  for (DType t : {DType::F32, DType::BF16}) {
+    for (uint32_t seed : {0u, 7u, 16777216u, 0xdeadbeefu}) {
+      const Shape s{300, 3};
+      HostTensor x(t, s);
+      fill_uniform(x, seed, -4.0f, 4.0f);
+      HostTensor seed_tensor(DType::I32, {1});
+      seed_tensor.data[0] = seed;
+      const auto out = run_1_and_8("dropout_fwd" + sfx(t), {x, seed_tensor}, {HostTensor(t, s), HostTensor(t, s)}, {0.4f});
+      size_t bad = 0;
+      for (size_t i = 0; i < x.count() && bad < 3; ++i) {
+        const float m = kept(seed, static_cast<uint32_t>(i), 0.4f) ? 1.0f : 0.0f;
+        if (out[1].at(i) != m || out[0].data[i] != round_to(t, (x.at(i) * m) * (1.0f / 0.6f))) {
+          ++bad;
+          ADD_FAILURE() << "seed " << seed << " elem " << i << ": mask " << out[1].at(i) << ", want " << m;
+        }
+      }
+      if (seed <= 16777216u) {
+        const auto scalar = run_1_and_8("dropout_fwd" + sfx(t), {x}, {HostTensor(t, s), HostTensor(t, s)},
+                                        {0.4f, static_cast<float>(seed)});
+        EXPECT_EQ(out[1].data, scalar[1].data);
+        EXPECT_EQ(out[0].data, scalar[0].data);
+      }
+    }
+  }
+}
+
 // ---- optimizers, in place ----
 
 // Runs an optimizer GUID with the updated tensors' outputs at their inputs' addresses.
@@ -488,6 +515,14 @@ TEST(TpcKernelGlue3, RejectsBadParams) {
                GlueStatus::IncompatibleScalarParams, {"scalar 1 (seed)"});
   expect_error(lib.instantiate("dropout_fwd_f32", {{tp(F, {8})}, {tp(F, {8})}, {0.5f, 1.0f}}),
                GlueStatus::IncompatibleOutputCount, {"Y, mask"});
+  expect_error(lib.instantiate("dropout_fwd_f32", {{tp(F, {8}), tp(I, {1})}, {tp(F, {8}), tp(F, {8})}, {0.5f, 1.0f}}),
+               GlueStatus::IncompatibleScalarParams, {"with a seed tensor takes 1 scalar parameter (p), got 2"});
+  expect_error(lib.instantiate("dropout_fwd_f32", {{tp(F, {8})}, {tp(F, {8}), tp(F, {8})}, {0.5f}}),
+               GlueStatus::IncompatibleScalarParams, {"without a seed tensor takes 2 scalar parameters (p, seed), got 1"});
+  expect_error(lib.instantiate("dropout_fwd_f32", {{tp(F, {8}), tp(I, {2})}, {tp(F, {8}), tp(F, {8})}, {0.5f}}),
+               GlueStatus::IncompatibleInputSize, {"input 1 (seed)"});
+  expect_error(lib.instantiate("dropout_fwd_f32", {{tp(F, {8}), tp(F, {1})}, {tp(F, {8}), tp(F, {8})}, {0.5f}}),
+               GlueStatus::IncompatibleDataType, {"input 1 (seed)"});
   expect_error(lib.instantiate("dropout_bwd_bf16", {{tp(B, {8}), tp(B, {9})}, {tp(B, {8})}, {0.5f}}),
                GlueStatus::IncompatibleInputSize, {"input 1 (mask)"});
   expect_error(lib.instantiate("adam_f32", {{tp(F, {8}), tp(F, {8}), tp(F, {8}), tp(F, {8})}, {tp(F, {8}), tp(F, {8}), tp(F, {8})},

@@ -1,9 +1,10 @@
 // dropout_fwd.s: Y = X * mask * scale with a counter-based generator, computed in f32.
 //
-// Tensors: 0 X, 1 Y, 2 mask (X's shape and dtype; 1 kept, 0 dropped). The generator (README.md):
-// element i (its index in X's dense order, 32-bit) draws h = mix32(i ^ key), mix32 the
-// "lowbias32" integer hash (x ^= x >> 16; x *= 0x7feb352d; x ^= x >> 15; x *= 0x846ca68b;
-// x ^= x >> 16), key = mix32(seed ^ 0x9e3779b9) from the glue, u = (h >> 8) * 2^-24 in [0, 1);
+// Tensors: 0 X, [1 seed,] Y_T Y, MASK_T mask (X's shape and dtype; 1 kept, 0 dropped). The
+// generator (README.md): element i (its index in X's dense order, 32-bit) draws h = mix32(i ^ key),
+// mix32 the "lowbias32" integer hash (x ^= x >> 16; x *= 0x7feb352d; x ^= x >> 15;
+// x *= 0x846ca68b; x ^= x >> 16), key = mix32(seed ^ 0x9e3779b9) (the glue's S2, or KEY_SETUP's
+// V30 from the seed tensor; XOR_KEY applies it), u = (h >> 8) * 2^-24 in [0, 1);
 // the element is kept when u >= p. It depends only on (seed, i), so any split of the index space
 // gives the same mask. Y = (X * mask) * scale (PyTorch's order). The index math is done for both
 // halves of a bf16 step (lo: lanes 0 .. F32_LANES-1, hi: the next F32_LANES); f32 uses lo only.
@@ -34,6 +35,7 @@
 .endm
 .include "nest.inc"
 
+        KEY_SETUP
         lane_id.i32 V16
         add.i32 V17, V16, F32_LANES
         NEST_BEGIN
@@ -41,8 +43,8 @@
         add.i32 S9, S9, S8
         add.i32 V11, V16, S9
         add.i32 V21, V17, S9
-        xor.u32 V11, V11, S2
-        xor.u32 V21, V21, S2
+        XOR_KEY V11
+        XOR_KEY V21
         MIX32 V11
         MIX32 V21
         shr.u32 V11, V11, 8
@@ -61,7 +63,7 @@
         EACH3 mul.f32, V13, V12, V18, V23, V22, V28
         EACH3 mul.f32, V13, V13, S1, V23, V23, S1
         NARROW V13, V23
-        st_tnsr I2, 1, V9
+        st_tnsr I2, Y_T, V9
         NARROW V18, V28
-end_d0: st_tnsr I2, 2, V9; iadd_dim I2, LANES dim=0
+end_d0: st_tnsr I2, MASK_T, V9; iadd_dim I2, LANES dim=0
         NEST_END

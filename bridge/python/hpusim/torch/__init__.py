@@ -19,6 +19,17 @@ _C.lazy_mode()  # PT_HPU_LAZY_MODE and PT_HPU_MAX_COMPOUND_OP_SIZE checked now, 
 if not hasattr(torch, "hpu"):
     torch._register_device_module("hpu", hpu)
 
+    # torch.manual_seed seeds the built-in devices it knows; 'hpu' is not among them (as the real
+    # stack does, the seeding functions are extended to it).
+    _cpu_manual_seed = torch.random.manual_seed
+
+    def _manual_seed(seed):
+        generator = _cpu_manual_seed(seed)
+        hpu.manual_seed(seed)
+        return generator
+
+    torch.manual_seed = torch.random.manual_seed = _manual_seed
+
 
 def _fallback_summary_at_exit():
     # With LOG_LEVEL_PT_FALLBACK set, the ops that ran on the CPU, most frequent first.

@@ -1,4 +1,6 @@
 """torch.hpu: the simulated card as torch sees it (one device, hpu:0)."""
+import os
+
 import torch
 
 from hpusim import _C
@@ -75,3 +77,40 @@ def mem_get_info(device=None):
 def fallback_counts() -> dict:
     """How often each op ran on the CPU instead of the card ('aten::add.Tensor' -> calls)."""
     return dict(_C.fallback_counts())
+
+
+# The HPU generator (bridge/README.md "Random numbers"): a seed and the count of device draws.
+def manual_seed(seed) -> None:
+    _C.manual_seed(int(seed) & 0xFFFFFFFFFFFFFFFF)
+
+
+manual_seed_all = manual_seed
+
+
+def seed() -> int:
+    s = int.from_bytes(os.urandom(8), "little")
+    manual_seed(s)
+    return s
+
+
+seed_all = seed
+
+
+def initial_seed() -> int:
+    return _C.initial_seed()
+
+
+def get_rng_state(device="hpu") -> torch.Tensor:
+    s, offset = _C.rng_state()
+    return torch.tensor(list(s.to_bytes(8, "little") + offset.to_bytes(8, "little")), dtype=torch.uint8)
+
+
+def set_rng_state(new_state: torch.Tensor, device="hpu") -> None:
+    data = bytes(new_state.to(torch.uint8).tolist())
+    if len(data) != 16:
+        raise RuntimeError(f"the HPU generator's state is 16 bytes (seed, offset), got {len(data)}")
+    _C.set_rng_state(int.from_bytes(data[:8], "little"), int.from_bytes(data[8:], "little"))
+
+
+get_rng_state_all = lambda: [get_rng_state()]  # noqa: E731
+set_rng_state_all = lambda states: set_rng_state(states[0])  # noqa: E731
