@@ -2,6 +2,7 @@
 // GUIDs compute it, and what it refuses (CannotLower: the call takes the CPU fallback).
 #include <torch/library.h>
 
+#include <algorithm>
 #include <string>
 
 #include "bridge/core/card.h"
@@ -24,6 +25,30 @@ ValueId operand(Lowering& l, const c10::IValue& v, at::ScalarType dtype) {
   return l.constant(scalar_of(v), dtype);
 }
 
+// x broadcast to `shape`: x + (-0), the -0 filling `shape` (x + -0 is x for every x, -0 and NaN
+// included). For an output larger than every input along some dim (an expanded tensor's only
+// operand), which the kernels' broadcasting does not produce.
+ValueId expand_to(Lowering& l, ValueId x, const std::vector<uint32_t>& shape, at::ScalarType dtype) {
+  const std::string sfx = guid_suffix(dtype);
+  const ValueId zeros = l.temp(dtype, shape), y = l.temp(dtype, shape);
+  l.node("fill" + sfx, {}, {zeros}, {-0.0f});
+  l.node("add_fwd" + sfx, {x, zeros}, {y});
+  return y;
+}
+
+// The inputs of an elementwise node writing `out`: the first is broadcast to out's shape when
+// the inputs together do not cover it.
+std::vector<ValueId> covering(Lowering& l, std::vector<ValueId> inputs, const at::Tensor& out) {
+  const std::vector<uint32_t> want = synapse_shape(out.sizes());
+  std::vector<uint32_t> have(want.size(), 1);
+  for (ValueId v : inputs) {
+    const std::vector<uint32_t>& shape = l.value(v).region.shape;
+    for (size_t d = 0; d < shape.size() && d < have.size(); ++d) have[d] = std::max(have[d], shape[d]);
+  }
+  if (have != want) inputs[0] = expand_to(l, inputs[0], want, out.scalar_type());
+  return inputs;
+}
+
 // value * x as a new temporary (x itself when value is 1).
 ValueId scaled(Lowering& l, ValueId x, double value, at::ScalarType dtype) {
   if (value == 1.0) return x;
@@ -38,19 +63,21 @@ void binary(Lowering& l, const LoweredCall& c, const std::string& kernel, bool a
   const ValueId a = operand(l, c.args[0], dt);
   ValueId b = operand(l, c.args[1], dt);
   if (alpha) b = scaled(l, b, scalar_of(c.args[2]), dt);
-  l.node(kernel + guid_suffix(dt), {a, b}, {l.output(out)});
+  l.node(kernel + guid_suffix(dt), covering(l, {a, b}, out), {l.output(out)});
 }
 
 void unary(Lowering& l, const LoweredCall& c, const std::string& kernel) {
   const at::Tensor& out = c.outputs.at(0);
-  l.node(kernel + guid_suffix(out.scalar_type()), {l.input_as(c.tensor(0), out.scalar_type())}, {l.output(out)});
+  l.node(kernel + guid_suffix(out.scalar_type()), covering(l, {l.input_as(c.tensor(0), out.scalar_type())}, out),
+         {l.output(out)});
 }
 
 // grad, saved -> dx kernels (relu_bwd, tanh_bwd, sigmoid_bwd).
 void backward(Lowering& l, const LoweredCall& c, const std::string& kernel) {
   const at::Tensor& out = c.outputs.at(0);
   const at::ScalarType dt = out.scalar_type();
-  l.node(kernel + guid_suffix(dt), {l.input_as(c.tensor(0), dt), l.input_as(c.tensor(1), dt)}, {l.output(out)});
+  l.node(kernel + guid_suffix(dt), covering(l, {l.input_as(c.tensor(0), dt), l.input_as(c.tensor(1), dt)}, out),
+         {l.output(out)});
 }
 
 void fill(Lowering& l, const at::Tensor& self, double value) {
@@ -97,7 +124,7 @@ void addmm(Lowering& l, const LoweredCall& c) {
   matmul(l, c.tensor(1), c.tensor(2), product, false);
   const ValueId scaled_product = scaled(l, product, alpha, dt);
   if (beta == 0.0) {
-    l.node("mul_fwd" + guid_suffix(dt), {scaled_product, l.constant(1.0, dt)}, {l.output(out)});
+    l.node("memcpy", {scaled_product}, {l.output(out)});
     return;
   }
   const ValueId bias = scaled(l, l.input_as(c.tensor(0), dt), beta, dt);
@@ -179,7 +206,8 @@ void reduce(Lowering& l, const LoweredCall& c, const std::string& kernel) {
 void addc(Lowering& l, const LoweredCall& c, const std::string& kernel) {
   const at::Tensor& out = c.outputs.at(0);
   const at::ScalarType dt = out.scalar_type();
-  l.node(kernel + guid_suffix(dt), {operand(l, c.args[0], dt), operand(l, c.args[1], dt), operand(l, c.args[2], dt)},
+  l.node(kernel + guid_suffix(dt),
+         covering(l, {operand(l, c.args[0], dt), operand(l, c.args[1], dt), operand(l, c.args[2], dt)}, out),
          {l.output(out)}, {static_cast<float>(scalar_of(c.args[3]))});
 }
 
@@ -206,6 +234,101 @@ void bernoulli(Lowering& l, const LoweredCall& c) {
   l.node("dropout_fwd" + sfx, {ones, l.input(seed_tensor)}, {scaled, l.output(self)}, {static_cast<float>(1.0 - p)});
 }
 
+// native_layer_norm over the trailing dims (collapsed into one: the kernel's dim 0).
+std::vector<int64_t> rows_of(const at::Tensor& x, size_t normalized_dims) {
+  const int64_t outer = x.dim() - static_cast<int64_t>(normalized_dims);
+  if (outer < 0) throw CannotLower("normalized_shape longer than the input");
+  std::vector<int64_t> sizes(x.sizes().begin(), x.sizes().begin() + outer);
+  int64_t row = 1;
+  for (int64_t d = outer; d < x.dim(); ++d) row *= x.size(d);
+  sizes.push_back(row);
+  return sizes;
+}
+
+std::vector<int64_t> stat_sizes(std::vector<int64_t> rows) {
+  rows.back() = 1;
+  return rows;
+}
+
+void layer_norm(Lowering& l, const LoweredCall& c) {
+  const at::Tensor& x = c.tensor(0);
+  const at::ScalarType dt = x.scalar_type();
+  const std::string sfx = guid_suffix(dt);
+  const std::vector<int64_t> rows = rows_of(x, c.args[1].toIntList().size());
+  const at::Tensor& mean = c.outputs.at(1);
+  if (mean.scalar_type() != at::kFloat || c.outputs.at(2).scalar_type() != at::kFloat)
+    throw CannotLower("mean / rstd in a dtype other than f32");
+  std::vector<ValueId> inputs{l.input_as_shape(x.contiguous(), rows)};
+  const bool has_weight = c.has(2) && c.tensor(2).defined(), has_bias = c.has(3) && c.tensor(3).defined();
+  if (has_weight || has_bias) {
+    const std::vector<uint32_t> row{static_cast<uint32_t>(rows.back())};
+    const auto param = [&](bool defined, size_t arg, float value) {
+      if (defined) return l.input_as_shape(c.tensor(arg), {rows.back()});
+      const ValueId v = l.temp(dt, row);
+      l.node("fill" + sfx, {}, {v}, {value});
+      return v;
+    };
+    inputs.push_back(param(has_weight, 2, 1.0f));
+    inputs.push_back(param(has_bias, 3, 0.0f));
+  }
+  const std::vector<int64_t> stats = stat_sizes(rows);
+  l.node("layernorm_fwd" + sfx, inputs,
+         {l.output_as(c.outputs.at(0), rows), l.output_as(mean, stats), l.output_as(c.outputs.at(2), stats)},
+         {static_cast<float>(c.args[4].toDouble())});
+}
+
+void layer_norm_backward(Lowering& l, const LoweredCall& c) {
+  const at::Tensor& x = c.tensor(1);
+  const at::ScalarType dt = x.scalar_type();
+  const std::string sfx = guid_suffix(dt);
+  const std::vector<int64_t> rows = rows_of(x, c.args[2].toIntList().size());
+  const std::vector<int64_t> stats = stat_sizes(rows);
+  const ValueId grad = l.input_as_shape(c.tensor(0).contiguous(), rows), input = l.input_as_shape(x.contiguous(), rows);
+  const ValueId mean = l.input_as_shape(c.tensor(3), stats), rstd = l.input_as_shape(c.tensor(4), stats);
+  const auto mask = c.args[7].toBoolList();
+  if (mask[0]) {
+    std::vector<ValueId> in{grad, input, mean, rstd};
+    if (c.has(5) && c.tensor(5).defined()) in.push_back(l.input_as_shape(c.tensor(5), {rows.back()}));
+    l.node("layernorm_bwd" + sfx, in, {l.output_as(c.outputs.at(0), rows)});
+  }
+  if (mask[1] || mask[2]) {
+    const std::vector<uint32_t> row{static_cast<uint32_t>(rows.back())};
+    const ValueId dgamma = mask[1] ? l.output_as(c.outputs.at(1), {rows.back()}) : l.temp(dt, row);
+    const ValueId dbeta = mask[2] ? l.output_as(c.outputs.at(2), {rows.back()}) : l.temp(dt, row);
+    l.node("layernorm_bwd_gamma_beta" + sfx, {grad, input, mean, rstd}, {dgamma, dbeta});
+  }
+}
+
+void embedding(Lowering& l, const at::Tensor& weight, const at::Tensor& indices, const at::Tensor& out) {
+  if (weight.dim() != 2) throw CannotLower("an embedding table that is not 2-D");
+  l.node("embedding_fwd" + guid_suffix(weight.scalar_type()), {l.input(weight), class_indices(l, indices)},
+         {l.output(out)});
+}
+
+void embedding_backward(Lowering& l, const LoweredCall& c) {
+  if (c.args[4].toBool()) throw CannotLower("scale_grad_by_freq");
+  const at::Tensor& out = c.outputs.at(0);
+  const int64_t padding = c.args[3].toInt();
+  std::vector<float> scalars;
+  if (padding != -1) scalars.push_back(static_cast<float>(padding));
+  l.node("embedding_bwd" + guid_suffix(out.scalar_type()),
+         {l.input_as(c.tensor(0), out.scalar_type()), class_indices(l, c.tensor(1))}, {l.output(out)}, scalars);
+}
+
+// lerp: self + w * (end - self) for w < 0.5, end - (end - self) * (1 - w) otherwise (torch's).
+void lerp(Lowering& l, const LoweredCall& c) {
+  const at::Tensor& out = c.outputs.at(0);
+  const at::ScalarType dt = out.scalar_type();
+  const std::string sfx = guid_suffix(dt);
+  const double w = scalar_of(c.args[2]);
+  const ValueId self = operand(l, c.args[0], dt), end = operand(l, c.args[1], dt);
+  const ValueId diff = l.temp(dt, synapse_shape(out.sizes()));
+  l.node("sub_fwd" + sfx, covering(l, {end, self}, out), {diff});
+  const bool low = std::abs(w) < 0.5;
+  l.node("addcmul_fwd" + sfx, covering(l, {low ? self : end, diff, l.constant(1.0, dt)}, out), {l.output(out)},
+         {static_cast<float>(low ? w : -(1.0 - w))});
+}
+
 }  // namespace
 
 bool record_copy(const at::Tensor& src, const at::Tensor& dst) {
@@ -220,8 +343,8 @@ bool record_copy(const at::Tensor& src, const at::Tensor& dst) {
       l.node("memcpy", {v}, {l.output(dst)});
       return;
     }
-    // A broadcast source: times one, which keeps every value (-0 and NaN too).
-    l.node("mul_fwd" + guid_suffix(dt), {v, l.constant(1.0, dt)}, {l.output(dst)});
+    // A broadcast source.
+    l.node("memcpy", {expand_to(l, v, synapse_shape(dst.sizes()), dt)}, {l.output(dst)});
   });
 }
 
@@ -272,4 +395,24 @@ TORCH_LIBRARY_IMPL(aten, HPU, m) {
   register_lowering(m, "sum.IntList_out", [](L& l, const C& c) { reduce(l, c, "reduce_sum_fwd"); });
   register_lowering(m, "mean.out", [](L& l, const C& c) { reduce(l, c, "reduce_mean_fwd"); });
   register_lowering(m, "bernoulli_.float", &bernoulli);
+  register_lowering(m, "native_layer_norm", &layer_norm);
+  register_lowering(m, "native_layer_norm_backward", &layer_norm_backward);
+  register_lowering(m, "gelu.out", [](L& l, const C& c) {
+    if (c.args[1].toStringRef() != "tanh") throw CannotLower("gelu's erf form (approximate='none')");
+    unary(l, c, "gelu_tanh_fwd");
+  });
+  register_lowering(m, "gelu_backward.grad_input", [](L& l, const C& c) {
+    if (c.args[2].toStringRef() != "tanh") throw CannotLower("gelu's erf form (approximate='none')");
+    backward(l, c, "gelu_tanh_bwd");
+  });
+  register_lowering(m, "embedding", [](L& l, const C& c) { embedding(l, c.tensor(0), c.tensor(1), c.outputs.at(0)); });
+  register_lowering(m, "embedding_dense_backward", &embedding_backward);
+  register_lowering(m, "index_select", [](L& l, const C& c) {
+    const at::Tensor& self = c.tensor(0);
+    if (c.args[1].toInt() != 0 || self.dim() > 2 || c.tensor(2).dim() != 1) throw CannotLower("index_select of this form");
+    const at::Tensor table = self.dim() == 2 ? self : self.view({self.size(0), 1});
+    const at::Tensor& out = c.outputs.at(0);
+    embedding(l, table, c.tensor(2), out.dim() == 2 ? out : out.view({out.size(0), 1}));
+  });
+  register_lowering(m, "lerp.Scalar_out", &lerp);
 }
