@@ -54,7 +54,7 @@ class MnistNet(nn.Module):
         return F.log_softmax(x, dim=1)
 
 
-def train_mnist(device, steps, p=0.5, mark_step=None, on_step=None):
+def train_mnist(device, steps, p=0.5, mark_step=None, on_step=None, autocast=False):
     """Losses of `steps` Adadelta steps (lr 0.1, the seed's) on synthetic batches of 200; on the
     CPU, dropout draws from the card's generator."""
     torch.manual_seed(0)
@@ -69,7 +69,8 @@ def train_mnist(device, steps, p=0.5, mark_step=None, on_step=None):
         x = torch.randn(200, 1, 28, 28, generator=data).to(device)
         target = torch.randint(0, 10, (200,), generator=data).to(device)
         optimizer.zero_grad()
-        loss = F.nll_loss(model(x), target)
+        with torch.autocast(device, dtype=torch.bfloat16, enabled=autocast):
+            loss = F.nll_loss(model(x), target)
         loss.backward()
         if mark_step:
             mark_step()

@@ -41,7 +41,7 @@ class Block(nn.Module):
         return self.head(x.mean(1))
 
 
-def train_block(device, steps, mark_step=None, on_step=None):
+def train_block(device, steps, mark_step=None, on_step=None, autocast=False):
     torch.manual_seed(0)
     model = Block().to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
@@ -51,7 +51,8 @@ def train_block(device, steps, mark_step=None, on_step=None):
         tokens = torch.randint(0, 50, (4, 16), generator=data).to(device)
         target = torch.randint(0, 5, (4,), generator=data).to(device)
         optimizer.zero_grad()
-        loss = F.cross_entropy(model(tokens), target)
+        with torch.autocast(device, dtype=torch.bfloat16, enabled=autocast):
+            loss = F.cross_entropy(model(tokens), target)
         loss.backward()
         if mark_step:
             mark_step()
