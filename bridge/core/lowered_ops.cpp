@@ -10,7 +10,6 @@
 #include "bridge/core/lowering.h"
 
 namespace hpusim::bridge {
-namespace {
 
 double scalar_of(const c10::IValue& v) {
   if (v.isTensor()) return v.toTensor().item<double>();   // a CPU scalar tensor (a wrapped number)
@@ -56,6 +55,14 @@ ValueId scaled(Lowering& l, ValueId x, double value, at::ScalarType dtype) {
   l.node("mul_fwd" + guid_suffix(dtype), {x, l.constant(value, dtype)}, {y});
   return y;
 }
+
+ValueId class_indices(Lowering& l, const at::Tensor& target) {
+  if (target.scalar_type() != at::kLong && target.scalar_type() != at::kInt)
+    throw CannotLower("class indices of another dtype");
+  return l.input(target);
+}
+
+namespace {
 
 void binary(Lowering& l, const LoweredCall& c, const std::string& kernel, bool alpha) {
   const at::Tensor& out = c.outputs.at(0);
@@ -147,12 +154,6 @@ void softmax(Lowering& l, const LoweredCall& c, const std::string& kernel) {
 void softmax_backward(Lowering& l, const LoweredCall& c, const std::string& kernel) {
   last_dim_only(c, 2, c.tensor(0));
   backward(l, c, kernel);
-}
-
-ValueId class_indices(Lowering& l, const at::Tensor& target) {
-  if (target.scalar_type() != at::kLong && target.scalar_type() != at::kInt)
-    throw CannotLower("class indices of another dtype");
-  return l.input(target);
 }
 
 void nll_loss_forward(Lowering& l, const LoweredCall& c) {

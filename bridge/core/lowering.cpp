@@ -155,10 +155,17 @@ ValueId Lowering::input_as(const at::Tensor& t, at::ScalarType dtype) {
   const ValueId v = broadcast_input(t);
   if (t.scalar_type() == dtype) return v;
   const ValueId y = temp(dtype, value(v).region.shape);
+  const auto integer = [](at::ScalarType d) { return d == at::kInt || d == at::kLong; };
   if (t.scalar_type() == at::kFloat && dtype == at::kBFloat16) {
     node("cast_f32_to_bf16", {v}, {y});
   } else if (t.scalar_type() == at::kBFloat16 && dtype == at::kFloat) {
     node("cast_bf16_to_f32", {v}, {y});
+  } else if (t.scalar_type() == at::kFloat && integer(dtype)) {
+    node("cast_f32_to_i32", {v}, {y});
+  } else if (integer(t.scalar_type()) && dtype == at::kFloat) {
+    node("cast_i32_to_f32", {v}, {y});
+  } else if (integer(t.scalar_type()) && integer(dtype)) {
+    return v;   // both held as int32
   } else {
     throw CannotLower(std::string("no cast from ") + c10::toString(t.scalar_type()) + " to " + c10::toString(dtype));
   }
@@ -214,8 +221,14 @@ void Lowering::node_params(const std::string& guid, std::vector<ValueId> inputs,
 
 namespace {
 
-std::unordered_map<c10::OperatorName, LoweringFn>& lowering_table() {
-  static std::unordered_map<c10::OperatorName, LoweringFn> table;
+struct LoweredOp {
+  LoweringFn lower;
+  OutputsFn outputs;
+  CpuFn cpu;
+};
+
+std::unordered_map<c10::OperatorName, LoweredOp>& lowering_table() {
+  static std::unordered_map<c10::OperatorName, LoweredOp> table;
   return table;
 }
 
@@ -304,19 +317,23 @@ void lowered_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   std::vector<c10::IValue> args(stack->end() - static_cast<std::ptrdiff_t>(n), stack->end());
 
   std::vector<at::Tensor> outputs;
-  try {
-    MetaRun meta;
-    torch::jit::Stack meta_stack;
-    for (const c10::IValue& v : args) meta_stack.push_back(meta.to_meta(v));
-    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), &meta_stack);
-    for (const c10::IValue& r : meta_stack) {
-      if (!r.isTensor()) throw CannotLower("a non-tensor result");
-      outputs.push_back(meta.back(r.toTensor()));
+  if (it->second.outputs) {
+    outputs = it->second.outputs(args);
+  } else {
+    try {
+      MetaRun meta;
+      torch::jit::Stack meta_stack;
+      for (const c10::IValue& v : args) meta_stack.push_back(meta.to_meta(v));
+      op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), &meta_stack);
+      for (const c10::IValue& r : meta_stack) {
+        if (!r.isTensor()) throw CannotLower("a non-tensor result");
+        outputs.push_back(meta.back(r.toTensor()));
+      }
+    } catch (const std::exception&) {
+      lock.unlock();
+      run_on_cpu(op, stack);   // no Meta kernel for these arguments: the CPU decides (and reports errors)
+      return;
     }
-  } catch (const std::exception&) {
-    lock.unlock();
-    run_on_cpu(op, stack);   // no Meta kernel for these arguments: the CPU decides (and reports errors)
-    return;
   }
 
   PendingGraph& graph = lazy.graph();
@@ -324,13 +341,19 @@ void lowered_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   try {
     Lowering lowering;
     const LoweredCall call{op, args, outputs};
-    bool empty = false;
-    for (const at::Tensor& out : outputs) empty = empty || (out.defined() && out.numel() == 0);
-    if (!empty) it->second(lowering, call);
+    // Nothing to compute when every result is empty (an empty result next to others, such as
+    // batch_norm's saved statistics in eval mode, is the lowering's to leave alone).
+    bool work = false;
+    for (const at::Tensor& out : outputs) work = work || (out.defined() && out.numel() != 0);
+    if (work) it->second.lower(lowering, call);
   } catch (const CannotLower&) {
     graph.rollback(mark);
     lock.unlock();
-    run_on_cpu(op, stack);
+    if (it->second.cpu) {
+      it->second.cpu(op, stack);
+    } else {
+      run_on_cpu(op, stack);
+    }
     return;
   }
   torch::jit::drop(*stack, n);
@@ -340,11 +363,11 @@ void lowered_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 
 }  // namespace
 
-void register_lowering(torch::Library& library, const char* op, LoweringFn fn) {
+void register_lowering(torch::Library& library, const char* op, LoweringFn fn, OutputsFn outputs, CpuFn cpu) {
   const std::string text = op;
   const size_t dot = text.find('.');
   c10::OperatorName name{"aten::" + text.substr(0, dot), dot == std::string::npos ? "" : text.substr(dot + 1)};
-  lowering_table()[name] = std::move(fn);
+  lowering_table()[name] = LoweredOp{std::move(fn), std::move(outputs), std::move(cpu)};
   library.impl(op, torch::CppFunction::makeFromBoxedFunction<&lowered_kernel>());
 }
 

@@ -77,15 +77,39 @@ struct LoweredCall {
 };
 
 using LoweringFn = std::function<void(Lowering&, const LoweredCall&)>;
+// The outputs of a call (new HPU tensors, or arguments it returns), for ops whose Meta kernel
+// does not give them (convolution_overrideable).
+using OutputsFn = std::function<std::vector<at::Tensor>(const std::vector<c10::IValue>& args)>;
 
-// Registers `op` ("add.out") for the HPU key with `fn` as its lowering.
-void register_lowering(torch::Library& library, const char* op, LoweringFn fn);
+// What runs a call on the CPU when its lowering refuses it (the boxed CPU fallback by default).
+using CpuFn = std::function<void(const c10::OperatorHandle&, torch::jit::Stack*)>;
+
+// Registers `op` ("add.out") for the HPU key with `fn` as its lowering; the outputs come from a
+// Meta run of the op, or from `outputs` when given.
+void register_lowering(torch::Library& library, const char* op, LoweringFn fn, OutputsFn outputs = nullptr,
+                       CpuFn cpu = nullptr);
 
 // Records what `fn` adds as one op (eager mode: launches it); false, with nothing added, when it
 // throws CannotLower.
 bool record(const std::function<void(Lowering&)>& fn);
 // dst.copy_(src) between HPU tensors as an op of the pending graph; false when it cannot be.
 bool record_copy(const at::Tensor& src, const at::Tensor& dst);
+
+// Helpers the op lowerings share (lowered_ops.cpp).
+// A Python number, or a CPU scalar tensor, as a double.
+double scalar_of(const c10::IValue& v);
+// An operand of an elementwise op in `dtype`: an HPU tensor (broadcasting), or a number or CPU
+// scalar tensor as a one-element constant.
+ValueId operand(Lowering& l, const c10::IValue& v, at::ScalarType dtype);
+// x broadcast to `shape` (Synapse order).
+ValueId expand_to(Lowering& l, ValueId x, const std::vector<uint32_t>& shape, at::ScalarType dtype);
+// The inputs of an elementwise node writing `out`, the first broadcast to out's shape when the
+// inputs together do not cover it.
+std::vector<ValueId> covering(Lowering& l, std::vector<ValueId> inputs, const at::Tensor& out);
+// value * x (x itself when value is 1).
+ValueId scaled(Lowering& l, ValueId x, double value, at::ScalarType dtype);
+// Class or row indices (int64 held as int32, or int32).
+ValueId class_indices(Lowering& l, const at::Tensor& indices);
 
 // Runs what is pending (lazy::flush), for the bridge's synchronisation points.
 void flush_pending(const char* why);

@@ -132,6 +132,8 @@ const std::vector<KernelDef>& kernel_table() {
                  {"lr", "rho", "eps", "weight_decay"}, 0});
     t.push_back({"cast_f32_to_bf16", Kind::Cast, "cast_f32_to_bf16.s", DType::F32, DType::BF16, {"X"}, {"Y"}});
     t.push_back({"cast_bf16_to_f32", Kind::Cast, "cast_bf16_to_f32.s", DType::BF16, DType::F32, {"X"}, {"Y"}});
+    t.push_back({"cast_f32_to_i32", Kind::Cast, "cast_f32_to_i32.s", DType::F32, DType::I32, {"X"}, {"Y"}});
+    t.push_back({"cast_i32_to_f32", Kind::Cast, "cast_i32_to_f32.s", DType::I32, DType::F32, {"X"}, {"Y"}});
     return t;
   }();
   return table;
@@ -1044,7 +1046,8 @@ InstantiateResult KernelLibrary::instantiate_impl(const std::string& guid, const
 
   const TensorParams& out = params.outputs[0];
   // A cast step is one bf16 vector (two f32 vectors).
-  const unsigned lanes = def.kind == Kind::Cast ? lanes_of(DType::BF16) : lanes_of(def.out);
+  const bool bf16_cast = def.kind == Kind::Cast && (def.in == DType::BF16 || def.out == DType::BF16);
+  const unsigned lanes = bf16_cast ? lanes_of(DType::BF16) : lanes_of(def.out);
   const uint8_t rank = static_cast<uint8_t>(std::max<size_t>(out.shape.size(), 1));
   const auto po = padded(out.shape);
   // Row kernels (softmax, reductions over dim 0) take a whole dim-0 row per index-space step.

@@ -26,7 +26,7 @@ KernelParams binary(TensorParams a, TensorParams b, TensorParams c) {
 TEST(TpcKernelLibrary, ListsEveryGuid) {
   const auto guids = KernelLibrary::instance().guids();
   const std::set<std::string> have(guids.begin(), guids.end());
-  std::vector<std::string> want = {"cast_f32_to_bf16", "cast_bf16_to_f32"};
+  std::vector<std::string> want = {"cast_f32_to_bf16", "cast_bf16_to_f32", "cast_f32_to_i32", "cast_i32_to_f32"};
   for (const char* t : {"f32", "bf16"}) {
     for (const char* op : {"add", "sub", "mul", "div", "max", "min", "relu", "tanh", "sigmoid", "exp", "log", "sqrt",
                            "rsqrt", "abs", "neg"})
@@ -60,8 +60,10 @@ TEST(TpcKernelLibrary, EveryGuidAndVariantAssembles) {
     if (batch3_guid(g)) continue;   // kernels_batch3/4_test.cpp instantiate each of them
     KernelParams p;
     const DType in = g == "cast_bf16_to_f32" || (g.find("bf16") != std::string::npos && g != "cast_f32_to_bf16")
-                         ? DType::BF16 : DType::F32;
-    const DType out = g == "cast_f32_to_bf16" ? DType::BF16 : g == "cast_bf16_to_f32" ? DType::F32 : in;
+                         ? DType::BF16 : g == "cast_i32_to_f32" ? DType::I32 : DType::F32;
+    const DType out = g == "cast_f32_to_bf16"   ? DType::BF16
+                      : g == "cast_f32_to_i32" ? DType::I32
+                      : g.rfind("cast_", 0) == 0 ? DType::F32 : in;
     const bool is_binary = g.find("_bwd_") != std::string::npos ||
                            g.rfind("add_", 0) == 0 || g.rfind("sub", 0) == 0 || g.rfind("mul", 0) == 0 ||
                            g.rfind("div", 0) == 0 || g.rfind("max", 0) == 0 || g.rfind("min", 0) == 0;

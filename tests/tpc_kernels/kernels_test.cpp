@@ -373,6 +373,42 @@ TEST(TpcKernelCast, Bf16ToF32IsExact) {
   }
 }
 
+TEST(TpcKernelCast, F32ToI32TruncatesAndSaturates) {
+  std::mt19937 rng(44);
+  for (const Shape& s : same_shapes()) {
+    HostTensor x(DType::F32, s), y(DType::I32, s);
+    std::uniform_real_distribution<float> value(-3e9f, 3e9f), small(-300.0f, 300.0f);
+    for (size_t i = 0; i < x.count(); ++i) x.data[i] = bits_of(i % 2 ? value(rng) : small(rng));
+    if (x.count() >= 8) {
+      const float specials[] = {2.7f, -2.7f, -0.0f, NAN, INFINITY, -INFINITY, 2147483520.0f, -2147483648.0f};
+      for (int k = 0; k < 8; ++k) x.data[k] = bits_of(specials[k]);
+    }
+    const auto got = run_1_and_8("cast_f32_to_i32", {x}, {y});
+    for (size_t i = 0; i < x.count(); ++i) {
+      const float v = x.at(i);
+      const int32_t want = std::isnan(v) ? 0 : v >= 2147483648.0f ? INT32_MAX : v < -2147483648.0f ? INT32_MIN
+                                                                                        : static_cast<int32_t>(v);
+      ASSERT_EQ(static_cast<int32_t>(got[0].data[i]), want) << shape_str(s) << " element " << i << " x = " << v;
+    }
+  }
+}
+
+TEST(TpcKernelCast, I32ToF32RoundsToNearestEven) {
+  std::mt19937 rng(45);
+  for (const Shape& s : same_shapes()) {
+    HostTensor x(DType::I32, s), y(DType::F32, s);
+    for (size_t i = 0; i < x.count(); ++i) x.data[i] = i % 3 ? rng() : rng() % 70000;
+    if (x.count() >= 4) {
+      const int32_t specials[] = {16777217, -16777219, INT32_MIN, INT32_MAX};
+      for (int k = 0; k < 4; ++k) x.data[k] = static_cast<uint32_t>(specials[k]);
+    }
+    const auto got = run_1_and_8("cast_i32_to_f32", {x}, {y});
+    for (size_t i = 0; i < x.count(); ++i)
+      ASSERT_EQ(got[0].data[i], bits_of(static_cast<float>(static_cast<int32_t>(x.data[i]))))
+          << shape_str(s) << " element " << i;
+  }
+}
+
 // ---- Strided tensors ----
 
 TEST(TpcKernelStrides, PaddedRowsAndPlanesAreReadAndWrittenThroughTheirStrides) {
