@@ -3,6 +3,7 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "bridge/core/card.h"
@@ -52,7 +53,7 @@ std::vector<ValueId> covering(Lowering& l, std::vector<ValueId> inputs, const at
 ValueId scaled(Lowering& l, ValueId x, double value, at::ScalarType dtype) {
   if (value == 1.0) return x;
   const ValueId y = l.temp(dtype, l.value(x).region.shape);
-  l.node("mul_fwd" + guid_suffix(dtype), {x, l.constant(value, dtype)}, {y});
+  l.node("mul_fwd" + arithmetic_suffix(dtype), {x, l.constant(value, dtype)}, {y});
   return y;
 }
 
@@ -70,7 +71,8 @@ void binary(Lowering& l, const LoweredCall& c, const std::string& kernel, bool a
   const ValueId a = operand(l, c.args[0], dt);
   ValueId b = operand(l, c.args[1], dt);
   if (alpha) b = scaled(l, b, scalar_of(c.args[2]), dt);
-  l.node(kernel + guid_suffix(dt), covering(l, {a, b}, out), {l.output(out)});
+  const std::string sfx = kernel == "div_fwd" ? guid_suffix(dt) : arithmetic_suffix(dt);
+  l.node(kernel + sfx, covering(l, {a, b}, out), {l.output(out)});
 }
 
 void unary(Lowering& l, const LoweredCall& c, const std::string& kernel) {
@@ -88,7 +90,10 @@ void backward(Lowering& l, const LoweredCall& c, const std::string& kernel) {
 }
 
 void fill(Lowering& l, const at::Tensor& self, double value) {
-  l.node("fill" + guid_suffix(self.scalar_type()), {}, {l.output(self)}, {static_cast<float>(value)});
+  const bool integer = self.scalar_type() == at::kInt || self.scalar_type() == at::kLong;
+  if (integer && !(value == std::floor(value) && std::fabs(value) <= 16777216.0))
+    throw CannotLower("an integer fill value beyond 2^24");
+  l.node("fill" + arithmetic_suffix(self.scalar_type()), {}, {l.output(self)}, {static_cast<float>(value)});
 }
 
 // A GEMM operand of torch shape (rows, cols) [batch dims first]: read in place, transposed in

@@ -6,6 +6,7 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <mutex>
 #include <numeric>
@@ -48,6 +49,11 @@ std::string guid_suffix(at::ScalarType dtype) {
   if (dtype == at::kFloat) return "_f32";
   if (dtype == at::kBFloat16) return "_bf16";
   throw CannotLower(std::string("no kernel for dtype ") + c10::toString(dtype));
+}
+
+std::string arithmetic_suffix(at::ScalarType dtype) {
+  if (dtype == at::kInt || dtype == at::kLong) return "_i32";
+  return guid_suffix(dtype);
 }
 
 std::vector<uint32_t> synapse_shape(at::IntArrayRef sizes) {
@@ -198,7 +204,9 @@ ValueId Lowering::temp(at::ScalarType dtype, std::vector<uint32_t> shape) {
 
 ValueId Lowering::constant(double value, at::ScalarType dtype) {
   const ValueId v = temp(dtype, {});
-  node("fill" + guid_suffix(dtype), {}, {v}, {static_cast<float>(value)});
+  if ((dtype == at::kInt || dtype == at::kLong) && !(value == std::floor(value) && std::fabs(value) <= 16777216.0))
+    throw CannotLower("an integer constant beyond 2^24");
+  node("fill" + arithmetic_suffix(dtype), {}, {v}, {static_cast<float>(value)});
   return v;
 }
 

@@ -32,6 +32,9 @@ synDataType device_type(at::ScalarType dtype);
 uint64_t device_element_bytes(at::ScalarType dtype);
 // "_f32" / "_bf16": the kernel library's GUID suffix; CannotLower for other dtypes.
 std::string guid_suffix(at::ScalarType dtype);
+// Also "_i32" for int32 and int64 (held as int32), for the kernels that have integer forms
+// (add, sub, mul, max, min, fill).
+std::string arithmetic_suffix(at::ScalarType dtype);
 // A torch shape in Synapse order (dim 0 innermost).
 std::vector<uint32_t> synapse_shape(at::IntArrayRef sizes);
 

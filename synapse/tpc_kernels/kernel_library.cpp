@@ -74,6 +74,10 @@ const std::vector<KernelDef>& kernel_table() {
                             {"tanh", "OP_TANH_BWD", "y"},
                             {"sigmoid", "OP_SIGMOID_BWD", "y"},
                             {"gelu_tanh", "OP_GELU_TANH_BWD", "x"}};
+    // Integer arithmetic (wrapping) and fill, for index and counter tensors (int64 is held as int32).
+    for (const auto& [name, macro] : binary)
+      if (std::string(name) != "div") t.push_back({name + std::string("_fwd_i32"), Kind::Binary, macro, DType::I32, DType::I32, {"A", "B"}, {"C"}});
+    t.push_back({"fill_i32", Kind::Fill, "FILL", DType::I32, DType::I32, {}, {"Y"}});
     for (DType d : {DType::F32, DType::BF16}) {
       const std::string sfx = std::string("_") + tpc::dtype_name(d);
       for (const auto& [name, macro] : binary)
@@ -313,6 +317,11 @@ std::optional<Failure> validate(const KernelDef& def, const KernelParams& p) {
       return std::nullopt;
     }
     case Kind::Fill:
+      if (def.out == DType::I32 && !(p.scalars[0] == std::floor(p.scalars[0]) && std::fabs(p.scalars[0]) <= 16777216.0f))
+        return Failure{GlueStatus::IncompatibleScalarParams,
+                       "the fill value (scalar 0) is " + std::to_string(p.scalars[0]) +
+                           ", must be an integer of magnitude at most 2^24 (exact in the f32 scalar)"};
+      return std::nullopt;
     default:
       return std::nullopt;
   }
@@ -1119,6 +1128,7 @@ InstantiateResult KernelLibrary::instantiate_impl(const std::string& guid, const
   if (def.kind == Kind::Fill || def.kind == Kind::Ternary) {
     uint32_t bits;
     std::memcpy(&bits, &params.scalars[0], 4);
+    if (def.out == DType::I32) bits = static_cast<uint32_t>(static_cast<int32_t>(params.scalars[0]));
     inst.srf[0] = bits;
   }
 

@@ -1,6 +1,8 @@
 """The issue's models trained on the simulated card in lazy and eager mode, in f32 and under
 bf16 autocast, against the same script on the CPU: the seeds' MNIST MLP (Adadelta, dropout) over
-20 steps and a transformer block (embedding, layer_norm, attention with softmax, gelu, AdamW).
+20 steps, a transformer block (embedding, layer_norm, attention with softmax, gelu, AdamW) and a
+CNN (convolution, batch_norm, max and average pooling, SGD with momentum; its last value is an
+eval-mode forward on the running statistics).
 f32 losses within 1e-4 relative of the CPU's, bf16 within 2e-2; no CPU fallback."""
 import json
 import os
@@ -26,7 +28,7 @@ def rel(a, b):
 
 @pytest.mark.parametrize("mode", ["lazy", "eager"])
 @pytest.mark.parametrize("dtype,tol", [("f32", 1e-4), ("bf16", 2e-2)])
-@pytest.mark.parametrize("model,steps", [("mnist", 20), ("block", 8)])
+@pytest.mark.parametrize("model,steps", [("mnist", 20), ("block", 8), ("cnn", 8)])
 def test_training_matches_the_cpu(model, steps, dtype, tol, mode):
     result = train(model, steps, dtype, mode)
     assert len(result["hpu"]) == steps

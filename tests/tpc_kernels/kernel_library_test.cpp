@@ -42,6 +42,8 @@ TEST(TpcKernelLibrary, ListsEveryGuid) {
       want.push_back(g + std::string(t));
   }
   for (const char* g : {"sgd_momentum_f32", "adam_f32", "adamw_f32", "adadelta_f32"}) want.push_back(g);
+  for (const char* g : {"add_fwd_i32", "sub_fwd_i32", "mul_fwd_i32", "max_fwd_i32", "min_fwd_i32", "fill_i32"})
+    want.push_back(g);
   for (const std::string& g : want) EXPECT_TRUE(have.count(g)) << g;
   EXPECT_EQ(have.size(), want.size());
   EXPECT_TRUE(std::is_sorted(guids.begin(), guids.end()));
@@ -60,7 +62,9 @@ TEST(TpcKernelLibrary, EveryGuidAndVariantAssembles) {
     if (batch3_guid(g)) continue;   // kernels_batch3/4_test.cpp instantiate each of them
     KernelParams p;
     const DType in = g == "cast_bf16_to_f32" || (g.find("bf16") != std::string::npos && g != "cast_f32_to_bf16")
-                         ? DType::BF16 : g == "cast_i32_to_f32" ? DType::I32 : DType::F32;
+                         ? DType::BF16
+                     : g == "cast_i32_to_f32" || (g.find("_i32") == g.size() - 4 && g != "cast_f32_to_i32") ? DType::I32
+                                                                                 : DType::F32;
     const DType out = g == "cast_f32_to_bf16"   ? DType::BF16
                       : g == "cast_f32_to_i32" ? DType::I32
                       : g.rfind("cast_", 0) == 0 ? DType::F32 : in;

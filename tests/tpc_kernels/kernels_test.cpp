@@ -338,6 +338,41 @@ TEST_P(TpcKernelFill, WritesTheValueEverywhere) {
 
 INSTANTIATE_TEST_SUITE_P(Ops, TpcKernelFill, ::testing::Values("fill_f32", "fill_bf16"), param_name);
 
+// ---- Integer binary ops and fill (wrapping, as int32 arithmetic) ----
+
+TEST(TpcKernelInteger, BinaryOpsWrapAndBroadcast) {
+  std::mt19937 rng(46);
+  std::vector<BcastCase> cases = bcast_cases();
+  for (const Shape& s : same_shapes()) cases.push_back({s, s, s});
+  for (const char* op : {"add", "sub", "mul", "max", "min"}) {
+    for (const BcastCase& c : cases) {
+      HostTensor a(DType::I32, c.a), b(DType::I32, c.b), out(DType::I32, c.out);
+      for (uint32_t& v : a.data) v = rng() % 3 ? rng() % 2001 - 1000 : rng();
+      for (uint32_t& v : b.data) v = rng() % 3 ? rng() % 2001 - 1000 : rng();
+      const auto got = run_1_and_8(std::string(op) + "_fwd_i32", {a, b}, {out});
+      for (size_t i = 0; i < out.count(); ++i) {
+        const auto x = static_cast<int32_t>(a.data[broadcast_index(a, out, i)]);
+        const auto y = static_cast<int32_t>(b.data[broadcast_index(b, out, i)]);
+        const uint32_t ux = static_cast<uint32_t>(x), uy = static_cast<uint32_t>(y);
+        const std::string o = op;
+        const uint32_t want = o == "add" ? ux + uy : o == "sub" ? ux - uy : o == "mul" ? ux * uy
+                              : o == "max" ? static_cast<uint32_t>(std::max(x, y)) : static_cast<uint32_t>(std::min(x, y));
+        ASSERT_EQ(got[0].data[i], want) << op << " A" << shape_str(c.a) << " B" << shape_str(c.b) << " element " << i;
+      }
+    }
+  }
+}
+
+TEST(TpcKernelInteger, FillTakesAnIntegerValue) {
+  HostTensor y(DType::I32, {70, 3});
+  const auto got = run_1_and_8("fill_i32", {}, {y}, {-16777216.0f});
+  for (uint32_t v : got[0].data) ASSERT_EQ(static_cast<int32_t>(v), -16777216);
+  const KernelParams p{{}, {{DType::I32, {4}, {}}}, {2.5f}};
+  const InstantiateResult r = KernelLibrary::instance().instantiate("fill_i32", p);
+  EXPECT_EQ(r.status, GlueStatus::IncompatibleScalarParams);
+  EXPECT_NE(r.message.find("must be an integer"), std::string::npos) << r.message;
+}
+
 // ---- Cast ----
 
 TEST(TpcKernelCast, F32ToBf16RoundsToNearestEven) {
