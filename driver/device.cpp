@@ -416,6 +416,9 @@ int HlDevice::do_open() {
   if (status_ == HL_DEVICE_STATUS_MALFUNCTION) return -ENODEV;
   open_ = true;
   next_seq_ = 1;
+  busy_pending_.clear();
+  busy_ = {};
+  busy_covered_ps_ = 0;
   restore_done_ = false;
   for (auto it = cs_.begin(); it != cs_.end();) it = it->second.kernel ? std::next(it) : cs_.erase(it);
   counters_.ctx_out_of_mem_drop_cnt = counters_.ctx_parsing_drop_cnt = counters_.ctx_queue_full_drop_cnt = 0;
@@ -518,7 +521,8 @@ int HlDevice::do_info(hl_info_args& args) {
       hw.sram_size = static_cast<uint32_t>(sram_size_ - sram_reserved_);
       hw.dram_base_address = dram_user_base_;
       hw.dram_size = dram_base_ + dram_size_ - dram_user_base_;
-      hw.device_id = PCI_IDS_GAUDI;
+      // A real driver reads the PCI device ID; here the firmware reports the generation.
+      hw.device_id = card_generation_ == 3 ? PCI_IDS_GAUDI3 : card_generation_ == 2 ? PCI_IDS_GAUDI2 : PCI_IDS_GAUDI;
       // The engines the card has, as the firmware reported them.
       hw.tpc_enabled_mask_ext = tpc_mask_;
       hw.tpc_enabled_mask = static_cast<uint8_t>(tpc_mask_);
@@ -547,6 +551,7 @@ int HlDevice::do_info(hl_info_args& args) {
       return copy_out(rc);
     }
     case HL_INFO_CS_COUNTERS: return copy_out(counters_);
+    case HL_INFO_HPUSIM_DEVICE_BUSY: return copy_out(busy_);
     case HL_INFO_DRAM_USAGE: {
       hl_info_dram_usage usage{};
       const uint64_t user_dram = dram_base_ + dram_size_ - dram_user_base_;
@@ -822,8 +827,10 @@ int HlDevice::schedule(std::vector<PendingJob>& jobs, Cs& cs) {
   }
   const uint64_t now = link_.host_now_ps();
   cs.head_since_ps = now;
+  cs.submitted_ps = now;
   const uint64_t seq = cs.seq;
   cs_[seq] = cs;
+  if (!cs.kernel) busy_pending_[seq] = {now, 0};
   in_flight_.push_back(seq);
   if (in_flight_.size() == 1) cs_[seq].head_since_ps = now;
 
@@ -1033,9 +1040,26 @@ void HlDevice::complete_job(unsigned queue, uint32_t shadow_index) {
   if (cs->external_pending > 0 && --cs->external_pending == 0) finish_cs(*cs, CsState::kCompleted);
 }
 
+void HlDevice::account_busy(uint64_t seq, uint64_t completed_ps) {
+  const auto found = busy_pending_.find(seq);
+  if (found == busy_pending_.end()) return;
+  found->second.second = std::max<uint64_t>(completed_ps, 1);
+  // In submission order, once every earlier submission is done: exact union of the intervals.
+  while (!busy_pending_.empty() && busy_pending_.begin()->second.second != 0) {
+    const auto [submitted, completed] = busy_pending_.begin()->second;
+    const uint64_t from = std::max(submitted, busy_covered_ps_);
+    if (completed > from) busy_.busy_ns += (completed - from) / 1000;
+    busy_covered_ps_ = std::max(busy_covered_ps_, completed);
+    busy_.last_completion_ns = busy_covered_ps_ / 1000;
+    ++busy_.completed_cs;
+    busy_pending_.erase(busy_pending_.begin());
+  }
+}
+
 void HlDevice::finish_cs(Cs& cs, CsState state) {
   cs.state = state;
   cs.completed_ps = link_.host_now_ps();
+  if (!cs.kernel) account_busy(cs.seq, cs.completed_ps);
   if (state == CsState::kCompleted) {
     // hl_hw_queue_update_ci: internal queues get their slots back when the CS completes.
     for (const auto& [q, n] : cs.internal_jobs) {

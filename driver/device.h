@@ -166,6 +166,7 @@ class HlDevice : public DeviceFileOps {
     uint64_t head_since_ps = 0;                  // when it became the oldest in flight
     bool skip_reset = false;
     uint64_t completed_ps = 0;
+    uint64_t submitted_ps = 0;
   };
 
   struct HostMapping {
@@ -293,6 +294,7 @@ class HlDevice : public DeviceFileOps {
   uint64_t next_heartbeat_ps_ = UINT64_MAX;
   std::string reset_request_;                // an event asked for a hard reset (the reason)
   std::string card_name_ = "HL205", cpucp_version_;   // from the firmware's cpucp_info
+  uint32_t card_generation_ = 1;                      // likewise (1 without hpusim's extension)
   // The card's make-up, from the binning masks of the firmware's cpucp_info: present TPCs, the
   // number of DMA channels (the PCI pair plus the internal ones) and present MME masters (bit k =
   // MME 2k).
@@ -324,6 +326,12 @@ class HlDevice : public DeviceFileOps {
   uapi::hl_device_status status_ = uapi::HL_DEVICE_STATUS_IN_DEVICE_CREATION;
   uint32_t hard_reset_cnt_ = 0;
   uapi::hl_info_cs_counters counters_{};   // total_* survive close; ctx_* are zeroed on open
+  // HL_INFO_HPUSIM_DEVICE_BUSY: user CSs counted in submission order (seq -> [submitted,
+  // completed], completed 0 while in flight), the busy union so far and where it ends.
+  std::map<uint64_t, std::pair<uint64_t, uint64_t>> busy_pending_;
+  uapi::hl_info_hpusim_device_busy busy_{};
+  uint64_t busy_covered_ps_ = 0;
+  void account_busy(uint64_t seq, uint64_t completed_ps);
   bool restore_done_ = false;
 
   std::map<uint64_t, CommandBuffer> cbs_;  // by handle

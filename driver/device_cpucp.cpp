@@ -85,6 +85,11 @@ bool HlDevice::cpucp_info_get() {
   sram_reserved_ = std::max<uint64_t>(map.sram_reserved_bytes, uapi::GAUDI_DRIVER_SRAM_RESERVED_SIZE_FROM_START);
   dram_base_ = map.dram_base;
   dram_user_base_ = map.dram_user_base;
+  card_generation_ = cpucp::parse_card_generation(block.data(), written).value_or(1);
+  if (card_generation_ < 1 || card_generation_ > 3) {
+    logf("F/W reports an unknown card generation " + std::to_string(card_generation_));
+    return false;
+  }
   card_name_ = fixed_string(block.data() + cpucp::info::kCardName, cpucp::info::kCardNameLen);
   cpucp_version_ = fixed_string(block.data() + cpucp::info::kCpucpVersion, cpucp::info::kVersionLen);
   uint64_t dram_size = 0;

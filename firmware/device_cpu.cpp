@@ -50,6 +50,7 @@ DeviceCpuConfig device_cpu_config_from(const preset::Card& card) {
   std::string name = card.name().empty() ? "HL205" : card.name();
   for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   config.info.card_name = name;
+  config.info.card_generation = card.generation() == 0 ? 1 : card.generation();
   config.info.num_sensors = 1;
   return config;
 }

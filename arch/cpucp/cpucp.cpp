@@ -73,6 +73,7 @@ std::vector<uint8_t> build_info_block(const DeviceInfo& device) {
   put64(block.data() + info::kSramBase, map.sram_base);
   put64(block.data() + info::kSramBytes, map.sram_bytes);
   put64(block.data() + info::kSramReservedBytes, map.sram_reserved_bytes);
+  put64(block.data() + info::kCardGeneration, device.card_generation);
   return block;
 }
 
@@ -85,6 +86,11 @@ std::optional<MemoryMap> parse_memory_map(const uint8_t* block, uint64_t bytes) 
   map.sram_bytes = get64(block + info::kSramBytes);
   map.sram_reserved_bytes = get64(block + info::kSramReservedBytes);
   return map;
+}
+
+std::optional<uint32_t> parse_card_generation(const uint8_t* block, uint64_t bytes) {
+  if (bytes < info::kExtendedBytes) return std::nullopt;
+  return static_cast<uint32_t>(get64(block + info::kCardGeneration));
 }
 
 void set_make_up(DeviceInfo& info, unsigned tpcs, unsigned dma_channels, unsigned mme_masters) {

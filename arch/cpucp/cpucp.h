@@ -98,7 +98,10 @@ inline constexpr uint32_t kDramUserBase = 1624;
 inline constexpr uint32_t kSramBase = 1632;
 inline constexpr uint32_t kSramBytes = 1640;
 inline constexpr uint32_t kSramReservedBytes = 1648;
-inline constexpr uint32_t kExtendedBytes = 1656;
+// The card's generation (u64: 1, 2, 3 for Gaudi, Gaudi2, Gaudi3), which a real driver reads from
+// the PCI device ID.
+inline constexpr uint32_t kCardGeneration = 1656;
+inline constexpr uint32_t kExtendedBytes = 1664;
 }  // namespace info
 
 // The card's memory map as a driver needs it. The defaults are Gaudi 1's (DRAM_PHYS_BASE,
@@ -127,6 +130,7 @@ struct DeviceInfo {
   uint16_t tpc_vector_bits = 2048;   // hpusim
   uint8_t mme_geometries = 1;        // hpusim
   MemoryMap memory_map;              // hpusim's extension
+  uint32_t card_generation = 1;      // hpusim's extension
 };
 // The binning masks of a card with `tpcs` TPCs, `dma_channels` DMA channels (2 PCI + internal)
 // and `mme_masters` MME masters.
@@ -135,6 +139,8 @@ void set_make_up(DeviceInfo& info, unsigned tpcs, unsigned dma_channels, unsigne
 std::vector<uint8_t> build_info_block(const DeviceInfo& info);
 // The memory map of an INFO_GET answer of `bytes` bytes; nullopt when it has no extension.
 std::optional<MemoryMap> parse_memory_map(const uint8_t* block, uint64_t bytes);
+// The card generation of an INFO_GET answer of `bytes` bytes; nullopt when it has no extension.
+std::optional<uint32_t> parse_card_generation(const uint8_t* block, uint64_t bytes);
 
 }  // namespace cpucp
 

@@ -71,6 +71,8 @@ inline constexpr __u32 HL_INFO_PLL_FREQUENCY = 16;
 inline constexpr __u32 HL_INFO_POWER = 17;
 inline constexpr __u32 HL_INFO_OPEN_STATS = 18;
 inline constexpr __u32 HL_INFO_PAGE_FAULT_EVENT = 33;
+// hpusim: how long the device has been busy with this context's command submissions.
+inline constexpr __u32 HL_INFO_HPUSIM_DEVICE_BUSY = 64;
 
 inline constexpr size_t HL_INFO_VERSION_MAX_LEN = 128;
 inline constexpr size_t HL_INFO_CARD_NAME_MAX_LEN = 16;
@@ -204,6 +206,17 @@ struct hl_info_cs_counters {
   __u64 ctx_validation_drop_cnt;
 };
 static_assert(sizeof(hl_info_cs_counters) == 96);
+
+// HL_INFO_HPUSIM_DEVICE_BUSY (hpusim): the union of the [submission, completion] host-time
+// intervals of the user command submissions completed since the device was opened, taken in
+// submission order once every earlier one completed, so a submission queued behind another counts
+// from when the device reached it.
+struct hl_info_hpusim_device_busy {
+  __u64 busy_ns;
+  __u64 completed_cs;     // submissions counted
+  __u64 last_completion_ns;
+};
+static_assert(sizeof(hl_info_hpusim_device_busy) == 24);
 static_assert(offsetof(hl_info_cs_counters, total_queue_full_drop_cnt) == 32);
 
 // Gaudi 1 dcores for HL_INFO_SYNC_MANAGER (enum gaudi_dcores / HL_GAUDI_*_DCORE).
@@ -537,5 +550,7 @@ static_assert(GAUDI_QUEUE_ID_SIZE == 113 && GAUDI_QUEUE_ID_TPC_0_0 == 41);
 // PCI ids.
 inline constexpr __u32 PCI_VENDOR_ID_HABANALABS = 0x1da3;
 inline constexpr __u32 PCI_IDS_GAUDI = 0x1000;
+inline constexpr __u32 PCI_IDS_GAUDI2 = 0x1020;
+inline constexpr __u32 PCI_IDS_GAUDI3 = 0x1060;
 
 }  // namespace hpusim::uapi

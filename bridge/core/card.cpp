@@ -1,6 +1,7 @@
 #include "bridge/core/card.h"
 
 #include <atomic>
+#include <cstdlib>
 
 namespace hpusim::bridge {
 namespace {
@@ -28,6 +29,10 @@ void Card::check(synStatus status, const char* what) {
 
 Card::Card() {
   check(initialize(), "synInitialize");
+  // HPUSIM_TRACE=<file>: the run's timeline (Chrome JSON for .json, Perfetto otherwise), written
+  // when the card is released (at exit).
+  if (const char* trace = std::getenv("HPUSIM_TRACE"); trace != nullptr && *trace != '\0')
+    check(hpusim_traceToFile(trace), "hpusim_traceToFile (HPUSIM_TRACE)");
   check(synDeviceAcquire(&id_, nullptr), "synDeviceAcquire");
   check(synStreamCreateGeneric(&stream_, id_, 0), "synStreamCreateGeneric");
 }
@@ -70,24 +75,59 @@ void Card::to_device(const void* host, uint64_t device, uint64_t bytes) {
   if (bytes == 0) return;
   const std::lock_guard<std::mutex> lock(mutex_);
   check(synMemCopyAsync(stream_, reinterpret_cast<uint64_t>(host), bytes, device, HOST_TO_DRAM), "synMemCopyAsync");
-  check(synStreamSynchronize(stream_), "synStreamSynchronize");
+  wait_for_stream();
 }
 
 void Card::to_host(uint64_t device, void* host, uint64_t bytes) {
   if (bytes == 0) return;
   const std::lock_guard<std::mutex> lock(mutex_);
   check(synMemCopyAsync(stream_, device, bytes, reinterpret_cast<uint64_t>(host), DRAM_TO_HOST), "synMemCopyAsync");
-  check(synStreamSynchronize(stream_), "synStreamSynchronize");
+  wait_for_stream();
 }
 
 void Card::on_device(uint64_t source, uint64_t destination, uint64_t bytes) {
   if (bytes == 0) return;
   const std::lock_guard<std::mutex> lock(mutex_);
   check(synMemCopyAsync(stream_, source, bytes, destination, DRAM_TO_DRAM), "synMemCopyAsync");
-  check(synStreamSynchronize(stream_), "synStreamSynchronize");
+  wait_for_stream();
 }
 
-void Card::synchronize() { check(synDeviceSynchronize(id_), "synDeviceSynchronize"); }
+void Card::host_work(hpusim_HostWork work, uint64_t count, const char* what) {
+  check(hpusim_hostWork(id_, work, count, what), "hpusim_hostWork");
+}
+
+void Card::close() {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  if (closed_) return;
+  closed_ = true;
+  synStreamDestroy(stream_);
+  check(synDeviceRelease(id_), "synDeviceRelease");
+}
+
+namespace {
+uint64_t host_ns() {
+  uint64_t ns = 0;
+  return hpusim_hostTimeNs(&ns) == synSuccess ? ns : 0;
+}
+}  // namespace
+
+void Card::wait_for_stream() {
+  const uint64_t start = host_ns();
+  check(synStreamSynchronize(stream_), "synStreamSynchronize");
+  wait_ns_ += host_ns() - start;
+}
+
+void Card::synchronize() {
+  const uint64_t start = host_ns();
+  check(synDeviceSynchronize(id_), "synDeviceSynchronize");
+  wait_ns_ += host_ns() - start;
+}
+
+uint64_t Card::device_busy_ns() {
+  uint64_t busy = 0;
+  check(hpusim_deviceBusyNs(id_, &busy), "hpusim_deviceBusyNs");
+  return busy;
+}
 
 std::pair<uint64_t, uint64_t> Card::memory_info() {
   uint64_t free = 0, total = 0;

@@ -4,6 +4,7 @@
 // here: the device's allocator, guard and ops (hpu_device.cpp, hpu_ops.cpp) build on it.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <stdexcept>
@@ -49,16 +50,28 @@ class Card {
   void to_host(uint64_t device, void* host, uint64_t bytes);
   void on_device(uint64_t source, uint64_t destination, uint64_t bytes);
   void synchronize();
+  // Host time (ns, the calling threads' modeled clocks) spent waiting for the card in the
+  // bridge's synchronisations, and the card's busy time (hpusim_deviceBusyNs).
+  uint64_t host_wait_ns() const { return wait_ns_.load(); }
+  uint64_t device_busy_ns();
+  // Host work of the bridge charged to this thread's (modeled) host clock, a slice `what` on the
+  // timeline's "host: framework" track.
+  void host_work(hpusim_HostWork work, uint64_t count, const char* what);
+  // Releases the card (the timeline is written if HPUSIM_TRACE named a file); later calls fail.
+  void close();
   // (free, total) bytes of device memory.
   std::pair<uint64_t, uint64_t> memory_info();
 
  private:
   Card();
   void check(synStatus status, const char* what);
+  void wait_for_stream();   // synStreamSynchronize, the wait counted
 
   std::mutex mutex_;   // copies: one at a time
   synDeviceId id_ = 0;
   synStreamHandle stream_ = nullptr;
+  bool closed_ = false;
+  std::atomic<uint64_t> wait_ns_{0};
 };
 
 }  // namespace hpusim::bridge

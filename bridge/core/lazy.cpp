@@ -46,9 +46,11 @@ bool Lazy::pending_uses(const c10::StorageImpl* storage) {
   return kept_.count(reinterpret_cast<uintptr_t>(storage)) != 0;
 }
 
-void Lazy::op_recorded() {
+void Lazy::op_recorded(const char* name) {
   ++counters_.ops_recorded;
   ++pending_ops_;
+  Card::get().host_work(HPUSIM_HOST_OP_RECORD, 1, name);
+  if (eager_) Card::get().host_work(HPUSIM_HOST_EAGER_OP, 1, "eager dispatch");
   if (eager_ || (max_ops_ != 0 && pending_ops_ >= max_ops_)) flush(eager_ ? "eager op" : "op limit");
 }
 
@@ -62,6 +64,12 @@ void Lazy::flush(const char* why) {
   std::map<uintptr_t, c10::Storage> kept;
   kept.swap(kept_);   // released after the launch, whatever happens
   Card& card = Card::get();
+  card.host_work(HPUSIM_HOST_GRAPH_BUILD_PER_NODE, graph_.node_count(), "graph build");
+  uint64_t launch_ns = 0;
+  if (hpusim_hostTimeNs(&launch_ns) == synSuccess) {
+    if (counters_.first_launch_host_ns == 0) counters_.first_launch_host_ns = launch_ns;
+    counters_.last_launch_host_ns = launch_ns;
+  }
   const auto start = std::chrono::steady_clock::now();
   const LaunchReport report = graph_.launch(card.id(), card.stream(), why, [&](uintptr_t storage) {
     const auto it = kept.find(storage);
@@ -86,6 +94,11 @@ void Lazy::flush(const char* why) {
     ++counters_.cache_hits;
     ++counters_.hits_by_recipe[recipe];
   }
+}
+
+void Lazy::reset_launch_window() {
+  const std::lock_guard<std::recursive_mutex> lock(mutex_);
+  counters_.first_launch_host_ns = 0;
 }
 
 GraphCounters Lazy::counters() {

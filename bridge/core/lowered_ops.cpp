@@ -338,7 +338,7 @@ void lerp(Lowering& l, const LoweredCall& c) {
 }  // namespace
 
 bool record_copy(const at::Tensor& src, const at::Tensor& dst) {
-  return record([&](Lowering& l) {
+  return record("aten::copy_", [&](Lowering& l) {
     const at::ScalarType dt = dst.scalar_type();
     if (src.scalar_type() == dt && src.is_contiguous() && src.sizes() == dst.sizes()) {
       l.node("memcpy", {l.input(src)}, {l.output(dst)});

@@ -366,7 +366,7 @@ void lowered_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   }
   torch::jit::drop(*stack, n);
   for (at::Tensor& out : outputs) stack->push_back(std::move(out));
-  lazy.op_recorded();
+  lazy.op_recorded(op.schema().name().c_str());
 }
 
 }  // namespace
@@ -379,7 +379,7 @@ void register_lowering(torch::Library& library, const char* op, LoweringFn fn, O
   library.impl(op, torch::CppFunction::makeFromBoxedFunction<&lowered_kernel>());
 }
 
-bool record(const std::function<void(Lowering&)>& fn) {
+bool record(const char* name, const std::function<void(Lowering&)>& fn) {
   Lazy& lazy = Lazy::get();
   std::unique_lock<std::recursive_mutex> lock(lazy.mutex());
   const PendingGraph::Mark mark = lazy.graph().mark();
@@ -390,7 +390,7 @@ bool record(const std::function<void(Lowering&)>& fn) {
     lazy.graph().rollback(mark);
     return false;
   }
-  lazy.op_recorded();
+  lazy.op_recorded(name);
   return true;
 }
 

@@ -94,7 +94,7 @@ void register_lowering(torch::Library& library, const char* op, LoweringFn fn, O
 
 // Records what `fn` adds as one op (eager mode: launches it); false, with nothing added, when it
 // throws CannotLower.
-bool record(const std::function<void(Lowering&)>& fn);
+bool record(const char* name, const std::function<void(Lowering&)>& fn);
 // dst.copy_(src) between HPU tensors as an op of the pending graph; false when it cannot be.
 bool record_copy(const at::Tensor& src, const at::Tensor& dst);
 

@@ -24,6 +24,8 @@ enum class HostWork {
   kLaunchPerPatch,     // launch_per_patch_ns
   kOpRecord,           // op_record_ns
   kEagerOp,            // eager_op_ns
+  kGraphBuildPerNode,  // graph_build_per_node_ns
+  kCpuFallbackOp,      // cpu_fallback_op_ns
 };
 
 // What a program asks for when it brings the platform up (hpusim_deviceAcquireWithPreset,

@@ -210,6 +210,8 @@ void Platform::charge(HostWork work, uint64_t count) {
     case HostWork::kLaunchPerPatch: ns = host.launch_per_patch_ns(); break;
     case HostWork::kOpRecord: ns = host.op_record_ns(); break;
     case HostWork::kEagerOp: ns = host.eager_op_ns(); break;
+    case HostWork::kGraphBuildPerNode: ns = host.graph_build_per_node_ns(); break;
+    case HostWork::kCpuFallbackOp: ns = host.cpu_fallback_op_ns(); break;
   }
   if (ns * count != 0) cosim_->charge_ns(ns * count);
 }

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -77,19 +78,58 @@ synStatus synDeviceGetCount(uint32_t* count) {
   });
 }
 
-synStatus synDeviceAcquireByDeviceType(synDeviceId* deviceId, synDeviceType deviceType) {
-  if (deviceType != synDeviceGaudi) {
-    return fail(synDeviceTypeMismatch, "synDeviceAcquireByDeviceType: the simulated card is a Gaudi (synDeviceGaudi)");
-  }
+namespace {
+
+const char* type_name(synDeviceType type) {
+  return type == synDeviceGaudi3 ? "synDeviceGaudi3" : type == synDeviceGaudi2 ? "synDeviceGaudi2" : "synDeviceGaudi";
+}
+
+// The card type of an acquired device (its HW_IP_INFO device ID).
+std::optional<synDeviceType> type_of(synDeviceId id) {
+  synDeviceInfo info{};
+  if (synDeviceGetInfo(id, &info) != synSuccess) return std::nullopt;
+  return info.deviceType;
+}
+
+synStatus acquire_any(const char* function, synDeviceId* deviceId) {
   const char* preset = std::getenv("HPUSIM_PRESET");
   const char* overrides = std::getenv("HPUSIM_SET");
   // No HPUSIM_PRESET: the platform's own card (its default when it is brought up here).
-  return acquire("synDeviceAcquireByDeviceType", deviceId, preset ? preset : "", overrides ? overrides : "");
+  return acquire(function, deviceId, preset ? preset : "", overrides ? overrides : "");
+}
+
+}  // namespace
+
+synStatus synDeviceAcquireByDeviceType(synDeviceId* deviceId, synDeviceType deviceType) {
+  if (deviceType != synDeviceGaudi && deviceType != synDeviceGaudi2 && deviceType != synDeviceGaudi3) {
+    return fail(synDeviceTypeMismatch, "synDeviceAcquireByDeviceType: device type " +
+                                           std::to_string(static_cast<int>(deviceType)) + " is not a Gaudi card type");
+  }
+  const auto mismatch = [&](synDeviceType card) {
+    return fail(synDeviceTypeMismatch, std::string("synDeviceAcquireByDeviceType: the box's cards are ") +
+                                           type_name(card) + ", not " + type_name(deviceType));
+  };
+  // The box's cards all come from one preset: an acquired one tells the type.
+  std::optional<synDeviceId> acquired;
+  locked("synDeviceAcquireByDeviceType", [&](Session& s) {
+    for (size_t i = 0; i < s.devices.size(); ++i)
+      if (s.devices[i]) acquired = static_cast<synDeviceId>(i);
+    return succeed();
+  });
+  if (acquired) {
+    if (const auto card = type_of(*acquired); card && *card != deviceType) return mismatch(*card);
+  }
+  if (const synStatus st = acquire_any("synDeviceAcquireByDeviceType", deviceId); st != synSuccess) return st;
+  if (const auto card = type_of(*deviceId); card && *card != deviceType) {
+    synDeviceRelease(*deviceId);
+    return mismatch(*card);
+  }
+  return succeed();
 }
 
 synStatus synDeviceAcquire(synDeviceId* deviceId, const char* pciBus) {
   if (pciBus && *pciBus) return fail(synInvalidArgument, "synDeviceAcquire: pciBus must be NULL or empty");
-  return synDeviceAcquireByDeviceType(deviceId, synDeviceGaudi);
+  return acquire_any("synDeviceAcquire", deviceId);
 }
 
 synStatus hpusim_deviceAcquireWithPreset(synDeviceId* deviceId, const char* preset, const char* overrides) {
@@ -151,7 +191,9 @@ synStatus synDeviceGetInfo(synDeviceId deviceId, synDeviceInfo* info) {
     info->tpcEnabledMask = hw.tpc_enabled_mask;
     info->dramEnabled = hw.dram_enabled;
     info->deviceId = hw.device_id;
-    info->deviceType = synDeviceGaudi;
+    info->deviceType = hw.device_id == hpusim::uapi::PCI_IDS_GAUDI3   ? synDeviceGaudi3
+                       : hw.device_id == hpusim::uapi::PCI_IDS_GAUDI2 ? synDeviceGaudi2
+                                                                       : synDeviceGaudi;
     return succeed();
   });
 }

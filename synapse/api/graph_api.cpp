@@ -251,9 +251,9 @@ extern "C" {
 synStatus synGraphCreate(synGraphHandle* graph, synDeviceType deviceType) {
   return guarded("synGraphCreate", [&](Registry& reg) {
     if (!graph) return fail(synInvalidArgument, "synGraphCreate: graph is NULL");
-    if (deviceType != synDeviceGaudi)
+    if (deviceType != synDeviceGaudi && deviceType != synDeviceGaudi2 && deviceType != synDeviceGaudi3)
       return fail(synInvalidArgument, "synGraphCreate: device type " + std::to_string(static_cast<long long>(deviceType)) +
-                                          " (hpusim simulates synDeviceGaudi = 2)");
+                                          " (synDeviceGaudi = 2, synDeviceGaudi2 = 4 or synDeviceGaudi3 = 5)");
     const uint64_t key = new_handle_key();
     reg.graphs.emplace(key, GraphState{});
     *graph = handle_of<synGraphHandle>(key);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "synapse/api/session.h"
+#include "synapse/hlthunk/hlthunk.h"
 #include "synapse/recipe/recipe_file.h"
 #include "synapse/recipe_cache/disk_cache_config.h"
 
@@ -223,6 +224,41 @@ synStatus hpusim_hostTimeNs(uint64_t* nanoseconds) {
     hpusim::platform::HostServices* host = hpusim::platform::host_services();
     if (!host) return fail(synNoDeviceFound, "hpusim_hostTimeNs: no platform");
     *nanoseconds = host->host_now_ps() / 1000;   // the calling thread's host clock
+    return succeed();
+  });
+}
+
+synStatus hpusim_hostWork(synDeviceId deviceId, hpusim_HostWork work, uint64_t count, const char* what) {
+  return on_device("hpusim_hostWork", deviceId, [&](Device& d) {
+    using hpusim::platform::HostWork;
+    HostWork kind;
+    switch (work) {
+      case HPUSIM_HOST_OP_RECORD: kind = HostWork::kOpRecord; break;
+      case HPUSIM_HOST_EAGER_OP: kind = HostWork::kEagerOp; break;
+      case HPUSIM_HOST_GRAPH_BUILD_PER_NODE: kind = HostWork::kGraphBuildPerNode; break;
+      case HPUSIM_HOST_CPU_FALLBACK_OP: kind = HostWork::kCpuFallbackOp; break;
+      default:
+        return fail(synInvalidArgument, "hpusim_hostWork: unknown host work " + std::to_string(static_cast<int>(work)));
+    }
+    const uint64_t start_ps = d.runtime->host_now_ps();
+    charge(kind, count);
+    if (d.timeline) {
+      const uint64_t end_ps = d.runtime->host_now_ps();
+      std::lock_guard<std::mutex> lock(d.timeline->mutex());
+      const auto track = d.timeline->track(d.timeline->process("host: framework"), d.track_name("ops"));
+      d.timeline->writer().complete_slice(track, start_ps / 1000, std::max(end_ps / 1000, start_ps / 1000 + 1),
+                                          what && *what ? what : "host work", {}, {});
+    }
+    return succeed();
+  });
+}
+
+synStatus hpusim_deviceBusyNs(synDeviceId deviceId, uint64_t* busyNanoseconds) {
+  if (!busyNanoseconds) return fail(synInvalidArgument, "hpusim_deviceBusyNs: NULL result");
+  return on_device("hpusim_deviceBusyNs", deviceId, [&](Device& d) {
+    hpusim::uapi::hl_info_hpusim_device_busy busy{};
+    if (hpusim::hlthunk::device_busy(d.fd, &busy) != 0) return fail(synFail, "hpusim_deviceBusyNs: the driver's INFO failed");
+    *busyNanoseconds = busy.busy_ns;
     return succeed();
   });
 }

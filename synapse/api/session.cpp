@@ -239,23 +239,24 @@ uint64_t host_span(Device& d, const std::string& name, uint64_t start_ps, bool w
 
 void flush_spans(Device& d, bool wait_all) {
   if (!d.timeline) return;
-  std::vector<PendingSpan> still;
-  for (const PendingSpan& p : d.pending_spans) {
+  size_t next = 0;
+  for (; next < d.pending_spans.size(); ++next) {
+    const PendingSpan& p = d.pending_spans[next];
     if (wait_all) d.runtime->wait(p.seq);
     // What a wait already told, without an ioctl: tracing must not charge host time or handle
     // interrupts the untraced run would not (that moved later host work into a running launch).
+    // Spans go out in submission order: a later one waits for the earlier ones.
     const std::optional<uint64_t> done = d.runtime->take_completion_ps(p.seq);
-    if (!done) {
-      still.push_back(p);
-      continue;
-    }
-    const uint64_t done_ps = *done;
+    if (!done) break;
+    // A launch queued behind another starts when the device reaches it.
+    const uint64_t start_ns = std::max(p.submit_ps / 1000, d.launch_span_end_ns);
+    const uint64_t end_ns = std::max(*done / 1000, start_ns + 1);
+    d.launch_span_end_ns = end_ns;
     std::lock_guard<std::mutex> lock(d.timeline->mutex());
     const auto track = d.timeline->track(d.timeline->process("device: recipes"), d.track_name("launches"));
-    d.timeline->writer().complete_slice(track, p.submit_ps / 1000, std::max(done_ps / 1000, p.submit_ps / 1000 + 1),
-                                        p.name, {}, {}, {p.flow});
+    d.timeline->writer().complete_slice(track, start_ns, end_ns, p.name, {}, {}, {p.flow});
   }
-  d.pending_spans = std::move(still);
+  d.pending_spans.erase(d.pending_spans.begin(), d.pending_spans.begin() + static_cast<std::ptrdiff_t>(next));
 }
 
 QueueId queue_of(synStreamType type) {

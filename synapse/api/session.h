@@ -85,6 +85,7 @@ struct Device {
   std::unique_ptr<rt::Runtime> runtime;
   hpusim::traces::Timeline* timeline = nullptr;      // the platform's, when the run is traced
   std::vector<PendingSpan> pending_spans;
+  uint64_t launch_span_end_ns = 0;   // where the last launch span written ends
   std::map<uint64_t, Stream> streams;
   std::map<uint64_t, Event> events;
   // Recipes stay loaded (program image on the device, command buffers mapped) while the device

@@ -70,6 +70,14 @@ int memory_unmap(int fd, uint64_t device_va) {
   return hl_ioctl(fd, DRM_IOCTL_HL_MEMORY, &args);
 }
 
+int device_busy(int fd, hl_info_hpusim_device_busy* busy) {
+  hl_info_args args{};
+  args.op = HL_INFO_HPUSIM_DEVICE_BUSY;
+  args.return_pointer = reinterpret_cast<uintptr_t>(busy);
+  args.return_size = sizeof *busy;
+  return hl_ioctl(fd, DRM_IOCTL_HL_INFO, &args);
+}
+
 int hw_ip_info(int fd, hl_info_hw_ip_info* info) {
   hl_info_args args{};
   args.op = HL_INFO_HW_IP_INFO;

@@ -26,5 +26,7 @@ int host_memory_map(int fd, const void* address, uint64_t bytes, uint64_t* devic
 int memory_unmap(int fd, uint64_t device_va);
 // HL_INFO_HW_IP_INFO.
 int hw_ip_info(int fd, uapi::hl_info_hw_ip_info* info);
+// hpusim: the device's busy time with this context's submissions (HL_INFO_HPUSIM_DEVICE_BUSY).
+int device_busy(int fd, uapi::hl_info_hpusim_device_busy* busy);
 
 }  // namespace hpusim::hlthunk

@@ -60,8 +60,8 @@ TEST(FirmwareCpucp, InfoBlockLayout) {
   info.dram_size = 32ull << 30;
   info.num_sensors = 2;
   const auto block = cpucp::build_info_block(info);
-  // struct cpucp_info (1616 bytes) and hpusim's memory-map extension.
-  ASSERT_EQ(block.size(), 1656u);
+  // struct cpucp_info (1616 bytes) and hpusim's extension (memory map, card generation).
+  ASSERT_EQ(block.size(), 1664u);
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(block.data() + cpucp::info::kCardName)), "HL205-LONG-NAME");
   uint64_t dram;
   std::memcpy(&dram, block.data() + cpucp::info::kDramSize, 8);

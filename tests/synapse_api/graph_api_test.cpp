@@ -229,8 +229,8 @@ TEST_F(SynapseApiErrors, GraphCreateChecksPointerAndDeviceType) {
   synGraphHandle g;
   EXPECT_EQ(synGraphCreate(nullptr, synDeviceGaudi), synInvalidArgument);
   EXPECT_EQ(last_error(), "synGraphCreate: graph is NULL");
-  EXPECT_EQ(synGraphCreate(&g, synDeviceGaudi2), synInvalidArgument);
-  EXPECT_EQ(last_error(), "synGraphCreate: device type 4 (hpusim simulates synDeviceGaudi = 2)");
+  EXPECT_EQ(synGraphCreate(&g, static_cast<synDeviceType>(3)), synInvalidArgument);
+  EXPECT_EQ(last_error(), "synGraphCreate: device type 3 (synDeviceGaudi = 2, synDeviceGaudi2 = 4 or synDeviceGaudi3 = 5)");
   EXPECT_EQ(synGraphCreate(&g, static_cast<synDeviceType>(99)), synInvalidArgument);
   EXPECT_EQ(synGraphDestroy(nullptr), synInvalidArgument);
   EXPECT_EQ(last_error(), "synGraphDestroy: graph is NULL");

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -314,3 +315,50 @@ TEST_F(SynapseRuntimeApi, LifecycleErrors) {
 }
 
 }  // namespace
+
+// The card type comes from the card (its generation, through the firmware and the driver's
+// HW_IP_INFO device ID): an hl225 box has Gaudi2 cards.
+TEST(SynapseDeviceType, ComesFromTheCardsGeneration) {
+  setenv("HPUSIM_PRESET", "hl225", 1);
+  setenv("HPUSIM_SET", "hbm.refresh_enabled=false", 1);
+  ASSERT_EQ(synInitialize(), synSuccess);
+  synDeviceId device = 99, other = 99;
+  EXPECT_EQ(synDeviceAcquireByDeviceType(&device, synDeviceGaudi), synDeviceTypeMismatch);
+  EXPECT_EQ(std::string(hpusim_lastErrorMessage()),
+            "synDeviceAcquireByDeviceType: the box's cards are synDeviceGaudi2, not synDeviceGaudi");
+  ASSERT_EQ(synDeviceAcquireByDeviceType(&device, synDeviceGaudi2), synSuccess) << hpusim_lastErrorMessage();
+  synDeviceInfo info{};
+  ASSERT_EQ(synDeviceGetInfo(device, &info), synSuccess);
+  EXPECT_EQ(info.deviceType, synDeviceGaudi2);
+  EXPECT_EQ(synDeviceAcquireByDeviceType(&other, synDeviceGaudi3), synDeviceTypeMismatch);
+  EXPECT_EQ(synDeviceRelease(device), synSuccess);
+  EXPECT_EQ(synDestroy(), synSuccess);
+}
+
+// hpusim_deviceBusyNs counts the device's work (copies and launches), not the time it waits for
+// the host: the same step twice, with 2 ms of host-only work between, adds about the same busy
+// time twice (the memory's state differs a little between the runs), not 2 ms more.
+TEST_F(SynapseRuntimeApi, DeviceBusyTimeCountsTheDevicesWorkNotItsWaits) {
+  synGraphHandle g = dense_graph();
+  synRecipeHandle recipe = nullptr;
+  ASSERT_EQ(synGraphCompile(&recipe, g, "dense", nullptr), synSuccess) << error();
+  run(recipe);   // the first launch loads the recipe
+  uint64_t busy0 = 0, busy1 = 0, busy2 = 0, host0 = 0, host1 = 0, launch_ns = 0;
+  ASSERT_EQ(hpusim_deviceBusyNs(device, &busy0), synSuccess) << error();
+  hpusim_hostTimeNs(&host0);
+  expect_reference(run(recipe));
+  hpusim_hostTimeNs(&host1);
+  ASSERT_EQ(hpusim_deviceBusyNs(device, &busy1), synSuccess) << error();
+  ASSERT_EQ(hpusim_lastLaunchDeviceTime(&launch_ns), synSuccess) << error();
+  EXPECT_GE(busy1 - busy0, launch_ns);            // the launch and the copies
+  EXPECT_LT(busy1 - busy0, host1 - host0);        // the host's own work is not device time
+  ASSERT_EQ(hpusim_hostWork(device, HPUSIM_HOST_CPU_FALLBACK_OP, 100, "host only"), synSuccess) << error();
+  expect_reference(run(recipe));
+  ASSERT_EQ(hpusim_deviceBusyNs(device, &busy2), synSuccess) << error();
+  EXPECT_NEAR(static_cast<double>(busy2 - busy1), static_cast<double>(busy1 - busy0), 0.02 * (busy1 - busy0));
+  EXPECT_EQ(hpusim_deviceBusyNs(device, nullptr), synInvalidArgument);
+  EXPECT_EQ(hpusim_hostWork(device, static_cast<hpusim_HostWork>(9), 1, "x"), synInvalidArgument);
+  EXPECT_EQ(error(), "hpusim_hostWork: unknown host work 9");
+  EXPECT_EQ(synRecipeDestroy(recipe), synSuccess);
+  EXPECT_EQ(synGraphDestroy(g), synSuccess);
+}

@@ -126,6 +126,14 @@ synStatus hpusim_launchCounters(hpusim_LaunchCounters* counters);
 synStatus hpusim_traceToFile(const char* path);
 /* The host clock now (modeled by default: deterministic), in ns. */
 synStatus hpusim_hostTimeNs(uint64_t* nanoseconds);
+/* Host work of a framework above Synapse on device `deviceId`: `count` times the preset's cost of
+ * `work` charged to the calling thread's host clock, and a slice named `what` on the device's
+ * "host: framework" timeline track. */
+synStatus hpusim_hostWork(synDeviceId deviceId, hpusim_HostWork work, uint64_t count, const char* what);
+/* How long device `deviceId` has been busy (ns) with the submissions completed so far (launches,
+ * copies: the union of their submission-to-completion intervals, one queued behind another
+ * counting from when the device reached it). One driver INFO ioctl, charged as any. */
+synStatus hpusim_deviceBusyNs(synDeviceId deviceId, uint64_t* busyNanoseconds);
 /* Completed launches so far, and the device time (submission to completion, ns) of the last. */
 synStatus hpusim_lastLaunchDeviceTime(uint64_t* nanoseconds);
 /* The host times (ns) at which the last launch was submitted and completed (waits for it). */

@@ -173,4 +173,13 @@ typedef struct {
                                      command buffers), without the driver's submit */
 } hpusim_LaunchCounters;
 
+/* hpusim: host work of a framework above Synapse (hpusim_hostWork), priced by the preset's host
+ * cost table. */
+typedef enum {
+  HPUSIM_HOST_OP_RECORD = 0,            /* op_record_ns: one op recorded (lazy) or dispatched */
+  HPUSIM_HOST_EAGER_OP = 1,             /* eager_op_ns: an eager op's dispatch beyond recording */
+  HPUSIM_HOST_GRAPH_BUILD_PER_NODE = 2, /* graph_build_per_node_ns: a node made into graph calls */
+  HPUSIM_HOST_CPU_FALLBACK_OP = 3       /* cpu_fallback_op_ns: one op run on the host CPU */
+} hpusim_HostWork;
+
 #endif /* HPUSIM_SYNAPSE_TYPES_H */

@@ -41,6 +41,18 @@ def _fallback_summary_at_exit():
         sys.stderr.write(summary)
 
 
+def _shutdown_at_exit():
+    # Runs last (registered first): what is pending runs, the card is released and the
+    # HPUSIM_TRACE timeline written.
+    try:
+        _C.shutdown()
+    except RuntimeError as error:
+        sys.stderr.write(f"hpusim: releasing the card at exit: {error}\n")
+
+
+atexit.register(_shutdown_at_exit)
 atexit.register(_fallback_summary_at_exit)
 
-__all__ = ["core", "hpu"]
+from hpusim.torch.steps import StepReport  # noqa: E402
+
+__all__ = ["core", "hpu", "StepReport"]

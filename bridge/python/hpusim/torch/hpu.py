@@ -39,6 +39,11 @@ def init() -> None:
     _C.init()
 
 
+def get_device_name(device=None) -> str:
+    """GAUDI, GAUDI2 or GAUDI3: the card's generation (the preset's), as the card reports it."""
+    return _C.device_name()
+
+
 def synchronize(device=None) -> None:
     _C.synchronize()
 

@@ -1,0 +1,110 @@
+"""What the bridge tells about time and the card: host work charged from the preset's host table
+(a formula), the step report and its verdicts for the seeds' MNIST MLP in lazy and eager mode
+(the main job), the timeline (HPUSIM_TRACE), the metrics file, and the card's name by preset."""
+import json
+import os
+import subprocess
+import sys
+
+import torch
+
+import habana_frameworks.torch.core as htcore
+import hpusim.torch
+from hpusim import _C
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OP_RECORD_NS = 2000            # hl205's host table: op_record_ns
+GRAPH_BUILD_PER_NODE_NS = 300  # graph_build_per_node_ns
+
+
+def run(script, **env):
+    full = dict(os.environ)
+    full.update(env)
+    done = subprocess.run([sys.executable, "-c", script], env=full, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return done.stdout
+
+
+def test_recording_an_op_costs_the_preset_op_record_time():
+    x = torch.ones(64, device="hpu")
+    htcore.mark_step()
+    before = _C.host_time_ns()
+    for _ in range(10):
+        x = x + 1
+    assert _C.host_time_ns() - before == 10 * OP_RECORD_NS
+    before = _C.host_time_ns()
+    htcore.mark_step()
+    # At least the graph build of its 10 nodes (then hash, lookup or compile, launch).
+    assert _C.host_time_ns() - before >= 10 * GRAPH_BUILD_PER_NODE_NS
+    assert x.cpu().eq(11).all()
+
+
+def test_the_step_report_of_the_mnist_mlp_in_lazy_mode():
+    out = subprocess.run([sys.executable, os.path.join(HERE, "..", "..", "bridge", "examples", "mnist_training.py"),
+                          "--steps", "4", "--json", "/dev/stdout"], env=dict(os.environ, PT_HPU_LAZY_MODE="1"),
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-4000:]
+    assert "lazy mode, on GAUDI" in out.stdout
+    rows = json.loads(out.stdout[out.stdout.index("[\n"):])
+    assert [r["step"] for r in rows] == [0, 1, 2, 3]
+    steady = rows[2:]
+    for r in rows:
+        assert abs(r["host_ms"] + r["wait_ms"] - r["step_ms"]) < 1e-9
+        assert abs(r["device_ms"] + r["idle_ms"] - r["step_ms"]) < 1e-9
+        assert r["graphs"] == 2 and r["fallbacks"] == 0
+    assert rows[0]["compiles"] > 0
+    for r in steady:
+        assert r["compiles"] == 0 and r["cache_hits"] == 2
+        assert r["bound"] == "device", r
+    # The modeled clock: the same host work costs the same host time at every step.
+    assert steady[0]["host_ms"] == steady[1]["host_ms"]
+
+
+def test_eager_mode_makes_the_same_step_host_bound():
+    out = run("import json, sys; sys.argv = ['x', '--steps', '3', '--json', '/dev/stdout']; "
+              f"sys.path.insert(0, {os.path.join(HERE, '..', '..', 'bridge', 'examples')!r}); "
+              "import mnist_training; mnist_training.main()", PT_HPU_LAZY_MODE="0")
+    rows = json.loads(out[out.index("[\n"):])
+    assert rows[-1]["graphs"] > 50 and rows[-1]["compiles"] == 0
+    assert rows[-1]["bound"] == "host", rows[-1]
+
+
+def test_the_timeline_has_the_bridge_host_work(tmp_path):
+    trace = tmp_path / "bridge.json"
+    run("import torch, hpusim.torch\n"
+        "x = torch.ones(8, device='hpu')\n"
+        "print((x * 2 + 1).cpu())\n", HPUSIM_TRACE=str(trace))
+    events = json.loads(trace.read_text())
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    processes = {e["pid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"}
+    slices = [e for e in events if e.get("ph") in ("X", "B")]   # complete slices, or begin / end pairs
+    framework = {e["name"] for e in slices if processes.get(e["pid"]) == "host: framework"}
+    assert {"aten::mul", "aten::add", "graph build"} <= framework, framework
+    assert any(processes.get(e["pid"]) == "host: synapse" for e in slices)
+
+
+def test_the_metrics_file_is_written_at_exit(tmp_path):
+    path = tmp_path / "metrics.json"
+    run("import torch, hpusim.torch\n"
+        "import habana_frameworks.torch.core as htcore\n"
+        "x = torch.ones(8, device='hpu'); y = torch.erf(x * 3); htcore.mark_step()\n",
+        PT_HPU_METRICS_FILE=str(path))
+    records = json.loads(path.read_text())
+    by_name = {r["metric_name"]: r for r in records}
+    assert by_name["graph_compilation"]["triggered_by"] == "process_exit"
+    assert by_name["graph_compilation"]["statistics"]["TotalNumber"] >= 1
+    assert by_name["cpu_fallback"]["statistics"]["FallbackOps"] == {"aten::erf": 1}
+
+
+def test_a_bad_metrics_trigger_is_named(tmp_path):
+    full = dict(os.environ, PT_HPU_METRICS_FILE=str(tmp_path / "m.json"), PT_HPU_METRICS_DUMP_TRIGGERS="sometimes")
+    done = subprocess.run([sys.executable, "-c", "import hpusim.torch.metrics"], env=full, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode != 0
+    assert "PT_HPU_METRICS_DUMP_TRIGGERS: unknown trigger 'sometimes'" in done.stderr
+
+
+def test_the_card_name_follows_the_preset():
+    assert torch.hpu.get_device_name() == "GAUDI"
+    out = run("import torch, hpusim.torch; print(torch.hpu.get_device_name())", HPUSIM_PRESET="hl225")
+    assert out.strip() == "GAUDI2"
