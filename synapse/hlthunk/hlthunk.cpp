@@ -70,20 +70,19 @@ int memory_unmap(int fd, uint64_t device_va) {
   return hl_ioctl(fd, DRM_IOCTL_HL_MEMORY, &args);
 }
 
-int device_busy(int fd, hl_info_hpusim_device_busy* busy) {
+namespace {
+template <class Info>
+int info(int fd, __u32 op, Info* out) {
   hl_info_args args{};
-  args.op = HL_INFO_HPUSIM_DEVICE_BUSY;
-  args.return_pointer = reinterpret_cast<uintptr_t>(busy);
-  args.return_size = sizeof *busy;
+  args.op = op;
+  args.return_pointer = reinterpret_cast<uintptr_t>(out);
+  args.return_size = sizeof *out;
   return hl_ioctl(fd, DRM_IOCTL_HL_INFO, &args);
 }
+}  // namespace
 
-int hw_ip_info(int fd, hl_info_hw_ip_info* info) {
-  hl_info_args args{};
-  args.op = HL_INFO_HW_IP_INFO;
-  args.return_pointer = reinterpret_cast<uintptr_t>(info);
-  args.return_size = sizeof *info;
-  return hl_ioctl(fd, DRM_IOCTL_HL_INFO, &args);
-}
+int device_busy(int fd, hl_info_hpusim_device_busy* busy) { return info(fd, HL_INFO_HPUSIM_DEVICE_BUSY, busy); }
+
+int hw_ip_info(int fd, hl_info_hw_ip_info* hw) { return info(fd, HL_INFO_HW_IP_INFO, hw); }
 
 }  // namespace hpusim::hlthunk

@@ -3,6 +3,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+import models
+
 
 class Cnn(nn.Module):
     def __init__(self):
@@ -20,28 +22,17 @@ class Cnn(nn.Module):
 
 
 def train_cnn(device, steps, mark_step=None, on_step=None, autocast=False):
+    """The losses of `steps` SGD steps, then an eval-mode forward's sum (the running statistics)."""
     torch.manual_seed(0)
     model = Cnn().to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     data = torch.Generator().manual_seed(3)
-    losses = []
-    for step in range(steps):
-        x = torch.randn(8, 3, 16, 16, generator=data).to(device)
-        target = torch.randint(0, 10, (8,), generator=data).to(device)
-        optimizer.zero_grad()
-        with torch.autocast(device, dtype=torch.bfloat16, enabled=autocast):
-            loss = F.cross_entropy(model(x), target)
-        loss.backward()
-        if mark_step:
-            mark_step()
-        optimizer.step()
-        if mark_step:
-            mark_step()
-        losses.append(loss.item())
-        if on_step:
-            on_step(step)
+
+    def batch():
+        return torch.randn(8, 3, 16, 16, generator=data), torch.randint(0, 10, (8,), generator=data)
+
+    losses = models.train_loop(device, model, optimizer, batch, F.cross_entropy, steps, mark_step, on_step, autocast)
     model.eval()
     with torch.no_grad():
-        x = torch.randn(8, 3, 16, 16, generator=data).to(device)
-        losses.append(model(x).float().sum().item())   # eval mode: the running statistics
+        losses.append(model(batch()[0].to(device)).float().sum().item())
     return losses

@@ -54,23 +54,16 @@ class MnistNet(nn.Module):
         return F.log_softmax(x, dim=1)
 
 
-def train_mnist(device, steps, p=0.5, mark_step=None, on_step=None, autocast=False):
-    """Losses of `steps` Adadelta steps (lr 0.1, the seed's) on synthetic batches of 200; on the
-    CPU, dropout draws from the card's generator."""
-    torch.manual_seed(0)
-    model = MnistNet(p)
-    if device == "cpu":
-        model.dropout = DeviceGeneratorDropout(p, seed=0)
-    model = model.to(device)
-    optimizer = torch.optim.Adadelta(model.parameters(), lr=0.1)
-    data = torch.Generator().manual_seed(1)
+def train_loop(device, model, optimizer, batch, loss_fn, steps, mark_step=None, on_step=None, autocast=False):
+    """The training loop every model test runs: `steps` batches from batch() (CPU tensors), the
+    seeds' mark_step before and after the optimizer step, the losses read back each step."""
     losses = []
     for step in range(steps):
-        x = torch.randn(200, 1, 28, 28, generator=data).to(device)
-        target = torch.randint(0, 10, (200,), generator=data).to(device)
+        x, target = batch()
+        x, target = x.to(device), target.to(device)
         optimizer.zero_grad()
         with torch.autocast(device, dtype=torch.bfloat16, enabled=autocast):
-            loss = F.nll_loss(model(x), target)
+            loss = loss_fn(model(x), target)
         loss.backward()
         if mark_step:
             mark_step()
@@ -81,3 +74,20 @@ def train_mnist(device, steps, p=0.5, mark_step=None, on_step=None, autocast=Fal
         if on_step:
             on_step(step)
     return losses
+
+
+def train_mnist(device, steps, p=0.5, mark_step=None, on_step=None, autocast=False):
+    """Losses of `steps` Adadelta steps (lr 0.1, the seed's) on synthetic batches of 200; on the
+    CPU, dropout draws from the card's generator."""
+    torch.manual_seed(0)
+    model = MnistNet(p)
+    if device == "cpu":
+        model.dropout = DeviceGeneratorDropout(p, seed=0)
+    model = model.to(device)
+    optimizer = torch.optim.Adadelta(model.parameters(), lr=0.1)
+    data = torch.Generator().manual_seed(1)
+
+    def batch():
+        return torch.randn(200, 1, 28, 28, generator=data), torch.randint(0, 10, (200,), generator=data)
+
+    return train_loop(device, model, optimizer, batch, F.nll_loss, steps, mark_step, on_step, autocast)

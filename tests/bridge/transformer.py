@@ -6,6 +6,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+import models
+
 
 class Block(nn.Module):
     def __init__(self, vocab=50, dim=32, heads=4, hidden=64, classes=5):
@@ -46,20 +48,8 @@ def train_block(device, steps, mark_step=None, on_step=None, autocast=False):
     model = Block().to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
     data = torch.Generator().manual_seed(2)
-    losses = []
-    for step in range(steps):
-        tokens = torch.randint(0, 50, (4, 16), generator=data).to(device)
-        target = torch.randint(0, 5, (4,), generator=data).to(device)
-        optimizer.zero_grad()
-        with torch.autocast(device, dtype=torch.bfloat16, enabled=autocast):
-            loss = F.cross_entropy(model(tokens), target)
-        loss.backward()
-        if mark_step:
-            mark_step()
-        optimizer.step()
-        if mark_step:
-            mark_step()
-        losses.append(loss.item())
-        if on_step:
-            on_step(step)
-    return losses
+
+    def batch():
+        return torch.randint(0, 50, (4, 16), generator=data), torch.randint(0, 5, (4,), generator=data)
+
+    return models.train_loop(device, model, optimizer, batch, F.cross_entropy, steps, mark_step, on_step, autocast)
