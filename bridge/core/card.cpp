@@ -24,8 +24,13 @@ SynapseError::SynapseError(const std::string& what, synStatus status)
     : std::runtime_error(message_of(what, status)), status_(status) {}
 
 void Card::check(synStatus status, const char* what) {
-  if (status != synSuccess) throw SynapseError(what, status);
+  if (status == synSuccess) return;
+  if (closed_) throw CardReleased();
+  throw SynapseError(what, status);
 }
+
+CardReleased::CardReleased()
+    : std::runtime_error("hpu: the card was released (at exit, or by hpusim._C.shutdown()); no more work can reach it") {}
 
 Card::Card() {
   check(initialize(), "synInitialize");

@@ -24,6 +24,12 @@ class SynapseError : public std::runtime_error {
   synStatus status_;
 };
 
+// Work for a card already released.
+class CardReleased : public std::runtime_error {
+ public:
+  CardReleased();
+};
+
 // Device memory was exhausted: the request and what the card has.
 class DeviceOutOfMemory : public std::runtime_error {
  public:

@@ -102,3 +102,24 @@ def test_habana_frameworks_names_the_same_module():
 def test_pinned_host_memory_is_refused_by_name_for_now():
     with pytest.raises(RuntimeError, match="pinned host memory for 'hpu'"):
         torch.empty(4).pin_memory("hpu")
+
+
+def test_work_for_a_released_card_is_a_clear_error():
+    import subprocess
+    import sys
+    script = (
+        "import torch, hpusim.torch\n"
+        "from hpusim import _C\n"
+        "x = torch.ones(4, device='hpu') * 2\n"
+        "_C.shutdown()\n"
+        "for work in (lambda: torch.ones(2, device='hpu'), lambda: x.cpu()):\n"
+        "    try:\n"
+        "        work()\n"
+        "    except RuntimeError as e:\n"
+        "        print(e)\n"
+        "print((torch.ones(2) + 1).tolist())\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert lines[:2] == ["hpu: the card was released (at exit, or by hpusim._C.shutdown()); no more work can reach it"] * 2
+    assert lines[2] == "[2.0, 2.0]"   # the process goes on
