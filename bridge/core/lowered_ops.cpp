@@ -362,33 +362,33 @@ TORCH_LIBRARY_IMPL(aten, HPU, m) {
   using C = LoweredCall;
   for (const char* op : {"add.out", "sub.out"}) {
     const std::string kernel = std::string(op).substr(0, 3) + "_fwd";
-    register_lowering(m, op, [kernel](L& l, const C& c) { binary(l, c, kernel, true); });
+    register_elementwise_lowering(m, op, [kernel](L& l, const C& c) { binary(l, c, kernel, true); });
   }
   const std::pair<const char*, const char*> binaries[] = {
       {"mul.out", "mul_fwd"}, {"maximum.out", "max_fwd"}, {"minimum.out", "min_fwd"}};
   for (const auto& [op, kernel] : binaries) {
     const std::string k = kernel;
-    register_lowering(m, op, [k](L& l, const C& c) { binary(l, c, k, false); });
+    register_elementwise_lowering(m, op, [k](L& l, const C& c) { binary(l, c, k, false); });
   }
-  register_lowering(m, "div.out", [](L& l, const C& c) { binary(l, c, "div_fwd", false); });
+  register_elementwise_lowering(m, "div.out", [](L& l, const C& c) { binary(l, c, "div_fwd", false); });
   const std::pair<const char*, const char*> unaries[] = {
       {"relu", "relu_fwd"},   {"tanh.out", "tanh_fwd"}, {"sigmoid.out", "sigmoid_fwd"}, {"exp.out", "exp_fwd"},
       {"log.out", "log_fwd"}, {"sqrt.out", "sqrt_fwd"}, {"rsqrt.out", "rsqrt_fwd"},     {"abs.out", "abs_fwd"},
       {"neg.out", "neg_fwd"}};
   for (const auto& [op, kernel] : unaries) {
     const std::string k = kernel;
-    register_lowering(m, op, [k](L& l, const C& c) { unary(l, c, k); });
+    register_elementwise_lowering(m, op, [k](L& l, const C& c) { unary(l, c, k); });
   }
-  register_lowering(m, "threshold_backward.grad_input", [](L& l, const C& c) {
+  register_elementwise_lowering(m, "threshold_backward.grad_input", [](L& l, const C& c) {
     if (scalar_of(c.args[2]) != 0.0) throw CannotLower("a threshold other than 0");
     backward(l, c, "relu_bwd");
   });
-  register_lowering(m, "tanh_backward.grad_input", [](L& l, const C& c) { backward(l, c, "tanh_bwd"); });
-  register_lowering(m, "sigmoid_backward.grad_input", [](L& l, const C& c) { backward(l, c, "sigmoid_bwd"); });
-  register_lowering(m, "addcmul.out", [](L& l, const C& c) { addc(l, c, "addcmul_fwd"); });
-  register_lowering(m, "addcdiv.out", [](L& l, const C& c) { addc(l, c, "addcdiv_fwd"); });
-  register_lowering(m, "fill_.Scalar", [](L& l, const C& c) { fill(l, c.outputs.at(0), scalar_of(c.args[1])); });
-  register_lowering(m, "zero_", [](L& l, const C& c) { fill(l, c.outputs.at(0), 0.0); });
+  register_elementwise_lowering(m, "tanh_backward.grad_input", [](L& l, const C& c) { backward(l, c, "tanh_bwd"); });
+  register_elementwise_lowering(m, "sigmoid_backward.grad_input", [](L& l, const C& c) { backward(l, c, "sigmoid_bwd"); });
+  register_elementwise_lowering(m, "addcmul.out", [](L& l, const C& c) { addc(l, c, "addcmul_fwd"); });
+  register_elementwise_lowering(m, "addcdiv.out", [](L& l, const C& c) { addc(l, c, "addcdiv_fwd"); });
+  register_elementwise_lowering(m, "fill_.Scalar", [](L& l, const C& c) { fill(l, c.outputs.at(0), scalar_of(c.args[1])); });
+  register_elementwise_lowering(m, "zero_", [](L& l, const C& c) { fill(l, c.outputs.at(0), 0.0); });
   register_lowering(m, "mm.out", [](L& l, const C& c) { matmul(l, c.tensor(0), c.tensor(1), l.output(c.outputs.at(0)), false); });
   register_lowering(m, "bmm.out", [](L& l, const C& c) { matmul(l, c.tensor(0), c.tensor(1), l.output(c.outputs.at(0)), true); });
   register_lowering(m, "addmm.out", &addmm);
@@ -403,11 +403,11 @@ TORCH_LIBRARY_IMPL(aten, HPU, m) {
   register_lowering(m, "bernoulli_.float", &bernoulli);
   register_lowering(m, "native_layer_norm", &layer_norm);
   register_lowering(m, "native_layer_norm_backward", &layer_norm_backward);
-  register_lowering(m, "gelu.out", [](L& l, const C& c) {
+  register_elementwise_lowering(m, "gelu.out", [](L& l, const C& c) {
     if (c.args[1].toStringRef() != "tanh") throw CannotLower("gelu's erf form (approximate='none')");
     unary(l, c, "gelu_tanh_fwd");
   });
-  register_lowering(m, "gelu_backward.grad_input", [](L& l, const C& c) {
+  register_elementwise_lowering(m, "gelu_backward.grad_input", [](L& l, const C& c) {
     if (c.args[2].toStringRef() != "tanh") throw CannotLower("gelu's erf form (approximate='none')");
     backward(l, c, "gelu_tanh_bwd");
   });
@@ -420,5 +420,5 @@ TORCH_LIBRARY_IMPL(aten, HPU, m) {
     const at::Tensor& out = c.outputs.at(0);
     embedding(l, table, c.tensor(2), out.dim() == 2 ? out : out.view({out.size(0), 1}));
   });
-  register_lowering(m, "lerp.Scalar_out", &lerp);
+  register_elementwise_lowering(m, "lerp.Scalar_out", &lerp);
 }

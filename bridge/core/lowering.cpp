@@ -3,6 +3,7 @@
 #include "bridge/core/lowering.h"
 
 #include <ATen/EmptyTensor.h>
+#include <ATen/ExpandUtils.h>
 #include <torch/library.h>
 
 #include <algorithm>
@@ -233,7 +234,43 @@ struct LoweredOp {
   LoweringFn lower;
   OutputsFn outputs;
   CpuFn cpu;
+  bool elementwise = false;
 };
+
+// The outputs of an elementwise call without a Meta run: the written arguments when they have the
+// broadcast shape of the inputs (nullopt otherwise: the Meta run decides, resizing included).
+std::optional<std::vector<at::Tensor>> elementwise_outputs(const c10::FunctionSchema& schema,
+                                                           const std::vector<c10::IValue>& args) {
+  std::vector<at::Tensor> written;
+  c10::DimVector shape;
+  const at::Tensor* first_input = nullptr;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!args[i].isTensor()) continue;
+    const at::Tensor& t = args[i].toTensor();
+    const c10::AliasInfo* alias = schema.arguments()[i].alias_info();
+    if (alias != nullptr && alias->isWrite()) {
+      written.push_back(t);
+      continue;
+    }
+    if (!t.defined()) continue;
+    if (first_input == nullptr) {
+      first_input = &t;
+      shape = c10::DimVector(t.sizes());
+    } else {
+      shape = at::infer_size_dimvector(shape, t.sizes());
+    }
+  }
+  if (written.size() != schema.returns().size()) {
+    // A functional op: one new contiguous output of the inputs' shape and the first input's dtype.
+    if (!written.empty() || schema.returns().size() != 1 || first_input == nullptr) return std::nullopt;
+    return std::vector<at::Tensor>{at::detail::empty_generic(shape, hpu_allocator(), c10::DispatchKeySet(c10::DispatchKey::HPU),
+                                                             first_input->scalar_type(), std::nullopt)};
+  }
+  for (const at::Tensor& out : written) {
+    if (!out.defined() || (first_input != nullptr && out.sizes() != c10::IntArrayRef(shape))) return std::nullopt;
+  }
+  return written;
+}
 
 std::unordered_map<c10::OperatorName, LoweredOp>& lowering_table() {
   static std::unordered_map<c10::OperatorName, LoweredOp> table;
@@ -325,8 +362,18 @@ void lowered_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   std::vector<c10::IValue> args(stack->end() - static_cast<std::ptrdiff_t>(n), stack->end());
 
   std::vector<at::Tensor> outputs;
+  std::optional<std::vector<at::Tensor>> known;
+  if (it->second.elementwise) {
+    try {
+      known = elementwise_outputs(op.schema(), args);
+    } catch (const std::exception&) {
+      known.reset();   // shapes that do not broadcast: the Meta run reports it as torch does
+    }
+  }
   if (it->second.outputs) {
     outputs = it->second.outputs(args);
+  } else if (known) {
+    outputs = std::move(*known);
   } else {
     try {
       MetaRun meta;
@@ -392,6 +439,14 @@ bool record(const char* name, const std::function<void(Lowering&)>& fn) {
   }
   lazy.op_recorded(name);
   return true;
+}
+
+void register_elementwise_lowering(torch::Library& library, const char* op, LoweringFn fn) {
+  register_lowering(library, op, std::move(fn));
+  const std::string text = op;
+  const size_t dot = text.find('.');
+  lowering_table()[c10::OperatorName{"aten::" + text.substr(0, dot), dot == std::string::npos ? "" : text.substr(dot + 1)}]
+      .elementwise = true;
 }
 
 void flush_pending(const char* why) { Lazy::get().flush(why); }

@@ -91,6 +91,10 @@ using CpuFn = std::function<void(const c10::OperatorHandle&, torch::jit::Stack*)
 // Meta run of the op, or from `outputs` when given.
 void register_lowering(torch::Library& library, const char* op, LoweringFn fn, OutputsFn outputs = nullptr,
                        CpuFn cpu = nullptr);
+// The same for an elementwise op: when the tensors it writes (out=, in-place) already have the
+// broadcast shape of its inputs, they are its outputs without a Meta run (many Meta kernels are
+// Python: ~100 us of host time per op); a functional one's output is a new tensor of that shape.
+void register_elementwise_lowering(torch::Library& library, const char* op, LoweringFn fn);
 
 // Records what `fn` adds as one op (eager mode: launches it); false, with nothing added, when it
 // throws CannotLower.
