@@ -4,7 +4,10 @@
    'hpu', no launch) against the same op dispatched natively on CPU tensors; target <= 2x;
 2. a training step: the seeds' MNIST MLP (784-128-10, batch 200, dropout, Adadelta) through the
    bridge in lazy mode against `hpusim run mlp` (the same step built directly on the Synapse C
-   API), wall time per steady step; target <= 1.5x.
+   API), wall time per steady step; target <= 1.5x. The simulated device time of the two steps is
+   printed too: the wall time of a step is mostly the simulation of its device work, and the two
+   do not give the card the same work (the zoo's step uses the fused Adadelta kernel, torch's
+   Adadelta is elementwise ops).
 
 Rounds are interleaved and the medians compared. Usage (from the repository, after the build):
 
@@ -22,7 +25,7 @@ import torch
 import torch.nn.functional as F
 
 import habana_frameworks.torch.core as htcore
-import hpusim.torch  # noqa: F401
+import hpusim.torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "examples"))
@@ -70,9 +73,10 @@ class BridgeMnist:
         return loss.item()
 
 
-def zoo_run_ns(hpusim, steps):
+def zoo_run_ns(hpusim, steps, json_path=None):
     start = time.perf_counter_ns()
-    subprocess.run([hpusim, "run", "mlp", "--steps", str(steps)], check=True, capture_output=True)
+    command = [hpusim, "run", "mlp", "--steps", str(steps)] + (["--json", json_path] if json_path else [])
+    subprocess.run(command, check=True, capture_output=True)
     return time.perf_counter_ns() - start
 
 
@@ -97,27 +101,40 @@ def main():
     for _ in range(3):
         mnist.step()   # compiles the step's graphs
     extra = 5
-    bridge_steps, zoo_steps = [], []
+    bridge_steps, zoo_steps, bridge_device = [], [], []
     for _ in range(args.rounds):
+        torch.hpu.synchronize()
+        busy = hpusim._C.device_busy_ns()
         start = time.perf_counter_ns()
         for _ in range(extra):
             mnist.step()
         bridge_steps.append((time.perf_counter_ns() - start) / extra)
+        torch.hpu.synchronize()
+        bridge_device.append((hpusim._C.device_busy_ns() - busy) / extra)
         # The zoo's per-step wall time: a run with `extra` more steps, less a run without them.
         zoo_steps.append((zoo_run_ns(args.hpusim, 2 + extra) - zoo_run_ns(args.hpusim, 2)) / extra)
+    zoo_json = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"bench-bridge-zoo-{os.getpid()}.json")
+    zoo_run_ns(args.hpusim, 4, zoo_json)
+    with open(zoo_json) as f:
+        zoo_device = [row["device_ns"] for row in json.load(f)[2:]]
+    os.remove(zoo_json)
 
     results = [
         {"benchmark": "recorded op vs CPU op", "bridge_ns": statistics.median(hpu_ops),
          "reference_ns": statistics.median(cpu_ops), "target_ratio": 2.0},
         {"benchmark": "MNIST MLP step vs hpusim run mlp", "bridge_ns": statistics.median(bridge_steps),
          "reference_ns": statistics.median(zoo_steps), "target_ratio": 1.5},
+        {"benchmark": "  their simulated device time", "bridge_ns": statistics.median(bridge_device),
+         "reference_ns": statistics.median(zoo_device), "target_ratio": None},
     ]
     print(f"{'benchmark':<36} {'bridge us':>10} {'reference us':>13} {'ratio':>7} {'target':>7}")
     for r in results:
         r["ratio"] = r["bridge_ns"] / r["reference_ns"] if r["reference_ns"] > 0 else float("inf")
-        r["meets_target"] = r["ratio"] <= r["target_ratio"]
+        target = r["target_ratio"]
+        r["meets_target"] = None if target is None else r["ratio"] <= target
+        mark = "" if target is None else f"{'<= ' + str(target):>7}{'' if r['meets_target'] else '  (missed)'}"
         print(f"{r['benchmark']:<36} {r['bridge_ns'] / 1e3:>10.2f} {r['reference_ns'] / 1e3:>13.2f} "
-              f"{r['ratio']:>7.2f} {'<= ' + str(r['target_ratio']):>7}{'' if r['meets_target'] else '  (missed)'}")
+              f"{r['ratio']:>7.2f} {mark}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
