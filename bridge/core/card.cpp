@@ -79,21 +79,21 @@ void Card::release(uint64_t address) { check(synDeviceFree(id_, address, 0), "sy
 void Card::to_device(const void* host, uint64_t device, uint64_t bytes) {
   if (bytes == 0) return;
   const std::lock_guard<std::mutex> lock(mutex_);
-  check(synMemCopyAsync(stream_, reinterpret_cast<uint64_t>(host), bytes, device, HOST_TO_DRAM), "synMemCopyAsync");
+  check(synMemCopyAsync(stream(), reinterpret_cast<uint64_t>(host), bytes, device, HOST_TO_DRAM), "synMemCopyAsync");
   wait_for_stream();
 }
 
 void Card::to_host(uint64_t device, void* host, uint64_t bytes) {
   if (bytes == 0) return;
   const std::lock_guard<std::mutex> lock(mutex_);
-  check(synMemCopyAsync(stream_, device, bytes, reinterpret_cast<uint64_t>(host), DRAM_TO_HOST), "synMemCopyAsync");
+  check(synMemCopyAsync(stream(), device, bytes, reinterpret_cast<uint64_t>(host), DRAM_TO_HOST), "synMemCopyAsync");
   wait_for_stream();
 }
 
 void Card::on_device(uint64_t source, uint64_t destination, uint64_t bytes) {
   if (bytes == 0) return;
   const std::lock_guard<std::mutex> lock(mutex_);
-  check(synMemCopyAsync(stream_, source, bytes, destination, DRAM_TO_DRAM), "synMemCopyAsync");
+  check(synMemCopyAsync(stream(), source, bytes, destination, DRAM_TO_DRAM), "synMemCopyAsync");
   wait_for_stream();
 }
 
@@ -116,10 +116,74 @@ uint64_t host_ns() {
 }
 }  // namespace
 
-void Card::wait_for_stream() {
+void Card::wait_for_stream() { synchronize_stream(stream()); }
+
+namespace {
+thread_local synStreamHandle t_current_stream = nullptr;
+}
+
+synStreamHandle Card::stream() const { return t_current_stream != nullptr ? t_current_stream : stream_; }
+
+void Card::set_current_stream(synStreamHandle stream) { t_current_stream = stream; }
+
+synStreamHandle Card::create_stream() {
+  synStreamHandle s = nullptr;
+  check(synStreamCreateGeneric(&s, id_, 0), "synStreamCreateGeneric");
+  return s;
+}
+
+void Card::destroy_stream(synStreamHandle stream) {
+  if (stream != stream_ && !closed_) synStreamDestroy(stream);
+}
+
+void Card::synchronize_stream(synStreamHandle stream) {
   const uint64_t start = host_ns();
-  check(synStreamSynchronize(stream_), "synStreamSynchronize");
+  check(synStreamSynchronize(stream), "synStreamSynchronize");
   wait_ns_ += host_ns() - start;
+}
+
+bool Card::stream_done(synStreamHandle stream) {
+  const synStatus status = synStreamQuery(stream);
+  if (status == synBusy) return false;
+  check(status, "synStreamQuery");
+  return true;
+}
+
+void Card::stream_wait_event(synStreamHandle stream, synEventHandle event) {
+  check(synStreamWaitEvent(stream, event, 0), "synStreamWaitEvent");
+}
+
+synEventHandle Card::create_event(bool timing) {
+  synEventHandle e = nullptr;
+  check(synEventCreate(&e, id_, timing ? EVENT_COLLECT_TIME : 0), "synEventCreate");
+  return e;
+}
+
+void Card::destroy_event(synEventHandle event) {
+  if (!closed_) synEventDestroy(event);
+}
+
+void Card::record_event(synEventHandle event, synStreamHandle stream) {
+  check(synEventRecord(event, stream), "synEventRecord");
+}
+
+void Card::synchronize_event(synEventHandle event) {
+  const uint64_t start = host_ns();
+  check(synEventSynchronize(event), "synEventSynchronize");
+  wait_ns_ += host_ns() - start;
+}
+
+bool Card::event_done(synEventHandle event) {
+  const synStatus status = synEventQuery(event);
+  if (status == synBusy) return false;
+  check(status, "synEventQuery");
+  return true;
+}
+
+double Card::elapsed_ms(synEventHandle start, synEventHandle end) {
+  uint64_t ns = 0;
+  check(synEventElapsedTime(&ns, start, end), "synEventElapsedTime");
+  return static_cast<double>(ns) / 1e6;
 }
 
 void Card::synchronize() {

@@ -46,8 +46,26 @@ class Card {
   static uint32_t count();
 
   synDeviceId id() const { return id_; }
-  // The stream every copy and launch of the bridge goes to, so the device keeps their order.
-  synStreamHandle stream() const { return stream_; }
+  // The stream the calling thread's copies and launches go to (so the device keeps their order):
+  // its current stream (torch.hpu.stream / set_stream), the card's default stream unless set.
+  synStreamHandle stream() const;
+  synStreamHandle default_stream() const { return stream_; }
+  // nullptr: the default stream again.
+  static void set_current_stream(synStreamHandle stream);
+
+  // torch.hpu.Stream and Event: Synapse streams and events of the card.
+  synStreamHandle create_stream();
+  void destroy_stream(synStreamHandle stream);
+  void synchronize_stream(synStreamHandle stream);   // the wait counted as host waiting
+  bool stream_done(synStreamHandle stream);
+  void stream_wait_event(synStreamHandle stream, synEventHandle event);
+  synEventHandle create_event(bool timing);
+  void destroy_event(synEventHandle event);
+  void record_event(synEventHandle event, synStreamHandle stream);
+  void synchronize_event(synEventHandle event);
+  bool event_done(synEventHandle event);
+  // Milliseconds between two recorded events created with timing (their completion stamps).
+  double elapsed_ms(synEventHandle start, synEventHandle end);
   // Device memory: an address of `bytes` bytes; DeviceOutOfMemory when the card has no room.
   uint64_t allocate(uint64_t bytes);
   void release(uint64_t address);

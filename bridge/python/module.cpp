@@ -75,6 +75,49 @@ PYBIND11_MODULE(_C, m) {
     if (status != synSuccess) throw bridge::SynapseError("synDeviceGetInfo", status);
     return std::string(info.deviceType == synDeviceGaudi3 ? "GAUDI3" : info.deviceType == synDeviceGaudi2 ? "GAUDI2" : "GAUDI");
   });
+  // Streams and events by handle (an integer): what torch.hpu.Stream / Event hold. Work pending
+  // in lazy mode is launched before anything that orders or waits on the device.
+  using Handle = uintptr_t;
+  const auto stream_of = [](Handle h) { return reinterpret_cast<synStreamHandle>(h); };
+  const auto event_of = [](Handle h) { return reinterpret_cast<synEventHandle>(h); };
+  m.def("stream_create", [] { return reinterpret_cast<Handle>(bridge::Card::get().create_stream()); });
+  m.def("stream_destroy", [stream_of](Handle h) { bridge::Card::get().destroy_stream(stream_of(h)); });
+  m.def("default_stream", [] { return reinterpret_cast<Handle>(bridge::Card::get().default_stream()); });
+  m.def("current_stream", [] { return reinterpret_cast<Handle>(bridge::Card::get().stream()); });
+  m.def("set_current_stream", [stream_of](Handle h) {
+    py::gil_scoped_release release;
+    bridge::flush_pending("stream switch");   // what was recorded goes to the stream it was recorded on
+    bridge::Card::set_current_stream(h == 0 ? nullptr : stream_of(h));
+  });
+  m.def("stream_synchronize", [stream_of](Handle h) {
+    py::gil_scoped_release release;
+    bridge::flush_pending("stream synchronize");
+    bridge::Card::get().synchronize_stream(stream_of(h));
+  });
+  m.def("stream_query", [stream_of](Handle h) {
+    py::gil_scoped_release release;
+    bridge::flush_pending("stream query");
+    return bridge::Card::get().stream_done(stream_of(h));
+  });
+  m.def("stream_wait_event", [stream_of, event_of](Handle s, Handle e) {
+    bridge::Card::get().stream_wait_event(stream_of(s), event_of(e));
+  });
+  m.def("event_create", [](bool timing) { return reinterpret_cast<Handle>(bridge::Card::get().create_event(timing)); });
+  m.def("event_destroy", [event_of](Handle h) { bridge::Card::get().destroy_event(event_of(h)); });
+  m.def("event_record", [stream_of, event_of](Handle e, Handle s) {
+    py::gil_scoped_release release;
+    bridge::flush_pending("event record");
+    bridge::Card::get().record_event(event_of(e), stream_of(s));
+  });
+  m.def("event_synchronize", [event_of](Handle h) {
+    py::gil_scoped_release release;
+    bridge::Card::get().synchronize_event(event_of(h));
+  });
+  m.def("event_query", [event_of](Handle h) { return bridge::Card::get().event_done(event_of(h)); });
+  m.def("event_elapsed_ms", [event_of](Handle a, Handle b) {
+    py::gil_scoped_release release;
+    return bridge::Card::get().elapsed_ms(event_of(a), event_of(b));
+  });
   m.def("lazy_mode", [] { return !bridge::Lazy::get().eager(); });
   m.def("graph_counters", [] {
     const bridge::GraphCounters c = bridge::Lazy::get().counters();

@@ -119,3 +119,131 @@ def set_rng_state(new_state: torch.Tensor, device="hpu") -> None:
 
 get_rng_state_all = lambda: [get_rng_state()]  # noqa: E731
 set_rng_state_all = lambda states: set_rng_state(states[0])  # noqa: E731
+
+
+# ---- streams and events: Synapse streams and events of the card ----
+
+class Stream:
+    """An HPU stream (a Synapse stream of the card). Work issued while it is current (`with
+    torch.hpu.stream(s):`) goes to it; in lazy mode what was recorded is launched when the
+    current stream changes."""
+
+    def __init__(self, device=None, priority=0, _handle=None):
+        _check_device(device)
+        self._owned = _handle is None
+        self.handle = _C.stream_create() if _handle is None else _handle
+        self.device = torch.device("hpu", 0)
+        self.priority = priority
+
+    def __del__(self):
+        if getattr(self, "_owned", False):
+            try:
+                _C.stream_destroy(self.handle)
+            except Exception:
+                pass
+
+    def synchronize(self):
+        _C.stream_synchronize(self.handle)
+
+    def query(self):
+        return _C.stream_query(self.handle)
+
+    def wait_event(self, event):
+        _C.stream_wait_event(self.handle, event.handle)
+
+    def wait_stream(self, stream):
+        self.wait_event(stream.record_event())
+
+    def record_event(self, event=None):
+        event = event if event is not None else Event()
+        event.record(self)
+        return event
+
+    def __eq__(self, other):
+        return isinstance(other, Stream) and other.handle == self.handle
+
+    def __hash__(self):
+        return hash(self.handle)
+
+    def __repr__(self):
+        return f"<torch.hpu.Stream device=hpu:0 handle={self.handle:#x}>"
+
+
+class Event:
+    """An HPU event (a Synapse event); `elapsed_time` needs enable_timing=True on both, in ms."""
+
+    def __init__(self, enable_timing=False, blocking=False, interprocess=False):
+        if interprocess:
+            raise RuntimeError("torch.hpu.Event: interprocess events are not supported")
+        self.enable_timing = enable_timing
+        self.handle = _C.event_create(bool(enable_timing))
+        self._recorded = False
+
+    def __del__(self):
+        if hasattr(self, "handle"):
+            try:
+                _C.event_destroy(self.handle)
+            except Exception:
+                pass
+
+    def record(self, stream=None):
+        stream = stream if stream is not None else current_stream()
+        _C.event_record(self.handle, stream.handle)
+        self._recorded = True
+
+    def wait(self, stream=None):
+        (stream if stream is not None else current_stream()).wait_event(self)
+
+    def query(self):
+        return _C.event_query(self.handle)
+
+    def synchronize(self):
+        _C.event_synchronize(self.handle)
+
+    def elapsed_time(self, end_event):
+        if not (self.enable_timing and end_event.enable_timing):
+            raise RuntimeError("elapsed_time: both events must be created with enable_timing=True")
+        if not (self._recorded and end_event._recorded):
+            raise RuntimeError("elapsed_time: both events must be recorded first")
+        return _C.event_elapsed_ms(self.handle, end_event.handle)
+
+
+def _check_device(device):
+    if device is None:
+        return
+    index = device if isinstance(device, int) else torch.device(device).index
+    if index not in (None, 0):
+        raise RuntimeError(f"hpu:{index} does not exist: the bridge drives card 0 of the box")
+
+
+def current_stream(device=None) -> Stream:
+    _check_device(device)
+    return Stream(_handle=_C.current_stream())
+
+
+def default_stream(device=None) -> Stream:
+    _check_device(device)
+    return Stream(_handle=_C.default_stream())
+
+
+def set_stream(stream: Stream) -> None:
+    _C.set_current_stream(stream.handle if stream is not None else 0)
+
+
+class stream:
+    """Context manager: `stream` is the current stream inside the block (None: no change)."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def __enter__(self):
+        if self.stream is None:
+            return None
+        self.previous = current_stream()
+        set_stream(self.stream)
+        return self.stream
+
+    def __exit__(self, *exc):
+        if self.stream is not None:
+            set_stream(self.previous)
+        return False
