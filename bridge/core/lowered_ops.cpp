@@ -335,6 +335,23 @@ void lerp(Lowering& l, const LoweredCall& c) {
          {static_cast<float>(low ? w : -(1.0 - w))});
 }
 
+// cat along a dim whose slices of the output are dense (the outermost one with a size above 1, or
+// an earlier one): each input is copied into its part of the output.
+void cat(Lowering& l, const LoweredCall& c) {
+  const at::Tensor& out = c.outputs.at(0);
+  const auto inputs = c.args[0].toTensorList();
+  const int64_t dim = c10::maybe_wrap_dim(c.args[1].toInt(), out.dim());
+  for (int64_t d = 0; d < dim; ++d)
+    if (out.size(d) != 1) throw CannotLower("cat along a dim whose slices are strided");
+  int64_t offset = 0;
+  for (const at::Tensor& t : inputs) {
+    if (t.numel() == 0) continue;   // torch's legacy empty inputs
+    if (t.scalar_type() != out.scalar_type()) throw CannotLower("cat of mixed dtypes");
+    l.node("memcpy", {l.input(t)}, {l.output_part(out, offset, t.sizes())});
+    offset += t.numel();
+  }
+}
+
 }  // namespace
 
 bool record_copy(const at::Tensor& src, const at::Tensor& dst) {
@@ -421,4 +438,5 @@ TORCH_LIBRARY_IMPL(aten, HPU, m) {
     embedding(l, table, c.tensor(2), out.dim() == 2 ? out : out.view({out.size(0), 1}));
   });
   register_elementwise_lowering(m, "lerp.Scalar_out", &lerp);
+  register_lowering(m, "cat.out", &cat);
 }

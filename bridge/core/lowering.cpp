@@ -116,14 +116,14 @@ ValueId Lowering::remember(ValueId v, at::ScalarType dtype) {
 
 const PendingValue& Lowering::value(ValueId id) const { return Lazy::get().graph().value(id); }
 
-ValueId Lowering::dense_region(const at::Tensor& t, at::IntArrayRef sizes, bool write) {
+ValueId Lowering::dense_region(const at::Tensor& t, at::IntArrayRef sizes, bool write, int64_t extra_offset) {
   check_device_tensor(t);
   const c10::Storage& storage = t.storage();
   Lazy::get().keep(storage);
   Region r;
   r.storage = reinterpret_cast<uintptr_t>(storage.unsafeGetStorageImpl());
   r.base = reinterpret_cast<uintptr_t>(storage.data());
-  r.offset = static_cast<uint64_t>(t.storage_offset()) * device_element_bytes(t.scalar_type());
+  r.offset = static_cast<uint64_t>(t.storage_offset() + extra_offset) * device_element_bytes(t.scalar_type());
   r.type = device_type(t.scalar_type());
   r.shape = synapse_shape(sizes);
   PendingGraph& g = Lazy::get().graph();
@@ -190,6 +190,13 @@ ValueId Lowering::output_as(const at::Tensor& t, at::IntArrayRef sizes) {
   if (!t.is_contiguous()) throw CannotLower("a strided output");
   TORCH_INTERNAL_ASSERT(c10::multiply_integers(sizes) == t.numel());
   return dense_region(t, sizes, true);
+}
+
+ValueId Lowering::output_part(const at::Tensor& t, int64_t offset, at::IntArrayRef sizes) {
+  check_device_tensor(t);
+  if (!t.is_contiguous()) throw CannotLower("a strided output");
+  TORCH_INTERNAL_ASSERT(offset >= 0 && offset + c10::multiply_integers(sizes) <= t.numel());
+  return dense_region(t, sizes, true, offset);
 }
 
 ValueId Lowering::input_as_shape(const at::Tensor& t, at::IntArrayRef sizes) {

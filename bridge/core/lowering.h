@@ -51,6 +51,8 @@ class Lowering {
   ValueId output(const at::Tensor& t);
   // The same region as `t`, seen with another shape (same element count).
   ValueId output_as(const at::Tensor& t, at::IntArrayRef sizes);
+  // A dense part of contiguous `t`: `sizes` elements from element `offset` of t on.
+  ValueId output_part(const at::Tensor& t, int64_t offset, at::IntArrayRef sizes);
   ValueId input_as_shape(const at::Tensor& t, at::IntArrayRef sizes);
   ValueId temp(at::ScalarType dtype, std::vector<uint32_t> shape);
   // A one-element tensor holding `value` (a fill node).
@@ -64,7 +66,7 @@ class Lowering {
   at::ScalarType dtype_of(ValueId id) const { return dtypes_.at(id); }
 
  private:
-  ValueId dense_region(const at::Tensor& t, at::IntArrayRef sizes, bool write);
+  ValueId dense_region(const at::Tensor& t, at::IntArrayRef sizes, bool write, int64_t extra_offset = 0);
   ValueId remember(ValueId v, at::ScalarType dtype);
   std::map<ValueId, at::ScalarType> dtypes_;
 };
