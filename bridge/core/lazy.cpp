@@ -65,11 +65,6 @@ void Lazy::flush(const char* why) {
   kept.swap(kept_);   // released after the launch, whatever happens
   Card& card = Card::get();
   card.host_work(HPUSIM_HOST_GRAPH_BUILD_PER_NODE, graph_.node_count(), "graph build");
-  uint64_t launch_ns = 0;
-  if (hpusim_hostTimeNs(&launch_ns) == synSuccess) {
-    if (counters_.first_launch_host_ns == 0) counters_.first_launch_host_ns = launch_ns;
-    counters_.last_launch_host_ns = launch_ns;
-  }
   const auto start = std::chrono::steady_clock::now();
   const LaunchReport report = graph_.launch(card.id(), card.stream(), why, [&](uintptr_t storage) {
     const auto it = kept.find(storage);
@@ -94,11 +89,6 @@ void Lazy::flush(const char* why) {
     ++counters_.cache_hits;
     ++counters_.hits_by_recipe[recipe];
   }
-}
-
-void Lazy::reset_launch_window() {
-  const std::lock_guard<std::recursive_mutex> lock(mutex_);
-  counters_.first_launch_host_ns = 0;
 }
 
 GraphCounters Lazy::counters() {

@@ -24,7 +24,6 @@ struct GraphCounters {
   uint64_t cache_hits = 0;
   uint64_t compile_wall_us = 0;   // host wall time of the compiling launches' compile step
   uint64_t ops_recorded = 0;
-  uint64_t first_launch_host_ns = 0, last_launch_host_ns = 0;   // host clock at launches since reset_launch_window()
   uint64_t eager_compiles = 0;    // compiles of eager ops' graphs (not graph compilations)
   // By recipe (the graph's structural hash, hex): launches that hit and missed the recipe cache,
   // and each graph compilation's (recipe, host wall microseconds), in order.
@@ -50,8 +49,6 @@ class Lazy {
   bool pending_uses(const c10::StorageImpl* storage);
 
   GraphCounters counters();
-  // Forgets the first launch time (a step report's window starts at the next launch).
-  void reset_launch_window();
 
  private:
   Lazy();

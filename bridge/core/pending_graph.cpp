@@ -103,13 +103,6 @@ uint64_t region_bytes(synDataType type, const std::vector<uint32_t>& shape) {
   return n;
 }
 
-bool PendingGraph::touches(uintptr_t storage) const {
-  for (const PendingValue& v : values_) {
-    if (v.kind != PendingValue::kTemp && v.region.storage == storage) return true;
-  }
-  return false;
-}
-
 void PendingGraph::rollback(Mark m) {
   values_.resize(m.values);
   nodes_.resize(m.nodes);

@@ -59,7 +59,6 @@ class PendingGraph {
 
   bool empty() const { return nodes_.empty(); }
   size_t node_count() const { return nodes_.size(); }
-  bool touches(uintptr_t storage) const;
 
   // A lowering that gives up drops what it added since mark().
   struct Mark {

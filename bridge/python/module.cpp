@@ -57,18 +57,11 @@ PYBIND11_MODULE(_C, m) {
     if (!bridge::Card::acquired() || hpusim_hostTimeNs(&ns) != synSuccess) return uint64_t{0};
     return ns;
   });
-  m.def("last_launch_window_ns", [] {
-    py::gil_scoped_release release;
-    uint64_t submitted = 0, completed = 0;
-    if (hpusim_lastLaunchWindowNs(&submitted, &completed) != synSuccess) return std::make_pair(uint64_t{0}, uint64_t{0});
-    return std::make_pair(submitted, completed);
-  });
   m.def("device_busy_ns", [] {
     py::gil_scoped_release release;
     return bridge::Card::get().device_busy_ns();
   });
   m.def("host_wait_ns", [] { return bridge::Card::acquired() ? bridge::Card::get().host_wait_ns() : uint64_t{0}; });
-  m.def("reset_launch_window", [] { bridge::Lazy::get().reset_launch_window(); });
   m.def("device_name", [] {
     synDeviceInfo info{};
     const synStatus status = synDeviceGetInfo(bridge::Card::get().id(), &info);
@@ -128,8 +121,6 @@ PYBIND11_MODULE(_C, m) {
     d["cache_hits"] = c.cache_hits;
     d["compile_wall_us"] = c.compile_wall_us;
     d["ops_recorded"] = c.ops_recorded;
-    d["first_launch_host_ns"] = c.first_launch_host_ns;
-    d["last_launch_host_ns"] = c.last_launch_host_ns;
     d["hits_by_recipe"] = c.hits_by_recipe;
     d["misses_by_recipe"] = c.misses_by_recipe;
     d["compiled_recipes"] = c.compiled_recipes;

@@ -1,8 +1,14 @@
 """The models the bridge's tests train on 'hpu' and on the CPU, with the same seeds and data."""
+import os
+import sys
+
 import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bridge", "examples"))
+from mnist_training import Net as MnistNet  # noqa: E402  (the seeds' MLP, as the main job runs it)
 
 
 def _mix32(x):
@@ -36,24 +42,6 @@ class DeviceGeneratorDropout(nn.Module):
         return x * noise
 
 
-class MnistNet(nn.Module):
-    """The seeds' MNIST MLP (hpu-graphs-training.txt), dropout probability as a parameter."""
-
-    def __init__(self, p=0.5):
-        super().__init__()
-        self.fc1 = nn.Linear(784, 128)
-        self.fc2 = nn.Linear(128, 10)
-        self.dropout = nn.Dropout(p)
-
-    def forward(self, x):
-        x = torch.flatten(x, 1)
-        x = self.fc1(x)
-        x = F.relu(x)
-        x = self.dropout(x)
-        x = self.fc2(x)
-        return F.log_softmax(x, dim=1)
-
-
 def train_loop(device, model, optimizer, batch, loss_fn, steps, mark_step=None, on_step=None, autocast=False):
     """The training loop every model test runs: `steps` batches from batch() (CPU tensors), the
     seeds' mark_step before and after the optimizer step, the losses read back each step."""
@@ -76,13 +64,13 @@ def train_loop(device, model, optimizer, batch, loss_fn, steps, mark_step=None, 
     return losses
 
 
-def train_mnist(device, steps, p=0.5, mark_step=None, on_step=None, autocast=False):
+def train_mnist(device, steps, mark_step=None, on_step=None, autocast=False):
     """Losses of `steps` Adadelta steps (lr 0.1, the seed's) on synthetic batches of 200; on the
-    CPU, dropout draws from the card's generator."""
+    CPU, dropout (p 0.5) draws from the card's generator."""
     torch.manual_seed(0)
-    model = MnistNet(p)
+    model = MnistNet()
     if device == "cpu":
-        model.dropout = DeviceGeneratorDropout(p, seed=0)
+        model.dropout = DeviceGeneratorDropout(0.5, seed=0)
     model = model.to(device)
     optimizer = torch.optim.Adadelta(model.parameters(), lr=0.1)
     data = torch.Generator().manual_seed(1)
