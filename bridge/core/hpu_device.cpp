@@ -5,6 +5,8 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>
 
+#include <cstring>
+#include <map>
 #include <mutex>
 #include <unordered_map>
 
@@ -137,6 +139,55 @@ class HpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   }
 };
 
+// Pinned host memory (tensor.pin_memory(), pin_memory=True): synHostMalloc's page-aligned buffers,
+// mapped for the card's DMA, so copies from them need no staging copy.
+class PinnedAllocator final : public c10::Allocator {
+ public:
+  c10::DataPtr allocate(size_t bytes) override {
+    if (bytes == 0) return {nullptr, nullptr, &release, c10::Device(c10::DeviceType::CPU)};
+    void* buffer = nullptr;
+    const synStatus status = synHostMalloc(Card::get().id(), bytes, 0, &buffer);
+    TORCH_CHECK(status == synSuccess && buffer != nullptr, "pinned host memory: synHostMalloc of ", bytes,
+                " bytes failed (synStatus ", static_cast<int>(status), "): ", hpusim_lastErrorMessage());
+    {
+      const std::lock_guard<std::mutex> lock(mutex());
+      buffers()[reinterpret_cast<uintptr_t>(buffer)] = bytes;
+    }
+    return {buffer, buffer, &release, c10::Device(c10::DeviceType::CPU)};
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return &release; }
+  void copy_data(void* dest, const void* src, std::size_t count) const override { std::memcpy(dest, src, count); }
+
+  static bool holds(const void* p) {
+    const auto address = reinterpret_cast<uintptr_t>(p);
+    const std::lock_guard<std::mutex> lock(mutex());
+    auto it = buffers().upper_bound(address);
+    if (it == buffers().begin()) return false;
+    --it;
+    return address < it->first + it->second;
+  }
+
+ private:
+  static void release(void* p) {
+    if (p == nullptr) return;
+    {
+      const std::lock_guard<std::mutex> lock(mutex());
+      buffers().erase(reinterpret_cast<uintptr_t>(p));
+    }
+    synHostFree(Card::get().id(), p, 0);   // a deleter does not throw: a released card has freed it
+  }
+  static std::mutex& mutex() {
+    static auto* m = new std::mutex();
+    return *m;
+  }
+  static std::map<uintptr_t, size_t>& buffers() {
+    static auto* b = new std::map<uintptr_t, size_t>();
+    return *b;
+  }
+};
+
+PinnedAllocator g_pinned_allocator;
+
 }  // namespace
 
 c10::Allocator* hpu_allocator() { return &g_allocator; }
@@ -152,10 +203,8 @@ struct HPUHooks final : public at::HPUHooksInterface {
   bool isBuilt() const override { return true; }
   bool isAvailable() const override { return hasHPU(); }
   c10::Device getDeviceFromPtr(void*) const override { return c10::Device(kHpu, 0); }
-  bool isPinnedPtr(const void*) const override { return false; }
-  c10::Allocator* getPinnedMemoryAllocator() const override {
-    TORCH_CHECK(false, "pinned host memory for 'hpu' (synHostMalloc) is not supported by the bridge yet");
-  }
+  bool isPinnedPtr(const void* p) const override { return PinnedAllocator::holds(p); }
+  c10::Allocator* getPinnedMemoryAllocator() const override { return &g_pinned_allocator; }
   bool hasPrimaryContext(c10::DeviceIndex device_index) const override { return device_index == 0; }
   c10::DeviceIndex deviceCount() const override { return Card::count() > 0 ? 1 : 0; }
   void setCurrentDevice(c10::DeviceIndex device) const override {

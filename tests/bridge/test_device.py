@@ -99,9 +99,16 @@ def test_habana_frameworks_names_the_same_module():
     assert hthpu is torch.hpu
 
 
-def test_pinned_host_memory_is_refused_by_name_for_now():
-    with pytest.raises(RuntimeError, match="pinned host memory for 'hpu'"):
-        torch.empty(4).pin_memory("hpu")
+def test_pinned_host_memory_comes_from_synhostmalloc_and_copies_both_ways():
+    source = torch.randn(1000)
+    pinned = source.pin_memory()
+    assert pinned.is_pinned() and not source.is_pinned()
+    assert torch.equal(pinned, source)
+    on_card = pinned.to("hpu", non_blocking=True)
+    back = torch.empty(1000, pin_memory=True)
+    assert back.is_pinned()
+    back.copy_(on_card * 2)
+    assert torch.equal(back, source * 2)
 
 
 def test_work_for_a_released_card_is_a_clear_error():
