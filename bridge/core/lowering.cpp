@@ -119,7 +119,7 @@ const PendingValue& Lowering::value(ValueId id) const { return Lazy::get().graph
 ValueId Lowering::dense_region(const at::Tensor& t, at::IntArrayRef sizes, bool write, int64_t extra_offset) {
   check_device_tensor(t);
   const c10::Storage& storage = t.storage();
-  Lazy::get().keep(storage);
+  storages_.push_back(storage);
   Region r;
   r.storage = reinterpret_cast<uintptr_t>(storage.unsafeGetStorageImpl());
   r.base = reinterpret_cast<uintptr_t>(storage.data());
@@ -160,9 +160,9 @@ ValueId Lowering::broadcast_input(const at::Tensor& t) {
 
 ValueId Lowering::input_as(const at::Tensor& t, at::ScalarType dtype) {
   const ValueId v = broadcast_input(t);
-  if (t.scalar_type() == dtype) return v;
-  const ValueId y = temp(dtype, value(v).region.shape);
   const auto integer = [](at::ScalarType d) { return d == at::kInt || d == at::kLong; };
+  if (t.scalar_type() == dtype || (integer(t.scalar_type()) && integer(dtype))) return v;   // ints: both int32
+  const ValueId y = temp(dtype, value(v).region.shape);
   if (t.scalar_type() == at::kFloat && dtype == at::kBFloat16) {
     node("cast_f32_to_bf16", {v}, {y});
   } else if (t.scalar_type() == at::kBFloat16 && dtype == at::kFloat) {
@@ -171,8 +171,6 @@ ValueId Lowering::input_as(const at::Tensor& t, at::ScalarType dtype) {
     node("cast_f32_to_i32", {v}, {y});
   } else if (integer(t.scalar_type()) && dtype == at::kFloat) {
     node("cast_i32_to_f32", {v}, {y});
-  } else if (integer(t.scalar_type()) && integer(dtype)) {
-    return v;   // both held as int32
   } else {
     throw CannotLower(std::string("no cast from ") + c10::toString(t.scalar_type()) + " to " + c10::toString(dtype));
   }
@@ -216,6 +214,11 @@ ValueId Lowering::constant(double value, at::ScalarType dtype) {
     throw CannotLower("an integer constant beyond 2^24");
   node("fill" + arithmetic_suffix(dtype), {}, {v}, {static_cast<float>(value)});
   return v;
+}
+
+void Lowering::commit() {
+  for (const c10::Storage& s : storages_) Lazy::get().keep(s);
+  storages_.clear();
 }
 
 void Lowering::node(const std::string& guid, std::vector<ValueId> inputs, std::vector<ValueId> outputs,
@@ -408,6 +411,7 @@ void lowered_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     bool work = false;
     for (const at::Tensor& out : outputs) work = work || (out.defined() && out.numel() != 0);
     if (work) it->second.lower(lowering, call);
+    lowering.commit();
   } catch (const CannotLower&) {
     graph.rollback(mark);
     lock.unlock();
@@ -440,6 +444,7 @@ bool record(const char* name, const std::function<void(Lowering&)>& fn) {
   try {
     Lowering lowering;
     fn(lowering);
+    lowering.commit();
   } catch (const CannotLower&) {
     lazy.graph().rollback(mark);
     return false;

@@ -64,11 +64,15 @@ class Lowering {
                    const void* params, size_t bytes);
   const PendingValue& value(ValueId id) const;
   at::ScalarType dtype_of(ValueId id) const { return dtypes_.at(id); }
+  // The lowering succeeded: the storages it reads and writes stay alive until the launch (a
+  // lowering that gave up keeps none, so no host write launches the graph for it).
+  void commit();
 
  private:
   ValueId dense_region(const at::Tensor& t, at::IntArrayRef sizes, bool write, int64_t extra_offset = 0);
   ValueId remember(ValueId v, at::ScalarType dtype);
   std::map<ValueId, at::ScalarType> dtypes_;
+  std::vector<c10::Storage> storages_;
 };
 
 // One call of a lowered op: its arguments (HPU tensors as the caller passed them) and its
