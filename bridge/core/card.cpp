@@ -136,18 +136,24 @@ void Card::destroy_stream(synStreamHandle stream) {
   if (stream != stream_ && !closed_) synStreamDestroy(stream);
 }
 
-void Card::synchronize_stream(synStreamHandle stream) {
+template <class Wait>
+void Card::wait(Wait wait_call, const char* what) {
   const uint64_t start = host_ns();
-  check(synStreamSynchronize(stream), "synStreamSynchronize");
+  check(wait_call(), what);
   wait_ns_ += host_ns() - start;
 }
 
-bool Card::stream_done(synStreamHandle stream) {
-  const synStatus status = synStreamQuery(stream);
-  if (status == synBusy) return false;
-  check(status, "synStreamQuery");
+bool Card::done(synStatus query_status, const char* what) {
+  if (query_status == synBusy) return false;
+  check(query_status, what);
   return true;
 }
+
+void Card::synchronize_stream(synStreamHandle stream) {
+  wait([&] { return synStreamSynchronize(stream); }, "synStreamSynchronize");
+}
+
+bool Card::stream_done(synStreamHandle stream) { return done(synStreamQuery(stream), "synStreamQuery"); }
 
 void Card::stream_wait_event(synStreamHandle stream, synEventHandle event) {
   check(synStreamWaitEvent(stream, event, 0), "synStreamWaitEvent");
@@ -168,17 +174,10 @@ void Card::record_event(synEventHandle event, synStreamHandle stream) {
 }
 
 void Card::synchronize_event(synEventHandle event) {
-  const uint64_t start = host_ns();
-  check(synEventSynchronize(event), "synEventSynchronize");
-  wait_ns_ += host_ns() - start;
+  wait([&] { return synEventSynchronize(event); }, "synEventSynchronize");
 }
 
-bool Card::event_done(synEventHandle event) {
-  const synStatus status = synEventQuery(event);
-  if (status == synBusy) return false;
-  check(status, "synEventQuery");
-  return true;
-}
+bool Card::event_done(synEventHandle event) { return done(synEventQuery(event), "synEventQuery"); }
 
 double Card::elapsed_ms(synEventHandle start, synEventHandle end) {
   uint64_t ns = 0;
@@ -187,9 +186,7 @@ double Card::elapsed_ms(synEventHandle start, synEventHandle end) {
 }
 
 void Card::synchronize() {
-  const uint64_t start = host_ns();
-  check(synDeviceSynchronize(id_), "synDeviceSynchronize");
-  wait_ns_ += host_ns() - start;
+  wait([&] { return synDeviceSynchronize(id_); }, "synDeviceSynchronize");
 }
 
 uint64_t Card::device_busy_ns() {

@@ -90,6 +90,11 @@ class Card {
   Card();
   void check(synStatus status, const char* what);
   void wait_for_stream();   // synStreamSynchronize, the wait counted
+  // A Synapse call that waits for the card, its host time counted as waiting.
+  template <class Wait>
+  void wait(Wait wait_call, const char* what);
+  // A query's answer: false while busy; other failures throw.
+  bool done(synStatus query_status, const char* what);
 
   std::mutex mutex_;   // copies: one at a time
   synDeviceId id_ = 0;
