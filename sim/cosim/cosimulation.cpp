@@ -174,6 +174,7 @@ void CoSimulation::charge_ns(uint64_t ns) {
   Track& me = my_track();
   std::lock_guard<std::recursive_mutex> calls(me.calls);
   std::lock_guard<std::mutex> box(box_mutex_);
+  HostCall call(me.clock);   // measured: the CPU time up to this charge is the work it stands for
   me.clock.charge_ns(ns);
 }
 

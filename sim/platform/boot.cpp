@@ -15,6 +15,7 @@ std::string boot_platform(const BootRequest& request) {
   options.cards = request.cards != 0 ? request.cards : 1;
   options.trace_path = request.trace_path;
   try {
+    if (!request.host_time.empty()) options.time_source = cosim::parse_host_time_source(request.host_time);
     new Platform(options);   // Platform::current() from now on
   } catch (const std::exception& e) {
     return std::string("the card could not be built: ") + e.what();

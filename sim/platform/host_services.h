@@ -29,12 +29,13 @@ enum class HostWork {
 };
 
 // What a program asks for when it brings the platform up (hpusim_deviceAcquireWithPreset,
-// HPUSIM_PRESET / HPUSIM_SET / HPUSIM_CARDS, hpusim_traceToFile).
+// HPUSIM_PRESET / HPUSIM_SET / HPUSIM_CARDS / HPUSIM_HOST_TIME, hpusim_traceToFile).
 struct BootRequest {
   std::string preset;                  // empty: the running platform's, or the default preset
   std::vector<std::string> overrides;
   unsigned cards = 0;                  // cards in the box; 0: the running platform's, or 1
   std::string trace_path;   // empty: not traced
+  std::string host_time;    // "modeled" | "measured" (HPUSIM_HOST_TIME); empty: the running platform's, or modeled
 };
 
 class HostServices {

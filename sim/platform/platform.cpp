@@ -245,6 +245,10 @@ std::string Platform::accepts(const BootRequest& request) {
     return "this process runs a box of " + std::to_string(cards()) + (cards() == 1 ? " card" : " cards") + "; one of " +
            std::to_string(request.cards) + " cannot be built (one platform per process)";
   }
+  if (!request.host_time.empty() && request.host_time != cosim::to_string(options_.time_source)) {
+    return std::string("this process's host clock is ") + cosim::to_string(options_.time_source) + "; a " +
+           request.host_time + " one cannot be started (one platform per process)";
+  }
   if (drivers_.empty()) return "this process's platform has no driver";
   if (!request.trace_path.empty() && request.trace_path != options_.trace_path) {
     if (timeline_ == nullptr) return "tracing must be asked for before the platform is built (hpusim_traceToFile first)";

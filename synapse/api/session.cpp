@@ -121,6 +121,20 @@ synStatus cards_from_environment(const char* function, unsigned* cards) {
   return synSuccess;
 }
 
+// HPUSIM_HOST_TIME: where host time comes from (empty: not set).
+synStatus host_time_from_environment(const char* function, std::string* source) {
+  source->clear();
+  const char* value = std::getenv("HPUSIM_HOST_TIME");
+  if (value == nullptr || *value == '\0') return synSuccess;
+  if (std::string(value) != "modeled" && std::string(value) != "measured") {
+    return fail(synInvalidArgument, std::string(function) + ": HPUSIM_HOST_TIME='" + value +
+                                         "': the host clock's source, modeled (the preset's cost table) or measured "
+                                         "(the host threads' CPU time)");
+  }
+  *source = value;
+  return synSuccess;
+}
+
 }  // namespace
 
 synStatus device_count(const char* function, unsigned* count) {
@@ -147,6 +161,7 @@ synStatus acquire(const char* function, synDeviceId* id, const std::string& pres
       request.preset = preset;
       request.trace_path = s.trace_path;
       if (const synStatus st = cards_from_environment(function, &request.cards); st != synSuccess) return st;
+      if (const synStatus st = host_time_from_environment(function, &request.host_time); st != synSuccess) return st;
       std::stringstream list(overrides);
       for (std::string item; std::getline(list, item, ';');) {
         if (!item.empty()) request.overrides.push_back(item);

@@ -108,3 +108,35 @@ def test_the_card_name_follows_the_preset():
     assert torch.hpu.get_device_name() == "GAUDI"
     out = run("import torch, hpusim.torch; print(torch.hpu.get_device_name())", HPUSIM_PRESET="hl225")
     assert out.strip() == "GAUDI2"
+
+
+MEASURED_SCRIPT = """
+import time, torch, hpusim.torch, habana_frameworks.torch.core as htcore
+from hpusim import _C
+x = torch.ones(64, device="hpu")
+htcore.mark_step()
+def spin(seconds):   # CPU work of the host thread, between two recorded ops
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+before = _C.host_time_ns()
+x = x + 1
+spin(0.05)
+x = x + 1
+print(_C.host_time_ns() - before)
+"""
+
+
+def test_measured_host_time_is_the_host_threads_cpu_time():
+    # Modeled: two recorded ops cost two op_record_ns, whatever the thread did between them.
+    assert int(run(MEASURED_SCRIPT).split()[-1]) == 2 * OP_RECORD_NS
+    # Measured: the 50 ms the thread spent between them is host time (CPU time, a lower bound).
+    assert int(run(MEASURED_SCRIPT, HPUSIM_HOST_TIME="measured").split()[-1]) >= 50_000_000
+
+
+def test_a_bad_host_time_source_is_an_error_naming_the_variable():
+    full = dict(os.environ, HPUSIM_HOST_TIME="wallclock")
+    done = subprocess.run([sys.executable, "-c", "import torch, hpusim.torch; torch.ones(2, device='hpu')"], env=full,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0
+    assert "HPUSIM_HOST_TIME='wallclock': the host clock's source, modeled" in done.stderr
