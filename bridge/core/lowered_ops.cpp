@@ -143,22 +143,33 @@ void addmm(Lowering& l, const LoweredCall& c) {
   l.node("add_fwd" + guid_suffix(dt), {scaled_product, bias}, {l.output(out)});
 }
 
-int64_t last_dim_only(const LoweredCall& c, size_t dim_arg, const at::Tensor& t) {
-  const int64_t dim = c10::maybe_wrap_dim(c.args[dim_arg].toInt(), t.dim());
-  if (t.dim() > 0 && dim != t.dim() - 1) throw CannotLower("softmax over a dim other than the last");
-  return dim;
+// `t` in `dtype` with every element present: an expanded tensor (the gradient of a sum) is
+// spread out, for the kernels that do not broadcast.
+ValueId whole_input(Lowering& l, const at::Tensor& t, at::ScalarType dtype) {
+  const ValueId v = l.input_as(t, dtype);
+  const std::vector<uint32_t> shape = synapse_shape(t.sizes());
+  return l.value(v).region.shape == shape ? v : expand_to(l, v, shape, dtype);
 }
 
+// softmax / log_softmax over `dim`: the kernels work on the last (innermost) dim, so another dim
+// is read and written through its transpose with the last (permute nodes around the kernel).
 void softmax(Lowering& l, const LoweredCall& c, const std::string& kernel) {
   const at::Tensor& x = c.tensor(0);
-  last_dim_only(c, 1, x);
+  const at::Tensor& out = c.outputs.at(0);
   if (c.args[2].toBool()) throw CannotLower("half_to_float");
-  unary(l, c, kernel);
+  const int64_t dim = x.dim() == 0 ? 0 : c10::maybe_wrap_dim(c.args[1].toInt(), x.dim());
+  const at::ScalarType dt = out.scalar_type();
+  const auto last = [&](const at::Tensor& t) { return t.dim() == 0 ? t : t.transpose(dim, -1); };
+  l.node(kernel + guid_suffix(dt), {whole_input(l, last(x), dt)}, {l.output(last(out))});
 }
 
 void softmax_backward(Lowering& l, const LoweredCall& c, const std::string& kernel) {
-  last_dim_only(c, 2, c.tensor(0));
-  backward(l, c, kernel);
+  const at::Tensor& out = c.outputs.at(0);
+  const int64_t dim = out.dim() == 0 ? 0 : c10::maybe_wrap_dim(c.args[2].toInt(), out.dim());
+  const at::ScalarType dt = out.scalar_type();
+  const auto last = [&](const at::Tensor& t) { return t.dim() == 0 ? t : t.transpose(dim, -1); };
+  l.node(kernel + guid_suffix(dt), {whole_input(l, last(c.tensor(0)), dt), whole_input(l, last(c.tensor(1)), dt)},
+         {l.output(last(out))});
 }
 
 void nll_loss_forward(Lowering& l, const LoweredCall& c) {
@@ -184,14 +195,14 @@ void nll_loss_backward(Lowering& l, const LoweredCall& c) {
          {l.output(c.outputs.at(0))}, {static_cast<float>(c.args[5].toInt())});
 }
 
-// sum / mean over dims (none: all), one reduce node per dim, keepdim shapes in between.
+// sum / mean / amax / amin over dims (none: all), one reduce node per dim, keepdim shapes in between.
 void reduce(Lowering& l, const LoweredCall& c, const std::string& kernel) {
   const at::Tensor& x = c.tensor(0);
   const at::Tensor& out = c.outputs.at(0);
   if (out.scalar_type() != x.scalar_type()) throw CannotLower("a reduction to another dtype");
   if (x.dim() == 0) throw CannotLower("a reduction of a scalar");
   std::vector<int64_t> dims;
-  if (c.args[1].isNone() || c.args[1].toIntList().empty()) {
+  if (c.args.size() < 2 || c.args[1].isNone() || c.args[1].toIntList().empty()) {
     for (int64_t d = 0; d < x.dim(); ++d) dims.push_back(d);
   } else {
     for (int64_t d : c.args[1].toIntList()) dims.push_back(c10::maybe_wrap_dim(d, x.dim()));
@@ -206,6 +217,66 @@ void reduce(Lowering& l, const LoweredCall& c, const std::string& kernel) {
     const ValueId next = i + 1 == dims.size() ? l.output_as(out, sizes) : l.temp(dt, synapse_shape(sizes));
     l.node(kernel + guid_suffix(dt), {current}, {next}, {static_cast<float>(x.dim() - 1 - dims[i])});
     current = next;
+  }
+}
+
+// clamp: max with the lower bound, then min with the upper (so a lower bound above the upper one
+// gives the upper, and a NaN anywhere gives NaN, as PyTorch). Bounds are numbers or tensors.
+void clamp(Lowering& l, const LoweredCall& c, const c10::IValue& low, const c10::IValue& high) {
+  const at::Tensor& out = c.outputs.at(0);
+  const at::ScalarType dt = out.scalar_type();
+  const std::string sfx = arithmetic_suffix(dt);
+  if (low.isNone() && high.isNone()) throw CannotLower("clamp without bounds");
+  ValueId current = l.input_as(c.tensor(0), dt);
+  if (!low.isNone()) {
+    const ValueId next = high.isNone() ? l.output(out) : l.temp(dt, synapse_shape(out.sizes()));
+    l.node("max_fwd" + sfx, covering(l, {current, operand(l, low, dt)}, out), {next});
+    current = next;
+  }
+  if (!high.isNone()) l.node("min_fwd" + sfx, covering(l, {current, operand(l, high, dt)}, out), {l.output(out)});
+}
+
+// x ** exponent for a number exponent, as PyTorch's CPU kernel computes the common ones: 2 and 3
+// by multiplication, 0.5 / -0.5 by sqrt / rsqrt, -1 / -2 by division; other integers up to 4
+// by multiplication; any other exponent of a float x as exp(exponent * log(x)) (NaN below 0, as
+// std::pow for a non-integer exponent).
+void pow_scalar(Lowering& l, const LoweredCall& c) {
+  const at::Tensor& out = c.outputs.at(0);
+  const at::ScalarType dt = out.scalar_type();
+  const double e = scalar_of(c.args[1]);
+  const bool integer = dt == at::kInt || dt == at::kLong;
+  const std::string sfx = integer ? arithmetic_suffix(dt) : guid_suffix(dt);
+  const std::vector<uint32_t> shape = synapse_shape(out.sizes());
+  const ValueId x = covering(l, {l.input_as(c.tensor(0), dt)}, out)[0];
+  const ValueId y = l.output(out);
+  const auto product = [&](int n, ValueId into) {   // x^n, n >= 1, into `into`
+    ValueId acc = x;
+    for (int k = 2; k <= n; ++k) {
+      const ValueId next = k == n ? into : l.temp(dt, shape);
+      l.node("mul_fwd" + sfx, {acc, x}, {next});
+      acc = next;
+    }
+    if (n == 1) l.node("memcpy", {x}, {into});
+  };
+  if (e == 0.0) {
+    l.node("fill" + sfx, {}, {y}, {1.0f});
+  } else if (e == std::floor(e) && e >= 1.0 && e <= 4.0) {
+    product(static_cast<int>(e), y);
+  } else if (integer) {
+    throw CannotLower("an integer power other than 0 .. 4");
+  } else if (e == 0.5) {
+    l.node("sqrt_fwd" + sfx, {x}, {y});
+  } else if (e == -0.5) {
+    l.node("rsqrt_fwd" + sfx, {x}, {y});
+  } else if (e == std::floor(e) && e >= -4.0 && e <= -1.0) {
+    const ValueId denominator = e == -1.0 ? x : l.temp(dt, shape);
+    if (e != -1.0) product(static_cast<int>(-e), denominator);
+    l.node("div_fwd" + sfx, {l.constant(1.0, dt), denominator}, {y});
+  } else {
+    const ValueId log = l.temp(dt, shape), scaled_log = l.temp(dt, shape);
+    l.node("log_fwd" + sfx, {x}, {log});
+    l.node("mul_fwd" + sfx, {log, l.constant(e, dt)}, {scaled_log});
+    l.node("exp_fwd" + sfx, {scaled_log}, {y});
   }
 }
 
@@ -417,6 +488,8 @@ TORCH_LIBRARY_IMPL(aten, HPU, m) {
   register_lowering(m, "nll_loss_backward.grad_input", &nll_loss_backward);
   register_lowering(m, "sum.IntList_out", [](L& l, const C& c) { reduce(l, c, "reduce_sum_fwd"); });
   register_lowering(m, "mean.out", [](L& l, const C& c) { reduce(l, c, "reduce_mean_fwd"); });
+  register_lowering(m, "amax.out", [](L& l, const C& c) { reduce(l, c, "reduce_max_fwd"); });
+  register_lowering(m, "max", [](L& l, const C& c) { reduce(l, c, "reduce_max_fwd"); });
   register_lowering(m, "bernoulli_.float", &bernoulli);
   register_lowering(m, "native_layer_norm", &layer_norm);
   register_lowering(m, "native_layer_norm_backward", &layer_norm_backward);
@@ -438,5 +511,10 @@ TORCH_LIBRARY_IMPL(aten, HPU, m) {
     embedding(l, table, c.tensor(2), out.dim() == 2 ? out : out.view({out.size(0), 1}));
   });
   register_elementwise_lowering(m, "lerp.Scalar_out", &lerp);
+  register_elementwise_lowering(m, "clamp.out", [](L& l, const C& c) { clamp(l, c, c.args[1], c.args[2]); });
+  register_elementwise_lowering(m, "clamp.Tensor_out", [](L& l, const C& c) { clamp(l, c, c.args[1], c.args[2]); });
+  register_elementwise_lowering(m, "clamp_min.out", [](L& l, const C& c) { clamp(l, c, c.args[1], c10::IValue()); });
+  register_elementwise_lowering(m, "clamp_max.out", [](L& l, const C& c) { clamp(l, c, c10::IValue(), c.args[1]); });
+  register_elementwise_lowering(m, "pow.Tensor_Scalar_out", &pow_scalar);
   register_lowering(m, "cat.out", &cat);
 }

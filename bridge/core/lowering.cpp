@@ -179,8 +179,20 @@ ValueId Lowering::input_as(const at::Tensor& t, at::ScalarType dtype) {
 
 ValueId Lowering::output(const at::Tensor& t) {
   check_device_tensor(t);
-  if (!t.is_contiguous()) throw CannotLower("a strided output");
-  return dense_region(t, t.sizes(), true);
+  if (t.is_contiguous()) return dense_region(t, t.sizes(), true);
+  // A permutation of a dense block: the op writes a temporary of t's shape, and commit() permutes
+  // it into the block once the op's own nodes are in.
+  const std::optional<DenseBlock> block = dense_block(t.sizes(), t.strides());
+  if (!block) throw CannotLower("a strided output that is not a permutation of a dense block");
+  std::vector<int64_t> block_sizes;
+  for (auto it = block->dims.rbegin(); it != block->dims.rend(); ++it) block_sizes.push_back(t.size(*it));
+  const ValueId x = dense_region(t, block_sizes, true);
+  if (is_identity(block->permutation)) return x;
+  const ValueId y = temp(t.scalar_type(), synapse_shape(t.sizes()));
+  std::vector<float> inverse(block->permutation.size());
+  for (size_t k = 0; k < inverse.size(); ++k) inverse[static_cast<size_t>(block->permutation[k])] = static_cast<float>(k);
+  finishing_.push_back({"permute" + guid_suffix(t.scalar_type()), y, x, inverse});
+  return y;
 }
 
 ValueId Lowering::output_as(const at::Tensor& t, at::IntArrayRef sizes) {
@@ -217,6 +229,8 @@ ValueId Lowering::constant(double value, at::ScalarType dtype) {
 }
 
 void Lowering::commit() {
+  for (const Finishing& f : finishing_) node(f.guid, {f.from}, {f.to}, f.scalars);
+  finishing_.clear();
   for (const c10::Storage& s : storages_) Lazy::get().keep(s);
   storages_.clear();
 }

@@ -47,7 +47,8 @@ class Lowering {
   ValueId broadcast_input(const at::Tensor& t);
   // input() converted to `dtype` (f32 <-> bf16 casts).
   ValueId input_as(const at::Tensor& t, at::ScalarType dtype);
-  // `t` written whole; it must be contiguous.
+  // `t` written whole: directly when contiguous, through a permute node after the op's nodes
+  // when its layout is a permutation of a dense block. CannotLower otherwise.
   ValueId output(const at::Tensor& t);
   // The same region as `t`, seen with another shape (same element count).
   ValueId output_as(const at::Tensor& t, at::IntArrayRef sizes);
@@ -71,6 +72,13 @@ class Lowering {
  private:
   ValueId dense_region(const at::Tensor& t, at::IntArrayRef sizes, bool write, int64_t extra_offset = 0);
   ValueId remember(ValueId v, at::ScalarType dtype);
+  // Nodes that end the op (a permuted output's permute), added by commit().
+  struct Finishing {
+    std::string guid;
+    ValueId from, to;
+    std::vector<float> scalars;
+  };
+  std::vector<Finishing> finishing_;
   std::map<ValueId, at::ScalarType> dtypes_;
   std::vector<c10::Storage> storages_;
 };
