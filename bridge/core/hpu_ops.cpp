@@ -22,6 +22,7 @@
 #include "bridge/core/hpu_device.h"
 #include "bridge/core/lazy.h"
 #include "bridge/core/lowering.h"
+#include "bridge/core/metric_events.h"
 
 namespace hpusim::bridge {
 namespace {
@@ -222,6 +223,7 @@ void count_fallback(const c10::OperatorName& op) {
   // is reported under the name the program called, as the real stack does.
   std::string name = op.name;
   if (!op.overload_name.empty() && op.overload_name != "out") name += "." + op.overload_name;
+  metric_event("cpu_fallback", name, 1);
   const std::lock_guard<std::mutex> lock(g_fallback_mutex);
   ++g_fallbacks[name];
 }

@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "bridge/core/card.h"
+#include "bridge/core/metric_events.h"
 
 namespace hpusim::bridge {
 namespace {
@@ -84,6 +85,7 @@ void Lazy::flush(const char* why) {
       ++counters_.compiles;
       counters_.compile_wall_us += wall_us;
       counters_.compiled_recipes.emplace_back(recipe, wall_us);
+      metric_event("graph_compilation", recipe, wall_us);
     }
   } else {
     ++counters_.cache_hits;

@@ -9,6 +9,7 @@
 #include "bridge/core/hpu_device.h"
 #include "bridge/core/lazy.h"
 #include "bridge/core/lowering.h"
+#include "bridge/core/metric_events.h"
 
 namespace py = pybind11;
 namespace bridge = hpusim::bridge;
@@ -148,6 +149,13 @@ PYBIND11_MODULE(_C, m) {
   m.def("reset_peak_memory_stats", &bridge::reset_peak_memory_stats);
   m.def("reset_accumulated_memory_stats", &bridge::reset_accumulated_memory_stats);
   m.def("fallback_counts", &bridge::fallback_counts);
+  m.def("enable_metric_events", &bridge::enable_metric_events);
+  m.def("take_metric_events", [] {
+    py::list events;
+    for (const bridge::MetricEvent& e : bridge::take_metric_events())
+      events.append(py::make_tuple(e.metric, e.detail, e.value, e.timestamp_us));
+    return events;
+  });
   m.def("fallback_summary", &bridge::fallback_summary);
   m.def("fallback_logging", [] { return bridge::fallback_policy().log_calls; });
 }

@@ -96,6 +96,29 @@ def test_the_metrics_file_is_written_at_exit(tmp_path):
     assert by_name["cpu_fallback"]["statistics"]["FallbackOps"] == {"aten::erf": 1}
 
 
+def test_metric_change_writes_a_record_per_compilation_and_per_fallback(tmp_path):
+    path = tmp_path / "metrics.json"
+    run("import torch, hpusim.torch\n"
+        "import habana_frameworks.torch.core as htcore\n"
+        "x = torch.ones(8, device='hpu')\n"
+        "for n in range(3):\n"
+        "    y = torch.erf(x * (n + 1)); z = torch.special.digamma(y); htcore.mark_step()\n"
+        "    w = (x + n).sum() if n < 2 else x.sum(); htcore.mark_step()\n",
+        PT_HPU_METRICS_FILE=str(path), PT_HPU_METRICS_DUMP_TRIGGERS="metric_change")
+    records = json.loads(path.read_text())
+    assert {r["triggered_by"] for r in records} == {"metric_change"}
+    fallbacks = [r for r in records if r["metric_name"] == "cpu_fallback"]
+    # erf and digamma at each of 3 iterations, each record counting up to it.
+    assert [r["statistics"]["TotalNumber"] for r in fallbacks] == [1, 2, 3, 4, 5, 6]
+    assert fallbacks[-1]["statistics"]["FallbackOps"] == {"aten::erf": 3, "aten::digamma": 3}
+    assert fallbacks[1]["statistics"]["FallbackOps"] == {"aten::erf": 1, "aten::digamma": 1}
+    compiles = [r for r in records if r["metric_name"] == "graph_compilation"]
+    assert [r["statistics"]["TotalNumber"] for r in compiles] == list(range(1, len(compiles) + 1))
+    assert len(compiles) >= 2
+    assert all(isinstance(r["generated_on"], int) for r in records)
+    assert [r["generated_on"] for r in records] == sorted(r["generated_on"] for r in records)
+
+
 def test_a_bad_metrics_trigger_is_named(tmp_path):
     full = dict(os.environ, PT_HPU_METRICS_FILE=str(tmp_path / "m.json"), PT_HPU_METRICS_DUMP_TRIGGERS="sometimes")
     done = subprocess.run([sys.executable, "-c", "import hpusim.torch.metrics"], env=full, capture_output=True,

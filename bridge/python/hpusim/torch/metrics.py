@@ -92,14 +92,18 @@ class Metric:
         return now if self._base is None else {k: _minus(v, self._base[k]) for k, v in now.items()}
 
     def stats(self):
-        c = self._counts()
-        if self._name == "graph_compilation":
-            stats = [("TotalNumber", c["TotalNumber"]), ("TotalTime", c["TotalTime"]),
-                     ("AvgTime", c["TotalTime"] / c["TotalNumber"] if c["TotalNumber"] else 0.0)]
-            if _flag("PT_HPU_METRICS_GC_DETAILS"):
-                stats.append(("recipe", c["recipe"]))
-            return stats
-        return list(c.items())
+        return _stats(self._name, self._counts())
+
+
+def _stats(name, counts):
+    """A metric's counters as its stats() list, in the documented order."""
+    if name == "graph_compilation":
+        stats = [("TotalNumber", counts["TotalNumber"]), ("TotalTime", counts["TotalTime"]),
+                 ("AvgTime", counts["TotalTime"] / counts["TotalNumber"] if counts["TotalNumber"] else 0.0)]
+        if _flag("PT_HPU_METRICS_GC_DETAILS"):
+            stats.append(("recipe", counts["recipe"]))
+        return stats
+    return list(counts.items())
 
 
 _GLOBAL = {}
@@ -199,11 +203,25 @@ class _Saver:
         self.file.flush()
 
     def changed(self, trigger):
-        """metric_change: one record per metric whose counters moved since the last look."""
+        """metric_change: one record per graph compilation and per CPU fallback, in order, with
+        the metric's statistics just after it and the event's own timestamp (microseconds, raw,
+        as the real stack writes it); the recipe cache, which moves at every launch, one record
+        when it changed since the last look."""
         records = []
+        for metric, detail, value, timestamp_us in _C.take_metric_events():
+            counts = self.last[metric]
+            if metric == "graph_compilation":
+                counts["TotalNumber"] += 1
+                counts["TotalTime"] += value
+                counts["recipe"].append((detail, value))
+            else:
+                counts["TotalNumber"] += 1
+                counts["FallbackOps"][detail] = counts["FallbackOps"].get(detail, 0) + 1
+            records.append({"metric_name": metric, "triggered_by": trigger, "generated_on": timestamp_us,
+                            "statistics": dict(_stats(metric, json.loads(json.dumps(counts))))})
         for name in _names():
             now = _raw(name)
-            if self.last.get(name) not in (None, now):
+            if name not in ("graph_compilation", "cpu_fallback") and self.last.get(name) not in (None, now):
                 records.append(_record(name, trigger))
             self.last[name] = now
         return records
@@ -231,6 +249,8 @@ if _path:
     _saver = _Saver(_path)
     for _name in _names():
         _saver.last[_name] = _raw(_name)
+    if "metric_change" in _saver.triggers:
+        _C.enable_metric_events(True)
     atexit.register(_saver.close)
 
 
