@@ -22,10 +22,13 @@ namespace {
 // Batch 3 (instantiate_batch3): LayerNorm* (layernorm_*.s), Nll* (nll_loss_*.s), Dropout*
 // (dropout_fwd.s; the backward is eltwise_f32.s), Optim (optim.s), Permute (permute / transpose:
 // permute_view.s or permute_gather.s), Embedding* (embedding_fwd.s / embedding_bwd.s).
+// Batch 5: the comparisons are Binary (ops.inc's OP_EQ ...), silu / gelu (erf) UnaryF32 / Backward, the
+// u8 casts Cast, reduce_min Reduce; through instantiate_batch3: Where (where_fwd.s), Gather
+// (gather_fwd.s), Range (range_fwd.s), RandomUniform / RandomNormal (random_fwd.s).
 enum class Kind : uint8_t {
   Binary, Backward, Unary, Fill, Cast, UnaryF32, Ternary, Reduce, Softmax, SoftmaxBwd,
   LayerNormFwd, LayerNormBwd, LayerNormBwdGB, NllFwd, NllBwd, DropoutFwd, DropoutBwd, Optim,
-  Permute, EmbeddingFwd, EmbeddingBwd
+  Permute, EmbeddingFwd, EmbeddingBwd, Where, Gather, Range, RandomUniform, RandomNormal
 };
 bool is_batch3(Kind k) { return k >= Kind::LayerNormFwd; }
 
@@ -74,6 +77,10 @@ const std::vector<KernelDef>& kernel_table() {
                             {"tanh", "OP_TANH_BWD", "y"},
                             {"sigmoid", "OP_SIGMOID_BWD", "y"},
                             {"gelu_tanh", "OP_GELU_TANH_BWD", "x"}};
+    // Batch 5: comparisons (C = 1 where the comparison holds, else 0, in A's dtype).
+    const std::pair<const char*, const char*> compare[] = {
+        {"equal", "OP_EQ"}, {"not_equal", "OP_NE"},   {"less", "OP_LT"},
+        {"less_equal", "OP_LE"}, {"greater", "OP_GT"}, {"greater_equal", "OP_GE"}};
     // Integer arithmetic (wrapping) and fill, for index and counter tensors (int64 is held as int32).
     for (const auto& [name, macro] : binary)
       if (std::string(name) != "div") t.push_back({name + std::string("_fwd_i32"), Kind::Binary, macro, DType::I32, DType::I32, {"A", "B"}, {"C"}});
@@ -138,6 +145,34 @@ const std::vector<KernelDef>& kernel_table() {
     t.push_back({"cast_bf16_to_f32", Kind::Cast, "cast_bf16_to_f32.s", DType::BF16, DType::F32, {"X"}, {"Y"}});
     t.push_back({"cast_f32_to_i32", Kind::Cast, "cast_f32_to_i32.s", DType::F32, DType::I32, {"X"}, {"Y"}});
     t.push_back({"cast_i32_to_f32", Kind::Cast, "cast_i32_to_f32.s", DType::I32, DType::F32, {"X"}, {"Y"}});
+    // ---- Batch 5 ----
+    for (DType d : {DType::F32, DType::BF16, DType::I32}) {
+      const std::string sfx = std::string("_") + tpc::dtype_name(d);
+      for (const auto& [name, macro] : compare)
+        t.push_back({name + std::string("_fwd") + sfx, Kind::Binary, macro, d, d, {"A", "B"}, {"C"}});
+      t.push_back({"where_fwd" + sfx, Kind::Where, "", d, d, {"cond", "A", "B"}, {"Y"}, {DType::U8, d, d}, {d}, 3, {}, 0});
+      t.push_back({"gather_fwd" + sfx, Kind::Gather, "", d, d, {"X", "index"}, {"Y"}, {d, DType::I32}, {d}, 2, {"dim"}, 0});
+    }
+    for (DType d : {DType::F32, DType::I32})
+      t.push_back({"range_fwd_" + std::string(tpc::dtype_name(d)), Kind::Range, "", d, d, {}, {"Y"}, {}, {d}, 0,
+                   {"start", "step", "end", "halfway"}, 0});
+    for (DType d : {DType::F32, DType::BF16}) {
+      const std::string sfx = std::string("_") + tpc::dtype_name(d);
+      t.push_back({"reduce_min_fwd" + sfx, Kind::Reduce, "min", d, d, {"X"}, {"Y"}});
+      // The seed as a scalar or as an optional i32 tensor of one element, as dropout_fwd.
+      t.push_back({"random_uniform_fwd" + sfx, Kind::RandomUniform, "DRAW_UNIFORM", d, d, {"seed"}, {"Y"}, {DType::I32},
+                   {d}, 0, {"low", "high", "seed"}, 1});
+      t.push_back({"random_normal_fwd" + sfx, Kind::RandomNormal, "DRAW_NORMAL", d, d, {"seed"}, {"Y"}, {DType::I32},
+                   {d}, 0, {"mean", "std", "seed"}, 1});
+      t.push_back({"silu_fwd" + sfx, Kind::UnaryF32, "OP_SILU", d, d, {"X"}, {"Y"}});
+      t.push_back({"silu_bwd" + sfx, Kind::Backward, "OP_SILU_BWD", d, d, {"grad", "x"}, {"dx"}});
+      t.push_back({"gelu_fwd" + sfx, Kind::UnaryF32, "OP_GELU", d, d, {"X"}, {"Y"}});
+      t.push_back({"gelu_bwd" + sfx, Kind::Backward, "OP_GELU_BWD", d, d, {"grad", "x"}, {"dx"}});
+    }
+    t.push_back({"cast_f32_to_u8", Kind::Cast, "cast_f32_to_u8.s", DType::F32, DType::U8, {"X"}, {"Y"}});
+    t.push_back({"cast_u8_to_f32", Kind::Cast, "cast_u8_to_f32.s", DType::U8, DType::F32, {"X"}, {"Y"}});
+    t.push_back({"cast_i32_to_u8", Kind::Cast, "cast_i32_to_u8.s", DType::I32, DType::U8, {"X"}, {"Y"}});
+    t.push_back({"cast_u8_to_i32", Kind::Cast, "cast_u8_to_i32.s", DType::U8, DType::I32, {"X"}, {"Y"}});
     return t;
   }();
   return table;
@@ -373,6 +408,7 @@ std::optional<Failure> validate_batch3(const KernelDef& def, const KernelParams&
   };
   if (!in_ok) {
     std::string want = std::to_string(n_in) + " inputs (" + names(def.input_names, n_in) + ")";
+    if (n_in == 0) want = "no inputs";
     if (def.kind == Kind::LayerNormFwd) want = "1 input (X) or 3 (X, gamma, beta)";
     else if (def.min_inputs < n_in) want = std::to_string(def.min_inputs) + " or " + want;
     return Failure{GlueStatus::IncompatibleInputCount, def.guid + " takes " + want + ", got " + std::to_string(p.inputs.size())};
@@ -444,6 +480,41 @@ std::optional<Failure> validate_batch3(const KernelDef& def, const KernelParams&
     case Kind::EmbeddingBwd:
       if (!p.scalars.empty() && !is_integer(p.scalars[0])) return bad_scalar(0, "must be an integer");
       break;
+    case Kind::Gather: {
+      if (x_rank > kMaxDims) break;   // the tensor check reports it
+      const size_t rank = std::max<size_t>(x_rank, 1);
+      if (!is_integer(p.scalars[0]) || p.scalars[0] < 0.0f || p.scalars[0] >= static_cast<float>(rank))
+        return bad_scalar(0, "must be an integer 0 .. " + std::to_string(rank - 1) + " (input 0 (X) has " +
+                                 std::to_string(x_rank) + " dims)");
+      break;
+    }
+    case Kind::Range:
+      if (def.out == DType::I32) {
+        for (size_t k = 0; k < 3; ++k)
+          if (!(is_integer(p.scalars[k]) && p.scalars[k] >= -2147483648.0f && p.scalars[k] < 2147483648.0f))
+            return bad_scalar(k, "must be an integer -2^31 .. 2^31-1 (" + def.guid + " computes in i32)");
+        if (!is_integer(p.scalars[3])) return bad_scalar(3, "must be an integer");
+      }
+      break;
+    case Kind::RandomUniform:
+    case Kind::RandomNormal: {
+      const bool seed_tensor = p.inputs.size() == 1;
+      if (p.scalars.size() != (seed_tensor ? 2u : 3u))
+        return Failure{GlueStatus::IncompatibleScalarParams,
+                       def.guid + (seed_tensor ? " with a seed tensor takes 2 scalar parameters (" + names(def.scalar_names, 2) + "), got "
+                                               : " without a seed tensor takes 3 scalar parameters (" + names(def.scalar_names, 3) + "), got ") +
+                           std::to_string(p.scalars.size())};
+      if (def.kind == Kind::RandomUniform) {
+        if (!(p.scalars[1] >= p.scalars[0])) return bad_scalar(1, "must be >= low (scalar 0, " + std::to_string(p.scalars[0]) + ")");
+        const float range = p.scalars[1] - p.scalars[0];
+        if (!std::isfinite(range)) return bad_scalar(1, "makes high - low overflow f32");
+      } else if (p.scalars[1] < 0.0f) {
+        return bad_scalar(1, "must be >= 0");
+      }
+      if (!seed_tensor && !(is_integer(p.scalars[2]) && p.scalars[2] >= 0.0f && p.scalars[2] <= 16777216.0f))
+        return bad_scalar(2, "must be an integer 0 .. 2^24");
+      break;
+    }
     default:
       break;
   }
@@ -545,6 +616,41 @@ std::optional<Failure> validate_batch3(const KernelDef& def, const KernelParams&
       }
       break;
     }
+    case Kind::Where:
+      return check_broadcast(p, def);
+    case Kind::Gather: {
+      const TensorParams& idx = p.inputs[1];
+      const size_t rank = std::max<size_t>(x.shape.size(), 1);
+      if (std::max<size_t>(idx.shape.size(), 1) != rank)
+        return Failure{GlueStatus::IncompatibleInputSize,
+                       tensor_label(true, 1, def.input_names) + ": " + std::to_string(idx.shape.size()) +
+                           " dims, but input 0 (X) has " + std::to_string(x.shape.size()) + " (gather takes an index of X's rank)"};
+      const unsigned dim = static_cast<unsigned>(p.scalars[0]);
+      const auto pxs = padded(x.shape), pis = padded(idx.shape);
+      for (unsigned d = 0; d < rank; ++d)
+        if (d != dim && pis[d] > pxs[d])
+          return Failure{GlueStatus::IncompatibleInputSize,
+                         tensor_label(true, 1, def.input_names) + ": dim " + std::to_string(d) + " has size " +
+                             std::to_string(pis[d]) + ", more than input 0 (X)'s " + std::to_string(pxs[d]) +
+                             " (gather needs index.size(d) <= X.size(d) for every d != dim, here dim " + std::to_string(dim) + ")"};
+      if (auto f = want_shape(false, 0, idx.shape, "it must have input 1 (index)'s shape")) return f;
+      break;
+    }
+    case Kind::Range: {
+      const uint64_t n = elements(p.outputs[0]);
+      const bool f32 = def.out == DType::F32;
+      if (n > (f32 ? (uint64_t{1} << 24) : uint64_t{0x7FFFFFFF}))
+        return Failure{GlueStatus::IncompatibleOutputSize,
+                       tensor_label(false, 0, def.output_names) + ": shape " + shape_text(p.outputs[0].shape) + " has " +
+                           std::to_string(n) + " elements, at most " +
+                           (f32 ? "2^24 (each element's index must be exact in f32)" : "2^31-1 (the index is an i32)")};
+      break;
+    }
+    case Kind::RandomUniform:
+    case Kind::RandomNormal:
+      if (p.inputs.size() == 1)
+        if (auto f = one_element(true, 0)) return f;
+      break;
     case Kind::DropoutFwd:
     case Kind::DropoutBwd:
     case Kind::Optim:
@@ -618,7 +724,7 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
   std::ostringstream src, variant;
   src << "// " << def.guid << ": the glue's prelude for the kernel file included at the end\n"
       << width_prelude();
-  if (def.kind != Kind::Permute) src << ".equ LANES " << lanes << "\n";   // permute: per variant
+  if (def.kind != Kind::Permute && def.kind != Kind::Gather) src << ".equ LANES " << lanes << "\n";   // per variant
   // gamma / beta ([N0]) repeated along X's dims 1..4 with stride 0.
   auto repeat_row = [&](DescriptorTemplate& d) {
     d.dims = static_cast<uint8_t>(std::max<size_t>(x.shape.size(), 1));
@@ -789,6 +895,121 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
       src << ".endm\n.macro VST addr, lo, hi\n        st_vlm \\addr, \\lo\n";
       if (bf) src << "        add.i32 S18, \\addr, VECTOR_BYTES\n        st_vlm S18, \\hi\n";
       src << ".endm\n.include \"embedding_bwd.s\"\n";
+      break;
+    }
+    case Kind::Where: {
+      // Broadcasting as the binary kernels: stride 0 along dims >= 1, a variant per dim-0 broadcast input.
+      const auto py = padded(p.outputs[0].shape);
+      const size_t rank = std::max<size_t>(p.outputs[0].shape.size(), 1);
+      inst.ispace_geometry = {vectors(py[0]), static_cast<int32_t>(py[1]), static_cast<int32_t>(py[2]),
+                              static_cast<int32_t>(py[3]), static_cast<int32_t>(py[4])};
+      const DType raw = def.out == DType::BF16 ? DType::U16 : DType::U32;   // raw bits through sel
+      const std::string rt = tpc::dtype_name(raw);
+      // cond's load reads a whole u8 vector at the step's coordinate (the first L lanes are used).
+      const int32_t cond_lanes = static_cast<int32_t>(lanes_of(DType::U8));
+      bool bcast0[3] = {false, false, false};
+      for (size_t k = 0; k < 3; ++k) {
+        const auto pi = padded(p.inputs[k].shape);
+        DescriptorTemplate& desc = inst.inputs[k];
+        desc.dims = static_cast<uint8_t>(std::max<size_t>(rank, std::max<size_t>(p.inputs[k].shape.size(), 1)));
+        if (k > 0) desc.dtype = raw;
+        TensorAccessPattern pat = pattern_of(k == 0 ? AccessPatternDim{0, L, 0, cond_lanes - 1} : vec0, py, false);
+        for (unsigned d = 0; d < kMaxDims; ++d) {
+          if (pi[d] != 1 || py[d] == 1) continue;
+          pat[d] = AccessPatternDim{static_cast<uint8_t>(d), 0, 0, 0};
+          if (d == 0) {
+            bcast0[k] = true;
+          } else {
+            desc.size[d] = py[d];
+            desc.stride[d] = 0;
+          }
+        }
+        inst.input_patterns[k] = pat;
+      }
+      inst.outputs[0].dtype = raw;
+      inst.output_patterns[0] = pattern_of(vec0, py, false);
+      variant << "where " << t;
+      for (size_t k = 0; k < 3; ++k)
+        if (bcast0[k]) variant << " bcast-" << k << "0";
+      src << ".macro LOAD_C\n";
+      if (!bcast0[0]) src << "        ld_tnsr V1, I2, 0\n        cmp.ne.u8 VP2, V1, 0\n";
+      src << ".endm\n.macro LOAD_A\n";
+      if (!bcast0[1]) src << "        ld_tnsr V2, I2, 1\n";
+      src << ".endm\n.macro LOAD_B\n";
+      if (!bcast0[2]) src << "        ld_tnsr V3, I2, 2\n";
+      src << ".endm\n.macro ROW_SETUP\n";
+      if (bcast0[0]) src << "        BCAST_ROW V1, 0, u8\n        cmp.ne.u8 VP2, V1, 0\n";
+      if (bcast0[1]) src << "        BCAST_ROW V2, 1, " << rt << "\n";
+      if (bcast0[2]) src << "        BCAST_ROW V3, 2, " << rt << "\n";
+      src << ".endm\n.macro WHERE_SEL d\n        sel." << rt << " \\d, V2, V3, VP2\n.endm\n.include \"where_fwd.s\"\n";
+      break;
+    }
+    case Kind::Gather: {
+      // One element per step: the index space is Y's (= index's) shape in elements.
+      const unsigned gdim = static_cast<unsigned>(p.scalars[0]);
+      const auto py = padded(p.outputs[0].shape);
+      inst.ispace_geometry = {static_cast<int32_t>(py[0]), static_cast<int32_t>(py[1]), static_cast<int32_t>(py[2]),
+                              static_cast<int32_t>(py[3]), static_cast<int32_t>(py[4])};
+      const DType raw = def.out == DType::BF16 ? DType::U16 : DType::U32;
+      inst.inputs[0].dtype = raw;
+      inst.outputs[0].dtype = raw;
+      const AccessPatternDim elem0{0, 1, 0, 0};
+      inst.output_patterns[0] = pattern_of(elem0, py, false);
+      inst.input_patterns[1] = pattern_of(elem0, py, false);
+      inst.input_patterns[0] = pattern_of(elem0, py, false);
+      // X along dim: any element (data-dependent).
+      inst.input_patterns[0][gdim] = AccessPatternDim{static_cast<uint8_t>(gdim), 0, 0, static_cast<int32_t>(px[gdim]) - 1};
+      variant << "gather " << t << " dim " << gdim;
+      src << ".equ LANES 1\n.equ GDIM " << gdim << "\n.include \"gather_fwd.s\"\n";
+      break;
+    }
+    case Kind::Range: {
+      const auto py = padded(p.outputs[0].shape);
+      inst.ispace_geometry = {vectors(py[0]), static_cast<int32_t>(py[1]), static_cast<int32_t>(py[2]),
+                              static_cast<int32_t>(py[3]), static_cast<int32_t>(py[4])};
+      inst.output_patterns[0] = pattern_of(vec0, py, false);
+      const uint64_t n = elements(p.outputs[0]);
+      const bool f32 = def.out == DType::F32;
+      for (unsigned k = 0; k < 3; ++k)
+        inst.srf[k] = f32 ? f32_bits(p.scalars[k]) : static_cast<uint32_t>(static_cast<int32_t>(p.scalars[k]));
+      // i < halfway <=> i < ceil(halfway) for an integer i; clamped to 0 .. n.
+      const double h = std::min(std::max(std::ceil(static_cast<double>(p.scalars[3])), 0.0), static_cast<double>(n));
+      inst.srf[3] = static_cast<uint32_t>(h);
+      inst.srf[4] = static_cast<uint32_t>(n - 1);
+      for (unsigned d = 0; d < 4; ++d) inst.srf[5 + d] = py[d];
+      variant << "range " << t;
+      src << ".macro VALUES d\n        RANGE_VALUES " << t << ", " << (f32 ? "convert.i32.f32" : "mov.i32")
+          << ", \\d\n.endm\n.include \"range_fwd.s\"\n";
+      break;
+    }
+    case Kind::RandomUniform:
+    case Kind::RandomNormal: {
+      const bool uniform = def.kind == Kind::RandomUniform;
+      const bool seed_tensor = p.inputs.size() == 1;
+      const auto py = padded(p.outputs[0].shape);
+      inst.ispace_geometry = {vectors(py[0]), static_cast<int32_t>(py[1]), static_cast<int32_t>(py[2]),
+                              static_cast<int32_t>(py[3]), static_cast<int32_t>(py[4])};
+      inst.output_patterns[0] = pattern_of(vec0, py, false);
+      if (seed_tensor)
+        for (unsigned d = 0; d < kMaxDims; ++d) inst.input_patterns[0][d] = AccessPatternDim{static_cast<uint8_t>(d), 0, 0, 0};
+      const float a = p.scalars[0], b = p.scalars[1];
+      const float range = b - a;   // f32, checked finite
+      inst.srf[0] = f32_bits(a);
+      inst.srf[1] = f32_bits(uniform ? range : b);
+      for (unsigned d = 0; d < 4; ++d) inst.srf[3 + d] = py[d];
+      variant << (uniform ? "random uniform " : "random normal ") << t << (seed_tensor ? " seed tensor" : "");
+      src << ".include \"" << io << "\"\n.equ Y_T " << p.inputs.size() << "\n";
+      if (seed_tensor) {
+        // The key from the seed tensor's element, on the core (V30 in every lane), as dropout_fwd.
+        src << ".macro KEY_SETUP\n";
+        for (int d = 0; d < 5; ++d) src << "        imov_dim I3, 0 dim=" << d << "\n";
+        src << "        ld_tnsr_s S16, I3, 0\n        mov.i32 V30, S16\n        xor.u32 V30, V30, 0x9e3779b9\n"
+            << "        MIX32 V30\n.endm\n.macro XOR_KEY d, a\n        xor.u32 \\d, \\a, V30\n.endm\n";
+      } else {
+        inst.srf[2] = mix32(static_cast<uint32_t>(p.scalars[2]) ^ 0x9e3779b9u);
+        src << ".macro KEY_SETUP\n.endm\n.macro XOR_KEY d, a\n        xor.u32 \\d, \\a, S2\n.endm\n";
+      }
+      src << ".macro DRAW d, h\n        " << def.op_macro << " \\d, \\h\n.endm\n.include \"random_fwd.s\"\n";
       break;
     }
     case Kind::DropoutFwd:
@@ -1054,9 +1275,8 @@ InstantiateResult KernelLibrary::instantiate_impl(const std::string& guid, const
   }
 
   const TensorParams& out = params.outputs[0];
-  // A cast step is one bf16 vector (two f32 vectors).
-  const bool bf16_cast = def.kind == Kind::Cast && (def.in == DType::BF16 || def.out == DType::BF16);
-  const unsigned lanes = bf16_cast ? lanes_of(DType::BF16) : lanes_of(def.out);
+  // A cast step is one vector of the narrower type (bf16: two f32 vectors; u8: four).
+  const unsigned lanes = def.kind == Kind::Cast ? std::max(lanes_of(def.in), lanes_of(def.out)) : lanes_of(def.out);
   const uint8_t rank = static_cast<uint8_t>(std::max<size_t>(out.shape.size(), 1));
   const auto po = padded(out.shape);
   // Row kernels (softmax, reductions over dim 0) take a whole dim-0 row per index-space step.
@@ -1113,6 +1333,7 @@ InstantiateResult KernelLibrary::instantiate_impl(const std::string& guid, const
     // Padding past a row's end: -inf where a max runs over it, else 0.
     const bool neg_inf = def.kind == Kind::Softmax || (def.kind == Kind::Reduce && def.op_macro == "max");
     if (neg_inf) desc.padding = in.dtype == DType::BF16 ? 0xFF80u : 0xFF800000u;
+    if (def.kind == Kind::Reduce && def.op_macro == "min") desc.padding = in.dtype == DType::BF16 ? 0x7F80u : 0x7F800000u;
     inst.inputs.push_back(desc);
     inst.input_patterns.push_back(pattern);
   }
@@ -1188,13 +1409,14 @@ InstantiateResult KernelLibrary::instantiate_impl(const std::string& guid, const
         break;
       }
       case Kind::Reduce: {
-        const bool is_max = def.op_macro == "max";
+        const bool is_max = def.op_macro == "max", is_min = def.op_macro == "min";
+        const char* op = is_max ? "max" : is_min ? "min" : "add";
         variant << "reduce " << def.op_macro << " dim " << reduce_dim << " " << t;
         src << ".include \"" << io << "\"\n";
         if (reduce_dim > 0) src << ".equ RDIM " << reduce_dim << "\n";
-        src << ".equ RINIT " << (is_max ? "0xFF800000" : "0.0") << "\n";
-        src << ".macro RACC d, a, b\n        " << (is_max ? "max" : "add") << ".f32 \\d, \\a, \\b\n.endm\n";
-        src << ".macro RLANES d, a\n        reduce." << (is_max ? "max" : "add") << ".f32 \\d, \\a\n.endm\n";
+        src << ".equ RINIT " << (is_max ? "0xFF800000" : is_min ? "0x7F800000" : "0.0") << "\n";
+        src << ".macro RACC d, a, b\n        " << op << ".f32 \\d, \\a, \\b\n.endm\n";
+        src << ".macro RLANES d, a\n        reduce." << op << ".f32 \\d, \\a\n.endm\n";
         src << ".macro RFINISH d, a\n";
         if (def.op_macro == "mean") src << "        div.f32 \\d, \\a, S1\n";
         src << ".endm\n.include \"" << (reduce_dim == 0 ? "reduce_dim0.s" : "reduce_outer.s") << "\"\n";

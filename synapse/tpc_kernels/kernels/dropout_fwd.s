@@ -1,4 +1,4 @@
-// dropout_fwd.s: Y = X * mask * scale with a counter-based generator, computed in f32.
+// dropout_fwd.s: Y = X * mask * scale with a counter-based generator (rng.inc), computed in f32.
 //
 // Tensors: 0 X, [1 seed,] Y_T Y, MASK_T mask (X's shape and dtype; 1 kept, 0 dropped). The
 // generator (README.md): element i (its index in X's dense order, 32-bit) draws h = mix32(i ^ key),
@@ -9,29 +9,10 @@
 // gives the same mask. Y = (X * mask) * scale (PyTorch's order). The index math is done for both
 // halves of a bf16 step (lo: lanes 0 .. F32_LANES-1, hi: the next F32_LANES); f32 uses lo only.
 // SRF: S0 = p, S1 = scale = 1 / (1 - p) (0 when p = 1), S2 = key (u32), S3..S6 = sizes of dims 0..3.
-.macro MIX32 v
-        shr.u32 V4, \v, 16
-        xor.u32 \v, \v, V4
-        mul.u32 \v, \v, 0x7feb352d
-        shr.u32 V4, \v, 15
-        xor.u32 \v, \v, V4
-        mul.u32 \v, \v, 0x846ca68b
-        shr.u32 V4, \v, 16
-        xor.u32 \v, \v, V4
-.endm
+.include "rng.inc"
 // S8 = the dense index of the row's element at dim 0 = 0.
 .macro ROW_SETUP
-        iget_dim S8, I2 dim=4
-        mul.i32 S8, S8, S6
-        iget_dim S9, I2 dim=3
-        add.i32 S8, S8, S9
-        mul.i32 S8, S8, S5
-        iget_dim S9, I2 dim=2
-        add.i32 S8, S8, S9
-        mul.i32 S8, S8, S4
-        iget_dim S9, I2 dim=1
-        add.i32 S8, S8, S9
-        mul.i32 S8, S8, S3
+        DENSE_ROW_BASE
 .endm
 .include "nest.inc"
 
