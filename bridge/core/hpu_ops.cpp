@@ -102,6 +102,7 @@ struct HostCopy {
 
 HostCopy read_storage(const at::Tensor& t) {
   flush_pending("copy to host");
+  Lazy::get().check_value(t.storage().unsafeGetStorageImpl());
   const at::ScalarType held = device_dtype(t.scalar_type());
   const auto elements = static_cast<int64_t>(t.storage().nbytes() / t.itemsize());
   HostCopy copy;
@@ -117,6 +118,7 @@ void write_storage(const at::Tensor& t, const at::Tensor& whole) {
   launch_if_pending(t);
   const at::Tensor held = whole.to(device_dtype(t.scalar_type())).contiguous();
   Card::get().to_device(held.data_ptr(), storage_address(t), held.numel() * held.itemsize());
+  Lazy::get().written_whole(t.storage().unsafeGetStorageImpl());
 }
 
 // A copy into or out of device memory. The contiguous case is one DMA; any other layout goes
@@ -142,6 +144,8 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_b
     const uint64_t element = device_element_bytes(dst.scalar_type());
     Card::get().to_device(packed.data_ptr(), storage_address(dst) + dst.storage_offset() * element,
                           dst.numel() * element);
+    if (dst.storage_offset() == 0 && dst.numel() == static_cast<int64_t>(dst.storage().nbytes() / dst.itemsize()))
+      Lazy::get().written_whole(dst.storage().unsafeGetStorageImpl());
     return dst;
   }
   HostCopy target = read_storage(dst);
@@ -158,6 +162,7 @@ at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
 at::Scalar local_scalar_dense(const at::Tensor& self) {
   TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(), " elements cannot be converted to Scalar");
   flush_pending("item");
+  Lazy::get().check_value(self.storage().unsafeGetStorageImpl());
   at::Tensor element = at::empty({}, at::TensorOptions().dtype(device_dtype(self.scalar_type())));
   const uint64_t bytes = element.itemsize();
   Card::get().to_host(storage_address(self) + self.storage_offset() * bytes, element.data_ptr(), bytes);

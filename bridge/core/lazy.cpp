@@ -2,6 +2,7 @@
 
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -67,11 +68,21 @@ void Lazy::flush(const char* why) {
   Card& card = Card::get();
   card.host_work(HPUSIM_HOST_GRAPH_BUILD_PER_NODE, graph_.node_count(), "graph build");
   const auto start = std::chrono::steady_clock::now();
-  const LaunchReport report = graph_.launch(card.id(), card.stream(), why, [&](uintptr_t storage) {
-    const auto it = kept.find(storage);
-    // Anything beyond our own reference: a tensor somewhere can still read it.
-    return it == kept.end() || it->second.use_count() > 1;
-  });
+  const std::vector<uintptr_t> written = graph_.written_storages();
+  LaunchReport report;
+  try {
+    report = graph_.launch(card.id(), card.stream(), why, [&](uintptr_t storage) {
+      const auto it = kept.find(storage);
+      // Anything beyond our own reference: a tensor somewhere can still read it.
+      return it == kept.end() || it->second.use_count() > 1;
+    });
+  } catch (const std::exception& e) {
+    for (uintptr_t key : written) {
+      const auto it = kept.find(key);
+      if (it != kept.end()) lost_.emplace_back(c10::weak_intrusive_ptr<c10::StorageImpl>(it->second.getWeakStorageImpl()), e.what());
+    }
+    throw;
+  }
   const auto wall_us = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count());
   char recipe[24];
@@ -91,6 +102,23 @@ void Lazy::flush(const char* why) {
     ++counters_.cache_hits;
     ++counters_.hits_by_recipe[recipe];
   }
+}
+
+void Lazy::check_value(const c10::StorageImpl* storage) {
+  const std::lock_guard<std::recursive_mutex> lock(mutex_);
+  if (lost_.empty()) return;
+  lost_.erase(std::remove_if(lost_.begin(), lost_.end(), [](const auto& l) { return l.first.expired(); }), lost_.end());
+  for (const auto& [weak, why] : lost_) {
+    TORCH_CHECK(weak.lock().get() != storage, "this HPU tensor's value was lost: the graph that computes it failed (",
+                why, ")");
+  }
+}
+
+void Lazy::written_whole(const c10::StorageImpl* storage) {
+  const std::lock_guard<std::recursive_mutex> lock(mutex_);
+  lost_.erase(std::remove_if(lost_.begin(), lost_.end(),
+                             [&](const auto& l) { return l.first.expired() || l.first.lock().get() == storage; }),
+              lost_.end());
 }
 
 GraphCounters Lazy::counters() {

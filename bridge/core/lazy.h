@@ -48,9 +48,15 @@ class Lazy {
   // Whether the pending graph uses `storage` (a host write into it must launch first).
   bool pending_uses(const c10::StorageImpl* storage);
 
+  // A launch that failed leaves what it should have written undefined: reading such a storage
+  // throws, naming the failure, until it is written whole again.
+  void check_value(const c10::StorageImpl* storage);
+  void written_whole(const c10::StorageImpl* storage);
+
   GraphCounters counters();
 
  private:
+  std::vector<std::pair<c10::weak_intrusive_ptr<c10::StorageImpl>, std::string>> lost_;
   Lazy();
 
   std::recursive_mutex mutex_;

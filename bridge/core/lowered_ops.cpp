@@ -39,14 +39,37 @@ ValueId expand_to(Lowering& l, ValueId x, const std::vector<uint32_t>& shape, at
 // The inputs of an elementwise node writing `out`: the first is broadcast to out's shape when
 // the inputs together do not cover it.
 std::vector<ValueId> covering(Lowering& l, std::vector<ValueId> inputs, const at::Tensor& out) {
+  return covering(l, std::move(inputs), out, out.scalar_type(), 0);
+}
+
+std::vector<ValueId> covering(Lowering& l, std::vector<ValueId> inputs, const at::Tensor& out, at::ScalarType dtype,
+                              size_t which) {
   const std::vector<uint32_t> want = synapse_shape(out.sizes());
   std::vector<uint32_t> have(want.size(), 1);
   for (ValueId v : inputs) {
     const std::vector<uint32_t>& shape = l.value(v).region.shape;
     for (size_t d = 0; d < shape.size() && d < have.size(); ++d) have[d] = std::max(have[d], shape[d]);
   }
-  if (have != want) inputs[0] = expand_to(l, inputs[0], want, out.scalar_type());
+  if (have != want) inputs[which] = expand_to(l, inputs[which], want, dtype);
   return inputs;
+}
+
+ValueId whole_input(Lowering& l, const at::Tensor& t, at::ScalarType dtype) {
+  const ValueId v = l.input_as(t, dtype);
+  const std::vector<uint32_t> shape = synapse_shape(t.sizes());
+  return l.value(v).region.shape == shape ? v : expand_to(l, v, shape, dtype);
+}
+
+ValueId seed_input(Lowering& l, const std::optional<at::Generator>& generator) {
+  HpuGenerator* hpu = hpu_generator(generator);
+  uint32_t seed = 0;
+  {
+    const std::lock_guard<std::mutex> lock(hpu->mutex_);
+    seed = hpu->next_kernel_seed();
+  }
+  const at::Tensor seed_tensor = at::empty({1}, at::TensorOptions().dtype(at::kInt).device(c10::DeviceType::HPU));
+  Card::get().to_device(&seed, reinterpret_cast<uintptr_t>(seed_tensor.data_ptr()), sizeof seed);
+  return l.input(seed_tensor);
 }
 
 // value * x as a new temporary (x itself when value is 1).
@@ -81,12 +104,13 @@ void unary(Lowering& l, const LoweredCall& c, const std::string& kernel) {
          {l.output(out)});
 }
 
-// grad, saved -> dx kernels (relu_bwd, tanh_bwd, sigmoid_bwd).
+// grad, saved -> dx kernels (relu_bwd, tanh_bwd, sigmoid_bwd, gelu, silu). Not all of them
+// broadcast: an expanded input (the gradient of a sum) is spread out.
 void backward(Lowering& l, const LoweredCall& c, const std::string& kernel) {
   const at::Tensor& out = c.outputs.at(0);
   const at::ScalarType dt = out.scalar_type();
-  l.node(kernel + guid_suffix(dt), covering(l, {l.input_as(c.tensor(0), dt), l.input_as(c.tensor(1), dt)}, out),
-         {l.output(out)});
+  if (c.tensor(0).sizes() != out.sizes() || c.tensor(1).sizes() != out.sizes()) throw CannotLower("a broadcast backward");
+  l.node(kernel + guid_suffix(dt), {whole_input(l, c.tensor(0), dt), whole_input(l, c.tensor(1), dt)}, {l.output(out)});
 }
 
 void fill(Lowering& l, const at::Tensor& self, double value) {
@@ -141,14 +165,6 @@ void addmm(Lowering& l, const LoweredCall& c) {
   }
   const ValueId bias = scaled(l, l.input_as(c.tensor(0), dt), beta, dt);
   l.node("add_fwd" + guid_suffix(dt), {scaled_product, bias}, {l.output(out)});
-}
-
-// `t` in `dtype` with every element present: an expanded tensor (the gradient of a sum) is
-// spread out, for the kernels that do not broadcast.
-ValueId whole_input(Lowering& l, const at::Tensor& t, at::ScalarType dtype) {
-  const ValueId v = l.input_as(t, dtype);
-  const std::vector<uint32_t> shape = synapse_shape(t.sizes());
-  return l.value(v).region.shape == shape ? v : expand_to(l, v, shape, dtype);
 }
 
 // softmax / log_softmax over `dim`: the kernels work on the last (innermost) dim, so another dim
@@ -298,17 +314,10 @@ void bernoulli(Lowering& l, const LoweredCall& c) {
   if (!(p >= 0.0 && p <= 1.0)) throw CannotLower("p outside [0, 1]: the CPU reports it");
   const std::vector<uint32_t> shape = synapse_shape(self.sizes());
   if (!self.is_contiguous()) throw CannotLower("a strided output");
-  HpuGenerator* generator = hpu_generator(c.args[2].toOptional<at::Generator>());
-  uint32_t seed = 0;
-  {
-    const std::lock_guard<std::mutex> lock(generator->mutex_);
-    seed = generator->next_kernel_seed();
-  }
-  const at::Tensor seed_tensor = at::empty({1}, at::TensorOptions().dtype(at::kInt).device(c10::DeviceType::HPU));
-  Card::get().to_device(&seed, reinterpret_cast<uintptr_t>(seed_tensor.data_ptr()), sizeof seed);
+  const ValueId seed = seed_input(l, c.args[2].toOptional<at::Generator>());
   const ValueId ones = l.temp(dt, shape), scaled = l.temp(dt, shape);
   l.node("fill" + sfx, {}, {ones}, {1.0f});
-  l.node("dropout_fwd" + sfx, {ones, l.input(seed_tensor)}, {scaled, l.output(self)}, {static_cast<float>(1.0 - p)});
+  l.node("dropout_fwd" + sfx, {ones, seed}, {scaled, l.output(self)}, {static_cast<float>(1.0 - p)});
 }
 
 // native_layer_norm over the trailing dims (collapsed into one: the kernel's dim 0).
@@ -490,17 +499,19 @@ TORCH_LIBRARY_IMPL(aten, HPU, m) {
   register_lowering(m, "mean.out", [](L& l, const C& c) { reduce(l, c, "reduce_mean_fwd"); });
   register_lowering(m, "amax.out", [](L& l, const C& c) { reduce(l, c, "reduce_max_fwd"); });
   register_lowering(m, "max", [](L& l, const C& c) { reduce(l, c, "reduce_max_fwd"); });
+  register_lowering(m, "amin.out", [](L& l, const C& c) { reduce(l, c, "reduce_min_fwd"); });
+  register_lowering(m, "min", [](L& l, const C& c) { reduce(l, c, "reduce_min_fwd"); });
   register_lowering(m, "bernoulli_.float", &bernoulli);
   register_lowering(m, "native_layer_norm", &layer_norm);
   register_lowering(m, "native_layer_norm_backward", &layer_norm_backward);
   register_elementwise_lowering(m, "gelu.out", [](L& l, const C& c) {
-    if (c.args[1].toStringRef() != "tanh") throw CannotLower("gelu's erf form (approximate='none')");
-    unary(l, c, "gelu_tanh_fwd");
+    unary(l, c, c.args[1].toStringRef() == "tanh" ? "gelu_tanh_fwd" : "gelu_fwd");
   });
   register_elementwise_lowering(m, "gelu_backward.grad_input", [](L& l, const C& c) {
-    if (c.args[2].toStringRef() != "tanh") throw CannotLower("gelu's erf form (approximate='none')");
-    backward(l, c, "gelu_tanh_bwd");
+    backward(l, c, c.args[2].toStringRef() == "tanh" ? "gelu_tanh_bwd" : "gelu_bwd");
   });
+  register_elementwise_lowering(m, "silu.out", [](L& l, const C& c) { unary(l, c, "silu_fwd"); });
+  register_elementwise_lowering(m, "silu_backward.grad_input", [](L& l, const C& c) { backward(l, c, "silu_bwd"); });
   register_lowering(m, "embedding", [](L& l, const C& c) { embedding(l, c.tensor(0), c.tensor(1), c.outputs.at(0)); });
   register_lowering(m, "embedding_dense_backward", &embedding_backward);
   register_lowering(m, "index_select", [](L& l, const C& c) {

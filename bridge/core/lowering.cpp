@@ -126,8 +126,13 @@ ValueId Lowering::dense_region(const at::Tensor& t, at::IntArrayRef sizes, bool 
   r.offset = static_cast<uint64_t>(t.storage_offset() + extra_offset) * device_element_bytes(t.scalar_type());
   r.type = device_type(t.scalar_type());
   r.shape = synapse_shape(sizes);
-  PendingGraph& g = Lazy::get().graph();
-  return remember(write ? g.write(r) : g.read(r), t.scalar_type());
+  Lazy& lazy = Lazy::get();
+  if (!write) {
+    lazy.check_value(storage.unsafeGetStorageImpl());
+  } else if (r.offset == 0 && c10::multiply_integers(sizes) == static_cast<int64_t>(storage.nbytes() / t.itemsize())) {
+    lazy.written_whole(storage.unsafeGetStorageImpl());
+  }
+  return remember(write ? lazy.graph().write(r) : lazy.graph().read(r), t.scalar_type());
 }
 
 ValueId Lowering::input(const at::Tensor& t) {
@@ -171,6 +176,26 @@ ValueId Lowering::input_as(const at::Tensor& t, at::ScalarType dtype) {
     node("cast_f32_to_i32", {v}, {y});
   } else if (integer(t.scalar_type()) && dtype == at::kFloat) {
     node("cast_i32_to_f32", {v}, {y});
+  } else if (t.scalar_type() == at::kBool && (dtype == at::kFloat || dtype == at::kBFloat16)) {
+    if (dtype == at::kFloat) {
+      node("cast_u8_to_f32", {v}, {y});
+    } else {
+      const ValueId wide = temp(at::kFloat, value(v).region.shape);
+      node("cast_u8_to_f32", {v}, {wide});
+      node("cast_f32_to_bf16", {wide}, {y});
+    }
+  } else if (t.scalar_type() == at::kBool && integer(dtype)) {
+    node("cast_u8_to_i32", {v}, {y});
+  } else if (dtype == at::kBool && (t.scalar_type() == at::kFloat || t.scalar_type() == at::kBFloat16 ||
+                                    integer(t.scalar_type()))) {
+    // x != 0 (NaN is true), as PyTorch's conversion to bool.
+    const at::ScalarType compute = integer(t.scalar_type()) ? at::kInt : at::kFloat;
+    const ValueId x = compute == t.scalar_type() || integer(t.scalar_type()) ? v : temp(at::kFloat, value(v).region.shape);
+    if (t.scalar_type() == at::kBFloat16) node("cast_bf16_to_f32", {v}, {x});
+    const ValueId truth = temp(compute, value(v).region.shape);
+    const std::string sfx = compute == at::kInt ? "_i32" : "_f32";
+    node("not_equal_fwd" + sfx, {x, constant(0.0, compute)}, {truth});
+    node(compute == at::kInt ? "cast_i32_to_u8" : "cast_f32_to_u8", {truth}, {y});
   } else {
     throw CannotLower(std::string("no cast from ") + c10::toString(t.scalar_type()) + " to " + c10::toString(dtype));
   }

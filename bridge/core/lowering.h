@@ -45,7 +45,7 @@ class Lowering {
   ValueId input(const at::Tensor& t);
   // Like input(), but dims `t` broadcasts along (stride 0) stay size 1, for kernels that broadcast.
   ValueId broadcast_input(const at::Tensor& t);
-  // input() converted to `dtype` (f32 <-> bf16 casts).
+  // input() converted to `dtype` (casts between f32, bf16, int32 / int64 and bool).
   ValueId input_as(const at::Tensor& t, at::ScalarType dtype);
   // `t` written whole: directly when contiguous, through a permute node after the op's nodes
   // when its layout is a permutation of a dense block. CannotLower otherwise.
@@ -127,6 +127,16 @@ ValueId expand_to(Lowering& l, ValueId x, const std::vector<uint32_t>& shape, at
 // The inputs of an elementwise node writing `out`, the first broadcast to out's shape when the
 // inputs together do not cover it.
 std::vector<ValueId> covering(Lowering& l, std::vector<ValueId> inputs, const at::Tensor& out);
+// The same when the node writes `dtype` (not out's) of out's shape: input `which` is broadcast.
+std::vector<ValueId> covering(Lowering& l, std::vector<ValueId> inputs, const at::Tensor& out, at::ScalarType dtype,
+                              size_t which);
+// `t` in `dtype` with every element present: an expanded tensor (the gradient of a sum) is spread
+// out, for the kernels that do not broadcast.
+ValueId whole_input(Lowering& l, const at::Tensor& t, at::ScalarType dtype);
+// A fresh one-element int32 device tensor holding the next kernel seed of `generator` (the
+// default HPU generator when none), for the kernels that draw random numbers: the graph stays
+// the same from draw to draw.
+ValueId seed_input(Lowering& l, const std::optional<at::Generator>& generator);
 // value * x (x itself when value is 1).
 ValueId scaled(Lowering& l, ValueId x, double value, at::ScalarType dtype);
 // Class or row indices (int64 held as int32, or int32).

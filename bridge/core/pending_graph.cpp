@@ -108,6 +108,15 @@ void PendingGraph::rollback(Mark m) {
   nodes_.resize(m.nodes);
 }
 
+std::vector<uintptr_t> PendingGraph::written_storages() const {
+  std::vector<uintptr_t> storages;
+  for (const PendingValue& v : values_)
+    if (v.kind == PendingValue::kWrite) storages.push_back(v.region.storage);
+  std::sort(storages.begin(), storages.end());
+  storages.erase(std::unique(storages.begin(), storages.end()), storages.end());
+  return storages;
+}
+
 void PendingGraph::clear() {
   values_.clear();
   nodes_.clear();

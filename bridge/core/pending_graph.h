@@ -55,6 +55,8 @@ class PendingGraph {
     return add({PendingValue::kTemp, Region{0, 0, 0, type, std::move(shape)}});
   }
   void add_node(PendingNode node) { nodes_.push_back(std::move(node)); }
+  // The storages the graph writes.
+  std::vector<uintptr_t> written_storages() const;
   const PendingValue& value(ValueId id) const { return values_[id]; }
 
   bool empty() const { return nodes_.empty(); }

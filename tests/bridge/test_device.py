@@ -5,6 +5,7 @@ import pytest
 import torch
 
 import hpusim.torch  # noqa: F401  (registers torch.hpu)
+import habana_frameworks.torch.core as htcore
 
 
 def test_the_device_is_there():
@@ -130,3 +131,20 @@ def test_work_for_a_released_card_is_a_clear_error():
     lines = done.stdout.splitlines()
     assert lines[:2] == ["hpu: the card was released (at exit, or by hpusim._C.shutdown()); no more work can reach it"] * 2
     assert lines[2] == "[2.0, 2.0]"   # the process goes on
+
+
+def test_a_graph_that_cannot_launch_loses_its_values_loudly():
+    # The workspace of a lazy graph does not fit: the launch fails, naming why, and the tensors it
+    # should have written say so when read, instead of returning whatever memory held.
+    x = torch.rand(2048, 2048).to("hpu")
+    htcore.mark_step()
+    free, _ = torch.hpu.mem_get_info()
+    filler = torch.empty(free - (22 << 20), dtype=torch.uint8, device="hpu")
+    y = x.softmax(0)          # 16 MB, and its temporaries (permuted copies) need a workspace of 32 MB
+    with pytest.raises(Exception, match="synDeviceMalloc \\(workspace\\) failed"):
+        htcore.mark_step()
+    with pytest.raises(RuntimeError, match="this HPU tensor's value was lost: the graph that computes it failed"):
+        y.cpu()
+    del filler
+    y.copy_(x)                # written whole: its value is defined again
+    assert torch.equal(y.cpu(), x.cpu())
