@@ -24,23 +24,6 @@ std::string shape_str(const Shape& s) {
   for (size_t i = 0; i < s.size(); ++i) r += (i ? "," : "") + std::to_string(s[i]);
   return r + "]";
 }
-void fill_uniform(HostTensor& t, uint32_t seed, float lo, float hi) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(lo, hi);
-  for (uint32_t& v : t.data) v = round_to(t.dtype, u(rng));
-}
-std::vector<HostTensor> run_1_and_8(const std::string& guid, const std::vector<HostTensor>& inputs,
-                                    const std::vector<HostTensor>& outputs, const std::vector<float>& scalars = {}) {
-  std::vector<HostTensor> one = outputs, eight = outputs;
-  const RunOutcome r1 = run_kernel(guid, inputs, one, 1, scalars);
-  EXPECT_TRUE(r1.ok) << guid << ": " << r1.error;
-  EXPECT_TRUE(r1.gaps_ok) << guid << ": 1 core wrote outside the outputs' elements";
-  const RunOutcome r8 = run_kernel(guid, inputs, eight, 8, scalars);
-  EXPECT_TRUE(r8.ok) << guid << ": " << r8.error;
-  EXPECT_TRUE(r8.gaps_ok) << guid << ": 8 cores wrote outside the outputs' elements";
-  for (size_t k = 0; k < one.size(); ++k) EXPECT_EQ(one[k].data, eight[k].data) << guid << ": 1 vs 8 cores, output " << k;
-  return one;
-}
 struct Tol {
   double rtol, atol;
 };

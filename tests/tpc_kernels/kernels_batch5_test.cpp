@@ -37,44 +37,6 @@ void fill_bits(HostTensor& t, uint32_t seed) {
   const unsigned bits = tpc::dtype_bits(t.dtype);
   for (uint32_t& v : t.data) v = bits == 32 ? static_cast<uint32_t>(rng()) : static_cast<uint32_t>(rng()) & ((1u << bits) - 1);
 }
-void fill_uniform(HostTensor& t, uint32_t seed, float lo, float hi) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(lo, hi);
-  for (uint32_t& v : t.data) v = round_to(t.dtype, u(rng));
-}
-std::vector<HostTensor> run_1_and_8(const std::string& guid, const std::vector<HostTensor>& inputs,
-                                    const std::vector<HostTensor>& outputs, const std::vector<float>& scalars = {}) {
-  std::vector<HostTensor> one = outputs, eight = outputs;
-  const RunOutcome r1 = run_kernel(guid, inputs, one, 1, scalars);
-  EXPECT_TRUE(r1.ok) << guid << ": " << r1.error;
-  EXPECT_TRUE(r1.gaps_ok) << guid << ": 1 core wrote outside the outputs' elements";
-  const RunOutcome r8 = run_kernel(guid, inputs, eight, 8, scalars);
-  EXPECT_TRUE(r8.ok) << guid << ": " << r8.error;
-  EXPECT_TRUE(r8.gaps_ok) << guid << ": 8 cores wrote outside the outputs' elements";
-  for (size_t k = 0; k < one.size(); ++k) EXPECT_EQ(one[k].data, eight[k].data) << guid << ": 1 vs 8 cores, output " << k;
-  return one;
-}
-TensorParams tp(DType t, std::vector<uint32_t> shape) { return {t, std::move(shape), {}}; }
-void expect_error(const InstantiateResult& r, GlueStatus status, const std::vector<std::string>& parts) {
-  EXPECT_EQ(r.status, status) << glue_status_name(r.status) << ": " << r.message;
-  for (const std::string& part : parts) EXPECT_NE(r.message.find(part), std::string::npos) << r.message << " / " << part;
-}
-size_t linear(const Shape& s, const std::array<uint32_t, 5>& c) {
-  size_t i = 0, mul = 1;
-  for (size_t d = 0; d < s.size(); ++d) {
-    i += c[d] * mul;
-    mul *= s[d];
-  }
-  return i;
-}
-std::array<uint32_t, 5> coords(const Shape& s, size_t i) {
-  std::array<uint32_t, 5> c{};
-  for (size_t d = 0; d < s.size(); ++d) {
-    c[d] = static_cast<uint32_t>(i % s[d]);
-    i /= s[d];
-  }
-  return c;
-}
 struct Tol {
   double rtol, atol;
 };
