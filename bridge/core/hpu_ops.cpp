@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 #include <ATen/EmptyTensor.h>
 #include <ATen/native/CPUFallback.h>
+#include <ATen/native/Resize.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/view_native.h>
@@ -64,6 +65,42 @@ at::Tensor as_strided(const at::Tensor& self, at::IntArrayRef size, at::IntArray
 }
 
 at::Tensor view(const at::Tensor& self, at::IntArrayRef size) { return at::native::view(self, size); }
+
+// set_: metadata only. self takes `source`'s storage (or a storage's) with the given geometry;
+// the pending graph knows storages by identity, so nothing it recorded changes.
+at::Tensor& set_storage(at::Tensor& self, c10::Storage source, int64_t offset, at::IntArrayRef size,
+                        at::IntArrayRef stride) {
+  TORCH_CHECK(source.device().type() == c10::DeviceType::HPU, "set_: the storage is on ", source.device(),
+              ", not on the HPU");
+  if (stride.empty() && !size.empty()) stride = at::IntArrayRef();   // no strides: contiguous
+  at::native::checkSetStorage(self, source, offset, size, stride);
+  c10::TensorImpl* impl = self.unsafeGetTensorImpl();
+  impl->set_storage_offset(offset);
+  if (stride.data()) {
+    impl->set_sizes_and_strides(size, stride);
+  } else {
+    impl->set_sizes_contiguous(size);
+  }
+  const uint64_t needed =
+      at::detail::computeStorageNbytes(impl->sizes(), impl->strides(), self.itemsize(), static_cast<size_t>(offset));
+  TORCH_CHECK(needed <= source.nbytes(), "set_: ", needed, " bytes of geometry over a storage of ", source.nbytes());
+  return self;
+}
+
+at::Tensor& set_source_storage(at::Tensor& self, c10::Storage source) {
+  const int64_t elements = static_cast<int64_t>(source.nbytes() / self.itemsize());
+  return set_storage(self, source, 0, {elements}, {1});
+}
+
+at::Tensor& set_source_tensor(at::Tensor& self, const at::Tensor& source) {
+  if (self.is_same(source)) return self;
+  return set_storage(self, source.storage(), source.storage_offset(), source.sizes(), source.strides());
+}
+
+at::Tensor& set_empty(at::Tensor& self) {
+  c10::Storage empty(c10::Storage::use_byte_size_t(), 0, hpu_allocator(), true);
+  return set_storage(self, empty, 0, {0}, {1});
+}
 
 at::Tensor reshape_alias(const at::Tensor& self, at::IntArrayRef size, at::IntArrayRef stride) {
   return at::native::_reshape_alias(self, size, stride);
@@ -208,6 +245,10 @@ TORCH_LIBRARY_IMPL(aten, HPU, m) {
   m.impl("view", TORCH_FN(view));
   m.impl("_reshape_alias", TORCH_FN(reshape_alias));
   m.impl("resize_", TORCH_FN(resize_storage));
+  m.impl("set_.source_Storage_storage_offset", TORCH_FN(set_storage));
+  m.impl("set_.source_Storage", TORCH_FN(set_source_storage));
+  m.impl("set_.source_Tensor", TORCH_FN(set_source_tensor));
+  m.impl("set_", TORCH_FN(set_empty));
   m.impl("_copy_from", TORCH_FN(copy_from));
   m.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize));
   m.impl("_local_scalar_dense", TORCH_FN(local_scalar_dense));

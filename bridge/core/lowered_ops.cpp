@@ -417,18 +417,19 @@ void lerp(Lowering& l, const LoweredCall& c) {
 
 // cat along a dim whose slices of the output are dense (the outermost one with a size above 1, or
 // an earlier one): each input is copied into its part of the output.
+// cat: each input copied into its part of the output (a dense run when the parts before the dim
+// are size 1, a strided_insert into the output otherwise).
 void cat(Lowering& l, const LoweredCall& c) {
   const at::Tensor& out = c.outputs.at(0);
   const auto inputs = c.args[0].toTensorList();
   const int64_t dim = c10::maybe_wrap_dim(c.args[1].toInt(), out.dim());
-  for (int64_t d = 0; d < dim; ++d)
-    if (out.size(d) != 1) throw CannotLower("cat along a dim whose slices are strided");
+  if (!out.is_contiguous()) throw CannotLower("cat into a strided output");
   int64_t offset = 0;
   for (const at::Tensor& t : inputs) {
     if (t.numel() == 0) continue;   // torch's legacy empty inputs
     if (t.scalar_type() != out.scalar_type()) throw CannotLower("cat of mixed dtypes");
-    l.node("memcpy", {l.input(t)}, {l.output_part(out, offset, t.sizes())});
-    offset += t.numel();
+    l.node("memcpy", {l.input(t)}, {l.output(out.narrow(dim, offset, t.size(dim)))});
+    offset += t.size(dim);
   }
 }
 

@@ -46,6 +46,18 @@ uint64_t device_element_bytes(at::ScalarType dtype) {
   return dtype == at::kLong ? 4 : c10::elementSize(dtype);
 }
 
+std::string raw_suffix(at::ScalarType dtype) {
+  switch (dtype) {
+    case at::kFloat: return "_f32";
+    case at::kBFloat16: return "_bf16";
+    case at::kInt:
+    case at::kLong: return "_i32";
+    case at::kBool:
+    case at::kByte: return "_u8";
+    default: throw CannotLower(std::string("no raw moves of ") + c10::toString(dtype));
+  }
+}
+
 std::string guid_suffix(at::ScalarType dtype) {
   if (dtype == at::kFloat) return "_f32";
   if (dtype == at::kBFloat16) return "_bf16";
@@ -116,7 +128,8 @@ ValueId Lowering::remember(ValueId v, at::ScalarType dtype) {
 
 const PendingValue& Lowering::value(ValueId id) const { return Lazy::get().graph().value(id); }
 
-ValueId Lowering::dense_region(const at::Tensor& t, at::IntArrayRef sizes, bool write, int64_t extra_offset) {
+ValueId Lowering::dense_region(const at::Tensor& t, at::IntArrayRef sizes, bool write, int64_t extra_offset,
+                               bool partial) {
   check_device_tensor(t);
   const c10::Storage& storage = t.storage();
   storages_.push_back(storage);
@@ -129,9 +142,10 @@ ValueId Lowering::dense_region(const at::Tensor& t, at::IntArrayRef sizes, bool 
   Lazy& lazy = Lazy::get();
   if (!write) {
     lazy.check_value(storage.unsafeGetStorageImpl());
-  } else if (r.offset == 0 && c10::multiply_integers(sizes) == static_cast<int64_t>(storage.nbytes() / t.itemsize())) {
+  } else if (!partial && r.offset == 0 && c10::multiply_integers(sizes) == static_cast<int64_t>(storage.nbytes() / t.itemsize())) {
     lazy.written_whole(storage.unsafeGetStorageImpl());
   }
+  if (partial) return remember(lazy.graph().write_partial(r), t.scalar_type());
   return remember(write ? lazy.graph().write(r) : lazy.graph().read(r), t.scalar_type());
 }
 
@@ -139,7 +153,13 @@ ValueId Lowering::input(const at::Tensor& t) {
   check_device_tensor(t);
   if (t.is_contiguous()) return dense_region(t, t.sizes(), false);
   const std::optional<DenseBlock> block = dense_block(t.sizes(), t.strides());
-  if (!block) throw CannotLower("a strided layout that is not a permutation of a dense block");
+  if (!block) {
+    const Span span = span_of(t);
+    const ValueId whole = dense_region(t, {span.elements}, false);
+    const ValueId y = temp(t.scalar_type(), synapse_shape(t.sizes()));
+    node("strided_view" + raw_suffix(t.scalar_type()), {whole}, {y}, span.strides);
+    return y;
+  }
   std::vector<int64_t> block_sizes;   // torch order (outermost first)
   for (auto it = block->dims.rbegin(); it != block->dims.rend(); ++it) block_sizes.push_back(t.size(*it));
   const ValueId x = dense_region(t, block_sizes, false);
@@ -147,6 +167,16 @@ ValueId Lowering::input(const at::Tensor& t) {
   const ValueId y = temp(t.scalar_type(), synapse_shape(t.sizes()));
   node("permute" + guid_suffix(t.scalar_type()), {x}, {y}, block->permutation);
   return y;
+}
+
+Lowering::Span Lowering::span_of(const at::Tensor& t) {
+  Span span{1, {}};
+  for (int64_t d = t.dim() - 1; d >= 0; --d) {
+    span.elements += (t.size(d) - 1) * t.stride(d);
+    span.strides.push_back(t.size(d) == 1 ? 0.0f : static_cast<float>(t.stride(d)));
+  }
+  if (span.elements > (int64_t{1} << 24)) throw CannotLower("a strided view spanning more than 2^24 elements");
+  return span;
 }
 
 ValueId Lowering::broadcast_input(const at::Tensor& t) {
@@ -208,7 +238,16 @@ ValueId Lowering::output(const at::Tensor& t) {
   // A permutation of a dense block: the op writes a temporary of t's shape, and commit() permutes
   // it into the block once the op's own nodes are in.
   const std::optional<DenseBlock> block = dense_block(t.sizes(), t.strides());
-  if (!block) throw CannotLower("a strided output that is not a permutation of a dense block");
+  if (!block) {
+    const Span span = span_of(t);
+    for (int64_t d = 0; d < t.dim(); ++d)
+      if (t.stride(d) == 0 && t.size(d) > 1) throw CannotLower("a write into an expanded view");
+    const ValueId before = dense_region(t, {span.elements}, false);
+    const ValueId after = dense_region(t, {span.elements}, true, 0, true);
+    const ValueId y = temp(t.scalar_type(), synapse_shape(t.sizes()));
+    finishing_.push_back({"strided_insert" + raw_suffix(t.scalar_type()), {before, y}, after, span.strides});
+    return y;
+  }
   std::vector<int64_t> block_sizes;
   for (auto it = block->dims.rbegin(); it != block->dims.rend(); ++it) block_sizes.push_back(t.size(*it));
   const ValueId x = dense_region(t, block_sizes, true);
@@ -216,7 +255,7 @@ ValueId Lowering::output(const at::Tensor& t) {
   const ValueId y = temp(t.scalar_type(), synapse_shape(t.sizes()));
   std::vector<float> inverse(block->permutation.size());
   for (size_t k = 0; k < inverse.size(); ++k) inverse[static_cast<size_t>(block->permutation[k])] = static_cast<float>(k);
-  finishing_.push_back({"permute" + guid_suffix(t.scalar_type()), y, x, inverse});
+  finishing_.push_back({"permute" + guid_suffix(t.scalar_type()), {y}, x, inverse});
   return y;
 }
 
@@ -225,13 +264,6 @@ ValueId Lowering::output_as(const at::Tensor& t, at::IntArrayRef sizes) {
   if (!t.is_contiguous()) throw CannotLower("a strided output");
   TORCH_INTERNAL_ASSERT(c10::multiply_integers(sizes) == t.numel());
   return dense_region(t, sizes, true);
-}
-
-ValueId Lowering::output_part(const at::Tensor& t, int64_t offset, at::IntArrayRef sizes) {
-  check_device_tensor(t);
-  if (!t.is_contiguous()) throw CannotLower("a strided output");
-  TORCH_INTERNAL_ASSERT(offset >= 0 && offset + c10::multiply_integers(sizes) <= t.numel());
-  return dense_region(t, sizes, true, offset);
 }
 
 ValueId Lowering::input_as_shape(const at::Tensor& t, at::IntArrayRef sizes) {
@@ -254,7 +286,7 @@ ValueId Lowering::constant(double value, at::ScalarType dtype) {
 }
 
 void Lowering::commit() {
-  for (const Finishing& f : finishing_) node(f.guid, {f.from}, {f.to}, f.scalars);
+  for (const Finishing& f : finishing_) node(f.guid, f.from, {f.to}, f.scalars);
   finishing_.clear();
   for (const c10::Storage& s : storages_) Lazy::get().keep(s);
   storages_.clear();

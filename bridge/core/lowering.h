@@ -32,6 +32,9 @@ synDataType device_type(at::ScalarType dtype);
 uint64_t device_element_bytes(at::ScalarType dtype);
 // "_f32" / "_bf16": the kernel library's GUID suffix; CannotLower for other dtypes.
 std::string guid_suffix(at::ScalarType dtype);
+// The suffix of the kernels that move elements as raw bits (strided_view / strided_insert):
+// "_f32", "_bf16", "_i32" (int32, int64), "_u8" (bool, uint8).
+std::string raw_suffix(at::ScalarType dtype);
 // Also "_i32" for int32 and int64 (held as int32), for the kernels that have integer forms
 // (add, sub, mul, max, min, fill).
 std::string arithmetic_suffix(at::ScalarType dtype);
@@ -41,19 +44,19 @@ std::vector<uint32_t> synapse_shape(at::IntArrayRef sizes);
 class Lowering {
  public:
   // `t` read as a dense tensor of its own shape: directly when contiguous, through a permute
-  // node when its layout is a permutation of a dense block. CannotLower otherwise.
+  // node when its layout is a permutation of a dense block, through a strided_view node of the
+  // storage span it covers otherwise (a slice, a column).
   ValueId input(const at::Tensor& t);
   // Like input(), but dims `t` broadcasts along (stride 0) stay size 1, for kernels that broadcast.
   ValueId broadcast_input(const at::Tensor& t);
   // input() converted to `dtype` (casts between f32, bf16, int32 / int64 and bool).
   ValueId input_as(const at::Tensor& t, at::ScalarType dtype);
   // `t` written whole: directly when contiguous, through a permute node after the op's nodes
-  // when its layout is a permutation of a dense block. CannotLower otherwise.
+  // when its layout is a permutation of a dense block, through a strided_insert node into the
+  // storage span it covers otherwise (in place: the span's other elements keep their values).
   ValueId output(const at::Tensor& t);
   // The same region as `t`, seen with another shape (same element count).
   ValueId output_as(const at::Tensor& t, at::IntArrayRef sizes);
-  // A dense part of contiguous `t`: `sizes` elements from element `offset` of t on.
-  ValueId output_part(const at::Tensor& t, int64_t offset, at::IntArrayRef sizes);
   ValueId input_as_shape(const at::Tensor& t, at::IntArrayRef sizes);
   ValueId temp(at::ScalarType dtype, std::vector<uint32_t> shape);
   // A one-element tensor holding `value` (a fill node).
@@ -70,12 +73,21 @@ class Lowering {
   void commit();
 
  private:
-  ValueId dense_region(const at::Tensor& t, at::IntArrayRef sizes, bool write, int64_t extra_offset = 0);
+  ValueId dense_region(const at::Tensor& t, at::IntArrayRef sizes, bool write, int64_t extra_offset = 0,
+                       bool partial = false);
+  // A strided view that is no permutation of a dense block: the span of its storage from its
+  // first element to its last, and its strides (Synapse order) for strided_view / strided_insert.
+  struct Span {
+    int64_t elements;
+    std::vector<float> strides;
+  };
+  static Span span_of(const at::Tensor& t);
   ValueId remember(ValueId v, at::ScalarType dtype);
   // Nodes that end the op (a permuted output's permute), added by commit().
   struct Finishing {
     std::string guid;
-    ValueId from, to;
+    std::vector<ValueId> from;
+    ValueId to;
     std::vector<float> scalars;
   };
   std::vector<Finishing> finishing_;

@@ -145,7 +145,8 @@ LaunchReport PendingGraph::launch(synDeviceId device, synStreamHandle stream, co
   std::vector<bool> to_workspace(values_.size(), false);
   std::vector<std::optional<ValueId>> same_as(values_.size());
   for (auto& [storage, list] : accesses) {
-    const bool hidden = !visible(storage);
+    bool hidden = !visible(storage);
+    for (const Access& a : list) hidden = hidden && !values_[a.value].partial;
     for (size_t i = 0; i < list.size(); ++i) {
       const Region& r = values_[list[i].value].region;
       if (list[i].write) {

@@ -31,7 +31,8 @@ using ValueId = uint32_t;
 
 struct PendingValue {
   enum Kind : uint8_t { kRead, kWrite, kTemp } kind = kTemp;
-  Region region;   // kRead / kWrite: where; kTemp: type and shape only
+  Region region;          // kRead / kWrite: where; kTemp: type and shape only
+  bool partial = false;   // kWrite: an in-place update of some of the region's elements
 };
 
 struct PendingNode {
@@ -51,6 +52,9 @@ class PendingGraph {
  public:
   ValueId read(const Region& region) { return add({PendingValue::kRead, region}); }
   ValueId write(const Region& region) { return add({PendingValue::kWrite, region}); }
+  // A write of some elements of `region` in place (the node reads the region too): the storage
+  // stays in device memory (never workspace), so the elements it leaves keep their values.
+  ValueId write_partial(const Region& region) { return add({PendingValue::kWrite, region, true}); }
   ValueId temp(synDataType type, std::vector<uint32_t> shape) {
     return add({PendingValue::kTemp, Region{0, 0, 0, type, std::move(shape)}});
   }

@@ -25,11 +25,15 @@ namespace {
 // Batch 5: the comparisons are Binary (ops.inc's OP_EQ ...), silu / gelu (erf) UnaryF32 / Backward, the
 // u8 casts Cast, reduce_min Reduce; through instantiate_batch3: Where (where_fwd.s), Gather
 // (gather_fwd.s), Range (range_fwd.s), RandomUniform / RandomNormal (random_fwd.s).
+// Batch 6, through instantiate_batch3: StridedView / StridedInsert (strided_copy.s, or per element
+// strided_gather.s / strided_scatter.s).
 enum class Kind : uint8_t {
   Binary, Backward, Unary, Fill, Cast, UnaryF32, Ternary, Reduce, Softmax, SoftmaxBwd,
   LayerNormFwd, LayerNormBwd, LayerNormBwdGB, NllFwd, NllBwd, DropoutFwd, DropoutBwd, Optim,
-  Permute, EmbeddingFwd, EmbeddingBwd, Where, Gather, Range, RandomUniform, RandomNormal
+  Permute, EmbeddingFwd, EmbeddingBwd, Where, Gather, Range, RandomUniform, RandomNormal,
+  StridedView, StridedInsert
 };
+bool is_strided(Kind k) { return k == Kind::StridedView || k == Kind::StridedInsert; }
 bool is_batch3(Kind k) { return k >= Kind::LayerNormFwd; }
 
 // The VLM embedding_bwd accumulates its chunk of rows in (of the 80 KB every preset gives).
@@ -173,6 +177,13 @@ const std::vector<KernelDef>& kernel_table() {
     t.push_back({"cast_u8_to_f32", Kind::Cast, "cast_u8_to_f32.s", DType::U8, DType::F32, {"X"}, {"Y"}});
     t.push_back({"cast_i32_to_u8", Kind::Cast, "cast_i32_to_u8.s", DType::I32, DType::U8, {"X"}, {"Y"}});
     t.push_back({"cast_u8_to_i32", Kind::Cast, "cast_u8_to_i32.s", DType::U8, DType::I32, {"X"}, {"Y"}});
+    // ---- Batch 6: strided views of a flat tensor (one stride per dim of the view, elements) ----
+    for (DType d : {DType::F32, DType::BF16, DType::I32, DType::U8}) {
+      const std::string sfx = std::string("_") + tpc::dtype_name(d);
+      const std::vector<std::string> strides = {"stride[0]", "stride[1]", "stride[2]", "stride[3]", "stride[4]"};
+      t.push_back({"strided_view" + sfx, Kind::StridedView, "", d, d, {"X"}, {"Y"}, {}, {}, 1, strides, 5});
+      t.push_back({"strided_insert" + sfx, Kind::StridedInsert, "", d, d, {"X", "S"}, {"Y"}, {}, {}, 2, strides, 5});
+    }
     return t;
   }();
   return table;
@@ -424,7 +435,15 @@ std::optional<Failure> validate_batch3(const KernelDef& def, const KernelParams&
     return Failure{GlueStatus::IncompatibleScalarParams,
                    def.guid + " takes one scalar parameter per dim of input 0 (X), " + std::to_string(x_rank) +
                        " (the permutation: Y's dim k is X's dim perm[k]), got " + std::to_string(p.scalars.size())};
-  if (!by_rank && (p.scalars.size() > n_sc || p.scalars.size() + def.optional_scalars < n_sc))
+  // strided_view / strided_insert: one stride per dim of the view (Y / S).
+  const bool strided = is_strided(def.kind);
+  const size_t view_rank = !strided ? 0 : def.kind == Kind::StridedView ? p.outputs[0].shape.size() : p.inputs[1].shape.size();
+  if (strided && (view_rank <= kMaxDims ? p.scalars.size() != view_rank : p.scalars.size() > kMaxDims))
+    return Failure{GlueStatus::IncompatibleScalarParams,
+                   def.guid + " takes one scalar parameter per dim of " +
+                       (def.kind == Kind::StridedView ? "output 0 (Y), " : "input 1 (S), ") + std::to_string(view_rank) +
+                       " (the view's strides in elements, stride[0] first), got " + std::to_string(p.scalars.size())};
+  if (!by_rank && !strided && (p.scalars.size() > n_sc || p.scalars.size() + def.optional_scalars < n_sc))
     return Failure{GlueStatus::IncompatibleScalarParams,
                    def.guid + " takes " + (def.optional_scalars ? std::to_string(n_sc - def.optional_scalars) + " or " : "") +
                        std::to_string(n_sc) + " scalar parameter" + (n_sc == 1 ? "" : "s") +
@@ -479,6 +498,12 @@ std::optional<Failure> validate_batch3(const KernelDef& def, const KernelParams&
     }
     case Kind::EmbeddingBwd:
       if (!p.scalars.empty() && !is_integer(p.scalars[0])) return bad_scalar(0, "must be an integer");
+      break;
+    case Kind::StridedView:
+    case Kind::StridedInsert:
+      for (size_t k = 0; k < p.scalars.size(); ++k)
+        if (!is_integer(p.scalars[k]) || p.scalars[k] < 0.0f || p.scalars[k] >= 2147483648.0f)
+          return bad_scalar(k, "must be an integer 0 .. 2^31-1 (a stride in elements)");
       break;
     case Kind::Gather: {
       if (x_rank > kMaxDims) break;   // the tensor check reports it
@@ -618,6 +643,40 @@ std::optional<Failure> validate_batch3(const KernelDef& def, const KernelParams&
     }
     case Kind::Where:
       return check_broadcast(p, def);
+    case Kind::StridedView:
+    case Kind::StridedInsert: {
+      const bool view = def.kind == Kind::StridedView;
+      if (x.shape.size() > 1)
+        return Failure{GlueStatus::IncompatibleInputSize,
+                       tensor_label(true, 0, def.input_names) + ": shape " + shape_text(x.shape) +
+                           ", must be 1-D (the flat span of elements the view addresses)"};
+      if (!view)
+        if (auto f = want_shape(false, 0, x.shape, "it must have input 0 (X)'s shape (Y is X's memory, updated in place):"))
+          return f;
+      // The view's last element, sum over d of (size[d] - 1) * stride[d], must lie inside X (each
+      // term is below 2^62; the sum saturates rather than wrap).
+      const TensorParams& v = view ? p.outputs[0] : p.inputs[1];
+      const auto pv = padded(v.shape);
+      const uint64_t n = elements(x);
+      uint64_t last = 0;
+      bool overflow = false;
+      std::string strides;
+      for (size_t d = 0; d < p.scalars.size(); ++d) {
+        const uint64_t term = static_cast<uint64_t>(pv[d] - 1) * static_cast<uint64_t>(p.scalars[d]);
+        strides += (d ? ", " : "") + std::to_string(static_cast<uint64_t>(p.scalars[d]));
+        if (last > UINT64_MAX - term) overflow = true;
+        else last += term;
+      }
+      if (overflow || last >= n)
+        return Failure{GlueStatus::IncompatibleInputSize,
+                       tensor_label(true, 0, def.input_names) + ": shape " + shape_text(x.shape) + " holds " +
+                           std::to_string(n) + " elements, but the view (" +
+                           (view ? tensor_label(false, 0, def.output_names) : tensor_label(true, 1, def.input_names)) +
+                           "'s shape " + shape_text(v.shape) + " with strides [" + strides + "]) reaches element " +
+                           (overflow ? std::string("2^64 or more") : std::to_string(last)) +
+                           " (the sum of (size[d] - 1) * stride[d]), past X's last, " + std::to_string(n - 1)};
+      break;
+    }
     case Kind::Gather: {
       const TensorParams& idx = p.inputs[1];
       const size_t rank = std::max<size_t>(x.shape.size(), 1);
@@ -724,7 +783,8 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
   std::ostringstream src, variant;
   src << "// " << def.guid << ": the glue's prelude for the kernel file included at the end\n"
       << width_prelude();
-  if (def.kind != Kind::Permute && def.kind != Kind::Gather) src << ".equ LANES " << lanes << "\n";   // per variant
+  if (def.kind != Kind::Permute && def.kind != Kind::Gather && !is_strided(def.kind))
+    src << ".equ LANES " << lanes << "\n";   // per variant
   // gamma / beta ([N0]) repeated along X's dims 1..4 with stride 0.
   auto repeat_row = [&](DescriptorTemplate& d) {
     d.dims = static_cast<uint8_t>(std::max<size_t>(x.shape.size(), 1));
@@ -961,6 +1021,60 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
       inst.input_patterns[0][gdim] = AccessPatternDim{static_cast<uint8_t>(gdim), 0, 0, static_cast<int32_t>(px[gdim]) - 1};
       variant << "gather " << t << " dim " << gdim;
       src << ".equ LANES 1\n.equ GDIM " << gdim << "\n.include \"gather_fwd.s\"\n";
+      break;
+    }
+    case Kind::StridedView:
+    case Kind::StridedInsert: {
+      // The index space is the view's (strided_view: Y, strided_insert: S); the flat tensor (X of
+      // the view, Y of the insert) is described in the view's coordinates: size[d] = the view's,
+      // stride[d] = scalars[d] for d >= 1, dim 0 contiguous. The vector variant (stride[0] == 1,
+      // or a view one element wide in dim 0) copies vectors at the same coordinates; otherwise one
+      // element per step, the flat tensor's dim-0 coordinate c0 * stride[0] (S0).
+      const bool view = def.kind == Kind::StridedView;
+      const TensorParams& vt = view ? p.outputs[0] : p.inputs[1];
+      const auto pv = padded(vt.shape);
+      std::array<int64_t, kMaxDims> st{};
+      for (size_t d = 0; d < p.scalars.size() && d < kMaxDims; ++d) st[d] = static_cast<int64_t>(p.scalars[d]);
+      const bool element = st[0] != 1 && pv[0] != 1;
+      inst.ispace_geometry = {element ? static_cast<int32_t>(pv[0]) : vectors(pv[0]), static_cast<int32_t>(pv[1]),
+                              static_cast<int32_t>(pv[2]), static_cast<int32_t>(pv[3]), static_cast<int32_t>(pv[4])};
+      DescriptorTemplate flat;
+      flat.dtype = def.out;
+      flat.dims = static_cast<uint8_t>(std::max<size_t>(vt.shape.size(), 1));
+      for (unsigned d = 0; d < kMaxDims; ++d) {
+        flat.size[d] = pv[d];
+        flat.stride[d] = d == 0 ? 1 : st[d];
+      }
+      if (element) flat.size[0] = static_cast<uint32_t>((pv[0] - 1) * st[0] + 1);   // < n: validated
+      // The flat tensor's pattern: any element (the whole 1-D tensor, conservative); the view's:
+      // a vector (or an element) of dim 0 per step, one element of dims 1..4.
+      const int32_t n = static_cast<int32_t>(px[0]);
+      TensorAccessPattern whole_flat;
+      whole_flat[0] = AccessPatternDim{0, 0, 0, n - 1};
+      for (unsigned d = 1; d < kMaxDims; ++d) whole_flat[d] = AccessPatternDim{static_cast<uint8_t>(d), 0, 0, 0};
+      const TensorAccessPattern dense = pattern_of(element ? AccessPatternDim{0, 1, 0, 0} : vec0, pv, false);
+      // Raw bits through the scalar moves: the unsigned type of the element's width.
+      const DType raw = tpc::dtype_bits(def.out) == 32 ? DType::U32 : tpc::dtype_bits(def.out) == 16 ? DType::U16 : DType::U8;
+      if (element) flat.dtype = raw;
+      if (view) {
+        inst.inputs[0] = flat;
+        inst.input_patterns[0] = whole_flat;
+        inst.output_patterns[0] = dense;
+        if (element) inst.outputs[0].dtype = raw;
+      } else {
+        inst.outputs[0] = flat;
+        inst.output_patterns[0] = whole_flat;
+        inst.input_patterns[0] = whole_flat;   // X: not read; its memory is Y's
+        inst.input_patterns[1] = dense;
+        if (element) inst.inputs[1].dtype = raw;
+      }
+      inst.srf[0] = static_cast<uint32_t>(st[0]);
+      variant << (view ? "strided view " : "strided insert ") << (element ? "element " : "vector ") << t;
+      if (element)
+        src << ".equ LANES 1\n.include \"" << (view ? "strided_gather.s" : "strided_scatter.s") << "\"\n";
+      else
+        src << ".equ LANES " << lanes << "\n.equ SRC " << (view ? 0 : 1) << "\n.equ DST " << (view ? 1 : 2)
+            << "\n.macro ROW_SETUP\n.endm\n.include \"strided_copy.s\"\n";
       break;
     }
     case Kind::Range: {

@@ -148,3 +148,20 @@ def test_a_graph_that_cannot_launch_loses_its_values_loudly():
     del filler
     y.copy_(x)                # written whole: its value is defined again
     assert torch.equal(y.cpu(), x.cpu())
+
+
+def test_set_moves_a_tensor_onto_another_storage_without_device_work():
+    before = dict(torch.hpu.fallback_counts())
+    a = torch.arange(6.0).to("hpu")
+    b = torch.empty(0, device="hpu").set_(a)
+    assert b.untyped_storage().data_ptr() == a.untyped_storage().data_ptr()
+    c = torch.empty(0, device="hpu").set_(a.untyped_storage(), 2, (2, 2), (2, 1))
+    assert torch.equal(c.cpu(), torch.tensor([[2.0, 3.0], [4.0, 5.0]]))
+    c.mul_(10)    # the same storage as a
+    assert torch.equal(a.cpu(), torch.tensor([0.0, 1.0, 20.0, 30.0, 40.0, 50.0]))
+    assert torch.empty(3, device="hpu").set_().shape == (0,)
+    with pytest.raises(RuntimeError, match="set_: 28 bytes of geometry over a storage of 24"):
+        torch.empty(0, device="hpu").set_(a.untyped_storage(), 2, (5,), (1,))
+    with pytest.raises(RuntimeError, match="set_: the storage is on cpu, not on the HPU"):
+        torch.empty(0, device="hpu").set_(torch.ones(3).untyped_storage())
+    assert torch.hpu.fallback_counts() == before

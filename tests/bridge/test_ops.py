@@ -213,3 +213,20 @@ def test_random_fills_on_the_device():
     again = torch.rand(100_000, device="hpu").cpu()
     assert torch.equal(again, u)
     assert not torch.equal(torch.rand(100_000, device="hpu").cpu(), u)
+
+
+def test_slices_columns_and_chunks_are_read_and_written_in_place():
+    x, y = torch.randn(6, 9), torch.randn(6, 3)
+    def fn(a, b):
+        out = a * 1
+        out[:, 2].fill_(7)            # a column
+        out[1:4, 3:6].mul_(b[1:4])    # a block with gaps between its rows
+        out[:, ::4] += 1              # every 4th column
+        q, k, v = out.chunk(3, 1)     # attention's fused-projection split
+        return torch.cat([v * 2, q - k, out[:, 1:8:3]], 1)
+    check(fn, x, y, grad=True)
+    check(lambda a: a.split(2, 1)[1] * 3, x)
+    check(lambda a: a.t()[2:5] + 1, x)
+    check(lambda a: a.unsqueeze(0).expand(3, 6, 9)[:, 1:3, ::2].sum(), x)
+    mask = torch.randn(6, 9) > 0
+    check(lambda a, m: a.masked_fill(m[:, :4], 0)[:, 1], x[:, :4].contiguous(), mask)

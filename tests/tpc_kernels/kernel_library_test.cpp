@@ -55,6 +55,10 @@ TEST(TpcKernelLibrary, ListsEveryGuid) {
       want.push_back(g + std::string(t));
   for (const char* g : {"range_fwd_f32", "range_fwd_i32", "cast_f32_to_u8", "cast_u8_to_f32", "cast_i32_to_u8", "cast_u8_to_i32"})
     want.push_back(g);
+  // Batch 6 (kernels_strided_test.cpp).
+  for (const char* t : {"f32", "bf16", "i32", "u8"})
+    for (const char* g : {"strided_view_", "strided_insert_"}) want.push_back(g + std::string(t));
+  EXPECT_EQ(want.size(), 148u);
   for (const std::string& g : want) EXPECT_TRUE(have.count(g)) << g;
   EXPECT_EQ(have.size(), want.size());
   EXPECT_TRUE(std::is_sorted(guids.begin(), guids.end()));
@@ -67,6 +71,9 @@ bool batch3_guid(const std::string& g) {
   // Batch 5's that the loop below cannot describe (kernels_batch5_test.cpp instantiates each).
   for (const char* prefix : {"equal_", "not_equal_", "less_", "greater_", "where_", "gather_", "range_", "random_"})
     if (g.rfind(prefix, 0) == 0) return true;
+  // Batch 6's: a flat X and one stride per dim of the view (kernels_strided_test.cpp instantiates
+  // each, in both variants).
+  if (g.rfind("strided_", 0) == 0) return true;
   return g.find("u8") != std::string::npos;
 }
 
