@@ -229,6 +229,7 @@ void run_on_cpu(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const FallbackPolicy& policy = fallback_policy();
   const std::string short_name = name.name.substr(name.name.find("::") == std::string::npos ? 0 : name.name.find("::") + 2);
   TORCH_CHECK_NOT_IMPLEMENTED(policy.allows(name.name), short_name, " is not yet supported on HPU.");
+  Lazy::get().refuse_in_capture("cpu fallback", name.name);
   count_fallback(name);
   Card::get().host_work(HPUSIM_HOST_CPU_FALLBACK_OP, 1, ("cpu fallback " + short_name).c_str());
   if (policy.log_calls) log_fallback("CPU fallback " + short_name + " : " + describe_arguments(op, *stack));

@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "bridge/core/card.h"
+#include "bridge/core/hpu_graph.h"
 #include "bridge/core/metric_events.h"
 
 namespace hpusim::bridge {
@@ -58,6 +59,10 @@ void Lazy::op_recorded(const char* name) {
 
 void Lazy::flush(const char* why) {
   const std::lock_guard<std::recursive_mutex> lock(mutex_);
+  const std::string reason = why;
+  if (capturing_ != nullptr && reason != "mark_step" && reason != "capture end" && reason != "op limit") {
+    refuse_in_capture(reason);
+  }
   pending_ops_ = 0;
   if (graph_.empty()) {
     kept_.clear();
@@ -71,11 +76,18 @@ void Lazy::flush(const char* why) {
   const std::vector<uintptr_t> written = graph_.written_storages();
   LaunchReport report;
   try {
+    CapturedLaunch captured;
     report = graph_.launch(card.id(), card.stream(), why, [&](uintptr_t storage) {
       const auto it = kept.find(storage);
       // Anything beyond our own reference: a tensor somewhere can still read it.
       return it == kept.end() || it->second.use_count() > 1;
-    });
+    }, capturing_ != nullptr ? &captured : nullptr);
+    if (capturing_ != nullptr) {
+      std::vector<c10::Storage> storages;
+      for (auto& [key, storage] : kept) storages.push_back(storage);
+      capturing_->add_launch(std::move(captured), std::move(storages));
+      ++counters_.captured_launches;
+    }
   } catch (const std::exception& e) {
     for (uintptr_t key : written) {
       const auto it = kept.find(key);
@@ -87,7 +99,7 @@ void Lazy::flush(const char* why) {
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count());
   char recipe[24];
   std::snprintf(recipe, sizeof recipe, "%016llx", static_cast<unsigned long long>(report.graph_hash));
-  ++counters_.graphs;
+  if (capturing_ == nullptr) ++counters_.graphs;   // a captured graph runs at its replays
   if (report.compiled) {
     ++counters_.misses_by_recipe[recipe];
     if (eager_) {
@@ -102,6 +114,45 @@ void Lazy::flush(const char* why) {
     ++counters_.cache_hits;
     ++counters_.hits_by_recipe[recipe];
   }
+}
+
+void Lazy::begin_capture(HpuGraph* graph) {
+  const std::lock_guard<std::recursive_mutex> lock(mutex_);
+  TORCH_CHECK(!eager_, "HPU graphs need lazy mode (PT_HPU_LAZY_MODE=1)");
+  TORCH_CHECK(capturing_ == nullptr, "HPUGraph.capture_begin: another graph is capturing");
+  flush("capture begin");
+  capturing_ = graph;
+}
+
+void Lazy::end_capture() {
+  const std::lock_guard<std::recursive_mutex> lock(mutex_);
+  flush("capture end");
+  capturing_ = nullptr;
+}
+
+void Lazy::abort_capture() {
+  const std::lock_guard<std::recursive_mutex> lock(mutex_);
+  graph_.clear();
+  kept_.clear();
+  pending_ops_ = 0;
+  capturing_ = nullptr;
+}
+
+void Lazy::refuse_in_capture(const std::string& what, const std::string& detail) {
+  const std::lock_guard<std::recursive_mutex> lock(mutex_);
+  if (capturing_ == nullptr) return;
+  abort_capture();
+  std::string action = what;
+  if (what == "copy to host") action = "copying a tensor to the host";
+  if (what == "item") action = ".item()";
+  if (what == "synchronize") action = "torch.hpu.synchronize()";
+  if (what == "host write") action = "a host write into a tensor the capture uses";
+  TORCH_CHECK(false, action, " is not supported during hpu graph capturing", detail.empty() ? "" : " (" + detail + ")");
+}
+
+void Lazy::count_replay(uint64_t launches) {
+  const std::lock_guard<std::recursive_mutex> lock(mutex_);
+  counters_.replayed_launches += launches;
 }
 
 void Lazy::check_value(const c10::StorageImpl* storage) {

@@ -18,13 +18,17 @@
 
 namespace hpusim::bridge {
 
+class HpuGraph;
+
 struct GraphCounters {
-  uint64_t graphs = 0;        // graphs launched
+  uint64_t graphs = 0;        // graphs launched (not those an HPU graph captured)
   uint64_t compiles = 0;      // of them, compiled (a recipe-cache miss)
   uint64_t cache_hits = 0;
   uint64_t compile_wall_us = 0;   // host wall time of the compiling launches' compile step
   uint64_t ops_recorded = 0;
   uint64_t eager_compiles = 0;    // compiles of eager ops' graphs (not graph compilations)
+  uint64_t captured_launches = 0;   // launches compiled into HPU graphs (not run at capture)
+  uint64_t replayed_launches = 0;   // launches submitted again by HPU graph replays
   // By recipe (the graph's structural hash, hex): launches that hit and missed the recipe cache,
   // and each graph compilation's (recipe, host wall microseconds), in order.
   std::map<std::string, uint64_t> hits_by_recipe, misses_by_recipe;
@@ -48,6 +52,20 @@ class Lazy {
   // Whether the pending graph uses `storage` (a host write into it must launch first).
   bool pending_uses(const c10::StorageImpl* storage);
 
+  // HPU graph capture (hpu_graph.h): while `graph` captures, mark_step compiles what is pending
+  // into the graph instead of running it; anything else that would run it (a copy to the host,
+  // .item(), a synchronisation, a host write into a tensor the capture uses) and a CPU fallback
+  // are refused: the capture is abandoned and c10::Error says "... is not supported during hpu
+  // graph capturing".
+  void begin_capture(HpuGraph* graph);
+  void end_capture();
+  void abort_capture();
+  HpuGraph* capturing() const { return capturing_; }
+  // Throws the refusal for `what` (and abandons the capture) when a capture is on; `detail`
+  // (the op of a fallback) follows the message in parentheses.
+  void refuse_in_capture(const std::string& what, const std::string& detail = "");
+  void count_replay(uint64_t launches);
+
   // A launch that failed leaves what it should have written undefined: reading such a storage
   // throws, naming the failure, until it is written whole again.
   void check_value(const c10::StorageImpl* storage);
@@ -57,6 +75,7 @@ class Lazy {
 
  private:
   std::vector<std::pair<c10::weak_intrusive_ptr<c10::StorageImpl>, std::string>> lost_;
+  HpuGraph* capturing_ = nullptr;
   Lazy();
 
   std::recursive_mutex mutex_;

@@ -8,6 +8,8 @@
 
 #include "bridge/core/card.h"
 #include "bridge/core/generator.h"
+#include "bridge/core/hpu_graph.h"
+#include "bridge/core/lazy.h"
 #include "bridge/core/lowering.h"
 
 namespace hpusim::bridge {
@@ -61,13 +63,18 @@ ValueId whole_input(Lowering& l, const at::Tensor& t, at::ScalarType dtype) {
 }
 
 ValueId seed_input(Lowering& l, const std::optional<at::Generator>& generator) {
+  const at::Tensor seed_tensor = at::empty({1}, at::TensorOptions().dtype(at::kInt).device(c10::DeviceType::HPU));
+  if (HpuGraph* graph = Lazy::get().capturing()) {
+    // A capture runs nothing: each replay draws the seed, so the draws follow the replays.
+    graph->add_seed(seed_tensor, generator.has_value() ? *generator : default_hpu_generator());
+    return l.input(seed_tensor);
+  }
   HpuGenerator* hpu = hpu_generator(generator);
   uint32_t seed = 0;
   {
     const std::lock_guard<std::mutex> lock(hpu->mutex_);
     seed = hpu->next_kernel_seed();
   }
-  const at::Tensor seed_tensor = at::empty({1}, at::TensorOptions().dtype(at::kInt).device(c10::DeviceType::HPU));
   Card::get().to_device(&seed, reinterpret_cast<uintptr_t>(seed_tensor.data_ptr()), sizeof seed);
   return l.input(seed_tensor);
 }

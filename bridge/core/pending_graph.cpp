@@ -56,6 +56,7 @@ class SynapseGraph {
           "synNodeCreate");
   }
   synGraphHandle handle() const { return graph_; }
+  const std::vector<std::string>& names() const { return names_; }
   std::vector<synLaunchTensorInfo>& launch_infos() {
     for (size_t i = 0; i < names_.size(); ++i) launch_infos_[i].tensorName = names_[i].c_str();
     return launch_infos_;
@@ -122,8 +123,26 @@ void PendingGraph::clear() {
   nodes_.clear();
 }
 
+CapturedLaunch::~CapturedLaunch() {
+  if (recipe_ != nullptr) synRecipeDestroy(recipe_);
+  if (workspace_ != 0) synDeviceFree(device_, workspace_, 0);
+}
+
+CapturedLaunch::CapturedLaunch(CapturedLaunch&& other) noexcept
+    : device_(other.device_), recipe_(other.recipe_), names_(std::move(other.names_)),
+      infos_(std::move(other.infos_)), workspace_(other.workspace_) {
+  other.recipe_ = nullptr;
+  other.workspace_ = 0;
+  for (size_t i = 0; i < names_.size(); ++i) infos_[i].tensorName = names_[i].c_str();
+}
+
+void CapturedLaunch::submit(synStreamHandle stream) {
+  check(synLaunch(stream, infos_.data(), static_cast<uint32_t>(infos_.size()), workspace_, recipe_, 0),
+        "synLaunch (replay)");
+}
+
 LaunchReport PendingGraph::launch(synDeviceId device, synStreamHandle stream, const std::string& name,
-                                  const std::function<bool(uintptr_t)>& visible) {
+                                  const std::function<bool(uintptr_t)>& visible, CapturedLaunch* captured) {
   struct ClearOnExit {
     PendingGraph* g;
     ~ClearOnExit() { g->clear(); }
@@ -194,13 +213,27 @@ LaunchReport PendingGraph::launch(synDeviceId device, synStreamHandle stream, co
   check(synGraphCompile(&recipe, graph.handle(), name.c_str(), nullptr), "synGraphCompile");
   struct RecipeGuard {
     synRecipeHandle r;
-    ~RecipeGuard() { synRecipeDestroy(r); }
+    ~RecipeGuard() {
+      if (r != nullptr) synRecipeDestroy(r);
+    }
   } recipe_guard{recipe};
   check(hpusim_compileCounters(&after), "hpusim_compileCounters");
   report.compiled = after.cacheMisses != before.cacheMisses;
 
   uint64_t workspace_bytes = 0;
   check(synWorkspaceGetSize(&workspace_bytes, recipe), "synWorkspaceGetSize");
+  if (captured != nullptr) {
+    captured->device_ = device;
+    if (workspace_bytes != 0) {
+      check(synDeviceMalloc(device, workspace_bytes, 0, 0, &captured->workspace_), "synDeviceMalloc (workspace)");
+    }
+    captured->names_ = graph.names();
+    captured->infos_ = graph.launch_infos();
+    for (size_t i = 0; i < captured->names_.size(); ++i) captured->infos_[i].tensorName = captured->names_[i].c_str();
+    captured->recipe_ = recipe;
+    recipe_guard.r = nullptr;   // the captured launch owns it now
+    return report;
+  }
   if (workspace_bytes > workspace_bytes_) {
     // The old workspace is free for the device once the launches before it are done, which the
     // stream's order guarantees for anything launched after this.

@@ -48,6 +48,28 @@ struct LaunchReport {
   uint64_t graph_hash = 0;
 };
 
+// A compiled launch kept for replay (an HPU graph's): its recipe, the device address of every
+// persistent tensor, and a workspace of its own. Replaying it builds, hashes and compiles nothing.
+class CapturedLaunch {
+ public:
+  CapturedLaunch() = default;
+  ~CapturedLaunch();
+  CapturedLaunch(const CapturedLaunch&) = delete;
+  CapturedLaunch& operator=(const CapturedLaunch&) = delete;
+  CapturedLaunch(CapturedLaunch&& other) noexcept;
+
+  // Submits it on `stream` (synLaunch). Throws SynapseError.
+  void submit(synStreamHandle stream);
+
+ private:
+  friend class PendingGraph;
+  synDeviceId device_ = 0;
+  synRecipeHandle recipe_ = nullptr;
+  std::vector<std::string> names_;
+  std::vector<synLaunchTensorInfo> infos_;
+  uint64_t workspace_ = 0;
+};
+
 class PendingGraph {
  public:
   ValueId read(const Region& region) { return add({PendingValue::kRead, region}); }
@@ -77,8 +99,10 @@ class PendingGraph {
   // `visible(storage)` says whether anything outside the graph still holds the storage (what
   // nobody can read any more becomes workspace). The graph is empty afterwards, also on a throw.
   // Throws SynapseError.
+  // With `captured`, the compiled launch goes there (with a workspace of its own) instead of to
+  // the stream.
   LaunchReport launch(synDeviceId device, synStreamHandle stream, const std::string& name,
-                      const std::function<bool(uintptr_t)>& visible);
+                      const std::function<bool(uintptr_t)>& visible, CapturedLaunch* captured = nullptr);
   void clear();
 
  private:

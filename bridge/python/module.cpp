@@ -7,6 +7,7 @@
 #include "bridge/core/fallback.h"
 #include "bridge/core/generator.h"
 #include "bridge/core/hpu_device.h"
+#include "bridge/core/hpu_graph.h"
 #include "bridge/core/lazy.h"
 #include "bridge/core/lowering.h"
 #include "bridge/core/metric_events.h"
@@ -113,6 +114,25 @@ PYBIND11_MODULE(_C, m) {
     return bridge::Card::get().elapsed_ms(event_of(a), event_of(b));
   });
   m.def("lazy_mode", [] { return !bridge::Lazy::get().eager(); });
+  py::class_<bridge::HpuGraph>(m, "HpuGraph")
+      .def(py::init<>())
+      .def("capture_begin", [](bridge::HpuGraph& g) {
+        py::gil_scoped_release release;
+        g.capture_begin();
+      })
+      .def("capture_end", [](bridge::HpuGraph& g) {
+        py::gil_scoped_release release;
+        g.capture_end();
+      })
+      .def("replay", [](bridge::HpuGraph& g) {
+        py::gil_scoped_release release;
+        g.replay();
+      })
+      .def("reset", &bridge::HpuGraph::reset)
+      .def("capture_abort", &bridge::HpuGraph::capture_abort)
+      .def("captured", &bridge::HpuGraph::captured)
+      .def("launches", &bridge::HpuGraph::launches);
+  m.def("is_capturing", [] { return bridge::Lazy::get().capturing() != nullptr; });
   m.def("graph_counters", [] {
     const bridge::GraphCounters c = bridge::Lazy::get().counters();
     py::dict d;
@@ -122,6 +142,8 @@ PYBIND11_MODULE(_C, m) {
     d["cache_hits"] = c.cache_hits;
     d["compile_wall_us"] = c.compile_wall_us;
     d["ops_recorded"] = c.ops_recorded;
+    d["captured_launches"] = c.captured_launches;
+    d["replayed_launches"] = c.replayed_launches;
     d["hits_by_recipe"] = c.hits_by_recipe;
     d["misses_by_recipe"] = c.misses_by_recipe;
     d["compiled_recipes"] = c.compiled_recipes;

@@ -13,4 +13,6 @@ def is_lazy() -> bool:
     return _C.lazy_mode()
 
 
-__all__ = ["mark_step", "is_lazy"]
+from hpusim.torch import hpu  # noqa: E402  (htcore.hpu, as the seeds write htcore.hpu.HPUGraph())
+
+__all__ = ["mark_step", "is_lazy", "hpu"]

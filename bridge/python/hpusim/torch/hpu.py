@@ -247,3 +247,8 @@ class stream:
         if self.stream is not None:
             set_stream(self.previous)
         return False
+
+
+# The graph API exists in lazy mode only, as on the real stack (eager mode: AttributeError).
+if _C.lazy_mode():
+    from hpusim.torch.graphs import HPUGraph, graph, is_current_stream_capturing  # noqa: E402,F401

@@ -1,0 +1,55 @@
+// HPU graphs (lazy mode): what the program records between capture_begin and capture_end is
+// compiled into launches kept with the device addresses they use; replay submits them again,
+// without recording, building, hashing or compiling anything. The storages the capture used stay
+// allocated for as long as the graph lives (the static inputs and outputs among them), so replay
+// reads whatever was copied into them. Random draws recorded in the capture take a fresh seed
+// from their generator at every replay, as an uncaptured run would.
+#pragma once
+
+#include <ATen/core/Generator.h>
+#include <ATen/core/Tensor.h>
+#include <c10/core/Storage.h>
+
+#include <vector>
+
+#include "bridge/core/pending_graph.h"
+
+namespace hpusim::bridge {
+
+class HpuGraph {
+ public:
+  HpuGraph() = default;
+  HpuGraph(const HpuGraph&) = delete;
+  HpuGraph& operator=(const HpuGraph&) = delete;
+  ~HpuGraph();
+
+  // Starts recording into this graph (what was pending runs first). Throws c10::Error in eager
+  // mode, during another capture, or on a graph already captured (reset() it first).
+  void capture_begin();
+  // Compiles what was recorded since capture_begin into this graph's launches (nothing runs).
+  void capture_end();
+  // Submits the captured launches on the current stream (what is pending runs first).
+  void replay();
+  // Abandons this graph's capture, if it is capturing (what it recorded is dropped).
+  void capture_abort();
+  // Drops the launches and the storages they hold.
+  void reset();
+  bool captured() const { return captured_; }
+  size_t launches() const { return launches_.size(); }
+
+  // What the lazy layer gives the graph while it captures.
+  void add_launch(CapturedLaunch launch, std::vector<c10::Storage> storages);
+  void add_seed(const at::Tensor& seed, const at::Generator& generator);
+
+ private:
+  struct Seed {
+    at::Tensor tensor;   // one int32 element on the card
+    at::Generator generator;
+  };
+  bool captured_ = false;
+  std::vector<CapturedLaunch> launches_;
+  std::vector<c10::Storage> storages_;
+  std::vector<Seed> seeds_;
+};
+
+}  // namespace hpusim::bridge
