@@ -5,6 +5,8 @@ without recording, building, hashing or compiling, reading whatever was copied i
 the capture used (its static inputs) and writing its static outputs."""
 import gc
 
+import torch
+
 from hpusim import _C
 
 
@@ -79,4 +81,117 @@ class graph:
         return False
 
 
-__all__ = ["HPUGraph", "graph", "is_current_stream_capturing"]
+def _flatten(outputs):
+    if isinstance(outputs, torch.Tensor):
+        return (outputs,), True
+    if isinstance(outputs, (tuple, list)) and all(isinstance(o, torch.Tensor) for o in outputs):
+        return tuple(outputs), False
+    raise TypeError("make_graphed_callables: a graphed callable must return a Tensor or a tuple of Tensors")
+
+
+def make_graphed_callables(callables, sample_args, warmups=0, allow_unused_input=False, asynchronous=False,
+                           disable_tensor_cache=False, dry_run=False):
+    """Each callable (a module or a function; a tuple of them runs in that order) captured as a
+    forward graph and a backward graph, wrapped in an autograd Function: a call copies its
+    arguments into the static inputs and replays the forward graph; backward copies the incoming
+    gradients into static tensors and replays the backward graph. sample_args: a tuple of Tensors
+    per callable. A module's forward is replaced (used while module.training is what it was at
+    capture); a function's graphed version is returned."""
+    just_one = not isinstance(callables, tuple)
+    if just_one:
+        callables, sample_args = (callables,), (sample_args,)
+    for c, args in zip(callables, sample_args):
+        if isinstance(c, torch.nn.Module):
+            assert not (c._backward_hooks or c._forward_hooks or c._forward_pre_hooks), \
+                "Modules must not have hooks registered at the time they are passed to make_graphed_callables."
+            assert all(not b.requires_grad for b in c.buffers()), \
+                "In any module passed to make_graphed_callables, buffers must have requires_grad=False."
+        assert isinstance(args, tuple) and all(isinstance(a, torch.Tensor) for a in args), \
+            "make_graphed_callables: sample_args for each callable must be a tuple of Tensors (no other types)."
+    params = [tuple(c.parameters()) if isinstance(c, torch.nn.Module) else () for c in callables]
+    static_inputs = [tuple(args) + p for args, p in zip(sample_args, params)]
+
+    def grad_inputs(inputs):
+        return tuple(i for i in inputs if i.requires_grad)
+
+    for c, args, inputs in zip(callables, sample_args, static_inputs):
+        for _ in range(warmups):
+            outputs, _ = _flatten(c(*args))
+            wanted = tuple(o for o in outputs if o.requires_grad)
+            if wanted and grad_inputs(inputs):
+                torch.autograd.grad(wanted, grad_inputs(inputs), grad_outputs=tuple(torch.ones_like(o) for o in wanted),
+                                    allow_unused=allow_unused_input)
+            from hpusim.torch import core
+            core.mark_step()
+
+    forward_graphs, static_outputs, single = [], [], []
+    for c, args in zip(callables, sample_args):
+        g = HPUGraph()
+        with graph(g, dry_run=dry_run):
+            outputs, one = _flatten(c(*args))
+        forward_graphs.append(g)
+        static_outputs.append(outputs)
+        single.append(one)
+
+    backward_graphs, static_grad_outputs, static_grad_inputs = [None] * len(callables), [None] * len(callables), \
+        [None] * len(callables)
+    for k in reversed(range(len(callables))):
+        outputs, inputs = static_outputs[k], static_inputs[k]
+        grad_outs = tuple(torch.empty_like(o) if o.requires_grad else None for o in outputs)
+        g = HPUGraph()
+        with graph(g, dry_run=dry_run):
+            wanted = tuple(o for o in outputs if o.requires_grad)
+            needed = grad_inputs(inputs)
+            grads = torch.autograd.grad(wanted, needed, grad_outputs=tuple(x for x in grad_outs if x is not None),
+                                        only_inputs=True, allow_unused=allow_unused_input) if wanted and needed else ()
+        grads = iter(grads)
+        backward_graphs[k] = g
+        static_grad_outputs[k] = grad_outs
+        static_grad_inputs[k] = tuple(next(grads) if i.requires_grad else None for i in inputs)
+
+    def graphed(k, user_arg_count):
+        fwd, bwd = forward_graphs[k], backward_graphs[k]
+        inputs, outputs = static_inputs[k], static_outputs[k]
+        grad_outs, grad_ins = static_grad_outputs[k], static_grad_inputs[k]
+
+        class Graphed(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, *args):
+                for static, given in zip(inputs[:user_arg_count], args[:user_arg_count]):
+                    if static.data_ptr() != given.data_ptr():
+                        static.copy_(given)
+                fwd.replay(asynchronous)
+                return tuple(o.detach() for o in outputs)
+
+            @staticmethod
+            @torch.autograd.function.once_differentiable
+            def backward(ctx, *grads):
+                for static, given in zip(grad_outs, grads):
+                    if static is not None and given is not None and static.data_ptr() != given.data_ptr():
+                        static.copy_(given)
+                bwd.replay(asynchronous)
+                return tuple(b.detach() if b is not None else None for b in grad_ins)
+
+        def run(*user_args):
+            out = Graphed.apply(*(tuple(user_args) + params[k]))
+            return out[0] if single[k] else out
+
+        return run
+
+    results = []
+    for k, c in enumerate(callables):
+        run = graphed(k, len(sample_args[k]))
+        if isinstance(c, torch.nn.Module):
+            original, training = c.forward, c.training
+
+            def forward(*args, _run=run, _original=original, _module=c, _training=training):
+                return _run(*args) if _module.training == _training else _original(*args)
+
+            c.forward = forward
+            results.append(c)
+        else:
+            results.append(run)
+    return results[0] if just_one else tuple(results)
+
+
+__all__ = ["HPUGraph", "graph", "is_current_stream_capturing", "make_graphed_callables"]
