@@ -216,3 +216,187 @@ def test_make_graphed_callables_refuses_what_the_real_stack_refuses():
     m.register_forward_hook(lambda *a: None)
     with pytest.raises(AssertionError, match="Modules must not have hooks registered"):
         htcore.hpu.make_graphed_callables(m, (torch.ones(1, 2, device="hpu"),))
+
+
+def train_mnist_module_cacher(steps, last_batch=200):
+    """The seeds' ModuleCacher loop; the last batch may be smaller (a second graph)."""
+    torch.manual_seed(0)
+    model = models.MnistNet().to("hpu")
+    optimizer = torch.optim.Adadelta(model.parameters(), lr=0.1)
+    data = torch.Generator().manual_seed(1)
+    htcore.hpu.ModuleCacher(max_graphs=10)(model=model, inplace=True)
+    losses = []
+    for step in range(steps):
+        n = last_batch if step == steps - 1 else 200
+        x, target = torch.randn(200, 1, 28, 28, generator=data)[:n], torch.randint(0, 10, (200,), generator=data)[:n]
+        x, target = x.to("hpu"), target.to("hpu")
+        optimizer.zero_grad()
+        loss = F.nll_loss(model(x), target)
+        loss.backward()
+        htcore.mark_step()
+        optimizer.step()
+        htcore.mark_step()
+        losses.append(loss.item())
+    return losses, model.hpu_graph_statistics()
+
+
+def train_mnist_cpu_with_last_batch(steps, last_batch):
+    torch.manual_seed(0)
+    model = models.MnistNet()
+    model.dropout = models.DeviceGeneratorDropout(0.5, seed=0)
+    optimizer = torch.optim.Adadelta(model.parameters(), lr=0.1)
+    data = torch.Generator().manual_seed(1)
+    losses = []
+    for step in range(steps):
+        n = last_batch if step == steps - 1 else 200
+        x, target = torch.randn(200, 1, 28, 28, generator=data)[:n], torch.randint(0, 10, (200,), generator=data)[:n]
+        optimizer.zero_grad()
+        loss = F.nll_loss(model(x), target)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+def test_the_seeds_mnist_trains_with_module_cacher_and_a_smaller_last_batch():
+    hpu, stats = train_mnist_module_cacher(5, last_batch=120)
+    cpu = train_mnist_cpu_with_last_batch(5, 120)
+    assert max(abs(a - b) / abs(b) for a, b in zip(hpu, cpu)) < 1e-4, (hpu, cpu)
+    assert stats["cached"] == 2 and stats["graphs"] == 2 and stats["hits"] == 3, stats
+
+
+def test_module_cacher_keys_on_python_values_and_leaves_eval_uncached():
+    class Scaled(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 3)
+
+        def forward(self, x, scale=1.0):
+            return self.fc(x) * scale
+
+    torch.manual_seed(3)
+    model = Scaled()
+    reference = Scaled()
+    reference.load_state_dict(model.state_dict())
+    model = htcore.hpu.ModuleCacher(max_graphs=2)(model=model.to("hpu"), inplace=True)
+    x = torch.randn(5, 4)
+    for scale in (1.0, 2.0, 1.0, 3.0):   # 3.0: the cache is full, it runs uncached
+        y = model(x.to("hpu"), scale=scale)
+        y.sum().backward()
+        assert torch.allclose(y.detach().cpu(), reference(x, scale=scale).detach(), atol=1e-5)
+    model.eval()
+    with torch.no_grad():
+        model(x.to("hpu"))
+    stats = model.hpu_graph_statistics()
+    assert stats["cached"] == 2 and stats["hits"] == 1 and stats["uncached_train"] == 1 and stats["uncached_eval"] == 1
+    with pytest.raises(NotImplementedError, match="use_lfu=True is not supported"):
+        htcore.hpu.ModuleCacher()(model=Scaled(), use_lfu=True)
+
+
+def test_wrap_in_hpu_graph_inference_returns_the_same_outputs_on_every_hit():
+    torch.manual_seed(4)
+    model = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.GELU(), torch.nn.Linear(8, 2)).eval()
+    reference = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.GELU(), torch.nn.Linear(8, 2)).eval()
+    reference.load_state_dict(model.state_dict())
+    wrapped = htcore.hpu.wrap_in_hpu_graph(model.to("hpu"))
+    assert wrapped is model
+    before = counters()
+    outs = []
+    for n in (3, 3, 3, 5):
+        x = torch.randn(n, 6)
+        with torch.no_grad():
+            y = wrapped(x.to("hpu"))
+            assert torch.allclose(y.cpu(), reference(x), atol=1e-5)
+        outs.append(y)
+    assert outs[0] is outs[1] is outs[2] and outs[3] is not outs[0]   # static outputs; a new shape, a new graph
+    after = counters()
+    assert after["captured_launches"] - before["captured_launches"] == 2
+    x = torch.randn(3, 6)
+    with torch.no_grad():
+        assert torch.allclose(wrapped(x.to("hpu"), bypass_hpu_graphs=True).cpu(), reference(x), atol=1e-5)
+    model.clear_cache()
+    with pytest.raises(NotImplementedError, match="disable_tensor_cache=True is not supported"):
+        htcore.hpu.wrap_in_hpu_graph(torch.nn.Linear(2, 2), disable_tensor_cache=True)
+
+
+def control_flow_example(device, steps):
+    """The seeds' dynamic-control-flow example: three graphed modules, a random path per step."""
+    import itertools
+    import random
+    torch.manual_seed(0)
+    random.seed(0)
+    module1 = torch.nn.Linear(784, 128).to(device)
+    module2 = torch.nn.Linear(128, 100).to(device)
+    module3 = torch.nn.Linear(100, 50).to(device)   # the seed's 128 -> 50 cannot follow module2's 100
+    optimizer = torch.optim.Adadelta(itertools.chain(module1.parameters(), module2.parameters(),
+                                                     module3.parameters()), lr=0.1)
+    x = torch.randn(5, 784).to(device)
+    h = torch.randn(5, 128).to(device)
+    h3 = torch.randn(5, 100).to(device)
+    if device == "hpu":
+        # A sample's requires_grad says whether the graphed module passes gradients back to its
+        # input (as with CUDA graphs): module2 and module3 get theirs from module1's output.
+        module1 = torch.hpu.make_graphed_callables(module1, (x,))
+        module2 = torch.hpu.make_graphed_callables(module2, (h.requires_grad_(),))
+        module3 = torch.hpu.make_graphed_callables(module3, (h3.requires_grad_(),))
+    real_inputs = [torch.rand(5, 784) for _ in range(steps)]
+    losses, paths = [], []
+    for data in real_inputs:
+        target = data.mean().to(device)
+        data = data.to(device)
+        optimizer.zero_grad()
+        tmp = module1(data)
+        path = random.random() > 0.5
+        if path:
+            tmp = module3(module2(tmp))
+        loss = torch.abs(tmp.mean() - target)
+        loss.backward()
+        optimizer.step()
+        if device == "hpu":
+            htcore.mark_step()
+        losses.append(loss.item())
+        paths.append(path)
+    return losses, paths
+
+
+def test_the_seeds_dynamic_control_flow_example_with_three_graphed_modules():
+    hpu, hpu_paths = control_flow_example("hpu", 8)
+    cpu, cpu_paths = control_flow_example("cpu", 8)
+    assert hpu_paths == cpu_paths and any(hpu_paths) and not all(hpu_paths)
+    assert max(abs(a - b) / max(abs(b), 1e-6) for a, b in zip(hpu, cpu)) < 1e-4, (hpu, cpu)
+
+
+def dynamic_ops_example(device, steps):
+    """The seeds' dynamic-ops example: two ModuleCacher modules around boolean indexing."""
+    import itertools
+    torch.manual_seed(0)
+    module1 = torch.nn.Linear(10, 3).to(device)
+    module2 = torch.nn.ReLU().to(device)
+    optimizer = torch.optim.Adadelta(itertools.chain(module1.parameters(), module2.parameters()), lr=0.1)
+    if device == "hpu":
+        htcore.hpu.ModuleCacher(max_graphs=10)(model=module1, inplace=True)
+        htcore.hpu.ModuleCacher(max_graphs=10)(model=module2, inplace=True)
+    real_inputs = [torch.randn(5, 10) for _ in range(steps)]
+    losses = []
+    for data in real_inputs:
+        target = data.mean().to(device)
+        data = data.to(device)
+        optimizer.zero_grad()
+        tmp = module1(data)
+        tmp = tmp[torch.where(tmp > 0)]   # dynamic op
+        tmp = module2(tmp)
+        loss = torch.abs(tmp.mean() - target)
+        loss.backward()
+        optimizer.step()
+        if device == "hpu":
+            htcore.mark_step()
+        losses.append(loss.item())
+    return losses, (module1.hpu_graph_statistics(), module2.hpu_graph_statistics()) if device == "hpu" else None
+
+
+def test_the_seeds_dynamic_ops_example_with_module_cacher():
+    hpu, (stats1, stats2) = dynamic_ops_example("hpu", 12)
+    cpu, _ = dynamic_ops_example("cpu", 12)
+    assert max(abs(a - b) / max(abs(b), 1e-6) for a, b in zip(hpu, cpu)) < 1e-4, (hpu, cpu)
+    assert stats1["cached"] == 1 and stats1["hits"] == 11       # one shape
+    assert 1 < stats2["cached"] <= 10                              # a graph per size of the selection

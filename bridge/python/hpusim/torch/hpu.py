@@ -251,5 +251,5 @@ class stream:
 
 # The graph API exists in lazy mode only, as on the real stack (eager mode: AttributeError).
 if _C.lazy_mode():
-    from hpusim.torch.graphs import (HPUGraph, graph, is_current_stream_capturing,  # noqa: E402,F401
-                                     make_graphed_callables)
+    from hpusim.torch.graphs import (HPUGraph, ModuleCacher, graph, is_current_stream_capturing,  # noqa: E402,F401
+                                     make_graphed_callables, wrap_in_hpu_graph, wrap_in_hpu_graph_func)
