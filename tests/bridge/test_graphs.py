@@ -153,27 +153,40 @@ def test_eager_mode_has_no_graph_api():
     assert done.stdout.strip() == "False"
 
 
-def train_mnist_graphed_callables(steps):
-    """The seeds' make_graphed_callables loop: the model's forward and backward are graphs, the
-    loss and the optimizer step run lazily around them."""
+def mnist_loop(device, steps, prepare=None, last_batch=200):
+    """The seeds' MNIST training loop (mark_step around the optimizer step on the card), the model
+    passed through prepare() first (make_graphed_callables, ModuleCacher); the last batch may be
+    smaller. On the CPU, dropout draws from the card's generator."""
     torch.manual_seed(0)
-    model = models.MnistNet().to("hpu")
+    model = models.MnistNet()
+    if device == "cpu":
+        model.dropout = models.DeviceGeneratorDropout(0.5, seed=0)
+    model = model.to(device)
     optimizer = torch.optim.Adadelta(model.parameters(), lr=0.1)
     data = torch.Generator().manual_seed(1)
-    # A sample made without the HPU generator, so the dropout draws line up with the CPU run's.
-    model = htcore.hpu.make_graphed_callables(model, (torch.zeros(200, 1, 28, 28, device="hpu"),))
+    if prepare:
+        model = prepare(model)
     losses = []
-    for _ in range(steps):
-        x, target = torch.randn(200, 1, 28, 28, generator=data), torch.randint(0, 10, (200,), generator=data)
-        x, target = x.to("hpu"), target.to("hpu")
+    for step in range(steps):
+        n = last_batch if step == steps - 1 else 200
+        x, target = torch.randn(200, 1, 28, 28, generator=data)[:n], torch.randint(0, 10, (200,), generator=data)[:n]
+        x, target = x.to(device), target.to(device)
         optimizer.zero_grad()
         loss = F.nll_loss(model(x), target)
         loss.backward()
-        htcore.mark_step()
+        if device == "hpu":
+            htcore.mark_step()
         optimizer.step()
-        htcore.mark_step()
+        if device == "hpu":
+            htcore.mark_step()
         losses.append(loss.item())
-    return losses
+    return losses, model
+
+
+def train_mnist_graphed_callables(steps):
+    # A sample made without the HPU generator, so the dropout draws line up with the CPU run's.
+    sample = (torch.zeros(200, 1, 28, 28, device="hpu"),)
+    return mnist_loop("hpu", steps, lambda m: htcore.hpu.make_graphed_callables(m, sample))[0]
 
 
 def test_the_seeds_mnist_trains_with_make_graphed_callables():
@@ -218,49 +231,11 @@ def test_make_graphed_callables_refuses_what_the_real_stack_refuses():
         htcore.hpu.make_graphed_callables(m, (torch.ones(1, 2, device="hpu"),))
 
 
-def train_mnist_module_cacher(steps, last_batch=200):
-    """The seeds' ModuleCacher loop; the last batch may be smaller (a second graph)."""
-    torch.manual_seed(0)
-    model = models.MnistNet().to("hpu")
-    optimizer = torch.optim.Adadelta(model.parameters(), lr=0.1)
-    data = torch.Generator().manual_seed(1)
-    htcore.hpu.ModuleCacher(max_graphs=10)(model=model, inplace=True)
-    losses = []
-    for step in range(steps):
-        n = last_batch if step == steps - 1 else 200
-        x, target = torch.randn(200, 1, 28, 28, generator=data)[:n], torch.randint(0, 10, (200,), generator=data)[:n]
-        x, target = x.to("hpu"), target.to("hpu")
-        optimizer.zero_grad()
-        loss = F.nll_loss(model(x), target)
-        loss.backward()
-        htcore.mark_step()
-        optimizer.step()
-        htcore.mark_step()
-        losses.append(loss.item())
-    return losses, model.hpu_graph_statistics()
-
-
-def train_mnist_cpu_with_last_batch(steps, last_batch):
-    torch.manual_seed(0)
-    model = models.MnistNet()
-    model.dropout = models.DeviceGeneratorDropout(0.5, seed=0)
-    optimizer = torch.optim.Adadelta(model.parameters(), lr=0.1)
-    data = torch.Generator().manual_seed(1)
-    losses = []
-    for step in range(steps):
-        n = last_batch if step == steps - 1 else 200
-        x, target = torch.randn(200, 1, 28, 28, generator=data)[:n], torch.randint(0, 10, (200,), generator=data)[:n]
-        optimizer.zero_grad()
-        loss = F.nll_loss(model(x), target)
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
-    return losses
-
-
 def test_the_seeds_mnist_trains_with_module_cacher_and_a_smaller_last_batch():
-    hpu, stats = train_mnist_module_cacher(5, last_batch=120)
-    cpu = train_mnist_cpu_with_last_batch(5, 120)
+    hpu, model = mnist_loop("hpu", 5, lambda m: htcore.hpu.ModuleCacher(max_graphs=10)(model=m, inplace=True),
+                            last_batch=120)
+    stats = model.hpu_graph_statistics()
+    cpu, _ = mnist_loop("cpu", 5, last_batch=120)
     assert max(abs(a - b) / abs(b) for a, b in zip(hpu, cpu)) < 1e-4, (hpu, cpu)
     assert stats["cached"] == 2 and stats["graphs"] == 2 and stats["hits"] == 3, stats
 
