@@ -54,6 +54,7 @@ void Lazy::op_recorded(const char* name) {
   ++pending_ops_;
   Card::get().host_work(HPUSIM_HOST_OP_RECORD, 1, name);
   if (eager_) Card::get().host_work(HPUSIM_HOST_EAGER_OP, 1, "eager dispatch");
+  if (region_depth_ != 0) return;
   if (eager_ || (max_ops_ != 0 && pending_ops_ >= max_ops_)) flush(eager_ ? "eager op" : "op limit");
 }
 
@@ -102,7 +103,7 @@ void Lazy::flush(const char* why) {
   if (capturing_ == nullptr) ++counters_.graphs;   // a captured graph runs at its replays
   if (report.compiled) {
     ++counters_.misses_by_recipe[recipe];
-    if (eager_) {
+    if (eager_ && reason != "compiled graph") {
       ++counters_.eager_compiles;
     } else {
       ++counters_.compiles;
@@ -148,6 +149,17 @@ void Lazy::refuse_in_capture(const std::string& what, const std::string& detail)
   if (what == "synchronize") action = "torch.hpu.synchronize()";
   if (what == "host write") action = "a host write into a tensor the capture uses";
   TORCH_CHECK(false, action, " is not supported during hpu graph capturing", detail.empty() ? "" : " (" + detail + ")");
+}
+
+void Lazy::begin_region() {
+  const std::lock_guard<std::recursive_mutex> lock(mutex_);
+  if (region_depth_++ == 0) flush("region begin");
+}
+
+void Lazy::end_region() {
+  const std::lock_guard<std::recursive_mutex> lock(mutex_);
+  TORCH_CHECK(region_depth_ > 0, "end_region without begin_region");
+  if (--region_depth_ == 0) flush("compiled graph");
 }
 
 void Lazy::count_replay(uint64_t launches) {

@@ -66,6 +66,12 @@ class Lazy {
   void refuse_in_capture(const std::string& what, const std::string& detail = "");
   void count_replay(uint64_t launches);
 
+  // A compiled region (torch.compile's graphs in eager mode): the ops recorded between
+  // begin_region and end_region become one graph, launched by end_region and counted as a graph
+  // compilation when compiled (eager ops' graphs are not).
+  void begin_region();
+  void end_region();
+
   // A launch that failed leaves what it should have written undefined: reading such a storage
   // throws, naming the failure, until it is written whole again.
   void check_value(const c10::StorageImpl* storage);
@@ -76,6 +82,7 @@ class Lazy {
  private:
   std::vector<std::pair<c10::weak_intrusive_ptr<c10::StorageImpl>, std::string>> lost_;
   HpuGraph* capturing_ = nullptr;
+  unsigned region_depth_ = 0;
   Lazy();
 
   std::recursive_mutex mutex_;

@@ -133,6 +133,14 @@ PYBIND11_MODULE(_C, m) {
       .def("captured", &bridge::HpuGraph::captured)
       .def("launches", &bridge::HpuGraph::launches);
   m.def("is_capturing", [] { return bridge::Lazy::get().capturing() != nullptr; });
+  m.def("begin_region", [] {
+    py::gil_scoped_release release;
+    bridge::Lazy::get().begin_region();
+  });
+  m.def("end_region", [] {
+    py::gil_scoped_release release;
+    bridge::Lazy::get().end_region();
+  });
   m.def("graph_counters", [] {
     const bridge::GraphCounters c = bridge::Lazy::get().counters();
     py::dict d;

@@ -55,4 +55,9 @@ atexit.register(_fallback_summary_at_exit)
 
 from hpusim.torch.steps import StepReport  # noqa: E402
 
+# torch.compile's "hpu_backend", registered in eager mode as the real stack registers it (its
+# import costs ~2 s, which lazy-mode programs do not pay).
+if not _C.lazy_mode():
+    from hpusim.torch import dynamo  # noqa: E402,F401
+
 __all__ = ["core", "hpu", "StepReport"]
