@@ -7,6 +7,8 @@
 //   hpusim bench tpc [--preset ...] [--set ...] [--json FILE] [--kernel add,scale,triad,load_latency,mac_chain]
 //                    [--scale X]
 //   hpusim bench gemm [--preset hl205,hl225] [--set ...] [--json FILE] [--max-size N] [--memory hbm|sram]
+//   hpusim bench bridge [--rounds N] [--json FILE]     (the PyTorch bridge's costs; Python)
+//   hpusim bench modes [--steps N] [--host-time modeled|measured|both] [--modes ...] [--json FILE]
 //   hpusim tpc-as INPUT.s -o OUTPUT.bin [-I DIR ...] [-D NAME=VALUE ...]
 //   hpusim tpc-dis INPUT.bin [-o OUTPUT.s] [--bundle-numbers]
 #include <algorithm>
@@ -18,6 +20,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -75,6 +79,9 @@ void print_usage(std::ostream& out) {
          "  bench tpc            TPC kernels (STREAM add/scale/triad, a mac chain) against the VPU and HBM peaks\n"
          "  bench gemm           GEMMs on the MME engines against the MME peak (hl205 and hl225 by default)\n"
          "  bench compile        compile time per node, host cost per launch and the zoo's modeled step times\n"
+         "  bench bridge         the PyTorch bridge's host cost per op and per MNIST step against native runs\n"
+         "  bench modes          host and device time per step in each PyTorch execution mode (lazy, eager,\n"
+         "                       torch.compile, HPU graphs)\n"
          "  run WORKLOAD         model-zoo training steps through the Synapse API (mlp, bert-layer, conv-block)\n"
          "  presets              list the built-in presets\n"
          "  tpc-as INPUT.s -o OUTPUT.bin\n"
@@ -217,6 +224,34 @@ int command_bench_tpc(const std::vector<std::string>& args) {
 
 // Runs `hpusim ARGS` as a child process (SystemC elaborates once per process, so each preset of
 // a multi-preset bench gets its own); returns its exit status.
+// The PyTorch bridge's benchmarks are Python programs (bridge/bench/): run with the build's
+// Python and package, this process replaced by them.
+int command_bench_python(const std::string& script, const std::string& name, const std::vector<std::string>& args) {
+#ifndef HPUSIM_BRIDGE_PYTHON
+  (void)script;
+  (void)args;
+  throw UsageError("bench " + name + " runs the PyTorch bridge, which this build does not have (scripts/build.sh "
+                   "builds it)");
+#else
+  std::vector<std::string> words = {HPUSIM_BRIDGE_PYTHON, std::string(HPUSIM_BRIDGE_BENCH_DIR) + "/" + script};
+  words.insert(words.end(), args.begin(), args.end());
+  if (name == "bridge" && std::find(args.begin(), args.end(), "--hpusim") == args.end()) {
+    char self[4096];
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) words.insert(words.begin() + 2, {"--hpusim", std::string(self, static_cast<size_t>(n))});
+  }
+  std::string path = HPUSIM_BRIDGE_PYTHONPATH;
+  if (const char* existing = std::getenv("PYTHONPATH"); existing != nullptr && *existing != '\0') path += ":" + std::string(existing);
+  setenv("PYTHONPATH", path.c_str(), 1);
+  std::vector<char*> argv;
+  for (std::string& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  std::cout.flush();
+  execv(argv[0], argv.data());
+  throw std::runtime_error("bench " + name + ": cannot run " + words[0] + ": " + std::strerror(errno));
+#endif
+}
+
 int run_child(const std::vector<std::string>& args) {
   std::vector<std::string> all = {"/proc/self/exe"};
   all.insert(all.end(), args.begin(), args.end());
@@ -500,7 +535,9 @@ int dispatch(const std::vector<std::string>& argv) {
   if (command == "tpc-as") return command_tpc_as(rest);
   if (command == "tpc-dis") return command_tpc_dis(rest);
   if (command == "bench") {
-    if (rest.empty()) throw UsageError("bench needs a benchmark name: memory, submit, tpc, gemm or compile");
+    if (rest.empty()) {
+      throw UsageError("bench needs a benchmark name: memory, submit, tpc, gemm, compile, bridge or modes");
+    }
     std::string which = rest[0];
     std::vector<std::string> bench_args(rest.begin() + 1, rest.end());
     if (which == "memory") return command_bench_memory(bench_args);
@@ -508,7 +545,9 @@ int dispatch(const std::vector<std::string>& argv) {
     if (which == "tpc") return command_bench_tpc(bench_args);
     if (which == "gemm") return command_bench_gemm(bench_args);
     if (which == "compile") return command_bench_compile(bench_args);
-    throw UsageError("unknown benchmark '" + which + "' (available: memory, submit, tpc, gemm, compile)");
+    if (which == "bridge") return command_bench_python("bench_bridge.py", "bridge", bench_args);
+    if (which == "modes") return command_bench_python("bench_modes.py", "modes", bench_args);
+    throw UsageError("unknown benchmark '" + which + "' (available: memory, submit, tpc, gemm, compile, bridge, modes)");
   }
   throw UsageError("unknown command '" + command + "'");
 }

@@ -16,7 +16,8 @@ work is part of the step, as `hpusim run` measures its steps):
 - `wait_ms`: host time spent waiting for the card (synchronisations, reading values back);
 - `device_ms`: the card busy with the step's copies and launches (hpusim_deviceBusyNs);
 - `idle_ms`: the card idle in the step, `step_ms - device_ms`;
-- graphs launched, compiles, recipe-cache hits, CPU fallbacks;
+- graphs launched, compiles, recipe-cache hits, CPU fallbacks, ops recorded, launches replayed
+  (HPU graphs);
 - `bound`: "host" when the host's work is longer than the card's, else "device"."""
 import contextlib
 
@@ -53,6 +54,8 @@ class StepReport:
             "compiles": (after["compiles"] + after["eager_compiles"]) - (before["compiles"] + before["eager_compiles"]),
             "cache_hits": after["cache_hits"] - before["cache_hits"],
             "fallbacks": sum(_C.fallback_counts().values()) - fallbacks,
+            "ops": after["ops_recorded"] - before["ops_recorded"],
+            "replays": after["replayed_launches"] - before["replayed_launches"],
         })
         row["bound"] = "host" if row["host_ms"] > row["device_ms"] else "device"
         self.rows.append(row)
