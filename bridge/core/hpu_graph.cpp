@@ -14,9 +14,9 @@ HpuGraph::~HpuGraph() {
   if (Lazy::get().capturing() == this) Lazy::get().abort_capture();
 }
 
-void HpuGraph::capture_begin() {
+void HpuGraph::capture_begin(bool in_eager_mode) {
   TORCH_CHECK(!captured_, "HPUGraph.capture_begin: this graph is captured already (reset() it first)");
-  Lazy::get().begin_capture(this);
+  Lazy::get().begin_capture(this, in_eager_mode);
 }
 
 void HpuGraph::capture_end() {
@@ -26,7 +26,9 @@ void HpuGraph::capture_end() {
   captured_ = true;
 }
 
-void HpuGraph::replay() {
+void HpuGraph::replay() { replay({}); }
+
+void HpuGraph::replay(const std::map<uintptr_t, uint64_t>& bases) {
   TORCH_CHECK(captured_, "HPUGraph.replay: nothing captured (capture_begin / capture_end first)");
   Lazy& lazy = Lazy::get();
   const std::lock_guard<std::recursive_mutex> lock(lazy.mutex());
@@ -42,7 +44,13 @@ void HpuGraph::replay() {
     }
     card.to_device(&seed, reinterpret_cast<uintptr_t>(s.tensor.data_ptr()), sizeof seed);
   }
-  for (CapturedLaunch& launch : launches_) launch.submit(card.stream());
+  for (CapturedLaunch& launch : launches_) {
+    if (bases.empty()) {
+      launch.submit(card.stream());
+    } else {
+      launch.submit(card.stream(), bases);
+    }
+  }
   lazy.count_replay(launches_.size());
 }
 

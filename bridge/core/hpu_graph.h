@@ -25,11 +25,14 @@ class HpuGraph {
 
   // Starts recording into this graph (what was pending runs first). Throws c10::Error in eager
   // mode, during another capture, or on a graph already captured (reset() it first).
-  void capture_begin();
+  void capture_begin(bool in_eager_mode = false);
   // Compiles what was recorded since capture_begin into this graph's launches (nothing runs).
   void capture_end();
   // Submits the captured launches on the current stream (what is pending runs first).
   void replay();
+  // The same with other storages in place of some the capture used (CapturedLaunch::submit):
+  // torch.compile's graphs run on each call's inputs and fresh outputs.
+  void replay(const std::map<uintptr_t, uint64_t>& bases);
   // Abandons this graph's capture, if it is capturing (what it recorded is dropped).
   void capture_abort();
   // Drops the launches and the storages they hold.

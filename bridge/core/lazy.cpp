@@ -103,7 +103,7 @@ void Lazy::flush(const char* why) {
   if (capturing_ == nullptr) ++counters_.graphs;   // a captured graph runs at its replays
   if (report.compiled) {
     ++counters_.misses_by_recipe[recipe];
-    if (eager_ && reason != "compiled graph") {
+    if (eager_ && reason != "compiled graph" && capturing_ == nullptr) {
       ++counters_.eager_compiles;
     } else {
       ++counters_.compiles;
@@ -117,9 +117,9 @@ void Lazy::flush(const char* why) {
   }
 }
 
-void Lazy::begin_capture(HpuGraph* graph) {
+void Lazy::begin_capture(HpuGraph* graph, bool in_eager_mode) {
   const std::lock_guard<std::recursive_mutex> lock(mutex_);
-  TORCH_CHECK(!eager_, "HPU graphs need lazy mode (PT_HPU_LAZY_MODE=1)");
+  TORCH_CHECK(!eager_ || in_eager_mode, "HPU graphs need lazy mode (PT_HPU_LAZY_MODE=1)");
   TORCH_CHECK(capturing_ == nullptr, "HPUGraph.capture_begin: another graph is capturing");
   flush("capture begin");
   capturing_ = graph;
@@ -156,10 +156,10 @@ void Lazy::begin_region() {
   if (region_depth_++ == 0) flush("region begin");
 }
 
-void Lazy::end_region() {
+void Lazy::end_region(bool launch) {
   const std::lock_guard<std::recursive_mutex> lock(mutex_);
   TORCH_CHECK(region_depth_ > 0, "end_region without begin_region");
-  if (--region_depth_ == 0) flush("compiled graph");
+  if (--region_depth_ == 0 && launch) flush("compiled graph");
 }
 
 void Lazy::count_replay(uint64_t launches) {

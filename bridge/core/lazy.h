@@ -57,7 +57,8 @@ class Lazy {
   // .item(), a synchronisation, a host write into a tensor the capture uses) and a CPU fallback
   // are refused: the capture is abandoned and c10::Error says "... is not supported during hpu
   // graph capturing".
-  void begin_capture(HpuGraph* graph);
+  // in_eager_mode: a torch.compile graph's capture (inside a region), allowed in eager mode.
+  void begin_capture(HpuGraph* graph, bool in_eager_mode = false);
   void end_capture();
   void abort_capture();
   HpuGraph* capturing() const { return capturing_; }
@@ -70,7 +71,7 @@ class Lazy {
   // begin_region and end_region become one graph, launched by end_region and counted as a graph
   // compilation when compiled (eager ops' graphs are not).
   void begin_region();
-  void end_region();
+  void end_region(bool launch = true);
 
   // A launch that failed leaves what it should have written undefined: reading such a storage
   // throws, naming the failure, until it is written whole again.

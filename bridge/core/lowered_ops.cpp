@@ -327,6 +327,43 @@ void bernoulli(Lowering& l, const LoweredCall& c) {
   l.node("dropout_fwd" + sfx, {ones, seed}, {scaled, l.output(self)}, {static_cast<float>(1.0 - p)});
 }
 
+// native_dropout(input, p, train) -> (output, mask): the dropout kernel (y = (x * mask) * scale,
+// as PyTorch), its 1 / 0 mask cast to the bool mask; in eval, a copy and an all-true mask.
+void native_dropout(Lowering& l, const LoweredCall& c) {
+  const at::Tensor& x = c.tensor(0);
+  const at::Tensor& out = c.outputs.at(0);
+  const at::Tensor& mask = c.outputs.at(1);
+  const at::ScalarType dt = out.scalar_type();
+  const std::string sfx = guid_suffix(dt);
+  const double p = c.args[1].toDouble();
+  const bool train = c.args[2].isNone() || c.args[2].toBool();
+  if (!(p >= 0.0 && p <= 1.0)) throw CannotLower("p outside [0, 1]: the CPU reports it");
+  if (!train || p == 0.0) {
+    l.node("memcpy", {whole_input(l, x, dt)}, {l.output(out)});
+    const ValueId ones = l.temp(at::kFloat, synapse_shape(mask.sizes()));
+    l.node("fill_f32", {}, {ones}, {1.0f});
+    l.node("cast_f32_to_u8", {ones}, {l.output(mask)});
+    return;
+  }
+  const ValueId kept = l.temp(dt, synapse_shape(mask.sizes()));
+  l.node("dropout_fwd" + sfx, {whole_input(l, x, dt), seed_input(l, std::nullopt)}, {l.output(out), kept},
+         {static_cast<float>(p)});
+  const ValueId kept_f32 = dt == at::kFloat ? kept : l.temp(at::kFloat, synapse_shape(mask.sizes()));
+  if (dt != at::kFloat) l.node("cast_bf16_to_f32", {kept}, {kept_f32});
+  l.node("cast_f32_to_u8", {kept_f32}, {l.output(mask)});
+}
+
+// native_dropout_backward(grad, mask, scale): (grad * mask) * scale, as PyTorch.
+void native_dropout_backward(Lowering& l, const LoweredCall& c) {
+  const at::Tensor& out = c.outputs.at(0);
+  const at::ScalarType dt = out.scalar_type();
+  const std::vector<uint32_t> shape = synapse_shape(out.sizes());
+  const ValueId masked = l.temp(dt, shape);
+  l.node("mul_fwd" + guid_suffix(dt), covering(l, {l.input_as(c.tensor(0), dt), l.input_as(c.tensor(1), dt)}, out),
+         {masked});
+  l.node("mul_fwd" + guid_suffix(dt), {masked, l.constant(scalar_of(c.args[2]), dt)}, {l.output(out)});
+}
+
 // native_layer_norm over the trailing dims (collapsed into one: the kernel's dim 0).
 std::vector<int64_t> rows_of(const at::Tensor& x, size_t normalized_dims) {
   const int64_t outer = x.dim() - static_cast<int64_t>(normalized_dims);
@@ -510,6 +547,8 @@ TORCH_LIBRARY_IMPL(aten, HPU, m) {
   register_lowering(m, "amin.out", [](L& l, const C& c) { reduce(l, c, "reduce_min_fwd"); });
   register_lowering(m, "min", [](L& l, const C& c) { reduce(l, c, "reduce_min_fwd"); });
   register_lowering(m, "bernoulli_.float", &bernoulli);
+  register_lowering(m, "native_dropout", &native_dropout);
+  register_lowering(m, "native_dropout_backward", &native_dropout_backward);
   register_lowering(m, "native_layer_norm", &layer_norm);
   register_lowering(m, "native_layer_norm_backward", &layer_norm_backward);
   register_elementwise_lowering(m, "gelu.out", [](L& l, const C& c) {

@@ -43,6 +43,7 @@ class SynapseGraph {
     synTensor t = create(name, r.type, r.shape, section, r.offset);
     names_.push_back(name);
     launch_infos_.push_back({nullptr, r.base + r.offset, DATA_TENSOR, {0}, 0});
+    places_.push_back({r.storage, r.offset});
     return t;
   }
   synTensor workspace(const Region& r) {
@@ -57,6 +58,7 @@ class SynapseGraph {
   }
   synGraphHandle handle() const { return graph_; }
   const std::vector<std::string>& names() const { return names_; }
+  const std::vector<std::pair<uintptr_t, uint64_t>>& places() const { return places_; }
   std::vector<synLaunchTensorInfo>& launch_infos() {
     for (size_t i = 0; i < names_.size(); ++i) launch_infos_[i].tensorName = names_[i].c_str();
     return launch_infos_;
@@ -79,6 +81,7 @@ class SynapseGraph {
   std::map<uintptr_t, synSectionHandle> sections_;
   std::vector<std::string> names_;
   std::vector<synLaunchTensorInfo> launch_infos_;
+  std::vector<std::pair<uintptr_t, uint64_t>> places_;   // per persistent tensor: its storage and offset
   uint32_t workspace_count_ = 0;
 };
 
@@ -130,7 +133,7 @@ CapturedLaunch::~CapturedLaunch() {
 
 CapturedLaunch::CapturedLaunch(CapturedLaunch&& other) noexcept
     : device_(other.device_), recipe_(other.recipe_), names_(std::move(other.names_)),
-      infos_(std::move(other.infos_)), workspace_(other.workspace_) {
+      infos_(std::move(other.infos_)), places_(std::move(other.places_)), workspace_(other.workspace_) {
   other.recipe_ = nullptr;
   other.workspace_ = 0;
   for (size_t i = 0; i < names_.size(); ++i) infos_[i].tensorName = names_[i].c_str();
@@ -139,6 +142,16 @@ CapturedLaunch::CapturedLaunch(CapturedLaunch&& other) noexcept
 void CapturedLaunch::submit(synStreamHandle stream) {
   check(synLaunch(stream, infos_.data(), static_cast<uint32_t>(infos_.size()), workspace_, recipe_, 0),
         "synLaunch (replay)");
+}
+
+void CapturedLaunch::submit(synStreamHandle stream, const std::map<uintptr_t, uint64_t>& bases) {
+  std::vector<synLaunchTensorInfo> infos = infos_;
+  for (size_t i = 0; i < infos.size(); ++i) {
+    const auto it = bases.find(places_[i].first);
+    if (it != bases.end()) infos[i].pTensorAddress = it->second + places_[i].second;
+  }
+  check(synLaunch(stream, infos.data(), static_cast<uint32_t>(infos.size()), workspace_, recipe_, 0),
+        "synLaunch (compiled graph)");
 }
 
 LaunchReport PendingGraph::launch(synDeviceId device, synStreamHandle stream, const std::string& name,
@@ -228,6 +241,7 @@ LaunchReport PendingGraph::launch(synDeviceId device, synStreamHandle stream, co
       check(synDeviceMalloc(device, workspace_bytes, 0, 0, &captured->workspace_), "synDeviceMalloc (workspace)");
     }
     captured->names_ = graph.names();
+    captured->places_ = graph.places();
     captured->infos_ = graph.launch_infos();
     for (size_t i = 0; i < captured->names_.size(); ++i) captured->infos_[i].tensorName = captured->names_[i].c_str();
     captured->recipe_ = recipe;

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,9 @@ class CapturedLaunch {
 
   // Submits it on `stream` (synLaunch). Throws SynapseError.
   void submit(synStreamHandle stream);
+  // The same with other storages in place of some it was captured with: `bases` maps a captured
+  // storage (its identity) to the device address the launch uses for it instead (offsets kept).
+  void submit(synStreamHandle stream, const std::map<uintptr_t, uint64_t>& bases);
 
  private:
   friend class PendingGraph;
@@ -67,6 +71,7 @@ class CapturedLaunch {
   synRecipeHandle recipe_ = nullptr;
   std::vector<std::string> names_;
   std::vector<synLaunchTensorInfo> infos_;
+  std::vector<std::pair<uintptr_t, uint64_t>> places_;   // per tensor: the captured storage, the offset
   uint64_t workspace_ = 0;
 };
 

@@ -116,10 +116,10 @@ PYBIND11_MODULE(_C, m) {
   m.def("lazy_mode", [] { return !bridge::Lazy::get().eager(); });
   py::class_<bridge::HpuGraph>(m, "HpuGraph")
       .def(py::init<>())
-      .def("capture_begin", [](bridge::HpuGraph& g) {
+      .def("capture_begin", [](bridge::HpuGraph& g, bool in_eager_mode) {
         py::gil_scoped_release release;
-        g.capture_begin();
-      })
+        g.capture_begin(in_eager_mode);
+      }, py::arg("in_eager_mode") = false)
       .def("capture_end", [](bridge::HpuGraph& g) {
         py::gil_scoped_release release;
         g.capture_end();
@@ -127,6 +127,10 @@ PYBIND11_MODULE(_C, m) {
       .def("replay", [](bridge::HpuGraph& g) {
         py::gil_scoped_release release;
         g.replay();
+      })
+      .def("replay_with", [](bridge::HpuGraph& g, const std::map<uintptr_t, uint64_t>& bases) {
+        py::gil_scoped_release release;
+        g.replay(bases);
       })
       .def("reset", &bridge::HpuGraph::reset)
       .def("capture_abort", &bridge::HpuGraph::capture_abort)
@@ -137,10 +141,11 @@ PYBIND11_MODULE(_C, m) {
     py::gil_scoped_release release;
     bridge::Lazy::get().begin_region();
   });
-  m.def("end_region", [] {
+  m.def("end_region", [](bool launch) {
     py::gil_scoped_release release;
-    bridge::Lazy::get().end_region();
-  });
+    bridge::Lazy::get().end_region(launch);
+  }, py::arg("launch") = true);
+
   m.def("graph_counters", [] {
     const bridge::GraphCounters c = bridge::Lazy::get().counters();
     py::dict d;

@@ -104,3 +104,53 @@ def test_lazy_mode_has_no_hpu_backend_as_on_the_real_stack():
     out = run("import torch, hpusim.torch, torch._dynamo\n"
               "print('hpu_backend' in torch._dynamo.list_backends())", PT_HPU_LAZY_MODE="1")
     assert out.strip() == "False"
+
+
+MNIST = r'''
+import json, os, sys, torch, hpusim.torch
+import torch.nn.functional as F
+from hpusim import _C
+sys.path.insert(0, os.path.join(sys.argv[1]))
+import models
+compiled = []
+
+def prepare(model):
+    return torch.compile(model, backend="hpu_backend")
+
+def mnist(device, steps):
+    torch.manual_seed(0)
+    model = models.MnistNet()
+    if device == "cpu":
+        model.dropout = models.DeviceGeneratorDropout(0.5, seed=0)
+    model = model.to(device)
+    optimizer = torch.optim.Adadelta(model.parameters(), lr=0.1)
+    step = prepare(model) if device == "hpu" else model
+    data = torch.Generator().manual_seed(1)
+    losses, counts = [], []
+    for _ in range(steps):
+        x, t = torch.randn(200, 1, 28, 28, generator=data), torch.randint(0, 10, (200,), generator=data)
+        x, t = x.to(device), t.to(device)
+        optimizer.zero_grad()
+        loss = F.nll_loss(step(x), t)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+        if device == "hpu":
+            c = _C.graph_counters()
+            counts.append([c["compiles"], c["captured_launches"], c["replayed_launches"]])
+    return losses, counts
+
+hpu, counts = mnist("hpu", 5)
+cpu, _ = mnist("cpu", 5)
+print(json.dumps({"hpu": hpu, "cpu": cpu, "counts": counts, "fallbacks": torch.hpu.fallback_counts()}))
+'''
+
+
+def test_the_seeds_mnist_compiles_its_forward_and_backward_once_and_replays_them():
+    result = json.loads(run(MNIST, os.path.dirname(os.path.abspath(__file__))).splitlines()[-1])
+    assert max(abs(a - b) / abs(b) for a, b in zip(result["hpu"], result["cpu"])) < 1e-4, result
+    counts = result["counts"]
+    assert counts[0][1] == 2                      # the forward and the backward graph, captured at step 0
+    assert all(c[:2] == counts[0][:2] for c in counts)   # nothing compiled or captured afterwards
+    assert [c[2] for c in counts] == [2 * (k + 1) for k in range(5)]   # each step replays both
+    assert result["fallbacks"] == {}

@@ -230,3 +230,18 @@ def test_slices_columns_and_chunks_are_read_and_written_in_place():
     check(lambda a: a.unsqueeze(0).expand(3, 6, 9)[:, 1:3, ::2].sum(), x)
     mask = torch.randn(6, 9) > 0
     check(lambda a, m: a.masked_fill(m[:, :4], 0)[:, 1], x[:, :4].contiguous(), mask)
+
+
+def test_native_dropout_and_its_backward():
+    torch.manual_seed(5)
+    x = torch.randn(64, 33).to("hpu").requires_grad_()
+    before = fallbacks()
+    y, mask = torch.ops.aten.native_dropout(x, 0.25, True)
+    assert mask.dtype == torch.bool and 0.7 < mask.float().mean().item() < 0.8
+    assert torch.allclose(y.cpu(), x.detach().cpu() * mask.cpu() / 0.75, atol=1e-6)
+    g = torch.randn(64, 33)
+    dx = torch.ops.aten.native_dropout_backward(g.to("hpu"), mask, 1 / 0.75)
+    assert torch.allclose(dx.cpu(), g * mask.cpu() * (1 / 0.75), atol=1e-6)
+    y_eval, mask_eval = torch.ops.aten.native_dropout(x, 0.25, False)
+    assert torch.equal(y_eval.cpu(), x.detach().cpu()) and bool(mask_eval.cpu().all())
+    assert fallbacks() == before
