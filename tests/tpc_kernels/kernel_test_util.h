@@ -313,4 +313,15 @@ inline std::array<uint32_t, 5> coords(const std::vector<uint32_t>& s, size_t i) 
   return c;
 }
 
+// The random generator's mixing function (Wellons' lowbias32), as the README documents it for
+// dropout_fwd and the random fills: element i draws mix32(i ^ mix32(seed ^ 0x9e3779b9)).
+inline uint32_t mix32(uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x7feb352du;
+  x ^= x >> 15;
+  x *= 0x846ca68bu;
+  x ^= x >> 16;
+  return x;
+}
+
 }  // namespace hpusim::synapse::tpc_kernels::testing

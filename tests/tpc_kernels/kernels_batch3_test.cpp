@@ -272,14 +272,6 @@ TEST(TpcKernelCrossEntropy, ComposedFromLogSoftmaxAndNllLoss) {
 
 // ---- dropout ----
 
-uint32_t mix32(uint32_t x) {
-  x ^= x >> 16;
-  x *= 0x7feb352du;
-  x ^= x >> 15;
-  x *= 0x846ca68bu;
-  x ^= x >> 16;
-  return x;
-}
 // The documented generator: element i is kept iff ((mix32(i ^ key) >> 8) * 2^-24) >= p.
 bool kept(uint32_t seed, uint32_t i, float p) {
   const uint32_t key = mix32(seed ^ 0x9e3779b9u);

@@ -428,14 +428,6 @@ TEST(TpcKernelRange, ArangeAndLinspaceRules) {
 
 // ---- random ----
 
-uint32_t mix32(uint32_t x) {
-  x ^= x >> 16;
-  x *= 0x7feb352du;
-  x ^= x >> 15;
-  x *= 0x846ca68bu;
-  x ^= x >> 16;
-  return x;
-}
 uint32_t hash_of(uint32_t seed, uint32_t i) { return mix32(i ^ mix32(seed ^ 0x9e3779b9u)); }
 // The uniform of the generator, as the kernel computes it in f32.
 float uniform_value(uint32_t seed, uint32_t i, float low, float high) {
