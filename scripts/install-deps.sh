@@ -11,6 +11,7 @@ packages=(
   nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-venv python3-dev
+  chromium
 )
 
 missing=()

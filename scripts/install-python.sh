@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Python side of the build: a virtual environment inside the build tree (<build>/venv) with
 # torch 2.13.0 (the CPU wheel: always pinned, an unpinned torch pulls a multi-GB CUDA build),
-# numpy and pytest. Idempotent: it does nothing when they are there. Usage: install-python.sh BUILD
+# numpy, pytest and pillow (the analyser's HTML test reads its screenshot). Idempotent: it does nothing when they are there. Usage: install-python.sh BUILD
 set -euo pipefail
 build="$1"
 venv="$build/venv"
@@ -15,12 +15,12 @@ fi
 have() {
   "$venv/bin/python" - "$torch_version" <<'PY' 2>/dev/null
 import sys
-import numpy, pytest, torch
+import numpy, pytest, torch, PIL
 sys.exit(0 if torch.__version__.split("+")[0] == sys.argv[1] else 1)
 PY
 }
 if ! have; then
-  echo "hpusim: installing torch==$torch_version, numpy and pytest into $venv"
-  "$venv/bin/pip" install --disable-pip-version-check --no-build-isolation -q "torch==$torch_version" numpy pytest
+  echo "hpusim: installing torch==$torch_version, numpy, pytest and pillow into $venv"
+  "$venv/bin/pip" install --disable-pip-version-check --no-build-isolation -q "torch==$torch_version" numpy pytest pillow
   have || { echo "hpusim: torch $torch_version is not importable from $venv" >&2; exit 1; }
 fi

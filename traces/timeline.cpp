@@ -1,5 +1,7 @@
 #include "traces/timeline.h"
 
+#include <cstdio>
+
 namespace hpusim::traces {
 
 TrackId Timeline::process(const std::string& name) {
@@ -26,6 +28,14 @@ TrackId Timeline::counter(TrackId process, const std::string& name, const std::s
   TrackId id = writer_.counter_track(process, name, unit);
   tracks_.emplace(key, id);
   return id;
+}
+
+std::string Timeline::kernel_label(uint64_t address) const {
+  const auto it = kernel_labels_.find(address);
+  if (it != kernel_labels_.end()) return it->second;
+  char text[32];
+  std::snprintf(text, sizeof text, "kernel @0x%llx", static_cast<unsigned long long>(address));
+  return text;
 }
 
 }  // namespace hpusim::traces

@@ -366,7 +366,7 @@ void TraceWriter::check_flows(const std::vector<FlowId>& ids, const char* what) 
 void TraceWriter::begin_slice(TrackId track, std::uint64_t ts_ns, std::string name,
                               std::vector<Arg> args, std::vector<FlowId> flow_ids,
                               std::vector<FlowId> terminating_flow_ids) {
-  if (!enabled_) return;
+  if (!enabled_ || paused_) return;
   TrackRec& t = track_for_event(track, "begin_slice");
   if (t.kind == TrackKind::kCounter) {
     throw std::invalid_argument("TraceWriter::begin_slice: " + track_label(t.name, t.uuid) +
@@ -395,7 +395,7 @@ void TraceWriter::begin_slice(TrackId track, std::uint64_t ts_ns, std::string na
 }
 
 void TraceWriter::end_slice(TrackId track, std::uint64_t ts_ns) {
-  if (!enabled_) return;
+  if (!enabled_ || paused_) return;
   TrackRec& t = track_for_event(track, "end_slice");
   if (t.open.empty()) {
     throw std::logic_error("TraceWriter::end_slice: no open slice on track " +
@@ -423,7 +423,7 @@ void TraceWriter::complete_slice(TrackId track, std::uint64_t start_ns, std::uin
                                  std::string name, std::vector<Arg> args,
                                  std::vector<FlowId> flow_ids,
                                  std::vector<FlowId> terminating_flow_ids) {
-  if (!enabled_) return;
+  if (!enabled_ || paused_) return;
   TrackRec& t = track_for_event(track, "complete_slice");
   if (t.kind == TrackKind::kCounter) {
     throw std::invalid_argument("TraceWriter::complete_slice: " + track_label(t.name, t.uuid) +
@@ -452,7 +452,7 @@ void TraceWriter::complete_slice(TrackId track, std::uint64_t start_ns, std::uin
 
 void TraceWriter::instant(TrackId track, std::uint64_t ts_ns, std::string name,
                           std::vector<Arg> args) {
-  if (!enabled_) return;
+  if (!enabled_ || paused_) return;
   TrackRec& t = track_for_event(track, "instant");
   if (t.kind == TrackKind::kCounter) {
     throw std::invalid_argument("TraceWriter::instant: " + track_label(t.name, t.uuid) +
@@ -468,7 +468,7 @@ void TraceWriter::instant(TrackId track, std::uint64_t ts_ns, std::string name,
 }
 
 void TraceWriter::counter(TrackId track, std::uint64_t ts_ns, double value) {
-  if (!enabled_) return;
+  if (!enabled_ || paused_) return;
   TrackRec& t = track_for_event(track, "counter");
   if (t.kind != TrackKind::kCounter) {
     throw std::invalid_argument("TraceWriter::counter: " + track_label(t.name, t.uuid) +

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstddef>
+#include <atomic>
 #include <cstdint>
 #include <iosfwd>
 #include <string>
@@ -32,7 +33,11 @@ class TraceWriter {
   explicit TraceWriter(bool enabled = true) : enabled_(enabled) {}
   static TraceWriter disabled() { return TraceWriter(false); }
 
-  bool enabled() const noexcept { return enabled_; }
+  // Recording events (enabled and not paused).
+  bool enabled() const noexcept { return enabled_ && !paused_.load(std::memory_order_relaxed); }
+  // While paused, tracks are still created (their ids stay valid) but events are dropped: a run
+  // records only while it is profiled.
+  void set_paused(bool paused) noexcept { paused_.store(paused, std::memory_order_relaxed); }
 
   // ---- Tracks. Descriptors are written in creation order, before every event. ----
 
@@ -169,6 +174,7 @@ class TraceWriter {
   void emit_chrome_json(std::ostream& out, const std::vector<OrderedEvent>& events) const;
 
   bool enabled_;
+  std::atomic<bool> paused_{false};   // read without the timeline's lock by hot paths
   std::uint64_t seq_ = 0;
   FlowId last_flow_id_ = 0;
   std::vector<TrackRec> tracks_;  // tracks_[uuid - 1]

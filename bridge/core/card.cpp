@@ -80,21 +80,21 @@ void Card::to_device(const void* host, uint64_t device, uint64_t bytes) {
   if (bytes == 0) return;
   const std::lock_guard<std::mutex> lock(mutex_);
   check(synMemCopyAsync(stream(), reinterpret_cast<uint64_t>(host), bytes, device, HOST_TO_DRAM), "synMemCopyAsync");
-  wait_for_stream();
+  wait_for_stream(FallbackScope::depth() > 0 ? "wait: fallback copy to device" : "wait: copy to device");
 }
 
 void Card::to_host(uint64_t device, void* host, uint64_t bytes) {
   if (bytes == 0) return;
   const std::lock_guard<std::mutex> lock(mutex_);
   check(synMemCopyAsync(stream(), device, bytes, reinterpret_cast<uint64_t>(host), DRAM_TO_HOST), "synMemCopyAsync");
-  wait_for_stream();
+  wait_for_stream(FallbackScope::depth() > 0 ? "wait: fallback copy to host" : "wait: copy to host");
 }
 
 void Card::on_device(uint64_t source, uint64_t destination, uint64_t bytes) {
   if (bytes == 0) return;
   const std::lock_guard<std::mutex> lock(mutex_);
   check(synMemCopyAsync(stream(), source, bytes, destination, DRAM_TO_DRAM), "synMemCopyAsync");
-  wait_for_stream();
+  wait_for_stream("wait: device copy");
 }
 
 void Card::host_work(hpusim_HostWork work, uint64_t count, const char* what) {
@@ -116,7 +116,14 @@ uint64_t host_ns() {
 }
 }  // namespace
 
-void Card::wait_for_stream() { synchronize_stream(stream()); }
+uint64_t Card::host_now_ns() { return host_ns(); }
+
+void Card::wait_for_stream(const char* span) {
+  const synStreamHandle s = stream();
+  wait([&] { return synStreamSynchronize(s); }, "synStreamSynchronize", span);
+}
+
+void Card::trace_span(const char* name, uint64_t start_ns) { check(hpusim_traceSpan(id_, name, start_ns), "hpusim_traceSpan"); }
 
 namespace {
 thread_local synStreamHandle t_current_stream = nullptr;
@@ -137,10 +144,11 @@ void Card::destroy_stream(synStreamHandle stream) {
 }
 
 template <class Wait>
-void Card::wait(Wait wait_call, const char* what) {
+void Card::wait(Wait wait_call, const char* what, const char* span) {
   const uint64_t start = host_ns();
   check(wait_call(), what);
   wait_ns_ += host_ns() - start;
+  trace_span(span, start);
 }
 
 bool Card::done(synStatus query_status, const char* what) {
@@ -150,7 +158,7 @@ bool Card::done(synStatus query_status, const char* what) {
 }
 
 void Card::synchronize_stream(synStreamHandle stream) {
-  wait([&] { return synStreamSynchronize(stream); }, "synStreamSynchronize");
+  wait([&] { return synStreamSynchronize(stream); }, "synStreamSynchronize", "wait: stream synchronize");
 }
 
 bool Card::stream_done(synStreamHandle stream) { return done(synStreamQuery(stream), "synStreamQuery"); }
@@ -174,7 +182,7 @@ void Card::record_event(synEventHandle event, synStreamHandle stream) {
 }
 
 void Card::synchronize_event(synEventHandle event) {
-  wait([&] { return synEventSynchronize(event); }, "synEventSynchronize");
+  wait([&] { return synEventSynchronize(event); }, "synEventSynchronize", "wait: event synchronize");
 }
 
 bool Card::event_done(synEventHandle event) { return done(synEventQuery(event), "synEventQuery"); }
@@ -186,7 +194,7 @@ double Card::elapsed_ms(synEventHandle start, synEventHandle end) {
 }
 
 void Card::synchronize() {
-  wait([&] { return synDeviceSynchronize(id_); }, "synDeviceSynchronize");
+  wait([&] { return synDeviceSynchronize(id_); }, "synDeviceSynchronize", "wait: synchronize");
 }
 
 uint64_t Card::device_busy_ns() {

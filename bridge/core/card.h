@@ -81,6 +81,21 @@ class Card {
   // Host work of the bridge charged to this thread's (modeled) host clock, a slice `what` on the
   // timeline's "host: framework" track.
   void host_work(hpusim_HostWork work, uint64_t count, const char* what);
+  // While one lives on a thread, its copies are a CPU fallback's (named so on the timeline).
+  class FallbackScope {
+   public:
+    FallbackScope() { ++depth(); }
+    ~FallbackScope() { --depth(); }
+    FallbackScope(const FallbackScope&) = delete;
+    FallbackScope& operator=(const FallbackScope&) = delete;
+    static int& depth() {
+      static thread_local int d = 0;
+      return d;
+    }
+  };
+  // A slice `name` on the timeline's framework track from host time `start_ns` to now.
+  void trace_span(const char* name, uint64_t start_ns);
+  uint64_t host_now_ns();
   // Releases the card (the timeline is written if HPUSIM_TRACE named a file); later calls fail.
   void close();
   // (free, total) bytes of device memory.
@@ -89,10 +104,11 @@ class Card {
  private:
   Card();
   void check(synStatus status, const char* what);
-  void wait_for_stream();   // synStreamSynchronize, the wait counted
-  // A Synapse call that waits for the card, its host time counted as waiting.
+  void wait_for_stream(const char* span);   // synStreamSynchronize, the wait counted
+  // A Synapse call that waits for the card, its host time counted as waiting and a slice `span`
+  // on the timeline's framework track.
   template <class Wait>
-  void wait(Wait wait_call, const char* what);
+  void wait(Wait wait_call, const char* what, const char* span);
   // A query's answer: false while busy; other failures throw.
   bool done(synStatus query_status, const char* what);
 

@@ -35,6 +35,8 @@ void HpuGraph::replay(const std::map<uintptr_t, uint64_t>& bases) {
   TORCH_CHECK(lazy.capturing() == nullptr, "HPUGraph.replay: not supported during hpu graph capturing");
   lazy.flush("replay");
   Card& card = Card::get();
+  const uint64_t span_start = card.host_now_ns();
+  card.host_work(HPUSIM_HOST_GRAPH_REPLAY, 1, "graph replay");
   for (Seed& s : seeds_) {
     HpuGenerator* generator = hpu_generator(s.generator);
     uint32_t seed = 0;
@@ -52,6 +54,7 @@ void HpuGraph::replay(const std::map<uintptr_t, uint64_t>& bases) {
     }
   }
   lazy.count_replay(launches_.size());
+  card.trace_span(bases.empty() ? "hpu graph replay" : "compiled graph call", span_start);
 }
 
 void HpuGraph::capture_abort() {

@@ -233,6 +233,7 @@ void run_on_cpu(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   count_fallback(name);
   Card::get().host_work(HPUSIM_HOST_CPU_FALLBACK_OP, 1, ("cpu fallback " + short_name).c_str());
   if (policy.log_calls) log_fallback("CPU fallback " + short_name + " : " + describe_arguments(op, *stack));
+  const Card::FallbackScope copies_are_the_fallbacks;
   at::native::cpu_fallback(op, stack);
 }
 

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "bridge/core/card.h"
 #include "bridge/core/hpu_graph.h"
@@ -52,7 +53,8 @@ bool Lazy::pending_uses(const c10::StorageImpl* storage) {
 void Lazy::op_recorded(const char* name) {
   ++counters_.ops_recorded;
   ++pending_ops_;
-  Card::get().host_work(HPUSIM_HOST_OP_RECORD, 1, name);
+  const char* op = std::strncmp(name, "aten::", 6) == 0 ? name + 6 : name;
+  Card::get().host_work(HPUSIM_HOST_OP_RECORD, 1, (std::string("record ") + op).c_str());
   if (eager_) Card::get().host_work(HPUSIM_HOST_EAGER_OP, 1, "eager dispatch");
   if (region_depth_ != 0) return;
   if (eager_ || (max_ops_ != 0 && pending_ops_ >= max_ops_)) flush(eager_ ? "eager op" : "op limit");
@@ -72,6 +74,7 @@ void Lazy::flush(const char* why) {
   std::map<uintptr_t, c10::Storage> kept;
   kept.swap(kept_);   // released after the launch, whatever happens
   Card& card = Card::get();
+  const uint64_t span_start = card.host_now_ns();
   card.host_work(HPUSIM_HOST_GRAPH_BUILD_PER_NODE, graph_.node_count(), "graph build");
   const auto start = std::chrono::steady_clock::now();
   const std::vector<uintptr_t> written = graph_.written_storages();
@@ -115,6 +118,7 @@ void Lazy::flush(const char* why) {
     ++counters_.cache_hits;
     ++counters_.hits_by_recipe[recipe];
   }
+  card.trace_span(reason == "mark_step" ? "mark_step" : ("flush: " + reason).c_str(), span_start);
 }
 
 void Lazy::begin_capture(HpuGraph* graph, bool in_eager_mode) {

@@ -136,6 +136,7 @@ std::vector<at::Tensor> convolution_backward_outputs(const std::vector<c10::IVal
 void convolution_on_cpu(const c10::OperatorHandle& op, torch::jit::Stack* stack, bool backward) {
   count_fallback(op.schema().operator_name());
   Card::get().host_work(HPUSIM_HOST_CPU_FALLBACK_OP, 1, ("cpu fallback " + op.schema().name()).c_str());
+  const Card::FallbackScope copies_are_the_fallbacks;
   const size_t n = op.schema().arguments().size();
   std::vector<c10::IValue> a(stack->end() - static_cast<std::ptrdiff_t>(n), stack->end());
   const auto cpu = [](const c10::IValue& v) { return v.isTensor() && v.toTensor().defined() ? v.toTensor().cpu() : at::Tensor(); };

@@ -59,6 +59,24 @@ PYBIND11_MODULE(_C, m) {
     if (!bridge::Card::acquired() || hpusim_hostTimeNs(&ns) != synSuccess) return uint64_t{0};
     return ns;
   });
+  m.def("trace_span", [](const std::string& name, uint64_t start_ns) {
+    py::gil_scoped_release release;
+    bridge::Card::get().trace_span(name.c_str(), start_ns);
+  }, "a slice `name` on the timeline's framework track from host time start_ns to now");
+  m.def("trace_set_recording", [](bool on) {
+    py::gil_scoped_release release;
+    bridge::Card::get();   // the platform is up
+    int was = 0;
+    const synStatus status = hpusim_traceSetRecording(on ? 1 : 0, &was);
+    if (status != synSuccess) throw bridge::SynapseError("hpusim_traceSetRecording", status);
+    return was != 0;
+  }, "start or stop recording on the simulator's timeline; whether it recorded before");
+  m.def("trace_write_chrome_json", [](const std::string& path) {
+    py::gil_scoped_release release;
+    bridge::Card::get();
+    const synStatus status = hpusim_traceWriteChromeJson(path.c_str());
+    if (status != synSuccess) throw bridge::SynapseError("hpusim_traceWriteChromeJson", status);
+  }, "write what the simulator's timeline recorded so far as Chrome JSON");
   m.def("device_busy_ns", [] {
     py::gil_scoped_release release;
     return bridge::Card::get().device_busy_ns();

@@ -254,6 +254,12 @@ void Card::set_dma_observer(DmaObserver* observer) {
   for (auto& core : dma_cores_) core->set_observer(observer);
 }
 
+void Card::set_engine_observers(TpcObserver* tpc, MmeObserver* mme) {
+  for (auto& core : tpc_cores_) core->set_observer(tpc);
+  for (auto& engine : mme_engines_)
+    if (engine) engine->set_observer(mme);
+}
+
 void Card::set_sync_manager_observer(SyncManagerObserver* observer) {
   for (auto& sm : sync_managers_) sm->set_observer(observer);
 }

@@ -76,6 +76,8 @@ class Card : public sc_core::sc_module, private RazwiTarget, private ResetTarget
   void set_qman_observer(QmanObserver* observer);
   void set_sync_manager_observer(SyncManagerObserver* observer);
   void set_dma_observer(DmaObserver* observer);
+  // Every TPC core's kernels and every MME master's jobs.
+  void set_engine_observers(TpcObserver* tpc, MmeObserver* mme);
   // Page faults of every MMU (after the MMU controller has captured them).
   void set_mmu_observer(MmuObserver* observer) { mmu_controller_->set_observer(observer); }
   // nullptr unless built with CardOptions::device_cpu.

@@ -1,5 +1,7 @@
 #include "hw/card/card_tracer.h"
 
+#include <algorithm>
+#include <cctype>
 #include <mutex>
 
 #include "arch/regs/gaudi1_map.h"
@@ -7,15 +9,34 @@
 namespace hpusim::hw {
 namespace {
 uint64_t ns(Picoseconds ps) { return ps / 1000; }
+std::string to_upper(std::string name) {
+  for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return name;
+}
 }  // namespace
 
-CardTracer::CardTracer(traces::Timeline& timeline, Card& card, const std::string& label) : timeline_(timeline) {
+CardTracer::CardTracer(traces::Timeline& timeline, Card& card, const std::string& label)
+    : timeline_(timeline), card_(card) {
   std::lock_guard<std::mutex> lock(timeline_.mutex());
   device_ = timeline_.process("device " + (label.empty() ? "" : label + " ") + "(" + card.preset().name() + ")");
   card.set_qman_observer(this);
   card.set_sync_manager_observer(this);
   card.set_dma_observer(this);
   card.set_mmu_observer(this);
+  card.set_engine_observers(this, this);
+  // Every engine's track from the start: an idle engine shows (and counts) as idle.
+  for (unsigned i = 0; card.tpc_core(i) != nullptr; ++i) timeline_.track(device_, "TPC" + std::to_string(i));
+  for (unsigned i = 0; i < card.mme_numbers(); ++i)
+    if (card.mme_engine(i) != nullptr) timeline_.track(device_, "MME" + std::to_string(i));
+  for (unsigned i = 0; card.dma_core(i) != nullptr; ++i) dma_track(i);
+}
+
+CardTracer::~CardTracer() {
+  card_.set_qman_observer(nullptr);
+  card_.set_sync_manager_observer(nullptr);
+  card_.set_dma_observer(nullptr);
+  card_.set_mmu_observer(nullptr);
+  card_.set_engine_observers(nullptr, nullptr);
 }
 
 traces::TrackId CardTracer::dma_track(uint32_t channel) { return timeline_.track(device_, "DMA" + std::to_string(channel) + " core"); }
@@ -28,6 +49,8 @@ void CardTracer::packet_executed(const std::string& qman, unsigned cp, const qma
                                  Picoseconds end) {
   if (!timeline_.enabled()) return;
   std::lock_guard<std::mutex> lock(timeline_.mutex());
+  cb_started_.emplace(std::make_pair(qman, cp), start);   // the stream's command buffer began (if none had)
+  if (!timeline_.packets()) return;
   timeline_.writer().complete_slice(cp_track(qman, cp), ns(start), std::max(ns(end), ns(start) + 1),
                                     qman::opcode_name(qman::opcode_of(packet)), {{"packet", qman::describe(packet)}});
 }
@@ -35,7 +58,11 @@ void CardTracer::packet_executed(const std::string& qman, unsigned cp, const qma
 void CardTracer::command_buffer_done(const std::string& qman, unsigned stream, uint32_t pq_ci, Picoseconds at) {
   if (!timeline_.enabled()) return;
   std::lock_guard<std::mutex> lock(timeline_.mutex());
-  timeline_.writer().instant(cp_track(qman, stream), ns(at), "command buffer done", {{"pq_ci", uint64_t{pq_ci}}});
+  const auto started = cb_started_.find({qman, stream});
+  const Picoseconds start = started != cb_started_.end() ? std::min(started->second, at) : at;
+  if (started != cb_started_.end()) cb_started_.erase(started);
+  timeline_.writer().complete_slice(cp_track(qman, stream), ns(start), std::max(ns(at), ns(start) + 1),
+                                    "command buffer", {{"pq_ci", uint64_t{pq_ci}}});
 }
 
 void CardTracer::error(const std::string& qman, unsigned cp, QmanError cause, const std::string& message,
@@ -47,7 +74,7 @@ void CardTracer::error(const std::string& qman, unsigned cp, QmanError cause, co
 }
 
 void CardTracer::sob_updated(const std::string& block, uint32_t sob, uint32_t value, Picoseconds at) {
-  if (!timeline_.enabled()) return;
+  if (!timeline_.packets()) return;
   std::lock_guard<std::mutex> lock(timeline_.mutex());
   timeline_.writer().instant(timeline_.track(device_, block), ns(at), "SOB " + std::to_string(sob),
                              {{"sob", uint64_t{sob}}, {"value", uint64_t{value}}});
@@ -55,7 +82,7 @@ void CardTracer::sob_updated(const std::string& block, uint32_t sob, uint32_t va
 
 void CardTracer::monitor_fired(const std::string& block, uint32_t monitor, uint64_t address, uint32_t data,
                                Picoseconds at) {
-  if (!timeline_.enabled()) return;
+  if (!timeline_.packets()) return;
   std::lock_guard<std::mutex> lock(timeline_.mutex());
   timeline_.writer().instant(timeline_.track(device_, block), ns(at), "monitor " + std::to_string(monitor) + " fired",
                              {{"address", regs::describe_device_address(address)}, {"data", uint64_t{data}}});
@@ -76,6 +103,7 @@ void CardTracer::transfer_done(uint32_t channel, const DmaTransfer& transfer, Pi
        {"bytes", transfer.bytes},
        {"src", transfer.memset ? std::string("fill") : regs::describe_device_address(transfer.source)},
        {"dst", regs::describe_device_address(transfer.destination)}});
+  sample_bandwidth(start, at);
 }
 
 void CardTracer::transfer_failed(uint32_t channel, uint64_t address, const std::string& message, Picoseconds at) {
@@ -98,6 +126,59 @@ void CardTracer::page_fault(const MmuFault& fault) {
                              {{"engine", fault.engine},
                               {"va", fault.virtual_address},
                               {"write", uint64_t{fault.is_write ? 1u : 0u}}});
+}
+
+void CardTracer::kernel_finished(const std::string& core, const TpcKernelStats& kernel) {
+  if (!timeline_.enabled()) return;
+  std::lock_guard<std::mutex> lock(timeline_.mutex());
+  std::string name = timeline_.kernel_label(kernel.kernel_address);
+  if (kernel.faulted) name += " (faulted)";
+  timeline_.writer().complete_slice(timeline_.track(device_, to_upper(core)), ns(kernel.start_ps),
+                                    std::max(ns(kernel.end_ps), ns(kernel.start_ps) + 1), name,
+                                    {{"cycles", kernel.cycles},
+                                     {"bundles", kernel.bundles},
+                                     {"stall cycles", kernel.stall_cycles},
+                                     {"load bytes", kernel.load_bytes},
+                                     {"store bytes", kernel.store_bytes}});
+  sample_bandwidth(kernel.start_ps, kernel.end_ps);
+}
+
+void CardTracer::job_finished(const std::string& engine, const MmeJobStats& job) {
+  if (!timeline_.enabled()) return;
+  std::lock_guard<std::mutex> lock(timeline_.mutex());
+  std::string name = std::string(mme::op_name(job.op)) + " " + std::to_string(job.dims.m) + "x" +
+                     std::to_string(job.dims.n) + "x" + std::to_string(job.dims.k);
+  if (job.dims.batch > 1) name += " x" + std::to_string(job.dims.batch);
+  if (job.faulted) name += " (faulted)";
+  timeline_.writer().complete_slice(timeline_.track(device_, to_upper(engine)), ns(job.start_ps),
+                                    std::max(ns(job.end_ps), ns(job.start_ps) + 1), name,
+                                    {{"macs", job.macs},
+                                     {"cycles", job.cycles},
+                                     {"array cycles", job.array_cycles},
+                                     {"read bytes", job.read_bytes},
+                                     {"write bytes", job.write_bytes}});
+  sample_bandwidth(job.start_ps, job.end_ps);
+}
+
+void CardTracer::sample_bandwidth(Picoseconds from, Picoseconds to) {
+  const uint64_t to_ns = ns(to);
+  const uint64_t from_ns = std::max(sampled_ns_, ns(from));
+  if (to_ns <= from_ns) return;   // the bytes go into the next sample
+  const hbm::SubsystemStats& hbm = card_.memory().hbm().stats();
+  const PcieStats& pcie = card_.memory().pcie().stats();
+  const Bytes now{hbm.read_bytes, hbm.write_bytes, pcie.downstream_bytes, pcie.upstream_bytes};
+  const double seconds_ns = static_cast<double>(to_ns - from_ns);   // bytes per ns = GB/s
+  auto sample = [&](const char* name, uint64_t bytes) {
+    const traces::TrackId track = timeline_.counter(device_, name, "GB/s");
+    timeline_.writer().counter(track, from_ns, static_cast<double>(bytes) / seconds_ns);
+    timeline_.writer().counter(track, to_ns, 0.0);
+  };
+  sample("HBM read", now.hbm_read - sampled_.hbm_read);
+  sample("HBM write", now.hbm_write - sampled_.hbm_write);
+  sample("PCIe to device", now.pcie_to_device - sampled_.pcie_to_device);
+  sample("PCIe to host", now.pcie_to_host - sampled_.pcie_to_host);
+  sampled_ = now;
+  sampled_ns_ = to_ns;
 }
 
 }  // namespace hpusim::hw

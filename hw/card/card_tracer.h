@@ -1,7 +1,10 @@
-// Puts the card's command-submission activity on the shared timeline: one track per QMAN CP with
-// a slice per packet and per command buffer, QMAN errors as instants, per sync-manager block a
-// track of SOB updates and monitor firings (instants with their values), one track per DMA core
-// with a slice per transfer (failures and halts as instants), and MMU page faults as instants.
+// Puts the card's activity on the shared timeline: one track per engine instance (a slice per TPC
+// kernel named by the program the host loaded, per MME job, per DMA transfer; failures and halts
+// as instants), HBM and PCIe bandwidth counters (the average since the previous sample, sampled
+// as engine work ends), a slice per command buffer (first packet to done) and QMAN errors per QMAN
+// stream, and MMU page faults.
+// With the timeline's packet detail also a slice per QMAN packet, and per sync-manager block its
+// SOB updates and monitor firings.
 #pragma once
 
 #include <map>
@@ -12,11 +15,20 @@
 
 namespace hpusim::hw {
 
-class CardTracer : public QmanObserver, public SyncManagerObserver, public DmaObserver, public MmuObserver {
+class CardTracer : public QmanObserver,
+                   public SyncManagerObserver,
+                   public DmaObserver,
+                   public MmuObserver,
+                   public TpcObserver,
+                   public MmeObserver {
  public:
   // The card's tracks go on the process "device (<preset>)", or "device <label> (<preset>)" with
   // a label (the card's index in a box).
   CardTracer(traces::Timeline& timeline, Card& card, const std::string& label = "");
+  // Detaches from the card (which must still be there).
+  ~CardTracer() override;
+  CardTracer(const CardTracer&) = delete;
+  CardTracer& operator=(const CardTracer&) = delete;
 
   void packet_executed(const std::string& qman, unsigned cp, const qman::Packet& packet, Picoseconds start,
                        Picoseconds end) override;
@@ -31,14 +43,26 @@ class CardTracer : public QmanObserver, public SyncManagerObserver, public DmaOb
   void transfer_failed(uint32_t channel, uint64_t address, const std::string& message, Picoseconds at) override;
   void halted(uint32_t channel, Picoseconds at) override;
   void page_fault(const MmuFault& fault) override;
+  void kernel_finished(const std::string& core, const TpcKernelStats& kernel) override;
+  void job_finished(const std::string& engine, const MmeJobStats& job) override;
 
  private:
   traces::TrackId cp_track(const std::string& qman, unsigned cp);
   traces::TrackId dma_track(uint32_t channel);
+  // Bandwidth samples for the bytes moved since the last sample, spread over [max(last, from), to].
+  // Hold the timeline's mutex.
+  void sample_bandwidth(Picoseconds from, Picoseconds to);
 
   traces::Timeline& timeline_;
+  Card& card_;
   traces::TrackId device_ = 0;
+  struct Bytes {
+    uint64_t hbm_read = 0, hbm_write = 0, pcie_to_device = 0, pcie_to_host = 0;
+  };
+  Bytes sampled_;
+  uint64_t sampled_ns_ = 0;
   std::map<uint32_t, Picoseconds> dma_started_;   // channel -> start of the running transfer
+  std::map<std::pair<std::string, unsigned>, Picoseconds> cb_started_;   // (QMAN, stream) -> its CB's first packet
 };
 
 }  // namespace hpusim::hw

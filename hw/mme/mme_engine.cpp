@@ -310,6 +310,7 @@ void MmeEngine::run_job(const std::vector<uint32_t>& window, uint64_t epoch) {
   totals_.faulted += stats_.faulted ? 1 : 0;
   jobs_.push_back(stats_);
   if (jobs_.size() > kJobHistory) jobs_.pop_front();
+  if (observer_ != nullptr) observer_->job_finished(params_.name, stats_);
 }
 
 const MmeJobStats* MmeEngine::job(uint64_t number) const {

@@ -85,6 +85,12 @@ struct MmeJobStats {
   bool message_sent = false;
 };
 
+// Told of every job an engine finishes (traces).
+struct MmeObserver {
+  virtual ~MmeObserver() = default;
+  virtual void job_finished(const std::string& engine, const MmeJobStats& job) = 0;
+};
+
 struct MmeFaultRecord {
   MmeError error = MmeError::None;
   std::string message;
@@ -118,6 +124,7 @@ class MmeEngine : public sc_core::sc_module, public RegisterBlock, public Engine
   // The last kJobHistory finished jobs (older ones are only in the totals), and the sums over all.
   static constexpr size_t kJobHistory = 1024;
   const std::deque<MmeJobStats>& jobs() const { return jobs_; }
+  void set_observer(MmeObserver* observer) { observer_ = observer; }
   const MmeJobTotals& job_totals() const { return totals_; }
   // Registers this block's counters under `scope` (a dump reads them on the simulation thread).
   void register_stats(stats::Scope scope);
@@ -188,6 +195,7 @@ class MmeEngine : public sc_core::sc_module, public RegisterBlock, public Engine
   uint32_t failed_kind_ = 0;
   std::string access_error_;
   MmeJobStats stats_;
+  MmeObserver* observer_ = nullptr;
 
   MmeFaultRecord fault_;
   std::deque<MmeJobStats> jobs_;

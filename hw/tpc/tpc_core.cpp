@@ -453,6 +453,7 @@ void TpcCore::run_kernel(const Launch& launch, uint64_t epoch) {
   const tpc::LaunchContext ctx = decode_set(w, &setup_error);
   const uint64_t kernel_base =
       join(w[tc::kDescKernelBaseAddressHigh / 4], w[tc::kDescKernelBaseAddressLow / 4]);
+  stats_.kernel_address = kernel_base;
   const uint32_t so_message = w[tc::kDescSyncObjectMessage / 4];
   const uint64_t so_address = join(launch.sm_base_high, w[tc::kDescSyncObjectAddr / 4]);
   if (setup_error.empty() && kernel_base % tpc::kBundleBytes != 0) {
@@ -657,6 +658,7 @@ void TpcCore::run_kernel(const Launch& launch, uint64_t epoch) {
   totals_.faulted += stats_.faulted ? 1 : 0;
   kernels_.push_back(stats_);
   if (kernels_.size() > kKernelHistory) kernels_.pop_front();
+  if (observer_ != nullptr) observer_->kernel_finished(params_.name, stats_);
 }
 
 const TpcKernelStats* TpcCore::kernel(uint64_t number) const {

@@ -67,6 +67,7 @@ TpcCoreParams tpc_core_params_from(const preset::Card& card, unsigned index);
 // What a kernel did, for tests and traces.
 struct TpcKernelStats {
   uint64_t kernel = 0;             // 1, 2, ... per core
+  uint64_t kernel_address = 0;     // the program's first bundle (the descriptor's kernel base)
   Picoseconds start_ps = 0;        // the TPC_EXECUTE took effect (the kernel's cycle 0)
   Picoseconds end_ps = 0;          // idle again (after the completion message, if any)
   uint64_t cycles = 0;             // from cycle 0 to the cycle after the halt bundle issued
@@ -82,6 +83,12 @@ struct TpcKernelStats {
   uint64_t prefetch_dropped = 0;   // prefetches dropped because every buffer entry was in use
   bool faulted = false;
   bool message_sent = false;       // the sync-object message was answered OK
+};
+
+// Told of every kernel a core finishes (traces).
+struct TpcObserver {
+  virtual ~TpcObserver() = default;
+  virtual void kernel_finished(const std::string& core, const TpcKernelStats& kernel) = 0;
 };
 
 // Sums over every kernel a core finished since construction: what profilers and --stats read.
@@ -136,6 +143,7 @@ class TpcCore : public sc_core::sc_module, public RegisterBlock, public EngineSt
   // over all of them.
   static constexpr size_t kKernelHistory = 1024;
   const std::deque<TpcKernelStats>& kernels() const { return kernels_; }
+  void set_observer(TpcObserver* observer) { observer_ = observer; }
   const TpcKernelTotals& kernel_totals() const { return totals_; }
   // Registers this block's counters under `scope` (a dump reads them on the simulation thread).
   void register_stats(stats::Scope scope);
@@ -240,6 +248,7 @@ class TpcCore : public sc_core::sc_module, public RegisterBlock, public EngineSt
   std::string late_message_;
   DmaPort::Access* fetch_done_ = nullptr;
   TpcKernelStats stats_;
+  TpcObserver* observer_ = nullptr;
 
   TpcFaultRecord fault_;
   std::deque<TpcKernelStats> kernels_;

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -32,7 +33,9 @@
 #include "arch/tpc/asm/disassembler.h"
 #include "arch/tpc/asm/program.h"
 #include "sim/bench/compile_bench.h"
+#include "sim/analyze/report_writers.h"
 #include "sim/bench/gemm_bench.h"
+#include "traces/chrome_json_reader.h"
 #include "sim/zoo/run_workload.h"
 #include "sim/zoo/workload.h"
 #include "sim/bench/memory_bench.h"
@@ -83,6 +86,8 @@ void print_usage(std::ostream& out) {
          "  bench modes          host and device time per step in each PyTorch execution mode (lazy, eager,\n"
          "                       torch.compile, HPU graphs)\n"
          "  run WORKLOAD         model-zoo training steps through the Synapse API (mlp, bert-layer, conv-block)\n"
+         "  analyze TRACE        per-step host and device time, engine use and a verdict (host-bound,\n"
+         "                       device-bound, balanced) with guidance, from a trace hpusim or torch.profiler wrote\n"
          "  presets              list the built-in presets\n"
          "  tpc-as INPUT.s -o OUTPUT.bin\n"
          "                       assemble a TPC program (arch/tpc/ASSEMBLY.md)\n"
@@ -104,10 +109,14 @@ po::options_description preset_options() {
   return options;
 }
 
-po::variables_map parse(const std::vector<std::string>& args, const po::options_description& options) {
+// `positional`, when given, names the option the one positional argument fills.
+po::variables_map parse(const std::vector<std::string>& args, const po::options_description& options,
+                        const char* positional_option = nullptr) {
+  po::positional_options_description positional;
+  if (positional_option != nullptr) positional.add(positional_option, 1);
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(args).options(options).run(), vm);
+    po::store(po::command_line_parser(args).options(options).positional(positional).run(), vm);
     po::notify(vm);
   } catch (const po::error& e) {
     throw UsageError(e.what());
@@ -472,18 +481,12 @@ int command_run(const std::vector<std::string>& args) {
       ("seed", count_value(7), "parameter and data seed")
       ("json", po::value<std::string>(), "write the per-step results as a JSON array")
       ("trace", po::value<std::string>(), "write the timeline (.json: Chrome JSON, else Perfetto)")
+      ("trace-detail", po::value<std::string>()->default_value("default"),
+       "default (host, launches, engines, bandwidth) or packets (also every QMAN packet and sync-object event)")
       ("stats", po::value<std::string>(), "write statistics (sorted text, and FILE.json)")
       ("quiet,q", "no table (the JSON and totals files only)")
       ("totals", po::value<std::string>(), "write the run's compile, cache and launch totals as a JSON object");
-  po::positional_options_description positional;
-  positional.add("workload", 1);
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(options).positional(positional).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw UsageError(e.what());
-  }
+  const po::variables_map vm = parse(args, options, "workload");
   if (vm.count("help")) {
     std::cout << "usage: hpusim run WORKLOAD [options]\n" << options;
     return 0;
@@ -505,6 +508,11 @@ int command_run(const std::vector<std::string>& args) {
   if (vm.count("trace")) run.trace_path = vm["trace"].as<std::string>();
   if (vm.count("stats")) run.stats_path = vm["stats"].as<std::string>();
   if (run.steps == 0) throw UsageError("--steps must be at least 1");
+  const std::string detail = vm["trace-detail"].as<std::string>();
+  if (detail != "default" && detail != "packets") {
+    throw UsageError("--trace-detail '" + detail + "': default or packets");
+  }
+  setenv("HPUSIM_TRACE_DETAIL", detail.c_str(), 1);   // read where the Synapse layer brings the card up
   hpusim::preset::load_preset(run.preset, run.overrides);   // a bad preset is a usage error, named now
   hpusim::zoo::RunTotals totals;
   std::ostream quiet(nullptr);
@@ -522,6 +530,34 @@ int command_run(const std::vector<std::string>& args) {
   return 0;
 }
 
+int command_analyze(const std::vector<std::string>& args) {
+  po::options_description options;
+  options.add_options()("help,h", "this help")
+      ("trace", po::value<std::string>(), "the trace (Perfetto, or Chrome JSON: hpusim's or torch.profiler's)")
+      ("html", po::value<std::string>(), "also write the report as one self-contained HTML file")
+      ("json", po::value<std::string>(), "also write the report as JSON");
+  const po::variables_map vm = parse(args, options, "trace");
+  if (vm.count("help")) {
+    std::cout << "usage: hpusim analyze TRACE [--html REPORT.html] [--json REPORT.json]\n" << options;
+    return 0;
+  }
+  if (!vm.count("trace")) throw UsageError("analyze needs a trace file");
+  const std::string path = vm["trace"].as<std::string>();
+  const hpusim::analyze::Report report = hpusim::analyze::analyze(hpusim::traces::read_trace(path), path);
+  hpusim::analyze::write_text(report, std::cout);
+  const auto write = [](const std::string& file, auto writer) {
+    std::ofstream out(file);
+    writer(out);
+    if (!out) throw std::runtime_error("could not write '" + file + "'");
+  };
+  if (vm.count("json")) write(vm["json"].as<std::string>(), [&](std::ostream& o) { hpusim::analyze::write_json(report, o); });
+  if (vm.count("html")) {
+    write(vm["html"].as<std::string>(), [&](std::ostream& o) { hpusim::analyze::write_html(report, o); });
+    std::cout << "\nHTML report: " << vm["html"].as<std::string>() << "\n";
+  }
+  return 0;
+}
+
 int dispatch(const std::vector<std::string>& argv) {
   if (argv.empty() || argv[0] == "--help" || argv[0] == "-h" || argv[0] == "help") {
     print_usage(argv.empty() ? std::cerr : std::cout);
@@ -532,6 +568,7 @@ int dispatch(const std::vector<std::string>& argv) {
   if (command == "info") return command_info(rest);
   if (command == "presets") return command_presets();
   if (command == "run") return command_run(rest);
+  if (command == "analyze") return command_analyze(rest);
   if (command == "tpc-as") return command_tpc_as(rest);
   if (command == "tpc-dis") return command_tpc_dis(rest);
   if (command == "bench") {

@@ -14,6 +14,7 @@ std::string boot_platform(const BootRequest& request) {
   options.overrides = request.overrides;
   options.cards = request.cards != 0 ? request.cards : 1;
   options.trace_path = request.trace_path;
+  options.trace_packets = request.trace_packets;
   try {
     if (!request.host_time.empty()) options.time_source = cosim::parse_host_time_source(request.host_time);
     new Platform(options);   // Platform::current() from now on

@@ -26,6 +26,7 @@ enum class HostWork {
   kEagerOp,            // eager_op_ns
   kGraphBuildPerNode,  // graph_build_per_node_ns
   kCpuFallbackOp,      // cpu_fallback_op_ns
+  kGraphReplay,        // graph_replay_ns
 };
 
 // What a program asks for when it brings the platform up (hpusim_deviceAcquireWithPreset,
@@ -36,6 +37,7 @@ struct BootRequest {
   unsigned cards = 0;                  // cards in the box; 0: the running platform's, or 1
   std::string trace_path;   // empty: not traced
   std::string host_time;    // "modeled" | "measured" (HPUSIM_HOST_TIME); empty: the running platform's, or modeled
+  bool trace_packets = false;   // packet-level events in the trace (HPUSIM_TRACE_DETAIL=packets)
 };
 
 class HostServices {
@@ -43,9 +45,12 @@ class HostServices {
   virtual ~HostServices() = default;
   // Host time now (ps), on the one host clock of the box.
   virtual uint64_t host_now_ps() = 0;
+  // The calling thread's host track ("host" for threads that share the default one).
+  virtual std::string host_thread_name() = 0;
   // Charges `count` times the modeled cost of `work` to the host clock.
   virtual void charge(HostWork work, uint64_t count = 1) = 0;
-  // The run's timeline, or nullptr when the run is not traced.
+  // The run's timeline (recording only when the run is traced or profiled: Timeline::enabled), or
+  // nullptr for a platform built without one.
   virtual traces::Timeline* timeline() = 0;
   // The cards of the box (device files /dev/hl0 .. /dev/hl<cards-1>).
   virtual unsigned cards() = 0;

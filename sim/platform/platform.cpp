@@ -57,10 +57,13 @@ Platform::Platform(const PlatformOptions& options) : options_(options) {
   try {
     if (options_.timeline != nullptr) {
       timeline_ = options_.timeline;
-    } else if (!options_.trace_path.empty()) {
+    } else {
+      // Without a trace file the timeline exists but records nothing until a profiler asks.
       own_timeline_ = std::make_unique<traces::Timeline>();
       timeline_ = own_timeline_.get();
+      timeline_->set_recording(!options_.trace_path.empty());
     }
+    if (timeline_ != nullptr && options_.trace_packets) timeline_->set_packets(true);
     cosim_ = std::make_unique<cosim::CoSimulation>(options_.time_source, link_costs(preset_.host()));
     const bool box = options_.cards > 1;
     const auto indexed = [box](const std::string& name, unsigned i) { return box ? name + std::to_string(i) : name; };
@@ -212,6 +215,7 @@ void Platform::charge(HostWork work, uint64_t count) {
     case HostWork::kEagerOp: ns = host.eager_op_ns(); break;
     case HostWork::kGraphBuildPerNode: ns = host.graph_build_per_node_ns(); break;
     case HostWork::kCpuFallbackOp: ns = host.cpu_fallback_op_ns(); break;
+    case HostWork::kGraphReplay: ns = host.graph_replay_ns(); break;
   }
   if (ns * count != 0) cosim_->charge_ns(ns * count);
 }
@@ -253,6 +257,8 @@ std::string Platform::accepts(const BootRequest& request) {
   if (!request.trace_path.empty() && request.trace_path != options_.trace_path) {
     if (timeline_ == nullptr) return "tracing must be asked for before the platform is built (hpusim_traceToFile first)";
     options_.trace_path = request.trace_path;
+    std::lock_guard<std::mutex> lock(timeline_->mutex());
+    timeline_->set_recording(true);   // from now on
   }
   return "";
 }

@@ -49,6 +49,7 @@ struct PlatformOptions {
   // written to trace_path by write_trace() (.json: Chrome JSON, else Perfetto).
   traces::Timeline* timeline = nullptr;
   std::string trace_path;
+  bool trace_packets = false;   // packet-level command-submission events on the timeline
   // Without a driver the platform is a bare card with its root port (tests that drive the card
   // by MMIO themselves); with one, the driver probes the card and serves "/dev/hl0".
   bool with_driver = true;
@@ -119,6 +120,7 @@ class Platform : public HostServices {
 
   // HostServices.
   uint64_t host_now_ps() override { return cosim_->host_now_ps(); }
+  std::string host_thread_name() override { return cosim_->track_name(cosim_->current_track()); }
   void charge(HostWork work, uint64_t count = 1) override;
   traces::Timeline* timeline() override { return timeline_; }
   unsigned create_lock() override { return cosim_->create_lock(); }

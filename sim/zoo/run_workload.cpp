@@ -93,6 +93,7 @@ std::vector<StepRecord> run_workload(const RunOptions& options, std::unique_ptr<
     const uint64_t start = host_ns();
     r.loss = workload->step(i);
     r.step_ns = host_ns() - start;
+    check(hpusim_traceSpan(device, ("step " + std::to_string(i)).c_str(), start), "hpusim_traceSpan");
     const hpusim_CompileCounters after = counters();
     r.compiles = after.compiles - before.compiles;
     r.cache_hits = after.cacheHits - before.cacheHits;

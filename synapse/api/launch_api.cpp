@@ -1,5 +1,6 @@
 // The C API's compile, launch, recipe and hpusim_ extension entry points (the session:
 // session.h).
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -18,6 +19,41 @@ namespace recipe = hpusim::synapse::recipe;
 using namespace hpusim::synapse::api;   // the session and its helpers (session.h)
 
 namespace {
+
+std::string hex(uint64_t value) {
+  char text[24];
+  std::snprintf(text, sizeof text, "0x%016llx", static_cast<unsigned long long>(value));
+  return text;
+}
+
+// The graph's nodes in order with their constants ("add_f32(0.5) relu_fwd_f32 ..."), shortened:
+// what a trace reader compares to see what changed between two compiles of a graph.
+std::string signature(const hpusim::synapse::graph::Graph& graph) {
+  constexpr size_t kMaxChars = 4000;
+  std::string out;
+  for (size_t i = 0; i < graph.node_count() && out.size() < kMaxChars; ++i) {
+    const auto& node = graph.node(hpusim::synapse::graph::NodeId{static_cast<uint32_t>(i)});
+    if (!out.empty()) out += ' ';
+    out += node.guid;
+    if (!node.params.scalars.empty() || !node.params.attributes.empty()) {
+      out += '(';
+      bool first = true;
+      char number[32];
+      for (float v : node.params.scalars) {
+        std::snprintf(number, sizeof number, "%s%.9g", first ? "" : ",", static_cast<double>(v));
+        out += number;
+        first = false;
+      }
+      for (const auto& [key, value] : node.params.attributes) {
+        out += (first ? "" : ",") + key + "=" + std::to_string(value);
+        first = false;
+      }
+      out += ')';
+    }
+  }
+  if (out.size() >= kMaxChars) out += " ...";
+  return out;
+}
 
 // Runs body(Device&) on the device of the last launch, under its lock.
 template <class Body>
@@ -41,8 +77,8 @@ extern "C" {
 
 synStatus synGraphCompile(synRecipeHandle* recipeHandle, synGraphHandle graph, const char* recipeName,
                           const char* buildLog) {
-  (void)recipeName;
   (void)buildLog;
+  const std::string name = recipeName != nullptr ? recipeName : "";
   hpusim::synapse::graph::Graph copy;
   if (!api::copy_graph(graph, &copy)) {
     return fail(synInvalidArgument, graph ? "synGraphCompile: not a live graph handle" : "synGraphCompile: graph is NULL");
@@ -82,7 +118,13 @@ synStatus synGraphCompile(synRecipeHandle* recipeHandle, synGraphHandle graph, c
       }
     }
     if (!hit) charge(hpusim::platform::HostWork::kCompilePerNode, nodes);
-    host_span(d, hit ? "recipe cache hit" : (r.ok() ? "compile" : "compile (failed)"), start_ps);
+    if (r.ok() && !name.empty()) d.graph_names[compiled->graph_hash()] = name;
+    if (d.tracing()) {
+      std::vector<hpusim::traces::Arg> args{{"graph", name}, {"nodes", nodes}, {"nodes and constants", signature(copy)}};
+      if (r.ok()) args.push_back({"hash", hex(compiled->graph_hash())});
+      host_span(d, hit ? "recipe cache hit" : (r.ok() ? "compile" : "compile (failed)"), start_ps, false,
+                std::move(args));
+    }
     if (!r.ok()) return finish(r);
     return succeed();
   });
@@ -138,6 +180,12 @@ synStatus synLaunch(synStreamHandle stream, const synLaunchTensorInfo* infos, ui
         d.loaded.erase({rec.graph_hash(), rec.target()});
         return finish(l);
       }
+      if (d.timeline) {   // the device's TPC tracks name each kernel by the node that runs it
+        std::lock_guard<std::mutex> lock(d.timeline->mutex());
+        for (const recipe::NodeRecord& node : rec.nodes()) {
+          if (node.engine() == "tpc") d.timeline->label_kernel(loaded->program_address() + node.program_offset(), node.guid());
+        }
+      }
     }
     const uint64_t host_start_ps = d.runtime->host_now_ps();   // the launch itself (a first launch loads, above)
     uint64_t patches = 0;
@@ -172,9 +220,10 @@ synStatus synLaunch(synStreamHandle stream, const synLaunchTensorInfo* infos, ui
       session().last_launch_device = d.id;
     }
     flush_spans(d, false);
-    const std::string name = "launch " + std::to_string(loaded->launches());
+    const auto named = d.graph_names.find(rec.graph_hash());
+    const std::string name = "launch " + (named != d.graph_names.end() ? named->second : hex(rec.graph_hash()));
     const uint64_t flow = host_span(d, name, start_ps, true);
-    if (d.timeline) d.pending_spans.push_back({seq, d.runtime->submit_time_ps(seq), flow, name});
+    if (d.tracing()) d.pending_spans.push_back({seq, d.runtime->submit_time_ps(seq), flow, name});
     return succeed();
   });
 }
@@ -237,18 +286,35 @@ synStatus hpusim_hostWork(synDeviceId deviceId, hpusim_HostWork work, uint64_t c
       case HPUSIM_HOST_EAGER_OP: kind = HostWork::kEagerOp; break;
       case HPUSIM_HOST_GRAPH_BUILD_PER_NODE: kind = HostWork::kGraphBuildPerNode; break;
       case HPUSIM_HOST_CPU_FALLBACK_OP: kind = HostWork::kCpuFallbackOp; break;
+      case HPUSIM_HOST_GRAPH_REPLAY: kind = HostWork::kGraphReplay; break;
       default:
         return fail(synInvalidArgument, "hpusim_hostWork: unknown host work " + std::to_string(static_cast<int>(work)));
     }
     const uint64_t start_ps = d.runtime->host_now_ps();
     charge(kind, count);
-    if (d.timeline) {
+    if (d.tracing()) {
       const uint64_t end_ps = d.runtime->host_now_ps();
       std::lock_guard<std::mutex> lock(d.timeline->mutex());
       const auto track = d.timeline->track(d.timeline->process("host: framework"), d.track_name("ops"));
       d.timeline->writer().complete_slice(track, start_ps / 1000, std::max(end_ps / 1000, start_ps / 1000 + 1),
                                           what && *what ? what : "host work", {}, {});
     }
+    return succeed();
+  });
+}
+
+synStatus hpusim_traceSpan(synDeviceId deviceId, const char* name, uint64_t startNanoseconds) {
+  if (name == nullptr || *name == '\0') return fail(synInvalidArgument, "hpusim_traceSpan: name is NULL or empty");
+  return on_device("hpusim_traceSpan", deviceId, [&](Device& d) {
+    if (!d.tracing()) return succeed();
+    const uint64_t end_ns = d.runtime->host_now_ps() / 1000;
+    if (startNanoseconds > end_ns) {
+      return fail(synInvalidArgument, "hpusim_traceSpan: start " + std::to_string(startNanoseconds) +
+                                          " ns is after the host time now (" + std::to_string(end_ns) + " ns)");
+    }
+    std::lock_guard<std::mutex> lock(d.timeline->mutex());
+    const auto track = d.timeline->track(d.timeline->process("host: framework"), d.track_name("ops"));
+    d.timeline->writer().complete_slice(track, startNanoseconds, std::max(end_ns, startNanoseconds + 1), name, {}, {});
     return succeed();
   });
 }
@@ -268,6 +334,34 @@ synStatus hpusim_traceToFile(const char* path) {
     if (!s.initialized) return need_init("hpusim_traceToFile");
     if (s.any_acquired()) return fail(synBusy, "hpusim_traceToFile: call it before acquiring a device");
     s.trace_path = path ? path : "";
+    return succeed();
+  });
+}
+
+synStatus hpusim_traceSetRecording(int on, int* wasRecording) {
+  return guard("hpusim_traceSetRecording", [&] {
+    hpusim::platform::HostServices* host = hpusim::platform::host_services();
+    hpusim::traces::Timeline* timeline = host != nullptr ? host->timeline() : nullptr;
+    if (timeline == nullptr) return fail(synNoDeviceFound, "hpusim_traceSetRecording: no platform (acquire a device first)");
+    std::lock_guard<std::mutex> lock(timeline->mutex());
+    if (wasRecording) *wasRecording = timeline->enabled() ? 1 : 0;
+    timeline->set_recording(on != 0);
+    return succeed();
+  });
+}
+
+synStatus hpusim_traceWriteChromeJson(const char* path) {
+  return guard("hpusim_traceWriteChromeJson", [&] {
+    if (path == nullptr || *path == '\0') return fail(synInvalidArgument, "hpusim_traceWriteChromeJson: path is NULL or empty");
+    hpusim::platform::HostServices* host = hpusim::platform::host_services();
+    hpusim::traces::Timeline* timeline = host != nullptr ? host->timeline() : nullptr;
+    if (timeline == nullptr) return fail(synNoDeviceFound, "hpusim_traceWriteChromeJson: no platform (acquire a device first)");
+    std::lock_guard<std::mutex> lock(timeline->mutex());
+    try {
+      timeline->writer().write_chrome_json(path);
+    } catch (const std::exception& e) {
+      return fail(synFail, std::string("hpusim_traceWriteChromeJson: ") + e.what());
+    }
     return succeed();
   });
 }

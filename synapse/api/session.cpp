@@ -71,7 +71,11 @@ rt::Result Device::wait(uint64_t seq) {
 }
 
 std::string Device::track_name(const char* base) const {
-  return id == 0 ? std::string(base) : std::string(base) + " device" + std::to_string(id);
+  std::string name = id == 0 ? std::string(base) : std::string(base) + " device" + std::to_string(id);
+  // One track per host thread: slices of threads on their own clocks may overlap.
+  hpusim::platform::HostServices* host = hpusim::platform::host_services();
+  const std::string thread = host != nullptr ? host->host_thread_name() : "host";
+  return thread == "host" ? name : name + " (" + thread + ")";
 }
 
 bool Session::any_acquired() const {
@@ -135,6 +139,20 @@ synStatus host_time_from_environment(const char* function, std::string* source) 
   return synSuccess;
 }
 
+// HPUSIM_TRACE_DETAIL: "packets" adds every QMAN packet and sync-object event to the trace.
+synStatus trace_detail_from_environment(const char* function, bool* packets) {
+  *packets = false;
+  const char* value = std::getenv("HPUSIM_TRACE_DETAIL");
+  if (value == nullptr || *value == '\0' || std::string(value) == "default") return synSuccess;
+  if (std::string(value) != "packets") {
+    return fail(synInvalidArgument, std::string(function) + ": HPUSIM_TRACE_DETAIL='" + value +
+                                         "': the trace's detail, default (engines, host, launches) or packets "
+                                         "(also every QMAN packet and sync-object event)");
+  }
+  *packets = true;
+  return synSuccess;
+}
+
 }  // namespace
 
 synStatus device_count(const char* function, unsigned* count) {
@@ -162,6 +180,9 @@ synStatus acquire(const char* function, synDeviceId* id, const std::string& pres
       request.trace_path = s.trace_path;
       if (const synStatus st = cards_from_environment(function, &request.cards); st != synSuccess) return st;
       if (const synStatus st = host_time_from_environment(function, &request.host_time); st != synSuccess) return st;
+      if (const synStatus st = trace_detail_from_environment(function, &request.trace_packets); st != synSuccess) {
+        return st;
+      }
       std::stringstream list(overrides);
       for (std::string item; std::getline(list, item, ';');) {
         if (!item.empty()) request.overrides.push_back(item);
@@ -240,14 +261,15 @@ void charge(hpusim::platform::HostWork work, uint64_t count) {
   if (hpusim::platform::HostServices* host = hpusim::platform::host_services()) host->charge(work, count);
 }
 
-uint64_t host_span(Device& d, const std::string& name, uint64_t start_ps, bool with_flow) {
-  if (!d.timeline) return 0;
+uint64_t host_span(Device& d, const std::string& name, uint64_t start_ps, bool with_flow,
+                   std::vector<hpusim::traces::Arg> args) {
+  if (!d.tracing()) return 0;
   const uint64_t end_ps = d.runtime->host_now_ps();
   std::lock_guard<std::mutex> lock(d.timeline->mutex());
   auto& w = d.timeline->writer();
   const uint64_t flow = with_flow ? w.new_flow_id() : 0;
   const auto track = d.timeline->track(d.timeline->process("host: synapse"), d.track_name("api"));
-  w.complete_slice(track, start_ps / 1000, std::max(end_ps / 1000, start_ps / 1000 + 1), name, {},
+  w.complete_slice(track, start_ps / 1000, std::max(end_ps / 1000, start_ps / 1000 + 1), name, std::move(args),
                    flow ? std::vector<hpusim::traces::FlowId>{flow} : std::vector<hpusim::traces::FlowId>{});
   return flow;
 }

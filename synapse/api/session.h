@@ -91,6 +91,10 @@ struct Device {
   // Recipes stay loaded (program image on the device, command buffers mapped) while the device
   // is acquired, by graph hash and target: a recompile that hits the cache launches at once.
   std::map<std::pair<uint64_t, std::string>, std::shared_ptr<rt::LoadedRecipe>> loaded;
+  bool tracing() const { return timeline != nullptr && timeline->enabled(); }
+  // The name a framework last compiled each graph hash under (synGraphCompile's recipeName), for
+  // the timeline's launch slices.
+  std::map<uint64_t, std::string> graph_names;
   std::map<const void*, HostBuffer> host_buffers;
   uint64_t last_launch_seq = 0;
   hpusim_LaunchCounters launch_counters{};
@@ -199,7 +203,8 @@ void release_device(Device& d);
 void charge(hpusim::platform::HostWork work, uint64_t count = 1);
 // A slice on the device's "host: synapse" track from `start_ps` to now; returns the flow id it
 // starts (0 without a timeline or when `with_flow` is false).
-uint64_t host_span(Device& d, const std::string& name, uint64_t start_ps, bool with_flow = false);
+uint64_t host_span(Device& d, const std::string& name, uint64_t start_ps, bool with_flow = false,
+                   std::vector<hpusim::traces::Arg> args = {});
 // Puts the device spans of completed launches on the timeline (submission to completion), each
 // ending the flow from its host launch slice.
 void flush_spans(Device& d, bool wait_all);

@@ -252,7 +252,9 @@ class Lowering {
     }
 
     tpc::TpcLaunchSpec spec;
-    Relocation kernel{recipe::SECTION_PROGRAM, 0, place_program(k)};
+    const uint64_t program_offset = place_program(k);
+    record.set_program_offset(program_offset);
+    Relocation kernel{recipe::SECTION_PROGRAM, 0, program_offset};
     spec.kernel_address = kernel.placeholder();
     std::vector<Relocation> tensors;
     for (size_t i = 0; i < node.inputs.size(); ++i) {

@@ -1,24 +1,14 @@
 """A small CNN (conv, batch_norm, max_pool, SGD with momentum) for the bridge's tests."""
+import os
+import sys
+
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 
 import models
 
-
-class Cnn(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
-        self.bn1 = nn.BatchNorm2d(8)
-        self.conv2 = nn.Conv2d(8, 16, 3, padding=1)
-        self.bn2 = nn.BatchNorm2d(16)
-        self.fc = nn.Linear(16 * 4 * 4, 10)
-
-    def forward(self, x):
-        x = F.max_pool2d(F.relu(self.bn1(self.conv1(x))), 2)
-        x = F.avg_pool2d(F.relu(self.bn2(self.conv2(x))), 2)
-        return self.fc(torch.flatten(x, 1))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bridge", "examples"))
+from small_cnn import SmallCnn as Cnn  # noqa: E402
 
 
 def train_cnn(device, steps, mark_step=None, on_step=None, autocast=False):

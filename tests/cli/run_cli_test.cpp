@@ -63,7 +63,14 @@ TEST(CliRun, MlpPrintsEveryStepAndWritesJsonAndTrace) {
   const std::string text = slurp(trace);
   EXPECT_NE(text.find("\"compile\""), std::string::npos);
   EXPECT_NE(text.find("\"recipe cache hit\""), std::string::npos);
-  EXPECT_NE(text.find("\"launch 3\""), std::string::npos);
+  EXPECT_NE(text.find("\"launch mlp_step\""), std::string::npos);   // launches named by the graph
+  // Engines by instance, TPC kernels named by the node's GUID, MME jobs by their dimensions,
+  // bandwidth counters; no packet-level events by default.
+  for (const char* name : {"\"TPC7\"", "\"MME2\"", "\"DMA0 core\"", "\"adadelta_f32\"", "\"gemm 200x128x784\"",
+                           "\"HBM read\"", "\"PCIe to device\"", "\"step 2\""}) {
+    EXPECT_NE(text.find(name), std::string::npos) << name;
+  }
+  EXPECT_EQ(text.find("\"WREG_32\""), std::string::npos);
   EXPECT_NE(text.find("host: synapse"), std::string::npos);
   EXPECT_NE(text.find("device: recipes"), std::string::npos);
   const std::string counters = slurp(stats);
@@ -78,6 +85,36 @@ TEST(CliRun, MlpPrintsEveryStepAndWritesJsonAndTrace) {
                           "mme.engine2.macs"}) {
     EXPECT_NE(counters.find(std::string("\n") + key + " "), std::string::npos) << key;
   }
+}
+
+TEST(CliRun, PacketDetailIsOptInAndTheAnalyserReadsTheTrace) {
+  const std::string trace = temp("detail.json"), packets = temp("detail_packets.json"), report = temp("detail.html");
+  ASSERT_EQ(run_hpusim("run mlp --steps 3 -q --trace " + trace).exit_code, 0);
+  const ProgramRun p = run_hpusim("run mlp --steps 3 -q --trace-detail packets --trace " + packets);
+  ASSERT_EQ(p.exit_code, 0) << p.output;
+  const std::string lean = slurp(trace), full = slurp(packets);
+  EXPECT_NE(full.find("\"WREG_32\""), std::string::npos);
+  EXPECT_NE(full.find("\"SOB "), std::string::npos);
+  EXPECT_GT(full.size(), 5 * lean.size());
+  // The zoo's steps: the first compiles (warm-up), the steady ones are the analyser's.
+  const ProgramRun a = run_hpusim("analyze " + trace + " --html " + report);
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  EXPECT_NE(a.output.find("3 steps (the first is warm-up)"), std::string::npos) << a.output;
+  EXPECT_NE(a.output.find("verdict: "), std::string::npos);
+  EXPECT_NE(a.output.find("MME0"), std::string::npos);
+  EXPECT_NE(slurp(report).find("<svg"), std::string::npos);
+  // The same trace as Perfetto gives the same report.
+  const std::string pftrace = temp("detail.pftrace");
+  ASSERT_EQ(run_hpusim("run mlp --steps 3 -q --trace " + pftrace).exit_code, 0);
+  const ProgramRun b = run_hpusim("analyze " + pftrace);
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  EXPECT_EQ(a.output.substr(a.output.find("\n")), b.output.substr(b.output.find("\n")) + "\nHTML report: " + report + "\n");
+  const ProgramRun bad = run_hpusim("run mlp --steps 1 --trace-detail everything");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("--trace-detail 'everything': default or packets"), std::string::npos) << bad.output;
+  const ProgramRun missing = run_hpusim("analyze " + temp("no_such_trace.json"));
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.output.find("cannot open trace"), std::string::npos) << missing.output;
 }
 
 TEST(CliRun, AWarmDiskCacheCompilesNothingAndACorruptRecipeIsRecompiled) {

@@ -224,6 +224,7 @@ TEST_F(CardTest, UnmappedCommandBufferIsAFetchError) {
 
 TEST_F(CardTest, PacketsAndSyncObjectsAppearOnTheTimeline) {
   traces::Timeline timeline;
+  timeline.set_packets(true);   // packet-level events are opt-in
   std::unique_ptr<hw::CardTracer> tracer;
   sim->on_sim_thread([&] { tracer = std::make_unique<hw::CardTracer>(timeline, *card); });
   const auto en = regs::SyncManager::E_N;
@@ -250,9 +251,11 @@ TEST_F(CardTest, PacketsAndSyncObjectsAppearOnTheTimeline) {
   const traces::TrackInfo* stream = model.find_track("DMA0_QM stream 0");
   ASSERT_NE(stream, nullptr);
   auto slices = model.slices_on(stream->uuid);
-  ASSERT_EQ(slices.size(), 6u);
-  EXPECT_EQ(slices[0]->name, "MSG_LONG");
-  EXPECT_EQ(slices[5]->name, "NOP");
+  ASSERT_EQ(slices.size(), 7u);   // the command buffer and its six packets inside it
+  EXPECT_EQ(slices[0]->name, "command buffer");
+  EXPECT_EQ(slices[1]->name, "MSG_LONG");
+  EXPECT_EQ(slices[1]->depth, 1u);
+  EXPECT_EQ(slices[6]->name, "NOP");
   const traces::TrackInfo* sm = model.find_track("sm_E_N");
   ASSERT_NE(sm, nullptr);
   bool sob_seen = false, fired_seen = false;

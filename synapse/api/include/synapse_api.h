@@ -124,12 +124,23 @@ synStatus hpusim_launchCounters(hpusim_LaunchCounters* counters);
  * launch spans with flows to each launch's device span) goes to `path` when the device is
  * released (Chrome JSON for a ".json" name, Perfetto otherwise; NULL or "" for none). */
 synStatus hpusim_traceToFile(const char* path);
+/* Starts (on != 0) or stops recording on the platform's timeline, whether or not the run writes
+ * a trace file (a profiler records only while it profiles); *wasRecording (may be NULL) tells
+ * whether it recorded before. synNoDeviceFound before the platform is up. */
+synStatus hpusim_traceSetRecording(int on, int* wasRecording);
+/* Writes everything the timeline recorded so far to `path` as Chrome JSON (the trace file, if
+ * any, is still written at the end). */
+synStatus hpusim_traceWriteChromeJson(const char* path);
 /* The host clock now (modeled by default: deterministic), in ns. */
 synStatus hpusim_hostTimeNs(uint64_t* nanoseconds);
 /* Host work of a framework above Synapse on device `deviceId`: `count` times the preset's cost of
  * `work` charged to the calling thread's host clock, and a slice named `what` on the device's
  * "host: framework" timeline track. */
 synStatus hpusim_hostWork(synDeviceId deviceId, hpusim_HostWork work, uint64_t count, const char* what);
+/* A slice named `name` on the calling thread's "host: framework" track of device `deviceId`, from
+ * host time `startNanoseconds` (hpusim_hostTimeNs) to now: a framework's steps, flushes, replays
+ * and waits on the timeline. Nothing is charged; without a trace it does nothing. */
+synStatus hpusim_traceSpan(synDeviceId deviceId, const char* name, uint64_t startNanoseconds);
 /* How long device `deviceId` has been busy (ns) with the submissions completed so far (launches,
  * copies: the union of their submission-to-completion intervals, one queued behind another
  * counting from when the device reached it). One driver INFO ioctl, charged as any. */

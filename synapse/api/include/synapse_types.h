@@ -180,6 +180,7 @@ typedef enum {
   HPUSIM_HOST_EAGER_OP = 1,             /* eager_op_ns: an eager op's dispatch beyond recording */
   HPUSIM_HOST_GRAPH_BUILD_PER_NODE = 2, /* graph_build_per_node_ns: a node made into graph calls */
   HPUSIM_HOST_CPU_FALLBACK_OP = 3,      /* cpu_fallback_op_ns: one op run on the host CPU */
+  HPUSIM_HOST_GRAPH_REPLAY = 4,         /* graph_replay_ns: one HPU graph replayed */
   HPUSIM_HOST_WORK_INT32 = 0x7fffffff   /* not a kind of work: makes any int a caller passes a value of
                                            this type, so a wrong one is an error, not undefined */
 } hpusim_HostWork;

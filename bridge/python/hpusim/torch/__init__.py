@@ -54,6 +54,9 @@ atexit.register(_shutdown_at_exit)
 atexit.register(_fallback_summary_at_exit)
 
 from hpusim.torch.steps import StepReport  # noqa: E402
+from hpusim.torch import profiler as _profiler  # noqa: E402
+
+_profiler.install()   # torch.profiler's ProfilerActivity.HPU records the simulated card
 
 # torch.compile's "hpu_backend", registered in eager mode as the real stack registers it (its
 # import costs ~2 s, which lazy-mode programs do not pay).

@@ -37,6 +37,7 @@ class StepReport:
         fallbacks = sum(_C.fallback_counts().values())
         yield
         _C.synchronize()
+        _C.trace_span(f"step {len(self.rows)}", start)
         busy1 = _C.device_busy_ns()
         step_ns = _C.host_time_ns() - start
         wait_ns = _C.host_wait_ns() - wait0
