@@ -899,13 +899,22 @@ int HlDevice::schedule(std::vector<PendingJob>& jobs, Cs& cs) {
 // ---------------------------------------------------------------------------------------------
 
 bool HlDevice::poll_interrupts() {
-  bool any = false;
-  while (auto vector = link_.wait_for_interrupt(0)) {
-    any = true;
+  // Every MSI already there is taken (and its latency and handler charged) before any is handled,
+  // so each CQ entry handled below has its own interrupt's time.
+  std::vector<unsigned> taken;
+  while (true) {
+    const uint64_t before = link_.host_now_ps();
+    uint64_t arrived = 0;
+    const auto vector = link_.wait_for_interrupt(0, &arrived);
+    if (!vector) break;
     link_.charge(DriverWork::kIrqHandler);
-    handle_irq(*vector);
+    const uint64_t handled = arrived + (link_.host_now_ps() - before);   // + the latency and the handler
+    taken.push_back(*vector);
+    if (*vector < kNumCqs) msi_handled_ps_[*vector].push_back(std::min(handled, link_.host_now_ps()));
   }
-  return any;
+  for (const unsigned vector : taken) handle_irq(vector);
+  for (auto& times : msi_handled_ps_) times.clear();
+  return !taken.empty();
 }
 
 void HlDevice::handle_irq(unsigned vector) {
@@ -1022,7 +1031,11 @@ void HlDevice::handle_cq(unsigned cq_index) {
     uint32_t entry = 0;
     host_read(slot, &entry, 4);
     if (!(entry & kCqEntryReady)) break;
+    std::deque<uint64_t>& times = msi_handled_ps_[cq_index];
+    entry_completion_ps_ = times.empty() ? 0 : times.front();
+    if (!times.empty()) times.pop_front();
     if (entry & kCqEntryShadowIndexValid) complete_job(cq_index, entry & kShadowIndexMask);
+    entry_completion_ps_ = 0;
     const uint32_t zero = 0;
     host_write(slot, &zero, 4);
     cq.ci = (cq.ci + 1) & (length - 1);
@@ -1058,7 +1071,7 @@ void HlDevice::account_busy(uint64_t seq, uint64_t completed_ps) {
 
 void HlDevice::finish_cs(Cs& cs, CsState state) {
   cs.state = state;
-  cs.completed_ps = link_.host_now_ps();
+  cs.completed_ps = entry_completion_ps_ != 0 ? std::min(entry_completion_ps_, link_.host_now_ps()) : link_.host_now_ps();
   if (!cs.kernel) account_busy(cs.seq, cs.completed_ps);
   if (state == CsState::kCompleted) {
     // hl_hw_queue_update_ci: internal queues get their slots back when the CS completes.

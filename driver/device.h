@@ -321,6 +321,11 @@ class HlDevice : public DeviceFileOps {
 
   std::vector<HwQueue> queues_;
   CompletionQueue cqs_[kNumCqs];
+  // Per CQ, for the MSIs taken in one poll: when a handler on an idle core would have run each
+  // (arrival, interrupt latency, handler). A CS completes then, not when a busy host thread got
+  // round to its interrupt; an entry without one (its MSI not taken yet) completes at host now.
+  std::deque<uint64_t> msi_handled_ps_[kNumCqs];
+  uint64_t entry_completion_ps_ = 0;   // the CQ entry being handled: its completion (0: host now)
 
   bool open_ = false;
   uapi::hl_device_status status_ = uapi::HL_DEVICE_STATUS_IN_DEVICE_CREATION;

@@ -30,7 +30,8 @@ class DeviceLink {
   virtual void mmio_write_block(uint64_t address, const void* data, uint64_t bytes) = 0;
 
   // Waits until an MSI reaches the host or `timeout_ps` of host time passes; the vector, if any.
-  virtual std::optional<uint32_t> wait_for_interrupt(uint64_t timeout_ps) = 0;
+  // `arrived_ps` (may be null) gets when the MSI reached the host, on the device's clock.
+  virtual std::optional<uint32_t> wait_for_interrupt(uint64_t timeout_ps, uint64_t* arrived_ps = nullptr) = 0;
   // Waits until an MSI is there to be taken or `timeout_ps` passes, taking nothing: every thread
   // waiting wakes (then one of them takes it with wait_for_interrupt(0) and handles it).
   virtual bool await_interrupt(uint64_t timeout_ps) = 0;

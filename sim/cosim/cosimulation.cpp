@@ -523,11 +523,12 @@ bool CoSimulation::await_interrupt(HostPort& port, uint64_t timeout_ps) {
   return interrupt_wait(port, timeout_ps, false).has_value();
 }
 
-std::optional<uint32_t> CoSimulation::wait_for_interrupt(HostPort& port, uint64_t timeout_ps) {
-  return interrupt_wait(port, timeout_ps, true);
+std::optional<uint32_t> CoSimulation::wait_for_interrupt(HostPort& port, uint64_t timeout_ps, uint64_t* arrived_ps) {
+  return interrupt_wait(port, timeout_ps, true, arrived_ps);
 }
 
-std::optional<uint32_t> CoSimulation::interrupt_wait(HostPort& port, uint64_t timeout_ps, bool take) {
+std::optional<uint32_t> CoSimulation::interrupt_wait(HostPort& port, uint64_t timeout_ps, bool take,
+                                                     uint64_t* arrived_ps) {
   Track& me = my_track();
   std::lock_guard<std::recursive_mutex> calls(me.calls);
   std::unique_lock<std::mutex> box(box_mutex_);
@@ -557,7 +558,8 @@ std::optional<uint32_t> CoSimulation::interrupt_wait(HostPort& port, uint64_t ti
   }
   // The box lock has been held since the interrupt was seen: it is still the earliest.
   if (vector && take) {
-    port.take_earliest_interrupt();
+    const HostPort::Interrupt taken = port.take_earliest_interrupt();
+    if (arrived_ps != nullptr) *arrived_ps = taken.at_ps;
     me.clock.charge_ns(costs_.irq_latency_ns);
   }
   return vector;

@@ -118,7 +118,8 @@ class CoSimulation {
 
   // Blocks until an MSI of the card behind `port` reaches the host or `timeout_ps` of host time
   // passes; returns the vector.
-  std::optional<uint32_t> wait_for_interrupt(HostPort& port, uint64_t timeout_ps);
+  // `arrived_ps` (may be null) gets when the MSI taken reached the host, on the device's clock.
+  std::optional<uint32_t> wait_for_interrupt(HostPort& port, uint64_t timeout_ps, uint64_t* arrived_ps = nullptr);
   std::optional<uint32_t> wait_for_interrupt(uint64_t timeout_ps) { return wait_for_interrupt(first_port(), timeout_ps); }
 
   // Blocks until an MSI of the card behind `port` is waiting to be taken, or `timeout_ps` of host
@@ -166,7 +167,7 @@ class CoSimulation {
   void advance_device_to(uint64_t ps);   // simulation thread only
   void finish_call(Track& me);
   // wait_for_interrupt (take) and await_interrupt (look only).
-  std::optional<uint32_t> interrupt_wait(HostPort& port, uint64_t timeout_ps, bool take);
+  std::optional<uint32_t> interrupt_wait(HostPort& port, uint64_t timeout_ps, bool take, uint64_t* arrived_ps = nullptr);
 
   SimThread sim_;
   HostTimeSource source_;

@@ -35,8 +35,8 @@ class CardLink : public driver::DeviceLink {
   void mmio_write_block(uint64_t address, const void* data, uint64_t bytes) override {
     cosim_.mmio_write_block(port_, address, data, bytes);
   }
-  std::optional<uint32_t> wait_for_interrupt(uint64_t timeout_ps) override {
-    return cosim_.wait_for_interrupt(port_, timeout_ps);
+  std::optional<uint32_t> wait_for_interrupt(uint64_t timeout_ps, uint64_t* arrived_ps = nullptr) override {
+    return cosim_.wait_for_interrupt(port_, timeout_ps, arrived_ps);
   }
   bool await_interrupt(uint64_t timeout_ps) override { return cosim_.await_interrupt(port_, timeout_ps); }
   void lock_driver() override { cosim_.lock(driver_lock_); }
