@@ -338,6 +338,13 @@ TrackId TraceWriter::counter_track(TrackId parent, std::string name, std::string
   return add_track(std::move(rec));
 }
 
+void TraceWriter::clear_events() {
+  slices_.clear();
+  instants_.clear();
+  samples_.clear();
+  for (TrackRec& t : tracks_) t.open.clear();
+}
+
 std::size_t TraceWriter::open_slice_count(TrackId track) const {
   if (track == kNoTrack || track > tracks_.size()) return 0;
   return track_ref(track).open.size();

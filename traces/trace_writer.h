@@ -91,6 +91,9 @@ class TraceWriter {
   // unterminated simply ends at its last slice.
   FlowId new_flow_id() { return enabled_ ? ++last_flow_id_ : 0; }
 
+  // Drops every event recorded so far (slices still open too); tracks and flow ids stay.
+  void clear_events();
+
   // ---- Introspection. ----
   std::size_t track_count() const { return tracks_.size(); }
   std::size_t slice_count() const { return slices_.size(); }

@@ -77,6 +77,12 @@ PYBIND11_MODULE(_C, m) {
     const synStatus status = hpusim_traceWriteChromeJson(path.c_str());
     if (status != synSuccess) throw bridge::SynapseError("hpusim_traceWriteChromeJson", status);
   }, "write what the simulator's timeline recorded so far as Chrome JSON");
+  m.def("trace_discard", [] {
+    py::gil_scoped_release release;
+    bridge::Card::get();
+    const synStatus status = hpusim_traceDiscard();
+    if (status != synSuccess) throw bridge::SynapseError("hpusim_traceDiscard", status);
+  }, "drop what the simulator's timeline recorded so far (its tracks stay)");
   m.def("device_busy_ns", [] {
     py::gil_scoped_release release;
     return bridge::Card::get().device_busy_ns();

@@ -366,6 +366,17 @@ synStatus hpusim_traceWriteChromeJson(const char* path) {
   });
 }
 
+synStatus hpusim_traceDiscard(void) {
+  return guard("hpusim_traceDiscard", [&] {
+    hpusim::platform::HostServices* host = hpusim::platform::host_services();
+    hpusim::traces::Timeline* timeline = host != nullptr ? host->timeline() : nullptr;
+    if (timeline == nullptr) return fail(synNoDeviceFound, "hpusim_traceDiscard: no platform (acquire a device first)");
+    std::lock_guard<std::mutex> lock(timeline->mutex());
+    timeline->writer().clear_events();
+    return succeed();
+  });
+}
+
 synStatus hpusim_launchCounters(hpusim_LaunchCounters* counters) {
   std::vector<std::shared_ptr<Device>> devices;
   const synStatus status = locked("hpusim_launchCounters", [&](Session& s) {

@@ -28,6 +28,12 @@ with profile(activities=activities, schedule=schedule(wait=0, warmup=1, active=3
         htcore.mark_step()
         prof.step()
 print("loss", y.item())
+# Without HPUSIM_TRACE the timeline keeps nothing once the profiled window is taken.
+import json, os
+from hpusim import _C
+left = os.path.join(sys.argv[1], "left.json")
+_C.trace_write_chrome_json(left)
+print("events left", sum(e["ph"] != "M" for e in json.load(open(left))["traceEvents"]))
 """
 
 
@@ -40,6 +46,7 @@ def profiled(tmp_path, activity):
     done = subprocess.run([sys.executable, str(script), str(logs), activity], env=env, capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
+    assert "events left 0" in done.stdout, done.stdout
     files = sorted(logs.glob("*.pt.trace.json"))
     assert len(files) == 1, list(logs.iterdir())
     return files[0]

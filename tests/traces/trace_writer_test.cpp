@@ -507,3 +507,31 @@ TEST(TraceWriterTest, SameTimestampAcrossTracksKeepsRecordingOrder) {
 
 }  // namespace
 }  // namespace hpusim::traces
+
+namespace hpusim::traces {
+namespace {
+
+TEST(TraceWriterTest, PausedDropsEventsKeepsTracksAndClearEventsEmptiesIt) {
+  TraceWriter w;
+  w.set_paused(true);
+  EXPECT_FALSE(w.enabled());
+  const TrackId p = w.process_track(1, "host");
+  const TrackId t = w.named_track(p, "ops");
+  ASSERT_NE(t, kNoTrack);   // tracks are made while paused: their ids stay valid
+  w.complete_slice(t, 10, 20, "dropped");
+  w.instant(t, 15, "dropped");
+  EXPECT_EQ(w.slice_count() + w.instant_count(), 0u);
+  w.set_paused(false);
+  w.complete_slice(t, 30, 40, "kept");
+  w.begin_slice(t, 50, "open");
+  EXPECT_EQ(w.slice_count(), 2u);
+  w.clear_events();
+  EXPECT_EQ(w.slice_count(), 0u);
+  EXPECT_EQ(w.open_slice_count(t), 0u);
+  EXPECT_EQ(w.track_count(), 2u);
+  w.complete_slice(t, 60, 70, "after");   // still usable
+  EXPECT_EQ(w.slice_count(), 1u);
+}
+
+}  // namespace
+}  // namespace hpusim::traces

@@ -131,6 +131,9 @@ synStatus hpusim_traceSetRecording(int on, int* wasRecording);
 /* Writes everything the timeline recorded so far to `path` as Chrome JSON (the trace file, if
  * any, is still written at the end). */
 synStatus hpusim_traceWriteChromeJson(const char* path);
+/* Drops everything the timeline recorded so far (a profiler's window, once written out); its
+ * tracks stay. Do not call it in a run that writes a trace file: that file would lose them. */
+synStatus hpusim_traceDiscard(void);
 /* The host clock now (modeled by default: deterministic), in ns. */
 synStatus hpusim_hostTimeNs(uint64_t* nanoseconds);
 /* Host work of a framework above Synapse on device `deviceId`: `count` times the preset's cost of

@@ -12,7 +12,8 @@ ioctls and the card's engines, and a "step N" span per profiler step on the mode
 export_chrome_trace (and so tensorboard_trace_handler) merges those events into the profiler's
 Chrome trace: each of hpusim's processes keeps its name ("host: framework", "device (hl205)", ...)
 under a pid of its own, its times shifted so the first profiled instant of the modeled clock
-lines up with the profiler's first event. `hpusim analyze` reads the merged file.
+lines up with the profiler's first event. `hpusim analyze` reads the merged file. In a run without
+HPUSIM_TRACE the timeline drops its events once each profiled window is taken.
 """
 import gzip
 import json
@@ -81,6 +82,8 @@ def _stop_trace(self, _original=_profiler.profile.stop_trace):
             with open(path) as f:
                 events = json.load(f)["traceEvents"]
         _C.trace_set_recording(self._hpusim_was_recording)
+        if not self._hpusim_was_recording:
+            _C.trace_discard()   # no trace file wants them: memory stays flat across profiled windows
         self._hpusim_events = (_events_between(events, self._hpusim_start_ns / 1000, end_ns / 1000),
                                self._hpusim_start_ns / 1000)
         self._hpusim_start_ns = self._hpusim_step_ns = None
