@@ -41,7 +41,7 @@ std::string steps_chart(const Report& r) {
   const double width = 760, bar = std::min(28.0, 300.0 / std::max<size_t>(n, 1)), gap = bar * 0.6;
   uint64_t longest = 1;
   for (const StepMetrics& m : r.steps) longest = std::max(longest, m.duration_ns());
-  const double scale = (width - 220) / static_cast<double>(longest);
+  const double scale = (width - 330) / static_cast<double>(longest);   // room for the label after the bar
   const double row = 2 * bar + gap;
   const double height = 40 + row * static_cast<double>(n) + 30;
   std::ostringstream svg;
