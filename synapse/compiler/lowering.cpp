@@ -1,6 +1,7 @@
 #include "synapse/compiler/lowering.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -243,28 +244,53 @@ class Lowering {
     if (!inst.ok()) {
       return graph::Result::error(graph::Status::InvalidArgument, "node '" + node.name + "': " + inst.message);
     }
-    const tk::Instantiation& k = *inst.inst;
     record.set_engine("tpc");
     if (fused != epilogues_.end()) {
       std::string guid = node.guid;
       for (const std::string& next : fused->second) guid += "+" + next;
       record.set_guid(guid);
     }
+    std::vector<Relocation> tensors;
+    for (TensorId t : node.inputs) tensors.push_back(relocation_of(t));
+    for (TensorId t : node.outputs) tensors.push_back(relocation_of(t));
+    if (inst.parts.empty()) {
+      record.set_program_offset(place_program(*inst.inst));
+      record.set_jobs(append_kernel(step, record, *inst.inst, tensors, 0, 0));
+      return graph::Result::success();
+    }
+    // A tensor-list node: its parts in order, each spread over the TPCs (a part too small for all
+    // of them starts where the previous one ended, so small tensors do not queue on TPC 0); a
+    // part of a later phase first waits for every launch of the earlier phases.
+    uint32_t jobs = 0, jobs_before_phase = 0, phase = 0;
+    unsigned rotation = 0;
+    for (const tk::KernelPart& part : inst.parts) {
+      if (part.phase != phase) {
+        phase = part.phase;
+        jobs_before_phase = jobs;
+      }
+      std::vector<Relocation> part_tensors;
+      for (uint32_t t : part.tensors) part_tensors.push_back(tensors.at(t));
+      if (jobs == 0) record.set_program_offset(place_program(part.inst));
+      const uint32_t launched = append_kernel(step, record, part.inst, part_tensors, rotation, jobs_before_phase);
+      rotation = (rotation + launched) % target_.tpcs;
+      jobs += launched;
+    }
+    record.set_jobs(jobs);
+    return graph::Result::success();
+  }
 
+  // One kernel launch of node `step` over the TPCs, its command buffers on the TPC queues from
+  // `first_tpc` on (wrapping); each queue first waits for the node's dependencies and, when
+  // `own_jobs` > 0, for that many of the node's own launches. Returns the command buffers.
+  uint32_t append_kernel(size_t step, const recipe::NodeRecord& record, const tk::Instantiation& k,
+                         const std::vector<Relocation>& tensors, unsigned first_tpc, uint32_t own_jobs) {
     tpc::TpcLaunchSpec spec;
     const uint64_t program_offset = place_program(k);
-    record.set_program_offset(program_offset);
     Relocation kernel{recipe::SECTION_PROGRAM, 0, program_offset};
     spec.kernel_address = kernel.placeholder();
-    std::vector<Relocation> tensors;
-    for (size_t i = 0; i < node.inputs.size(); ++i) {
-      tensors.push_back(relocation_of(node.inputs[i]));
-      spec.tensors.push_back(k.inputs[i].make(tensors.back().placeholder()));
-    }
-    for (size_t i = 0; i < node.outputs.size(); ++i) {
-      tensors.push_back(relocation_of(node.outputs[i]));
-      spec.tensors.push_back(k.outputs[i].make(tensors.back().placeholder()));
-    }
+    for (size_t i = 0; i < k.inputs.size(); ++i) spec.tensors.push_back(k.inputs[i].make(tensors[i].placeholder()));
+    for (size_t i = 0; i < k.outputs.size(); ++i)
+      spec.tensors.push_back(k.outputs[i].make(tensors[k.inputs.size() + i].placeholder()));
     spec.srf = k.srf;
     spec.index_space = k.ispace_geometry;
     spec.granule.fill(1);
@@ -282,14 +308,22 @@ class Lowering {
     relocate_pair(relocs, tc::kQmDesc + tc::kDescKernelBaseAddressLow, tc::kQmDesc + tc::kDescKernelBaseAddressHigh,
                   kernel);
     const std::vector<tpc::TpcCommandBuffer> cbs = tpc::build_tpc_command_buffers(spec);
-    record.set_jobs(static_cast<uint32_t>(cbs.size()));
     for (const tpc::TpcCommandBuffer& cb : cbs) {
-      const auto queue_id = regs::make_queue(regs::QueueKind::Tpc, cb.tpc, 0);
+      const auto queue_id = regs::make_queue(regs::QueueKind::Tpc, (cb.tpc + first_tpc) % target_.tpcs, 0);
       QueueProgram& queue = program(queue_id, false);
-      wait_for_dependencies(queue, record);
+      // A queue waits once per node for its dependencies, and once per phase for the node itself.
+      QueueWaits& done = queue_waits_[queue_id];
+      if (done.step != step) {
+        wait_for_dependencies(queue, record);
+        done = {step, 0};
+      }
+      if (own_jobs > done.own_jobs) {
+        queue.wait_for(sob_of(step), static_cast<uint16_t>(own_jobs));
+        done.own_jobs = own_jobs;
+      }
       queue.append(cb.bytes, relocs);
     }
-    return graph::Result::success();
+    return static_cast<uint32_t>(cbs.size());
   }
 
   // The kernel's place in the program image (its first bundle; the image's header is just
@@ -320,6 +354,11 @@ class Lowering {
   std::map<const tpc::Program*, uint64_t> program_offsets_;
   std::vector<uint8_t> program_image_;
   size_t mme_turn_ = 0;
+  struct QueueWaits {
+    size_t step = SIZE_MAX;   // the node whose dependencies the queue last waited for
+    uint32_t own_jobs = 0;    // and how many of that node's own launches
+  };
+  std::map<regs::QueueId, QueueWaits> queue_waits_;
 };
 
 }  // namespace

@@ -10,8 +10,11 @@
 
 #include "arch/tpc/asm/assembler.h"
 #include "synapse/tpc_kernels/embedded_sources.h"
+#include "synapse/tpc_kernels/glue_util.h"
 
 namespace hpusim::synapse::tpc_kernels {
+
+using namespace glue;
 
 namespace {
 
@@ -189,30 +192,8 @@ const std::vector<KernelDef>& kernel_table() {
   return table;
 }
 
-std::string shape_text(const std::vector<uint32_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
 
-// The shape padded to 5 dims with 1s (a scalar is [1]).
-std::array<uint32_t, kMaxDims> padded(const std::vector<uint32_t>& shape) {
-  std::array<uint32_t, kMaxDims> p{1, 1, 1, 1, 1};
-  for (size_t d = 0; d < shape.size() && d < kMaxDims; ++d) p[d] = shape[d];
-  return p;
-}
 
-// Element strides of the tensor (given or dense), padded to 5 dims.
-std::array<int64_t, kMaxDims> strides_of(const TensorParams& t) {
-  std::array<int64_t, kMaxDims> s{};
-  const auto p = padded(t.shape);
-  int64_t dense = 1;
-  for (unsigned d = 0; d < kMaxDims; ++d) {
-    s[d] = d < t.strides.size() ? t.strides[d] : dense;
-    dense *= p[d];
-  }
-  return s;
-}
 
 struct Failure {
   GlueStatus status;
@@ -383,11 +364,6 @@ std::string base_name(const std::string& path) {
 
 bool same_shape(const TensorParams& a, const std::vector<uint32_t>& shape) {
   return padded(a.shape) == padded(shape) && std::max<size_t>(a.shape.size(), 1) == std::max<size_t>(shape.size(), 1);
-}
-uint64_t elements(const TensorParams& t) {
-  uint64_t n = 1;
-  for (uint32_t d : t.shape) n *= d;
-  return n;
 }
 // X's shape with size 1 in dim 0: the shape of layernorm's mean / rstd.
 std::vector<uint32_t> stat_shape(const TensorParams& x) {
@@ -728,29 +704,6 @@ std::optional<Failure> validate_batch3(const KernelDef& def, const KernelParams&
   return std::nullopt;
 }
 
-// The dense descriptor of a tensor (its own rank, sizes, strides).
-DescriptorTemplate descriptor_of(const TensorParams& t) {
-  DescriptorTemplate d;
-  d.dtype = t.dtype;
-  d.dims = static_cast<uint8_t>(std::max<size_t>(t.shape.size(), 1));
-  d.size = padded(t.shape);
-  d.stride = strides_of(t);
-  return d;
-}
-// Access pattern: dim 0 `dim0`, dims >= 1 one element per step (or the whole dim when whole).
-TensorAccessPattern pattern_of(AccessPatternDim dim0, const std::array<uint32_t, kMaxDims>& size, bool whole) {
-  TensorAccessPattern pat;
-  pat[0] = dim0;
-  for (unsigned d = 1; d < kMaxDims; ++d)
-    pat[d] = whole ? AccessPatternDim{static_cast<uint8_t>(d), 0, 0, static_cast<int32_t>(size[d]) - 1}
-                   : AccessPatternDim{static_cast<uint8_t>(d), 1, 0, 0};
-  return pat;
-}
-uint32_t f32_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
 uint32_t mix32(uint32_t x) {
   x ^= x >> 16;
   x *= 0x7feb352du;
@@ -1210,7 +1163,9 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
       for (size_t k = 2; k + 1 < nin; ++k) src << "        st_tnsr I2, " << nin + k - 1 << ", V1" << k << "\n";
       src << ".endm\n.macro STORE_LAST\n        st_tnsr I2, " << 2 * nin - 2 << ", V1" << nin - 1
           << "; iadd_dim I2, LANES dim=0\n.endm\n"
-          << ".macro OPT_STEP\n        " << def.op_macro << "\n.endm\n.include \"optim.s\"\n";
+          << ".macro PRE_NEST\n        cmp.ne.i32 SP5, S15, 0\n.endm\n.macro OPT_STEP\n        " << def.op_macro
+          << (def.op_macro == "OPT_SGD" ? " S0, SP5" : def.op_macro == "OPT_ADAM" ? " S4, S5" : "")
+          << "\n.endm\n.include \"optim.s\"\n";
       break;
     }
     default:
@@ -1283,6 +1238,7 @@ KernelLibrary::KernelLibrary(unsigned vector_bits) : vector_bits_(vector_bits) {
     defs_[def.guid] = &def;
     guid_list_.push_back(def.guid);
   }
+  for (const char* guid : kTensorListGuids) guid_list_.push_back(guid);
   std::sort(guid_list_.begin(), guid_list_.end());
 }
 
@@ -1308,7 +1264,7 @@ std::string KernelLibrary::width_prelude() const {
 
 std::vector<std::string> KernelLibrary::guids() const { return guid_list_; }
 
-bool KernelLibrary::has_guid(const std::string& guid) const { return defs_.count(guid) != 0; }
+bool KernelLibrary::has_guid(const std::string& guid) const { return defs_.count(guid) != 0 || is_tensor_list(guid); }
 
 size_t KernelLibrary::assembled_count() const {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -1339,6 +1295,7 @@ std::shared_ptr<const tpc::Program> KernelLibrary::program_for(const std::string
 }
 
 InstantiateResult KernelLibrary::instantiate(const std::string& guid, const KernelParams& params) {
+  if (is_tensor_list(guid)) return instantiate_tensor_list(guid, params);
   return instantiate_impl(guid, params, {});
 }
 

@@ -106,10 +106,20 @@ struct Instantiation {
                                     const std::array<int32_t, kMaxDims>& ispace_size) const;
 };
 
+// One kernel launch of a tensor-list node (tensor_list.cpp): an instantiation over some of the
+// node's tensors. `tensors[k]` is the node's tensor number (inputs 0 .. n-1, then the outputs) of
+// the part's descriptor k, which may describe that tensor with another shape of the same memory.
+struct KernelPart {
+  Instantiation inst;
+  std::vector<uint32_t> tensors;
+  uint32_t phase = 0;   // starts once every part of an earlier phase has finished (phases ascend)
+};
+
 struct InstantiateResult {
   GlueStatus status = GlueStatus::Success;
   std::string message;   // names the tensor and the problem ("input 1 (B): dim 0 size 3 ...")
-  std::optional<Instantiation> inst;
+  std::optional<Instantiation> inst;   // one launch (every GUID but the tensor-list ones)
+  std::vector<KernelPart> parts;       // a tensor-list GUID's launches, in order (inst is empty)
   bool ok() const { return status == GlueStatus::Success; }
 };
 
@@ -132,6 +142,9 @@ class KernelLibrary {
   // Every GUID, sorted.
   std::vector<std::string> guids() const;
   bool has_guid(const std::string& guid) const;
+  // The tensor-list GUIDs (fused_adamw_f32, fused_sgd_f32, fused_clip_norm_f32 ...): one node over
+  // a list of tensors, instantiated as several launches (InstantiateResult::parts).
+  static bool is_tensor_list(const std::string& guid);
 
   // GetGcDefinitions: validates params against the GUID and builds the instantiation (assembling
   // the kernel variant on first use).
@@ -157,6 +170,7 @@ class KernelLibrary {
 
  private:
   InstantiateResult instantiate_batch3(const KernelDef& def, const KernelParams& params);
+  InstantiateResult instantiate_tensor_list(const std::string& guid, const KernelParams& params);   // tensor_list.cpp
   InstantiateResult instantiate_impl(const std::string& guid, const KernelParams& params,
                                      const std::vector<const KernelDef*>& epilogue);
   std::shared_ptr<const tpc::Program> program_for(const std::string& variant_source,

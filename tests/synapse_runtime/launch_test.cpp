@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <random>
 
@@ -480,6 +481,72 @@ TEST_F(SynapseLaunchTest, MemcpyReshapesThroughAnInternalDmaBetweenTpcNodes) {
   const graph::Result err = compiler::compile_graph(bad, rt->target(), &none);
   EXPECT_EQ(err.status, graph::Status::InvalidArgument);
   EXPECT_EQ(err.message, "node 'reshape': memcpy: output 0 'b' has 992 elements, input 0 'a' has 960");
+}
+
+// A tensor-list node runs as several launches in phases: clip the gradients of two parameters
+// by their total norm (sums of squares, then the norm, then the scaling), then one SGD node over
+// both; launched twice, so the step count in the state tensor reaches 2.
+TEST_F(SynapseLaunchTest, TensorListNodesRunTheirPartsInPhases) {
+  Graph g;
+  const uint32_t n1 = 1000, n2 = 70;
+  TensorId state_in, state_out, p1, p2, p1_out, p2_out, g1, g2, c1, c2, norm, scratch;
+  ASSERT_TRUE(g.add_tensor({"state_in", DType::F32, {2}, true}, &state_in).ok());
+  ASSERT_TRUE(g.add_tensor({"state_out", DType::F32, {2}, true}, &state_out).ok());
+  ASSERT_TRUE(g.add_tensor({"p1", DType::F32, {n1}, true}, &p1).ok());
+  ASSERT_TRUE(g.add_tensor({"p2", DType::F32, {n2}, true}, &p2).ok());
+  ASSERT_TRUE(g.add_tensor({"p1_out", DType::F32, {n1}, true}, &p1_out).ok());
+  ASSERT_TRUE(g.add_tensor({"p2_out", DType::F32, {n2}, true}, &p2_out).ok());
+  ASSERT_TRUE(g.add_tensor({"g1", DType::F32, {n1}, true}, &g1).ok());
+  ASSERT_TRUE(g.add_tensor({"g2", DType::F32, {n2}, true}, &g2).ok());
+  ASSERT_TRUE(g.add_tensor({"c1", DType::F32, {n1}}, &c1).ok());
+  ASSERT_TRUE(g.add_tensor({"c2", DType::F32, {n2}}, &c2).ok());
+  ASSERT_TRUE(g.add_tensor({"norm", DType::F32, {1}, true}, &norm).ok());
+  ASSERT_TRUE(g.add_tensor({"scratch", DType::F32, {129}}, &scratch).ok());
+  ASSERT_TRUE(g.add_node({"clip", "fused_clip_norm_f32", {g1, g2}, {c1, c2, norm, scratch}, {{0.5f}}}).ok());
+  ASSERT_TRUE(g.add_node({"sgd", "fused_sgd_f32", {state_in, p1, c1, p2, c2}, {state_out, p1_out, p2_out},
+                          {{0.0f, 0.0f, 0.0f, 0.0f}}})
+                  .ok());
+  recipe::Recipe recipe;
+  const auto loaded = compile_and_load(g, &recipe);
+  ASSERT_TRUE(loaded);
+  // clip: 2 sum-of-squares launches over the 8 TPCs (64 chunks each), the norm on one, the two
+  // scalings (1000 elements: 16 vectors over 8 TPCs; 70: 2 vectors); sgd: 8 + 2, the count 1.
+  EXPECT_EQ(recipe.nodes(0).jobs(), 8u + 8u + 1u + 8u + 2u);
+  EXPECT_EQ(recipe.nodes(1).jobs(), 8u + 2u + 1u);
+
+  const std::vector<float> h1 = random_floats(n1, 3), h2 = random_floats(n2, 4);
+  const std::vector<float> hp1 = random_floats(n1, 5), hp2 = random_floats(n2, 6);
+  const float lr = 0.1f;
+  std::map<std::string, uint64_t> at;
+  for (const char* name : {"state", "p1", "p2", "g1", "g2", "norm"}) at[name] = malloc(4096);
+  upload({0.0f, lr}, at["state"]);
+  upload(hp1, at["p1"]);
+  upload(hp2, at["p2"]);
+  upload(h1, at["g1"]);
+  upload(h2, at["g2"]);
+  std::vector<uint64_t> addresses(recipe.persistent_size());
+  for (int i = 0; i < recipe.persistent_size(); ++i) {
+    std::string name = recipe.persistent(i).name();
+    if (name.find('_') != std::string::npos) name = name.substr(0, name.find('_'));
+    addresses[i] = at.at(name);
+  }
+  const uint64_t ws = recipe.workspace_bytes() ? malloc(recipe.workspace_bytes()) : 0;
+  double sum = 0.0;
+  for (float v : h1) sum += double{v} * v;
+  for (float v : h2) sum += double{v} * v;
+  std::vector<float> want1 = hp1, want2 = hp2;
+  for (int launch = 1; launch <= 2; ++launch) {
+    uint64_t seq = 0;
+    ASSERT_TRUE(rt->launch(*loaded, addresses, ws, &seq).ok());
+    const float got_norm = download(at["norm"], 1)[0];
+    EXPECT_NEAR(got_norm, std::sqrt(sum), 1e-6 * std::sqrt(sum));
+    const float coef = std::min(0.5f / (got_norm + 1e-6f), 1.0f);
+    for (uint32_t i = 0; i < n1; ++i) want1[i] = want1[i] + (h1[i] * coef) * -lr;
+    for (uint32_t i = 0; i < n2; ++i) want2[i] = want2[i] + (h2[i] * coef) * -lr;
+    expect_equal_bits(download(at["p1"], n1), want1);
+    expect_equal_bits(download(at["p2"], n2), want2);
+    EXPECT_EQ(download(at["state"], 2), (std::vector<float>{static_cast<float>(launch), lr}));
+  }
 }
 
 TEST_F(SynapseLaunchTest, InvalidGraphsFailAtCompileAndSubmitNothing) {

@@ -58,7 +58,9 @@ TEST(TpcKernelLibrary, ListsEveryGuid) {
   // Batch 6 (kernels_strided_test.cpp).
   for (const char* t : {"f32", "bf16", "i32", "u8"})
     for (const char* g : {"strided_view_", "strided_insert_"}) want.push_back(g + std::string(t));
-  EXPECT_EQ(want.size(), 148u);
+  // Tensor lists (kernels_tensor_list_test.cpp).
+  for (const char* g : {"fused_adam_f32", "fused_adamw_f32", "fused_sgd_f32", "fused_clip_norm_f32"}) want.push_back(g);
+  EXPECT_EQ(want.size(), 152u);
   for (const std::string& g : want) EXPECT_TRUE(have.count(g)) << g;
   EXPECT_EQ(have.size(), want.size());
   EXPECT_TRUE(std::is_sorted(guids.begin(), guids.end()));
@@ -74,6 +76,8 @@ bool batch3_guid(const std::string& g) {
   // Batch 6's: a flat X and one stride per dim of the view (kernels_strided_test.cpp instantiates
   // each, in both variants).
   if (g.rfind("strided_", 0) == 0) return true;
+  // The tensor-list GUIDs (kernels_tensor_list_test.cpp runs each).
+  if (KernelLibrary::is_tensor_list(g)) return true;
   return g.find("u8") != std::string::npos;
 }
 

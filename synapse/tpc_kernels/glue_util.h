@@ -1,0 +1,76 @@
+// Helpers the kernel library's glue files share (kernel_library.cpp, tensor_list.cpp).
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "synapse/tpc_kernels/kernel_library.h"
+
+namespace hpusim::synapse::tpc_kernels::glue {
+
+// The tensor-list GUIDs (tensor_list.cpp).
+inline constexpr const char* kTensorListGuids[] = {"fused_adam_f32", "fused_adamw_f32", "fused_sgd_f32",
+                                                  "fused_clip_norm_f32"};
+
+inline std::string shape_text(const std::vector<uint32_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+// The shape padded to 5 dims with 1s (a scalar is [1]).
+inline std::array<uint32_t, kMaxDims> padded(const std::vector<uint32_t>& shape) {
+  std::array<uint32_t, kMaxDims> p{1, 1, 1, 1, 1};
+  for (size_t d = 0; d < shape.size() && d < kMaxDims; ++d) p[d] = shape[d];
+  return p;
+}
+
+// Element strides of the tensor (given or dense), padded to 5 dims.
+inline std::array<int64_t, kMaxDims> strides_of(const TensorParams& t) {
+  std::array<int64_t, kMaxDims> s{};
+  const auto p = padded(t.shape);
+  int64_t dense = 1;
+  for (unsigned d = 0; d < kMaxDims; ++d) {
+    s[d] = d < t.strides.size() ? t.strides[d] : dense;
+    dense *= p[d];
+  }
+  return s;
+}
+
+inline uint64_t elements(const TensorParams& t) {
+  uint64_t n = 1;
+  for (uint32_t d : t.shape) n *= d;
+  return n;
+}
+
+// The dense descriptor of a tensor (its own rank, sizes, strides).
+inline DescriptorTemplate descriptor_of(const TensorParams& t) {
+  DescriptorTemplate d;
+  d.dtype = t.dtype;
+  d.dims = static_cast<uint8_t>(std::max<size_t>(t.shape.size(), 1));
+  d.size = padded(t.shape);
+  d.stride = strides_of(t);
+  return d;
+}
+
+// Access pattern: dim 0 `dim0`, dims >= 1 one element per step (or the whole dim when whole).
+inline TensorAccessPattern pattern_of(AccessPatternDim dim0, const std::array<uint32_t, kMaxDims>& size, bool whole) {
+  TensorAccessPattern pat;
+  pat[0] = dim0;
+  for (unsigned d = 1; d < kMaxDims; ++d)
+    pat[d] = whole ? AccessPatternDim{static_cast<uint8_t>(d), 0, 0, static_cast<int32_t>(size[d]) - 1}
+                   : AccessPatternDim{static_cast<uint8_t>(d), 1, 0, 0};
+  return pat;
+}
+
+inline uint32_t f32_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+}  // namespace hpusim::synapse::tpc_kernels::glue
