@@ -3,7 +3,8 @@ batch 200; the two-layer network of hpu-graphs-training.txt), or a small CNN (--
 conv + batch_norm + pool blocks and a linear layer on 16x16 images, bridge/examples/small_cnn.py, SGD
 with momentum, batch 8), in lazy mode, eager mode,
 torch.compile (eager mode, hpu_backend), make_graphed_callables, ModuleCacher and capture-replay,
-each in a process of its own. Per mode, the median over the steady steps of: host time per step
+each in a process of its own; and lazy mode again with torch.optim.AdamW and with hpex's FusedAdamW
+in place of the model's optimizer (lazy_adamw, lazy_fused_adamw: what a fused optimizer saves). Per mode, the median over the steady steps of: host time per step
 (the host's own work), device time, host waiting, device idle, graph compilations, the verdict.
 With --host-time both (the default) every mode runs twice: on the modeled clock (the preset's
 host cost table: deterministic) and on the measured one (this machine's thread CPU time), and the
@@ -21,7 +22,8 @@ import statistics
 import subprocess
 import sys
 
-MODES = ("lazy", "eager", "compile", "make_graphed_callables", "module_cacher", "capture_replay")
+MODES = ("lazy", "eager", "compile", "make_graphed_callables", "module_cacher", "capture_replay", "lazy_adamw",
+         "lazy_fused_adamw")
 SEEDS_MS = {"lazy": 4.8, "make_graphed_callables": 3.9, "capture_replay": 1.3}
 MODELS = ("mnist", "cnn")
 
@@ -66,6 +68,12 @@ def run_mode(model_name, mode, steps, warmup):
     def mark_step():
         if lazy:
             htcore.mark_step()
+
+    if mode == "lazy_adamw":
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, eps=1e-8)
+    elif mode == "lazy_fused_adamw":
+        from habana_frameworks.torch.hpex.optimizers import FusedAdamW
+        optimizer = FusedAdamW(model.parameters(), lr=1e-3, eps=1e-8)
 
     if mode == "compile":
         forward = torch.compile(model, backend="hpu_backend")
@@ -180,6 +188,11 @@ def main():
                   f"{verdict:8s}")
         order = sorted(results[clock], key=lambda m: -results[clock][m]["host_ms"])
         print("host time, longest first: " + " > ".join(order))
+        fused, unfused = results[clock].get("lazy_fused_adamw"), results[clock].get("lazy_adamw")
+        if fused and unfused and unfused["host_ms"]:
+            print(f"hpex FusedAdamW vs torch.optim.AdamW (lazy): host {fused['host_ms']:.3f} vs {unfused['host_ms']:.3f} ms "
+                  f"({fused['host_ms'] / unfused['host_ms']:.2f}x), ops {fused['ops']:.0f} vs {unfused['ops']:.0f}, "
+                  f"compiles {fused['compiles']} vs {unfused['compiles']}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"model": args.model, "steps": args.steps, "warmup": args.warmup, "seeds_ms": SEEDS_MS,

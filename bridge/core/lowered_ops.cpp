@@ -63,7 +63,10 @@ ValueId whole_input(Lowering& l, const at::Tensor& t, at::ScalarType dtype) {
 }
 
 ValueId seed_input(Lowering& l, const std::optional<at::Generator>& generator) {
-  const at::Tensor seed_tensor = at::empty({1}, at::TensorOptions().dtype(at::kInt).device(c10::DeviceType::HPU));
+  return seed_input_into(l, at::empty({1}, at::TensorOptions().dtype(at::kInt).device(c10::DeviceType::HPU)), generator);
+}
+
+ValueId seed_input_into(Lowering& l, const at::Tensor& seed_tensor, const std::optional<at::Generator>& generator) {
   if (HpuGraph* graph = Lazy::get().capturing()) {
     // A capture runs nothing: each replay draws the seed, so the draws follow the replays.
     graph->add_seed(seed_tensor, generator.has_value() ? *generator : default_hpu_generator());

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <numeric>
@@ -479,7 +480,7 @@ void lowered_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     const LoweredCall call{op, args, outputs};
     // Nothing to compute when every result is empty (an empty result next to others, such as
     // batch_norm's saved statistics in eval mode, is the lowering's to leave alone).
-    bool work = false;
+    bool work = op.schema().returns().empty();   // an in-place op returning nothing (hpu::fused_sgd_)
     for (const at::Tensor& out : outputs) work = work || (out.defined() && out.numel() != 0);
     if (work) it->second.lower(lowering, call);
     lowering.commit();
@@ -500,12 +501,20 @@ void lowered_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 
 }  // namespace
 
-void register_lowering(torch::Library& library, const char* op, LoweringFn fn, OutputsFn outputs, CpuFn cpu) {
+namespace {
+// "add.out" -> aten::add, overload out; "hpu::fused_sgd_" keeps its namespace.
+c10::OperatorName operator_name(const char* op) {
   const std::string text = op;
   const size_t dot = text.find('.');
-  c10::OperatorName name{"aten::" + text.substr(0, dot), dot == std::string::npos ? "" : text.substr(dot + 1)};
-  lowering_table()[name] = LoweredOp{std::move(fn), std::move(outputs), std::move(cpu)};
-  library.impl(op, torch::CppFunction::makeFromBoxedFunction<&lowered_kernel>());
+  const std::string base = text.substr(0, dot);
+  return {base.find("::") == std::string::npos ? "aten::" + base : base, dot == std::string::npos ? "" : text.substr(dot + 1)};
+}
+}  // namespace
+
+void register_lowering(torch::Library& library, const char* op, LoweringFn fn, OutputsFn outputs, CpuFn cpu) {
+  lowering_table()[operator_name(op)] = LoweredOp{std::move(fn), std::move(outputs), std::move(cpu)};
+  const char* ns = std::strstr(op, "::");
+  library.impl(ns == nullptr ? op : ns + 2, torch::CppFunction::makeFromBoxedFunction<&lowered_kernel>());
 }
 
 bool record(const char* name, const std::function<void(Lowering&)>& fn) {
@@ -526,10 +535,7 @@ bool record(const char* name, const std::function<void(Lowering&)>& fn) {
 
 void register_elementwise_lowering(torch::Library& library, const char* op, LoweringFn fn) {
   register_lowering(library, op, std::move(fn));
-  const std::string text = op;
-  const size_t dot = text.find('.');
-  lowering_table()[c10::OperatorName{"aten::" + text.substr(0, dot), dot == std::string::npos ? "" : text.substr(dot + 1)}]
-      .elementwise = true;
+  lowering_table()[operator_name(op)].elementwise = true;
 }
 
 void flush_pending(const char* why) { Lazy::get().flush(why); }

@@ -149,6 +149,9 @@ ValueId whole_input(Lowering& l, const at::Tensor& t, at::ScalarType dtype);
 // default HPU generator when none), for the kernels that draw random numbers: the graph stays
 // the same from draw to draw.
 ValueId seed_input(Lowering& l, const std::optional<at::Generator>& generator);
+// The same into a given one-element int32 HPU tensor (an op that returns its seed, for a backward
+// that draws the same numbers again).
+ValueId seed_input_into(Lowering& l, const at::Tensor& seed_tensor, const std::optional<at::Generator>& generator);
 // value * x (x itself when value is 1).
 ValueId scaled(Lowering& l, ValueId x, double value, at::ScalarType dtype);
 // Class or row indices (int64 held as int32, or int32).

@@ -60,3 +60,13 @@ def test_the_same_table_predicts_the_cnn(tmp_path):
     assert modes["capture_replay"]["ops"] == 0 and modes["lazy"]["ops"] > 40
     assert modes["capture_replay"]["host_ms"] < modes["lazy"]["host_ms"]
     assert "within_25_percent_of_seeds" not in modes["lazy"]   # no published figure for this model
+
+
+@pytest.mark.skipif(not CLI, reason="HPUSIM_CLI names the hpusim binary (ctest sets it)")
+def test_a_fused_optimizer_cuts_host_time(tmp_path):
+    stdout, result = bench(tmp_path, "fused", "--modes", "lazy_adamw,lazy_fused_adamw")
+    modes = result["results"]["modeled"]
+    fused, unfused = modes["lazy_fused_adamw"], modes["lazy_adamw"]
+    assert fused["ops"] < unfused["ops"] and fused["host_ms"] < unfused["host_ms"]
+    assert fused["compiles"] == 0   # the step count and lr are read from a device tensor: one graph
+    assert "hpex FusedAdamW vs torch.optim.AdamW (lazy): host" in stdout

@@ -119,7 +119,7 @@ TEST(TpcKernelTensorList, AdamAndAdamWOverSteps) {
       }
       ListRun run;
       for (int step = 1; step <= 3; ++step) {
-        run_list(run, guid, in, out, alias, {b1, b2, eps, wd}, step == 2 ? 1 : 8);
+        run_list(run, guid, in, out, alias, {b1, b2, eps, wd, 1.0f}, step == 2 ? 1 : 8);
         ASSERT_TRUE(run.error.empty()) << run.error;
         EXPECT_EQ(run.parts, kShapes.size() + 1);
         const double bc1 = 1.0 - std::pow(double{b1}, step), bc2 = 1.0 - std::pow(double{b2}, step);
@@ -248,7 +248,7 @@ TEST(TpcKernelTensorList, ValidationNamesTheProblem) {
     EXPECT_EQ(r.status, status) << r.message;
     EXPECT_NE(r.message.find(text), std::string::npos) << r.message;
   };
-  const std::vector<float> adam{0.9f, 0.999f, 1e-8f, 0.0f};
+  const std::vector<float> adam{0.9f, 0.999f, 1e-8f, 0.0f, 1.0f};
   expect(lib.instantiate("fused_adamw_f32", {{f32({2}), f32({8}), f32({8}), f32({8})}, {f32({2})}, adam}),
          GlueStatus::IncompatibleInputCount, "one or more groups of (param, grad, exp_avg, exp_avg_sq)");
   expect(lib.instantiate("fused_adamw_f32", {{f32({3}), f32({8}), f32({8}), f32({8}), f32({8})},
@@ -258,7 +258,7 @@ TEST(TpcKernelTensorList, ValidationNamesTheProblem) {
                                              {f32({2}), f32({8}), f32({8}), f32({8})}, adam}),
          GlueStatus::IncompatibleInputSize, "input 3: shape [7] differs from input 1's [8]");
   expect(lib.instantiate("fused_adamw_f32", {{f32({2}), f32({8}), f32({8}), f32({8}), f32({8})},
-                                             {f32({2}), f32({8}), f32({8}), f32({8})}, {1.0f, 0.999f, 1e-8f, 0.0f}}),
+                                             {f32({2}), f32({8}), f32({8}), f32({8})}, {1.0f, 0.999f, 1e-8f, 0.0f, 1.0f}}),
          GlueStatus::IncompatibleScalarParams, "scalar 0 (beta1) must be in [0, 1)");
   expect(lib.instantiate("fused_sgd_f32", {{f32({2}), f32({8}), f32({8}), f32({8})}, {f32({2}), f32({8}), f32({8})},
                                            {0.9f, 0.5f, 0.0f, 1.0f}}),
