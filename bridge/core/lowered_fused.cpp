@@ -299,6 +299,24 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> sdpa_bwd_cpu(const at::Tensor& gr
   return {at::matmul(dS, k), at::matmul(dS.transpose(-2, -1), q), dv};
 }
 
+// Meta kernels: the shapes, for dynamo's fake tensors (torch.compile traces the ops into its graphs).
+void fused_adam_meta(at::TensorList, at::TensorList, at::TensorList, at::TensorList, const at::Tensor&, double, double,
+                     double, double, bool, bool) {}
+void fused_sgd_meta(at::TensorList, at::TensorList, at::TensorList, const at::Tensor&, double, double, double, bool) {}
+at::Tensor fused_clip_norm_meta(at::TensorList grads, double) {
+  return at::empty({}, grads.empty() ? at::TensorOptions().dtype(at::kFloat).device(at::kMeta) : grads[0].options());
+}
+std::tuple<at::Tensor, at::Tensor, at::Tensor> sdpa_fwd_meta(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                                             const std::optional<at::Tensor>&, double, double, bool save) {
+  const auto outputs = sdpa_fwd_outputs({q, k, v, c10::IValue(), 0.0, 1.0, save});
+  return {outputs[0], outputs[1], outputs[2]};
+}
+std::tuple<at::Tensor, at::Tensor, at::Tensor> sdpa_bwd_meta(const at::Tensor&, const at::Tensor& q, const at::Tensor& k,
+                                                             const at::Tensor& v, const std::optional<at::Tensor>&,
+                                                             const at::Tensor&, const at::Tensor&, double, double) {
+  return {at::empty_like(q), at::empty_like(k), at::empty_like(v)};
+}
+
 }  // namespace
 }  // namespace hpusim::bridge
 
@@ -322,6 +340,15 @@ TORCH_LIBRARY_IMPL(hpu, CPU, m) {
   m.impl("fused_clip_norm_", TORCH_FN(fused_clip_norm_cpu));
   m.impl("sdpa_fwd", TORCH_FN(sdpa_fwd_cpu));
   m.impl("sdpa_bwd", TORCH_FN(sdpa_bwd_cpu));
+}
+
+TORCH_LIBRARY_IMPL(hpu, Meta, m) {
+  using namespace hpusim::bridge;
+  m.impl("fused_adam_", TORCH_FN(fused_adam_meta));
+  m.impl("fused_sgd_", TORCH_FN(fused_sgd_meta));
+  m.impl("fused_clip_norm_", TORCH_FN(fused_clip_norm_meta));
+  m.impl("sdpa_fwd", TORCH_FN(sdpa_fwd_meta));
+  m.impl("sdpa_bwd", TORCH_FN(sdpa_bwd_meta));
 }
 
 TORCH_LIBRARY_IMPL(hpu, HPU, m) {

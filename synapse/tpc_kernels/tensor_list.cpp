@@ -1,9 +1,11 @@
 // The tensor-list GUIDs: one node over a list of tensors (a parameter group), instantiated as
 // several kernel launches (KernelPart), as the real stack's multi-tensor optimizer kernels.
 //
-//   fused_adam_f32 / fused_adamw_f32: inputs  state, then per parameter: param, grad, exp_avg, exp_avg_sq
+//   fused_adam_f32 / fused_adamw_f32 (scalars beta1, beta2, eps, weight_decay, bias_correction 0 / 1):
+//                                     inputs  state, then per parameter: param, grad, exp_avg, exp_avg_sq
 //                                     outputs state, then per parameter: param, exp_avg, exp_avg_sq
-//   fused_sgd_f32:                    inputs  state, then per parameter: param, grad [, momentum_buffer]
+//   fused_sgd_f32 (scalars momentum, dampening, weight_decay, nesterov 0 / 1):
+//                                     inputs  state, then per parameter: param, grad [, momentum_buffer]
 //                                     outputs state, then per parameter: param [, momentum_buffer]
 //   fused_clip_norm_f32:              inputs  the gradients; outputs the gradients, total_norm [1],
 //                                     scratch [64 * n + 1]
@@ -37,7 +39,7 @@ Layout layout_of(const std::string& guid, const std::vector<float>& scalars) {
     return {momentum ? 3u : 2u, momentum ? 2u : 1u, 1, 1, {"momentum", "dampening", "weight_decay", "nesterov"}};
   }
   if (guid == "fused_clip_norm_f32") return {1, 1, 0, 2, {"max_norm"}};
-  return {4, 3, 1, 1, {"beta1", "beta2", "eps", "weight_decay"}};
+  return {4, 3, 1, 1, {"beta1", "beta2", "eps", "weight_decay", "bias_correction"}};
 }
 
 std::string entry_names(const std::string& guid, bool inputs, bool momentum) {
@@ -179,6 +181,8 @@ InstantiateResult KernelLibrary::instantiate_tensor_list(const std::string& guid
         return fail(GlueStatus::IncompatibleScalarParams, "scalar " + std::to_string(k) + " (" + lay.scalar_names[k] +
                                                               ") must be in [0, 1)");
     if (s[2] < 0.0f) return fail(GlueStatus::IncompatibleScalarParams, "scalar 2 (eps) must be >= 0");
+    if (s[4] != 0.0f && s[4] != 1.0f)
+      return fail(GlueStatus::IncompatibleScalarParams, "scalar 4 (bias_correction) must be 0 or 1");
   }
 
   // ---- the parts ----
@@ -239,8 +243,9 @@ InstantiateResult KernelLibrary::instantiate_tensor_list(const std::string& guid
       set(3, 1.0 - b2);
       set(6, s[2]);
       set(7, s[3]);
-      set(9, std::log(b1));
-      set(10, std::log(b2));
+      // ln(beta) for the bias corrections; without them -inf, so 1 - beta^t is 1.
+      set(9, s[4] != 0.0f ? std::log(b1) : -INFINITY);
+      set(10, s[4] != 0.0f ? std::log(b2) : -INFINITY);
       inst.variant = std::string("tensor-list ") + (decoupled ? "adamw" : "adam") + (wd != 0.0f ? " wd" : "");
     } else {
       // V31 = -lr; VP5: the first step (no momentum yet: buf = g).

@@ -220,3 +220,56 @@ def test_fused_sdpa_refuses_what_it_does_not_model():
         FusedSDPA.apply(q, q, q, valid_seq_len=torch.tensor([4]))
     with pytest.raises(RuntimeError, match="attn_mask should not be set when is_causal=True"):
         FusedSDPA.apply(q, q, q, torch.ones(4, 4, dtype=torch.bool, device="hpu"), 0.0, True)
+
+
+@pytest.mark.skipif(not htcore.is_lazy(), reason="HPU graphs are a lazy-mode API")
+def test_a_captured_training_step_with_fused_adamw_replays_every_step():
+    """The step count lives on the card, so a captured optimizer step advances it at every replay."""
+    cpu, dev = mlp(), mlp().to("hpu")
+    data = batches(6)
+    train(cpu, torch.optim.AdamW(cpu.parameters(), lr=1e-2, eps=1e-8, weight_decay=0.01), data, "cpu")
+    opt = FusedAdamW(dev.parameters(), lr=1e-2, eps=1e-8, weight_decay=0.01)
+    static_x, static_y = torch.zeros(16, 20, device="hpu"), torch.zeros(16, 5, device="hpu")
+
+    def step():
+        opt.zero_grad(set_to_none=False)
+        loss = ((dev(static_x) - static_y) ** 2).mean()
+        loss.backward()
+        opt.step()
+
+    static_x.copy_(data[0][0])
+    static_y.copy_(data[0][1])
+    step()   # the warm-up creates the optimizer's state
+    htcore.mark_step()
+    graph = torch.hpu.HPUGraph()
+    before = compiles()
+    for i, (x, y) in enumerate(data[1:]):
+        static_x.copy_(x)
+        static_y.copy_(y)
+        if i == 0:
+            with torch.hpu.graph(graph):
+                step()
+        graph.replay()
+    assert compiles() - before <= 2   # the capture's graphs; the replays compile nothing
+    assert_models_close(dev, cpu, **F32)
+    assert opt.param_groups[0]["step_state"][0].item() == 6
+
+
+@pytest.mark.skipif(htcore.is_lazy(), reason="torch.compile's hpu_backend is an eager-mode API")
+def test_torch_compile_traces_fused_sdpa_into_one_graph():
+    def f(q, k, v):
+        return FusedSDPA.apply(q, k, v, None, 0.0, True).sum()
+
+    q, k, v = (torch.randn(1, 2, 8, 16, device="hpu", requires_grad=True) for _ in range(3))
+    explained = torch._dynamo.explain(f)(q, k, v)
+    assert explained.graph_count == 1 and explained.graph_break_count == 0
+    compiled = torch.compile(f, backend="hpu_backend")(q, k, v)
+    compiled.backward()
+    want = [t.grad.cpu() for t in (q, k, v)]
+    for t in (q, k, v):
+        t.grad = None
+    eager = f(q, k, v)
+    eager.backward()
+    assert compiled.item() == eager.item()
+    for a, t in zip(want, (q, k, v)):
+        assert torch.equal(a, t.grad.cpu())
