@@ -166,7 +166,41 @@ HlDevice::HostSpan::~HostSpan() {
   const uint64_t end_ps = device_.link_.host_now_ps();
   std::lock_guard<std::mutex> lock(timeline->mutex());
   const auto track = timeline->track(timeline->process(device_.options_.trace_process), "ioctls");
-  timeline->writer().complete_slice(track, start_ps_ / 1000, std::max(end_ps / 1000, start_ps_ / 1000 + 1), name_);
+  timeline->writer().complete_slice(track, start_ps_ / 1000, std::max(end_ps / 1000, start_ps_ / 1000 + 1), name_, {},
+                                    flow_ ? std::vector<traces::FlowId>{flow_} : std::vector<traces::FlowId>{});
+}
+
+uint64_t HlDevice::start_cs_flow(uint64_t seq) {
+  if (timeline_ == nullptr) return 0;
+  std::lock_guard<std::mutex> lock(timeline_->mutex());
+  return timeline_->start_cs_flow(options_.card_label, seq);
+}
+
+// The completion interrupt of a CS: a slice from its MSI's arrival to the CS completing (the
+// interrupt latency and the handler), on the CS's flow.
+void HlDevice::trace_completion(const Cs& cs) {
+  if (timeline_ == nullptr || !timeline_->enabled()) return;
+  std::lock_guard<std::mutex> lock(timeline_->mutex());
+  const traces::FlowId flow = timeline_->cs_flow(options_.card_label, cs.seq);
+  if (flow == 0) return;
+  // Interrupts handled together overlap: each slice starts after the previous one ends.
+  const uint64_t end = std::max(cs.completed_ps / 1000, completion_slice_end_ns_);
+  const uint64_t start = std::max(entry_msi_ps_ != 0 ? std::min(entry_msi_ps_ / 1000, end) : end, completion_slice_end_ns_);
+  completion_slice_end_ns_ = std::max(end, start + 1);
+  const auto track = timeline_->track(timeline_->process(options_.trace_process), "interrupts");
+  timeline_->writer().complete_slice(track, start, std::max(end, start + 1), "CS completion", {{"seq", cs.seq}}, {flow});
+}
+
+// A wait that saw its CS complete ends the CS's flow, at the wait's return.
+void HlDevice::trace_waited(uint64_t seq) {
+  if (timeline_ == nullptr || !timeline_->enabled()) return;
+  std::lock_guard<std::mutex> lock(timeline_->mutex());
+  const traces::FlowId flow = timeline_->cs_flow(options_.card_label, seq);
+  if (flow == 0) return;
+  timeline_->end_cs_flow(options_.card_label, seq);
+  const uint64_t at = link_.host_now_ps() / 1000;
+  const auto track = timeline_->track(timeline_->process(options_.trace_process), "ioctls");
+  timeline_->writer().complete_slice(track, at, at, "CS waited", {{"seq", seq}}, {}, {flow});
 }
 
 void HlDevice::trace_instant(const std::string& name) {
@@ -656,7 +690,12 @@ int HlDevice::do_munmap_cb(void* address, uint64_t) {
 
 int HlDevice::do_cs(hl_cs_args& args) {
   std::lock_guard<DriverLock> lock(mutex_);
-  const HostSpan span(*this, "CS");
+  HostSpan span(*this, "CS");
+  submit_span_ = &span;   // schedule() puts the CS's flow on it
+  struct Clear {
+    HostSpan*& span;
+    ~Clear() { span = nullptr; }
+  } clear{submit_span_};
   link_.charge(DriverWork::kIoctl);
   if (!open_) return -EBADF;
   poll_interrupts();
@@ -830,6 +869,8 @@ int HlDevice::schedule(std::vector<PendingJob>& jobs, Cs& cs) {
   cs.submitted_ps = now;
   const uint64_t seq = cs.seq;
   cs_[seq] = cs;
+  const uint64_t flow = start_cs_flow(seq);
+  if (submit_span_ != nullptr) submit_span_->add_flow(flow);
   if (!cs.kernel) busy_pending_[seq] = {now, 0};
   in_flight_.push_back(seq);
   if (in_flight_.size() == 1) cs_[seq].head_since_ps = now;
@@ -879,6 +920,12 @@ int HlDevice::schedule(std::vector<PendingJob>& jobs, Cs& cs) {
       host_write(hq.pq_address + offset * kBdBytes, bd, kBdBytes);
       hq.pi = (hq.pi + 1) & (2 * hq.length - 1);
       doorbells.emplace_back(job.queue, hq.pi);
+      if (flow != 0 && job.external) {   // the card's queue joins the CS's flow when it runs this entry
+        const regs::QueueId q = regs::queue_from_index(job.queue);
+        std::lock_guard<std::mutex> lock(timeline_->mutex());
+        timeline_->note_queue_entry(options_.card_label, regs::qman_name(regs::queue_qman(q)), regs::queue_stream(q),
+                                    hq.pi, flow);
+      }
       if (options_.fault_hook) options_.fault_hook("schedule: PQ entry written");
     }
   } catch (...) {
@@ -910,7 +957,7 @@ bool HlDevice::poll_interrupts() {
     link_.charge(DriverWork::kIrqHandler);
     const uint64_t handled = arrived + (link_.host_now_ps() - before);   // + the latency and the handler
     taken.push_back(*vector);
-    if (*vector < kNumCqs) msi_handled_ps_[*vector].push_back(std::min(handled, link_.host_now_ps()));
+    if (*vector < kNumCqs) msi_handled_ps_[*vector].push_back({arrived, std::min(handled, link_.host_now_ps())});
   }
   for (const unsigned vector : taken) handle_irq(vector);
   for (auto& times : msi_handled_ps_) times.clear();
@@ -1031,11 +1078,12 @@ void HlDevice::handle_cq(unsigned cq_index) {
     uint32_t entry = 0;
     host_read(slot, &entry, 4);
     if (!(entry & kCqEntryReady)) break;
-    std::deque<uint64_t>& times = msi_handled_ps_[cq_index];
-    entry_completion_ps_ = times.empty() ? 0 : times.front();
+    std::deque<MsiTimes>& times = msi_handled_ps_[cq_index];
+    entry_completion_ps_ = times.empty() ? 0 : times.front().handled_ps;
+    entry_msi_ps_ = times.empty() ? 0 : times.front().arrived_ps;
     if (!times.empty()) times.pop_front();
     if (entry & kCqEntryShadowIndexValid) complete_job(cq_index, entry & kShadowIndexMask);
-    entry_completion_ps_ = 0;
+    entry_completion_ps_ = entry_msi_ps_ = 0;
     const uint32_t zero = 0;
     host_write(slot, &zero, 4);
     cq.ci = (cq.ci + 1) & (length - 1);
@@ -1073,6 +1121,7 @@ void HlDevice::finish_cs(Cs& cs, CsState state) {
   cs.state = state;
   cs.completed_ps = entry_completion_ps_ != 0 ? std::min(entry_completion_ps_, link_.host_now_ps()) : link_.host_now_ps();
   if (!cs.kernel) account_busy(cs.seq, cs.completed_ps);
+  if (state == CsState::kCompleted) trace_completion(cs);
   if (state == CsState::kCompleted) {
     // hl_hw_queue_update_ci: internal queues get their slots back when the CS completes.
     for (const auto& [q, n] : cs.internal_jobs) {
@@ -1246,6 +1295,7 @@ int HlDevice::do_wait_cs(hl_wait_cs_args& args) {
         args.out.status = HL_WAIT_CS_STATUS_COMPLETED;
         args.out.flags = HL_WAIT_CS_STATUS_FLAG_TIMESTAMP_VLD;
         args.out.timestamp_nsec = static_cast<int64_t>(cs->completed_ps / 1000);
+        trace_waited(in.seq);
         return 0;
       case CsState::kTimedOut:
         args.out.status = HL_WAIT_CS_STATUS_TIMEDOUT;

@@ -42,6 +42,9 @@ struct HlDeviceOptions {
   // timeline named trace_process. Must outlive the device.
   traces::Timeline* timeline = nullptr;
   std::string trace_process = "host: driver";
+  // The card's label on the timeline ("" alone; its index in a box): the key of its command
+  // submissions' flows (traces/timeline.h).
+  std::string card_label;
   // PQ length of the external queues (HL_QUEUE_LENGTH = 4096; power of two, <= 4096).
   uint32_t ext_queue_length = 4096;
   // CS outcomes kept for WAIT_CS; older sequence numbers report COMPLETED + FLAG_GONE.
@@ -190,11 +193,14 @@ class HlDevice : public DeviceFileOps {
     ~HostSpan();
     HostSpan(const HostSpan&) = delete;
     HostSpan& operator=(const HostSpan&) = delete;
+    // The slice carries this CS's flow on (a submission).
+    void add_flow(uint64_t flow) { flow_ = flow; }
 
    private:
     HlDevice& device_;
     const char* name_;
     uint64_t start_ps_;
+    uint64_t flow_ = 0;
   };
   void trace_instant(const std::string& name);
 
@@ -324,8 +330,18 @@ class HlDevice : public DeviceFileOps {
   // Per CQ, for the MSIs taken in one poll: when a handler on an idle core would have run each
   // (arrival, interrupt latency, handler). A CS completes then, not when a busy host thread got
   // round to its interrupt; an entry without one (its MSI not taken yet) completes at host now.
-  std::deque<uint64_t> msi_handled_ps_[kNumCqs];
+  struct MsiTimes {
+    uint64_t arrived_ps = 0, handled_ps = 0;
+  };
+  std::deque<MsiTimes> msi_handled_ps_[kNumCqs];
   uint64_t entry_completion_ps_ = 0;   // the CQ entry being handled: its completion (0: host now)
+  uint64_t entry_msi_ps_ = 0;          // and its interrupt's arrival
+  HostSpan* submit_span_ = nullptr;    // the CS ioctl running now
+  uint64_t completion_slice_end_ns_ = 0;   // the last completion slice on the timeline
+  // The timeline's CS flows (hold the timeline's mutex inside).
+  uint64_t start_cs_flow(uint64_t seq);
+  void trace_completion(const Cs& cs);
+  void trace_waited(uint64_t seq);
 
   bool open_ = false;
   uapi::hl_device_status status_ = uapi::HL_DEVICE_STATUS_IN_DEVICE_CREATION;

@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <tuple>
 
 #include "traces/trace_writer.h"
 
@@ -43,6 +44,22 @@ class Timeline {
   // The label, or "kernel @0x<address>".
   std::string kernel_label(uint64_t address) const;
 
+  // ---- Command-submission flows: launch -> the card's command buffers -> the completion
+  // interrupt -> the waiting host. Trace metadata only (no model reads it): the driver starts one
+  // per CS and notes the queue entries of the CS's external jobs; the card's queues find it by the
+  // entry they finished, the host's layers by the sequence number or as the last CS their thread
+  // submitted. `card` is the card's label in a box ("" alone). Hold mutex().
+  FlowId start_cs_flow(const std::string& card, uint64_t seq);
+  FlowId cs_flow(const std::string& card, uint64_t seq) const;   // 0 if unknown
+  void end_cs_flow(const std::string& card, uint64_t seq);
+  // The queue entry (QMAN name, stream, PQ index after it, as the QMAN's CI after running it).
+  void note_queue_entry(const std::string& card, const std::string& qman, unsigned stream, uint32_t index_after,
+                        FlowId flow);
+  FlowId take_queue_entry(const std::string& card, const std::string& qman, unsigned stream, uint32_t index_after);
+  // The flow of the last CS the calling thread submitted (0 if none): the layers above the driver
+  // start their launch slices with it.
+  static FlowId last_submitted_flow();
+
  private:
   std::mutex mutex_;
   TraceWriter writer_;
@@ -51,6 +68,10 @@ class Timeline {
   int32_t next_pid_ = 1;
   bool packets_ = false;
   std::map<uint64_t, std::string> kernel_labels_;
+  // Bounded: a CS nobody waits for, or an entry nobody runs, is dropped after kMaxPendingFlows.
+  static constexpr size_t kMaxPendingFlows = 4096;
+  std::map<std::pair<std::string, uint64_t>, FlowId> cs_flows_;
+  std::map<std::tuple<std::string, std::string, unsigned, uint32_t>, FlowId> queue_entries_;
 };
 
 }  // namespace hpusim::traces

@@ -16,7 +16,7 @@ std::string to_upper(std::string name) {
 }  // namespace
 
 CardTracer::CardTracer(traces::Timeline& timeline, Card& card, const std::string& label)
-    : timeline_(timeline), card_(card) {
+    : timeline_(timeline), card_(card), label_(label) {
   std::lock_guard<std::mutex> lock(timeline_.mutex());
   device_ = timeline_.process("device " + (label.empty() ? "" : label + " ") + "(" + card.preset().name() + ")");
   card.set_qman_observer(this);
@@ -61,8 +61,11 @@ void CardTracer::command_buffer_done(const std::string& qman, unsigned stream, u
   const auto started = cb_started_.find({qman, stream});
   const Picoseconds start = started != cb_started_.end() ? std::min(started->second, at) : at;
   if (started != cb_started_.end()) cb_started_.erase(started);
+  // A CS's job: the submission's flow passes through it (traces/timeline.h).
+  const traces::FlowId flow = timeline_.take_queue_entry(label_, qman, stream, pq_ci);
   timeline_.writer().complete_slice(cp_track(qman, stream), ns(start), std::max(ns(at), ns(start) + 1),
-                                    "command buffer", {{"pq_ci", uint64_t{pq_ci}}});
+                                    "command buffer", {{"pq_ci", uint64_t{pq_ci}}},
+                                    flow ? std::vector<traces::FlowId>{flow} : std::vector<traces::FlowId>{});
 }
 
 void CardTracer::error(const std::string& qman, unsigned cp, QmanError cause, const std::string& message,

@@ -55,6 +55,7 @@ class CardTracer : public QmanObserver,
 
   traces::Timeline& timeline_;
   Card& card_;
+  std::string label_;   // the card's index in a box ("" alone): the key of its CS flows
   traces::TrackId device_ = 0;
   struct Bytes {
     uint64_t hbm_read = 0, hbm_write = 0, pcie_to_device = 0, pcie_to_host = 0;

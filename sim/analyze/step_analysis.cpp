@@ -40,6 +40,9 @@ struct TrackRoles {
   std::map<traces::TrackId, std::pair<std::string, std::string>> engine;   // track -> (kind, instance)
   std::vector<traces::TrackId> launch_tracks;
   std::vector<traces::TrackId> queue_tracks;   // QMAN streams: their command buffers
+  // The driver's interrupt deliveries (a CS's MSI to its completion): not host work of their own
+  // (the handler's cost is inside the ioctl that took the interrupt).
+  std::vector<traces::TrackId> interrupt_tracks;
 
   explicit TrackRoles(const TraceModel& trace) {
     static const std::regex engine_name(R"(^(TPC|MME)(\d+)$|^(DMA)(\d+) core$)");
@@ -50,6 +53,7 @@ struct TrackRoles {
         p = trace.track(p->parent);
       }
       process_name[t.uuid] = p->kind == TrackKind::kProcess ? p->name : "";
+      if (driver(t.uuid) && t.name == "interrupts") interrupt_tracks.push_back(t.uuid);
       if (!device(t.uuid) || t.kind == TrackKind::kCounter) continue;
       std::smatch m;
       if (std::regex_match(t.name, m, engine_name)) {
@@ -217,6 +221,8 @@ Report analyze(const TraceModel& trace, const std::string& source) {
       continue;
     }
     if (own_host && !roles.hpusim_host(s.track)) continue;
+    if (std::find(roles.interrupt_tracks.begin(), roles.interrupt_tracks.end(), s.track) != roles.interrupt_tracks.end())
+      continue;
     host.push_back(&s);
     if (is_step(s.name)) steps.push_back(&s);
     if (is_wait(s, roles)) waits.push_back({s.start_ns, s.end_ns});

@@ -132,6 +132,7 @@ void Platform::probe_drivers() {
     driver_options.timeline = timeline_;
     if (driver_options.cs_timeout_us == 0) driver_options.cs_timeout_us = uint64_t{preset_.driver().tdr_timeout_ms()} * 1000;
     if (box) driver_options.trace_process = "host: driver " + std::to_string(i);
+    if (box) driver_options.card_label = std::to_string(i);   // as its CardTracer's
     return std::make_unique<driver::HlDevice>(*links_[i], driver_options);
   };
   drivers_.resize(options_.cards);

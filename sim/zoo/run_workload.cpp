@@ -136,6 +136,8 @@ std::vector<StepRecord> run_workload(const RunOptions& options, std::unique_ptr<
     if (!json) throw std::runtime_error("could not write '" + options.json_path + "'");
   }
   workload.reset();   // its device buffers and streams go before the session does
+  // The release writes the trace: a failure to write it is the run's error, not lost in teardown.
+  check(synDeviceRelease(device), "synDeviceRelease");
   return records;
 }
 

@@ -267,7 +267,8 @@ uint64_t host_span(Device& d, const std::string& name, uint64_t start_ps, bool w
   const uint64_t end_ps = d.runtime->host_now_ps();
   std::lock_guard<std::mutex> lock(d.timeline->mutex());
   auto& w = d.timeline->writer();
-  const uint64_t flow = with_flow ? w.new_flow_id() : 0;
+  // The flow the driver started for the CS this thread just submitted (the launch's).
+  const uint64_t flow = with_flow ? hpusim::traces::Timeline::last_submitted_flow() : 0;
   const auto track = d.timeline->track(d.timeline->process("host: synapse"), d.track_name("api"));
   w.complete_slice(track, start_ps / 1000, std::max(end_ps / 1000, start_ps / 1000 + 1), name, std::move(args),
                    flow ? std::vector<hpusim::traces::FlowId>{flow} : std::vector<hpusim::traces::FlowId>{});
@@ -291,7 +292,9 @@ void flush_spans(Device& d, bool wait_all) {
     d.launch_span_end_ns = end_ns;
     std::lock_guard<std::mutex> lock(d.timeline->mutex());
     const auto track = d.timeline->track(d.timeline->process("device: recipes"), d.track_name("launches"));
-    d.timeline->writer().complete_slice(track, start_ns, end_ns, p.name, {}, {}, {p.flow});
+    d.timeline->writer().complete_slice(track, start_ns, end_ns, p.name, {},
+                                        p.flow ? std::vector<hpusim::traces::FlowId>{p.flow}
+                                               : std::vector<hpusim::traces::FlowId>{});
   }
   d.pending_spans.erase(d.pending_spans.begin(), d.pending_spans.begin() + static_cast<std::ptrdiff_t>(next));
 }

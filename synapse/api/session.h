@@ -201,12 +201,13 @@ std::shared_ptr<Device> detach_device(Session& s, synDeviceId id);
 void release_device(Device& d);
 // Host work charged to the calling thread's host clock (the platform models its cost).
 void charge(hpusim::platform::HostWork work, uint64_t count = 1);
-// A slice on the device's "host: synapse" track from `start_ps` to now; returns the flow id it
-// starts (0 without a timeline or when `with_flow` is false).
+// A slice on the device's "host: synapse" track from `start_ps` to now. With `with_flow`, the slice
+// starts the flow the driver made for the CS this thread submitted last (the launch's); returns it
+// (0 without a timeline or when `with_flow` is false).
 uint64_t host_span(Device& d, const std::string& name, uint64_t start_ps, bool with_flow = false,
                    std::vector<hpusim::traces::Arg> args = {});
 // Puts the device spans of completed launches on the timeline (submission to completion), each
-// ending the flow from its host launch slice.
+// on the flow from its host launch slice to the completion.
 void flush_spans(Device& d, bool wait_all);
 QueueId queue_of(synStreamType type);
 synStatus create_stream(synStreamHandle* stream, synDeviceId id, QueueId queue, uint32_t flags, const char* function);

@@ -6,6 +6,7 @@
 #include <boost/property_tree/json_parser.hpp>
 #include <boost/property_tree/ptree.hpp>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "tests/cli/program_run.h"
+#include "traces/trace_reader.h"
 
 namespace {
 
@@ -115,6 +117,37 @@ TEST(CliRun, PacketDetailIsOptInAndTheAnalyserReadsTheTrace) {
   const ProgramRun missing = run_hpusim("analyze " + temp("no_such_trace.json"));
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_NE(missing.output.find("cannot open trace"), std::string::npos) << missing.output;
+}
+
+// Each launch is one flow: the host's launch slice, the driver's CS ioctl, the launch on the
+// device, the card's command buffers that run its external jobs, the completion interrupt, and the
+// wait that saw it complete.
+TEST(CliRun, EachLaunchIsOneFlowFromTheHostThroughTheCardToTheWaitingHost) {
+  const std::string trace = temp("flows.pftrace");
+  const ProgramRun r = run_hpusim("run mlp --steps 3 -q --trace " + trace);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const hpusim::traces::TraceModel model = hpusim::traces::read_perfetto(trace);
+  size_t launches = 0;
+  for (const auto& s : model.slices) {
+    if (s.name != "launch mlp_step" || s.flow_ids.empty() || model.track(s.track)->name.rfind("api", 0) != 0) continue;
+    ++launches;
+    const auto& flow = model.flows.at(s.flow_ids[0]);
+    std::vector<std::string> chain;
+    for (const auto* f : model.flow_slices(s.flow_ids[0])) chain.push_back(model.track(f->track)->name + ": " + f->name);
+    std::string text;
+    for (const auto& c : chain) text += c + " | ";
+    ASSERT_GE(chain.size(), 6u) << text;
+    EXPECT_EQ(chain.front(), model.track(s.track)->name + ": launch mlp_step") << text;
+    EXPECT_EQ(chain[1], "ioctls: CS") << text;
+    EXPECT_NE(std::find(chain.begin(), chain.end(), "launches: launch mlp_step"), chain.end()) << text;
+    EXPECT_NE(std::find(chain.begin(), chain.end(), "DMA0_QM stream 0: command buffer"), chain.end()) << text;
+    EXPECT_EQ(chain[chain.size() - 2], "interrupts: CS completion") << text;
+    EXPECT_EQ(chain.back(), "ioctls: CS waited") << text;
+    EXPECT_TRUE(flow.terminated) << text;
+    const auto order = model.flow_slices(s.flow_ids[0]);
+    for (size_t i = 1; i < order.size(); ++i) EXPECT_LE(order[i - 1]->start_ns, order[i]->start_ns) << text;
+  }
+  EXPECT_EQ(launches, 3u);
 }
 
 TEST(CliRun, AWarmDiskCacheCompilesNothingAndACorruptRecipeIsRecompiled) {
