@@ -27,12 +27,24 @@ def _group_state(group, device):
     return state
 
 
-def _mark_step_if_lazy():
-    if core.is_lazy():
-        core.mark_step()
+class _FusedOptimizer(torch.optim.Optimizer):
+    """step(): the closure, one fused op per parameter group (_step_group), then a mark_step in
+    lazy mode."""
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            self._step_group(group)
+        if core.is_lazy():
+            core.mark_step()
+        return loss
 
 
-class FusedAdamW(torch.optim.Optimizer):
+class FusedAdamW(_FusedOptimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.0, bias_correction=True,
                  moments_dtype=None):
         if not 0.0 <= lr:
@@ -51,38 +63,29 @@ class FusedAdamW(torch.optim.Optimizer):
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, bias_correction=bias_correction)
         super().__init__(params, defaults)
 
-    @torch.no_grad()
-    def step(self, closure=None):
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
-        for group in self.param_groups:
-            params, grads, exp_avgs, exp_avg_sqs = [], [], [], []
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                if p.grad.is_sparse:
-                    raise RuntimeError("FusedAdamW does not support sparse gradients")
-                state = self.state[p]
-                if len(state) == 0:
-                    state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
-                    state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
-                params.append(p)
-                grads.append(p.grad)
-                exp_avgs.append(state["exp_avg"])
-                exp_avg_sqs.append(state["exp_avg_sq"])
-            if not params:
+    def _step_group(self, group):
+        params, grads, exp_avgs, exp_avg_sqs = [], [], [], []
+        for p in group["params"]:
+            if p.grad is None:
                 continue
+            if p.grad.is_sparse:
+                raise RuntimeError("FusedAdamW does not support sparse gradients")
+            state = self.state[p]
+            if len(state) == 0:
+                state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+            params.append(p)
+            grads.append(p.grad)
+            exp_avgs.append(state["exp_avg"])
+            exp_avg_sqs.append(state["exp_avg_sq"])
+        if params:
             beta1, beta2 = group["betas"]
             torch.ops.hpu.fused_adam_(params, grads, exp_avgs, exp_avg_sqs, _group_state(group, params[0].device),
                                       beta1, beta2, group["eps"], group["weight_decay"],
                                       bool(group["bias_correction"]), True)
-        _mark_step_if_lazy()
-        return loss
 
 
-class FusedSGD(torch.optim.Optimizer):
+class FusedSGD(_FusedOptimizer):
     def __init__(self, params, lr=required, momentum=0, weight_decay=0, dampening=0,
                  nesterov=False):
         if lr is not required and lr < 0.0:
@@ -96,28 +99,19 @@ class FusedSGD(torch.optim.Optimizer):
         defaults = dict(lr=lr, momentum=momentum, weight_decay=weight_decay, dampening=dampening, nesterov=nesterov)
         super().__init__(params, defaults)
 
-    @torch.no_grad()
-    def step(self, closure=None):
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
-        for group in self.param_groups:
-            momentum = group["momentum"]
-            params, grads, buffers = [], [], []
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                params.append(p)
-                grads.append(p.grad)
-                if momentum != 0:
-                    state = self.state[p]
-                    if "momentum_buffer" not in state:
-                        state["momentum_buffer"] = torch.zeros_like(p, memory_format=torch.preserve_format)
-                    buffers.append(state["momentum_buffer"])
-            if not params:
+    def _step_group(self, group):
+        momentum = group["momentum"]
+        params, grads, buffers = [], [], []
+        for p in group["params"]:
+            if p.grad is None:
                 continue
+            params.append(p)
+            grads.append(p.grad)
+            if momentum != 0:
+                state = self.state[p]
+                if "momentum_buffer" not in state:
+                    state["momentum_buffer"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                buffers.append(state["momentum_buffer"])
+        if params:
             torch.ops.hpu.fused_sgd_(params, grads, buffers, _group_state(group, params[0].device), momentum,
                                      group["dampening"], group["weight_decay"], bool(group["nesterov"]))
-        _mark_step_if_lazy()
-        return loss
