@@ -8,10 +8,9 @@
 // (head, batch) pair is a dense {head_dim, seq} matrix for batch_gemm. The way back is the same
 // permute, then a memcpy to {hidden, tokens}.
 //
-// Adam is composed of elementwise kernels instead of adam_f32: adam_f32 takes the step count as a
-// node scalar, so every step would be another graph and another compile. Here the two
-// step-dependent factors are {1} tensors uploaded each step, the graph stays the same, and each
-// operation is the kernel's, in its order (the same bits as adam_f32 and the reference).
+// Adam is one fused_adam_f32 node over every parameter (a tensor-list kernel): it reads the step
+// count and lr from a two-element state tensor and advances the count, so the graph is the same
+// at every step and nothing is uploaded for the optimizer.
 #include "sim/zoo/bert_layer_workload.h"
 
 #include <cmath>
@@ -35,7 +34,6 @@ class BertLayerWorkload : public Workload {
 
   void setup(synDeviceId device, uint32_t seed) override {
     seed_ = seed;
-    adam_steps_ = 0;
     ref::BertLayer init(config_);
     init.init(seed);
     build();
@@ -50,21 +48,14 @@ class BertLayerWorkload : public Workload {
       up("exp_avg_sq_" + name, zeros);
     }
     up("loss_weights", init.loss_weights);
+    up("adam_state", {0.0f, config_.optimizer.lr});   // steps taken, lr: fused_adam_f32 reads and advances it
     tensors_->synchronize();
   }
 
   float step(uint32_t step) override {
     const std::vector<float> x = bert_layer_batch(seed_, step, config_);
-    ++adam_steps_;
-    // The bias corrections as the adam_f32 glue computes them: in double, rounded to f32.
-    const ref::AdamConfig& o = config_.optimizer;
-    const double lr = o.lr, beta1 = o.beta1, beta2 = o.beta2, t = adam_steps_;
-    const float neg_step_size = static_cast<float>(-(lr / (1.0 - std::pow(beta1, t))));
-    const float sqrt_bc2 = static_cast<float>(std::sqrt(1.0 - std::pow(beta2, t)));
     synRecipeHandle recipe = graph_.compile("bert_layer_step");
     tensors_->upload("x", x.data(), x.size() * 4);
-    tensors_->upload("adam_neg_step_size", &neg_step_size, 4);
-    tensors_->upload("adam_sqrt_bc2", &sqrt_bc2, 4);
     return tensors_->launch_for_loss(recipe);
   }
 
@@ -208,54 +199,24 @@ class BertLayerWorkload : public Workload {
     linear_bwd("k", from_heads("dk", dkh), x, "wk", "bk", 0);
     linear_bwd("v", from_heads("dv", dvh), x, "wv", "bv", 0);
 
-    // ---- Adam, in place: each new value at its old value's place (same section) ----
-    // Created last, so every reader of a parameter comes before its update in the compiler's order.
+    // ---- Adam, in place: one tensor-list node over every parameter, each new value at its old
+    // value's place (same section); the step count and lr in the state tensor it reads and
+    // advances. Created last, so every reader of a parameter comes before its update. ----
     const ref::AdamConfig& o = config_.optimizer;
-    const auto to_f32 = [](double v) { return static_cast<float>(v); };
-    synTensor beta1 = constant("adam_beta1", o.beta1);
-    synTensor one_minus_beta1 = constant("adam_1_beta1", to_f32(1.0 - o.beta1));
-    synTensor beta2 = constant("adam_beta2", o.beta2), eps = constant("adam_eps", o.eps);
-    synTensor weight_decay = o.weight_decay != 0.0f ? constant("adam_weight_decay", o.weight_decay) : synTensor{};
-    synTensor neg_step_size = g.persistent("adam_neg_step_size", f32, {1});
-    synTensor sqrt_bc2 = g.persistent("adam_sqrt_bc2", f32, {1});
-    const float one_minus_beta2 = to_f32(1.0 - o.beta2);
+    std::vector<synTensor> adam_in{g.persistent("adam_state", f32, {2})};
+    std::vector<synTensor> adam_out{g.persistent("adam_state_new", f32, {2}, "adam_state")};
     for (const char* name : ref::BertLayerParams<float>::kNames) {
       const std::string n = name, m_name = "exp_avg_" + n, v_name = "exp_avg_sq_" + n;
       const Shape& shape = shapes_.at(n);
-      const auto tmp = [&](const std::string& what) { return g.temp("adam_" + n + "_" + what, f32, shape); };
-      synTensor param = p.at(n), gr = grad.at(n);
-      synTensor m = g.persistent(m_name, f32, shape), v = g.persistent(v_name, f32, shape);
-      synTensor m_new = g.persistent(m_name + "_new", f32, shape, m_name);
-      synTensor v_new = g.persistent(v_name + "_new", f32, shape, v_name);
-      synTensor param_new = g.persistent(n + "_new", f32, shape, n);
-      if (weight_decay) {
-        synTensor decay = tmp("decay"), decayed = tmp("grad");
-        g.node("mul_fwd_f32", "adam_" + n + "_decay", {param, weight_decay}, {decay}, {});
-        g.node("add_fwd_f32", "adam_" + n + "_decayed", {gr, decay}, {decayed}, {});
-        gr = decayed;
-      }
-      // m = m * beta1 + g * (1 - beta1)
-      synTensor m_old = tmp("m_beta1"), g_part = tmp("g_1_beta1");
-      g.node("mul_fwd_f32", "adam_" + n + "_m_beta1", {m, beta1}, {m_old}, {});
-      g.node("mul_fwd_f32", "adam_" + n + "_g_1_beta1", {gr, one_minus_beta1}, {g_part}, {});
-      g.node("add_fwd_f32", "adam_" + n + "_m", {m_old, g_part}, {m_new}, {});
-      // v = v * beta2 + ((1 - beta2) * g) * g
-      synTensor v_old = tmp("v_beta2");
-      g.node("mul_fwd_f32", "adam_" + n + "_v_beta2", {v, beta2}, {v_old}, {});
-      g.node("addcmul_fwd_f32", "adam_" + n + "_v", {v_old, gr, gr}, {v_new}, {one_minus_beta2});
-      // p = p + (m * -step_size) / (sqrt(v) / sqrt(bc2) + eps); addcdiv's value 1 multiplies exactly
-      synTensor root = tmp("sqrt_v"), corrected = tmp("sqrt_v_bc2"), denom = tmp("denom"), update = tmp("m_step");
-      g.node("sqrt_fwd_f32", "adam_" + n + "_sqrt_v", {v_new}, {root}, {});
-      g.node("div_fwd_f32", "adam_" + n + "_sqrt_v_bc2", {root, sqrt_bc2}, {corrected}, {});
-      g.node("add_fwd_f32", "adam_" + n + "_denom", {corrected, eps}, {denom}, {});
-      g.node("mul_fwd_f32", "adam_" + n + "_m_step", {m_new, neg_step_size}, {update}, {});
-      g.node("addcdiv_fwd_f32", "adam_" + n + "_param", {param, update, denom}, {param_new}, {1.0f});
+      adam_in.insert(adam_in.end(), {p.at(n), grad.at(n), g.persistent(m_name, f32, shape), g.persistent(v_name, f32, shape)});
+      adam_out.insert(adam_out.end(), {g.persistent(n + "_new", f32, shape, n), g.persistent(m_name + "_new", f32, shape, m_name),
+                                       g.persistent(v_name + "_new", f32, shape, v_name)});
     }
+    g.node("fused_adam_f32", "adam", adam_in, adam_out, {o.beta1, o.beta2, o.eps, o.weight_decay, 1.0f});
   }
 
   ref::BertLayerConfig config_;
   uint32_t seed_ = 0;
-  uint32_t adam_steps_ = 0;
   ApiGraph graph_;
   std::unique_ptr<DeviceTensors> tensors_;
   std::map<std::string, Shape> shapes_;

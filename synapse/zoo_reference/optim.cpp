@@ -1,6 +1,7 @@
 #include "synapse/zoo_reference/optim.h"
 
 #include <cmath>
+#include <initializer_list>
 
 #include "synapse/zoo_reference/ops.h"
 
@@ -31,14 +32,40 @@ void adadelta_step(const AdadeltaConfig& cfg, float* param, const float* grad, f
   }
 }
 
+namespace {
+// 1 - beta^t as the kernel's ONE_MINUS_POW: x = t ln(beta) in f32; -expm1(x) from its series
+// (Horner, f32) where |x| < 0.5, else 1 - exp(x) (exp rounded from double, as the VPU's).
+float one_minus_pow(float t, float ln_beta) {
+  const float x = t * ln_beta;
+  const float by_exp = static_cast<float>(std::exp(static_cast<double>(x))) * -1.0f + 1.0f;
+  float d = 2.7557319e-6f;
+  for (float c : {2.4801587e-5f, 1.9841270e-4f, 1.3888889e-3f, 8.3333333e-3f, 4.1666667e-2f, 0.16666667f, 0.5f, 1.0f}) {
+    d = d * x;
+    d = d + c;
+  }
+  d = d * x;
+  d = d * -1.0f;
+  return std::fabs(x) < 0.5f ? d : by_exp;
+}
+}  // namespace
+
+AdamFactors adam_factors(const AdamConfig& cfg, uint32_t step) {
+  const float t = static_cast<float>(step);
+  const float lr = cfg.lr;
+  AdamFactors f;
+  f.neg_step_size = (lr / one_minus_pow(t, to_f32(std::log(static_cast<double>(cfg.beta1))))) * -1.0f;
+  f.sqrt_bc2 = special_sqrt(one_minus_pow(t, to_f32(std::log(static_cast<double>(cfg.beta2)))));
+  return f;
+}
+
 void adam_step(const AdamConfig& cfg, uint32_t step, float* param, const float* grad, float* exp_avg,
                float* exp_avg_sq, size_t count) {
-  const double lr = cfg.lr, b1 = cfg.beta1, b2 = cfg.beta2, t = step;
+  const double b1 = cfg.beta1, b2 = cfg.beta2;
   const float beta1 = cfg.beta1, beta2 = cfg.beta2;
   const float one_minus_b1 = to_f32(1.0 - b1);
   const float one_minus_b2 = to_f32(1.0 - b2);
-  const float neg_step_size = to_f32(-(lr / (1.0 - std::pow(b1, t))));
-  const float sqrt_bc2 = to_f32(std::sqrt(1.0 - std::pow(b2, t)));
+  const AdamFactors factors = adam_factors(cfg, step);
+  const float neg_step_size = factors.neg_step_size, sqrt_bc2 = factors.sqrt_bc2;
   const float eps = cfg.eps;
   for (size_t i = 0; i < count; ++i) {
     const float g = decayed_grad(grad[i], param[i], cfg.weight_decay);

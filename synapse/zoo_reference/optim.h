@@ -1,6 +1,7 @@
 // The optimizer kernels' steps (synapse/tpc_kernels/kernels/optim_ops.inc), elementwise in f32
-// and in place, with the host scalars (-lr, 1 - rho, the bias corrections...) computed in double
-// from the f32 hyperparameters and rounded to f32, as the glue does.
+// and in place, with the host scalars (-lr, 1 - rho...) computed in double from the f32
+// hyperparameters and rounded to f32, as the glue does; Adam's bias corrections as the fused
+// kernel computes them on the core.
 #pragma once
 
 #include <cstddef>
@@ -21,8 +22,16 @@ void adadelta_step(const AdadeltaConfig& cfg, float* param, const float* grad, f
 struct AdamConfig {
   float lr = 1e-4f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0.0f;
 };
-// step counts from 1. m = m * beta1 + g * (1 - beta1); v = v * beta2 + (g * (1 - beta2)) * g;
-// p = p + (m * -step_size) / (sqrt(v) / sqrt(bc2) + eps).
+// The step-dependent factors as the tensor-list kernel fused_adam_f32 computes them on the core
+// from the step count (synapse/tpc_kernels/README.md, "Tensor lists"): -lr / (1 - beta1^t) and
+// sqrt(1 - beta2^t), in f32, with 1 - beta^t = -expm1(t ln beta) from its series near 0.
+struct AdamFactors {
+  float neg_step_size = 0.0f, sqrt_bc2 = 0.0f;
+};
+AdamFactors adam_factors(const AdamConfig& cfg, uint32_t step);
+// step counts from 1; fused_adam_f32's order. m = m * beta1 + g * (1 - beta1);
+// v = v * beta2 + (g * (1 - beta2)) * g; p = p + (m * -step_size) / (sqrt(v) / sqrt(bc2) + eps),
+// the factors from adam_factors.
 void adam_step(const AdamConfig& cfg, uint32_t step, float* param, const float* grad, float* exp_avg,
                float* exp_avg_sq, size_t count);
 
