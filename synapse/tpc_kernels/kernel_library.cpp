@@ -734,8 +734,13 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
   inst.input_patterns.resize(p.inputs.size());
   inst.output_patterns.resize(p.outputs.size());
   std::ostringstream src, variant;
+  // The optimizers stream every input along dim 0: prefetched (kernels/nest.inc).
+  std::vector<unsigned> prefetched;
+  if (def.kind == Kind::Optim)
+    for (size_t k = 0; k < p.inputs.size(); ++k) prefetched.push_back(static_cast<unsigned>(k));
   src << "// " << def.guid << ": the glue's prelude for the kernel file included at the end\n"
-      << width_prelude();
+      << width_prelude(prefetched, static_cast<uint32_t>((padded(p.inputs.empty() ? p.outputs[0].shape : p.inputs[0].shape)[0] +
+                                                         lanes_of(def.out) - 1) / lanes_of(def.out)));
   if (def.kind != Kind::Permute && def.kind != Kind::Gather && !is_strided(def.kind))
     src << ".equ LANES " << lanes << "\n";   // per variant
   // gamma / beta ([N0]) repeated along X's dims 1..4 with stride 0.
@@ -1257,9 +1262,24 @@ bool KernelLibrary::valid_vector_bits(unsigned bits) {
 
 unsigned KernelLibrary::lanes_of(DType t) const { return vector_bits_ / tpc::dtype_bits(t); }
 
-std::string KernelLibrary::width_prelude() const {
-  return ".equ F32_LANES " + std::to_string(lanes_of(DType::F32)) + "\n.equ VECTOR_BYTES " +
-         std::to_string(vector_bits_ / 8) + "\n";
+std::string KernelLibrary::width_prelude(const std::vector<unsigned>& prefetched, uint32_t row_vectors) const {
+  std::string text = ".equ F32_LANES " + std::to_string(lanes_of(DType::F32)) + "\n.equ VECTOR_BYTES " +
+                     std::to_string(vector_bits_ / 8) + "\n";
+  // One vector of every prefetched input at \ireg, then \ireg one vector on (with the last prefetch).
+  std::string step;
+  for (size_t k = 0; k < prefetched.size(); ++k) {
+    step += "        prefetch \\ireg, " + std::to_string(prefetched[k]);
+    step += k + 1 == prefetched.size() ? "; iadd_dim \\ireg, LANES dim=0\n" : "\n";
+  }
+  text += ".macro PREFETCH_ROW\n";
+  if (!prefetched.empty()) {
+    text += "        imov I7, I2\n";
+    std::string row_step = step;
+    for (size_t at = row_step.find("\\ireg"); at != std::string::npos; at = row_step.find("\\ireg")) row_step.replace(at, 5, "I7");
+    for (unsigned v = 0; v < std::min(kPrefetchAheadVectors, row_vectors); ++v) text += row_step;
+  }
+  text += ".endm\n.macro PREFETCH_STEP ireg\n" + (row_vectors > kPrefetchAheadVectors ? step : std::string()) + ".endm\n";
+  return text;
 }
 
 std::vector<std::string> KernelLibrary::guids() const { return guid_list_; }
@@ -1428,8 +1448,13 @@ InstantiateResult KernelLibrary::instantiate_impl(const std::string& guid, const
   const std::string t = tpc::dtype_name(def.out);
   std::ostringstream src;
   std::ostringstream variant;
+  // The per-vector kernels prefetch the inputs they stream along dim 0 (not a dim-0 broadcast).
+  std::vector<unsigned> prefetched;
+  if (!row_kernel && def.kind != Kind::Reduce && def.kind != Kind::Fill)
+    for (size_t k = 0; k < params.inputs.size(); ++k)
+      if (k >= 3 || !bcast0[k]) prefetched.push_back(static_cast<unsigned>(k));
   src << "// " << def.guid << ": the glue's prelude for the kernel file included at the end\n"
-      << width_prelude() << ".equ LANES " << lanes << "\n";
+      << width_prelude(prefetched, static_cast<uint32_t>((po[0] + lanes - 1) / lanes)) << ".equ LANES " << lanes << "\n";
   const char* io = def.out == DType::BF16 ? "io_bf16.inc" : "io_f32.inc";
   if (def.kind == Kind::Cast) {
     variant << "cast " << def.op_macro;

@@ -127,6 +127,8 @@ class KernelLibrary {
  public:
   static constexpr unsigned kDefaultVectorBits = 2048;   // every preset's TPC today
   static constexpr unsigned kMinVectorBits = 256, kMaxVectorBits = 16384;
+  // How far ahead of its loads along dim 0 a streaming kernel prefetches (kernels/nest.inc).
+  static constexpr unsigned kPrefetchAheadVectors = 16;
   static bool valid_vector_bits(unsigned bits);   // a power of two in kMin .. kMaxVectorBits
 
   // The kernels for a TPC whose vectors are `vector_bits` wide (the preset's tpc.vector_bits, as
@@ -175,8 +177,11 @@ class KernelLibrary {
                                      const std::vector<const KernelDef*>& epilogue);
   std::shared_ptr<const tpc::Program> program_for(const std::string& variant_source,
                                                   const std::string& key, std::string* error);
-  // ".equ F32_LANES ..\n.equ VECTOR_BYTES ..\n": every variant's width constants.
-  std::string width_prelude() const;
+  // ".equ F32_LANES ..\n.equ VECTOR_BYTES ..\n": every variant's width constants, and the nest's
+  // PREFETCH_ROW / PREFETCH_STEP macros (kernels/nest.inc) over the input tensors `prefetched`
+  // (empty: no prefetching) for rows of `row_vectors` vectors: a row's start prefetches at most
+  // that many, and a row no longer than kPrefetchAheadVectors needs no prefetch per vector.
+  std::string width_prelude(const std::vector<unsigned>& prefetched = {}, uint32_t row_vectors = UINT32_MAX) const;
   unsigned vector_bits_;
   std::vector<std::string> guid_list_;
   std::map<std::string, const KernelDef*> defs_;

@@ -187,7 +187,11 @@ InstantiateResult KernelLibrary::instantiate_tensor_list(const std::string& guid
 
   // ---- the parts ----
   const unsigned lanes = lanes_of(DType::F32);
-  const std::string prelude = width_prelude() + ".equ LANES " + std::to_string(lanes) + "\n";
+  const std::string lanes_equ = ".equ LANES " + std::to_string(lanes) + "\n";
+  const std::string prelude = width_prelude() + lanes_equ;
+  // The update and scaling kernels stream their tensors along dim 0: prefetched (kernels/nest.inc).
+  std::vector<unsigned> streamed(lay.per_input);
+  for (unsigned k = 0; k < lay.per_input; ++k) streamed[k] = k;
   auto assemble = [&](Instantiation& inst, const std::string& source) {
     std::string error;
     inst.program = program_for(source, inst.guid, &error);
@@ -212,7 +216,7 @@ InstantiateResult KernelLibrary::instantiate_tensor_list(const std::string& guid
     const bool decoupled = guid == "fused_adamw_f32";
     const float wd = adam ? s[3] : s[2];
     std::ostringstream src;
-    src << prelude << ".equ NIN " << nin << "\n.equ STATE_T " << nin - 1 << "\n.macro WD_GRAD\n";
+    src << width_prelude(streamed) << lanes_equ << ".equ NIN " << nin << "\n.equ STATE_T " << nin - 1 << "\n.macro WD_GRAD\n";
     if (wd != 0.0f && !decoupled) src << "        mul.f32 V4, V10, S" << (adam ? 7 : 3) << "\n        add.f32 V11, V11, V4\n";
     src << ".endm\n.macro DECOUPLED_WD\n";
     if (decoupled) src << "        mul.f32 V10, V10, V27\n";
@@ -312,7 +316,7 @@ InstantiateResult KernelLibrary::instantiate_tensor_list(const std::string& guid
   Instantiation scale;
   scale.guid = guid;
   scale.variant = "tensor-list scale";
-  if (!assemble(scale, prelude + ".include \"scale_by_tensor.s\"\n")) return result;
+  if (!assemble(scale, width_prelude({0}) + lanes_equ + ".include \"scale_by_tensor.s\"\n")) return result;
   Instantiation coef;
   coef.guid = guid;
   coef.variant = "tensor-list clip coefficient";

@@ -128,14 +128,19 @@ TEST(TpcKernelLibrary, CachesAssembledPrograms) {
   KernelLibrary lib;
   EXPECT_EQ(lib.assembled_count(), 0u);
   const auto r1 = lib.instantiate("add_fwd_f32", binary(f32({100}), f32({100}), f32({100})));
-  const auto r2 = lib.instantiate("add_fwd_f32", binary(f32({7, 3}), f32({7, 1}), f32({7, 3})));
+  const auto r2 = lib.instantiate("add_fwd_f32", binary(f32({70, 3}), f32({70, 1}), f32({70, 3})));
   ASSERT_TRUE(r1.ok() && r2.ok());
-  EXPECT_EQ(r1.inst->program.get(), r2.inst->program.get());   // same variant, one assembly
+  EXPECT_EQ(r1.inst->program.get(), r2.inst->program.get());   // same variant (rows of 2 vectors), one assembly
   EXPECT_EQ(lib.assembled_count(), 1u);
-  const auto r3 = lib.instantiate("add_fwd_f32", binary(f32({1, 3}), f32({7, 3}), f32({7, 3})));
+  const auto r3 = lib.instantiate("add_fwd_f32", binary(f32({1, 3}), f32({70, 3}), f32({70, 3})));
   ASSERT_TRUE(r3.ok());
   EXPECT_NE(r1.inst->program.get(), r3.inst->program.get());   // the dim-0 broadcast variant
   EXPECT_EQ(lib.assembled_count(), 2u);
+  // Rows of another length up to the prefetch distance: another prefetch schedule, another variant.
+  const auto r4 = lib.instantiate("add_fwd_f32", binary(f32({7, 3}), f32({7, 3}), f32({7, 3})));
+  ASSERT_TRUE(r4.ok());
+  EXPECT_NE(r1.inst->program.get(), r4.inst->program.get());
+  EXPECT_EQ(lib.assembled_count(), 3u);
 }
 
 TEST(TpcKernelLibrary, GeometryPatternsAndDescriptors) {
