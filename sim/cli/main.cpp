@@ -33,6 +33,7 @@
 #include "arch/tpc/asm/disassembler.h"
 #include "arch/tpc/asm/program.h"
 #include "sim/bench/compile_bench.h"
+#include "sim/bench/kernels_bench.h"
 #include "sim/analyze/report_writers.h"
 #include "sim/bench/gemm_bench.h"
 #include "traces/chrome_json_reader.h"
@@ -82,6 +83,7 @@ void print_usage(std::ostream& out) {
          "  bench tpc            TPC kernels (STREAM add/scale/triad, a mac chain) against the VPU and HBM peaks\n"
          "  bench gemm           GEMMs on the MME engines against the MME peak (hl205 and hl225 by default)\n"
          "  bench compile        compile time per node, host cost per launch and the zoo's modeled step times\n"
+         "  bench kernels        every TPC kernel-library GUID on the zoo's shapes against the HBM and VPU rooflines\n"
          "  bench bridge         the PyTorch bridge's host cost per op and per MNIST step against native runs\n"
          "  bench modes          host and device time per step in each PyTorch execution mode (lazy, eager,\n"
          "                       torch.compile, HPU graphs)\n"
@@ -473,6 +475,32 @@ int command_bench_compile(const std::vector<std::string>& args) {
   return 0;
 }
 
+int command_bench_kernels(const std::vector<std::string>& args) {
+  po::options_description options = preset_options();
+  options.add_options()("help,h", "this help")
+      ("guids", po::value<std::string>()->default_value(""), "only the GUIDs this regular expression finds")
+      ("quick", "the representative shape of each kernel only (no large one)")
+      ("json", po::value<std::string>(), "write the rows as a JSON array");
+  po::variables_map vm = parse(args, options);
+  if (vm.count("help")) {
+    std::cout << "usage: hpusim bench kernels [options]\n" << options;
+    return 0;
+  }
+  hpusim::bench::KernelsBenchOptions bench;
+  bench.preset = vm["preset"].as<std::string>();
+  if (vm.count("set")) bench.overrides = vm["set"].as<std::vector<std::string>>();
+  bench.filter = vm["guids"].as<std::string>();
+  bench.large = vm.count("quick") == 0;
+  if (vm.count("json")) bench.json_path = vm["json"].as<std::string>();
+  hpusim::preset::load_preset(bench.preset, bench.overrides);
+  try {
+    hpusim::bench::run_kernels_bench(bench, std::cout);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  return 0;
+}
+
 int command_run(const std::vector<std::string>& args) {
   po::options_description options = preset_options();
   options.add_options()("help,h", "this help")
@@ -582,9 +610,10 @@ int dispatch(const std::vector<std::string>& argv) {
     if (which == "tpc") return command_bench_tpc(bench_args);
     if (which == "gemm") return command_bench_gemm(bench_args);
     if (which == "compile") return command_bench_compile(bench_args);
+    if (which == "kernels") return command_bench_kernels(bench_args);
     if (which == "bridge") return command_bench_python("bench_bridge.py", "bridge", bench_args);
     if (which == "modes") return command_bench_python("bench_modes.py", "modes", bench_args);
-    throw UsageError("unknown benchmark '" + which + "' (available: memory, submit, tpc, gemm, compile, bridge, modes)");
+    throw UsageError("unknown benchmark '" + which + "' (available: memory, submit, tpc, gemm, compile, kernels, bridge, modes)");
   }
   throw UsageError("unknown command '" + command + "'");
 }

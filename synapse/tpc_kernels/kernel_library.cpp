@@ -734,10 +734,16 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
   inst.input_patterns.resize(p.inputs.size());
   inst.output_patterns.resize(p.outputs.size());
   std::ostringstream src, variant;
-  // The optimizers stream every input along dim 0: prefetched (kernels/nest.inc).
+  // What the kernel streams along dim 0 is prefetched (kernels/nest.inc): every optimizer input,
+  // layernorm's X (and its backward's grad), a permute view's X.
   std::vector<unsigned> prefetched;
   if (def.kind == Kind::Optim)
     for (size_t k = 0; k < p.inputs.size(); ++k) prefetched.push_back(static_cast<unsigned>(k));
+  // (gamma and beta too: read with every row; a row's mean and rstd with its first vector).
+  if (def.kind == Kind::LayerNormFwd) prefetched = p.inputs.size() == 3 ? std::vector<unsigned>{0, 1, 2} : std::vector<unsigned>{0};
+  if (def.kind == Kind::LayerNormBwd)
+    prefetched = p.inputs.size() == 5 ? std::vector<unsigned>{0, 1, 2, 3, 4} : std::vector<unsigned>{0, 1, 2, 3};
+  if (def.kind == Kind::Permute && permutation_of(def, p)[0] == 0) prefetched = {0};
   src << "// " << def.guid << ": the glue's prelude for the kernel file included at the end\n"
       << width_prelude(prefetched, static_cast<uint32_t>((padded(p.inputs.empty() ? p.outputs[0].shape : p.inputs[0].shape)[0] +
                                                          lanes_of(def.out) - 1) / lanes_of(def.out)));
@@ -1273,10 +1279,19 @@ std::string KernelLibrary::width_prelude(const std::vector<unsigned>& prefetched
   }
   text += ".macro PREFETCH_ROW\n";
   if (!prefetched.empty()) {
-    text += "        imov I7, I2\n";
     std::string row_step = step;
     for (size_t at = row_step.find("\\ireg"); at != std::string::npos; at = row_step.find("\\ireg")) row_step.replace(at, 5, "I7");
-    for (unsigned v = 0; v < std::min(kPrefetchAheadVectors, row_vectors); ++v) text += row_step;
+    const unsigned first = std::min(kPrefetchAheadVectors, row_vectors);
+    text += "        imov I7, I2\n";
+    for (unsigned v = 0; v < first; ++v) text += row_step;
+    // Short rows: the row `ahead` rows on along dim 1 too (the one this core takes that many rows
+    // later), so about kPrefetchAheadVectors vectors stay in flight across rows; a row already
+    // prefetched that way is not read again.
+    if (row_vectors <= kPrefetchAheadVectors) {
+      const unsigned ahead = std::max(1u, kPrefetchAheadVectors / std::max(1u, row_vectors));
+      text += "        imov I7, I2\n        iadd_dim I7, " + std::to_string(ahead) + " dim=1\n";
+      for (unsigned v = 0; v < first; ++v) text += row_step;
+    }
   }
   text += ".endm\n.macro PREFETCH_STEP ireg\n" + (row_vectors > kPrefetchAheadVectors ? step : std::string()) + ".endm\n";
   return text;
@@ -1448,13 +1463,15 @@ InstantiateResult KernelLibrary::instantiate_impl(const std::string& guid, const
   const std::string t = tpc::dtype_name(def.out);
   std::ostringstream src;
   std::ostringstream variant;
-  // The per-vector kernels prefetch the inputs they stream along dim 0 (not a dim-0 broadcast).
+  // The kernels prefetch the inputs they stream along dim 0 (not a dim-0 broadcast; reductions over
+  // an outer dim prefetch along it themselves, reduce_outer.s).
   std::vector<unsigned> prefetched;
-  if (!row_kernel && def.kind != Kind::Reduce && def.kind != Kind::Fill)
+  if (def.kind != Kind::Fill && !(def.kind == Kind::Reduce && reduce_dim != 0))
     for (size_t k = 0; k < params.inputs.size(); ++k)
       if (k >= 3 || !bcast0[k]) prefetched.push_back(static_cast<unsigned>(k));
+  const uint32_t row_vectors = static_cast<uint32_t>(((row_kernel ? n0_in : po[0]) + lanes - 1) / lanes);
   src << "// " << def.guid << ": the glue's prelude for the kernel file included at the end\n"
-      << width_prelude(prefetched, static_cast<uint32_t>((po[0] + lanes - 1) / lanes)) << ".equ LANES " << lanes << "\n";
+      << width_prelude(prefetched, row_vectors) << ".equ LANES " << lanes << "\n";
   const char* io = def.out == DType::BF16 ? "io_bf16.inc" : "io_f32.inc";
   if (def.kind == Kind::Cast) {
     variant << "cast " << def.op_macro;

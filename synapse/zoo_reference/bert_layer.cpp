@@ -205,7 +205,7 @@ float BertLayer::step(const float* x) {
   auto m = exp_avg.tensors();
   auto v = exp_avg_sq.tensors();
   for (size_t i = 0; i < p.size(); ++i)
-    adam_step(config.optimizer, steps, p[i]->data(), gr[i]->data(), m[i]->data(), v[i]->data(), p[i]->size());
+    adam_step(config.optimizer, adam_factors_on_card(config.optimizer, steps), p[i]->data(), gr[i]->data(), m[i]->data(), v[i]->data(), p[i]->size());
   return loss;
 }
 

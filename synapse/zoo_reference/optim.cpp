@@ -49,7 +49,13 @@ float one_minus_pow(float t, float ln_beta) {
 }
 }  // namespace
 
-AdamFactors adam_factors(const AdamConfig& cfg, uint32_t step) {
+AdamFactors adam_factors_on_host(const AdamConfig& cfg, uint32_t step) {
+  const double lr = cfg.lr, t = step;
+  return {to_f32(-(lr / (1.0 - std::pow(static_cast<double>(cfg.beta1), t)))),
+          to_f32(std::sqrt(1.0 - std::pow(static_cast<double>(cfg.beta2), t)))};
+}
+
+AdamFactors adam_factors_on_card(const AdamConfig& cfg, uint32_t step) {
   const float t = static_cast<float>(step);
   const float lr = cfg.lr;
   AdamFactors f;
@@ -58,13 +64,12 @@ AdamFactors adam_factors(const AdamConfig& cfg, uint32_t step) {
   return f;
 }
 
-void adam_step(const AdamConfig& cfg, uint32_t step, float* param, const float* grad, float* exp_avg,
+void adam_step(const AdamConfig& cfg, const AdamFactors& factors, float* param, const float* grad, float* exp_avg,
                float* exp_avg_sq, size_t count) {
   const double b1 = cfg.beta1, b2 = cfg.beta2;
   const float beta1 = cfg.beta1, beta2 = cfg.beta2;
   const float one_minus_b1 = to_f32(1.0 - b1);
   const float one_minus_b2 = to_f32(1.0 - b2);
-  const AdamFactors factors = adam_factors(cfg, step);
   const float neg_step_size = factors.neg_step_size, sqrt_bc2 = factors.sqrt_bc2;
   const float eps = cfg.eps;
   for (size_t i = 0; i < count; ++i) {

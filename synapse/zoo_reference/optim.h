@@ -22,17 +22,18 @@ void adadelta_step(const AdadeltaConfig& cfg, float* param, const float* grad, f
 struct AdamConfig {
   float lr = 1e-4f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0.0f;
 };
-// The step-dependent factors as the tensor-list kernel fused_adam_f32 computes them on the core
-// from the step count (synapse/tpc_kernels/README.md, "Tensor lists"): -lr / (1 - beta1^t) and
-// sqrt(1 - beta2^t), in f32, with 1 - beta^t = -expm1(t ln beta) from its series near 0.
+// Adam's step-dependent factors -lr / (1 - beta1^t) and sqrt(1 - beta2^t) for step t (from 1):
+// as adam_f32's glue computes them (in double on the host, rounded to f32), or as the tensor-list
+// kernel fused_adam_f32 computes them on the core from the step count (in f32, with
+// 1 - beta^t = -expm1(t ln beta) from its series near 0; synapse/tpc_kernels/README.md).
 struct AdamFactors {
   float neg_step_size = 0.0f, sqrt_bc2 = 0.0f;
 };
-AdamFactors adam_factors(const AdamConfig& cfg, uint32_t step);
-// step counts from 1; fused_adam_f32's order. m = m * beta1 + g * (1 - beta1);
-// v = v * beta2 + (g * (1 - beta2)) * g; p = p + (m * -step_size) / (sqrt(v) / sqrt(bc2) + eps),
-// the factors from adam_factors.
-void adam_step(const AdamConfig& cfg, uint32_t step, float* param, const float* grad, float* exp_avg,
+AdamFactors adam_factors_on_host(const AdamConfig& cfg, uint32_t step);
+AdamFactors adam_factors_on_card(const AdamConfig& cfg, uint32_t step);
+// m = m * beta1 + g * (1 - beta1); v = v * beta2 + (g * (1 - beta2)) * g;
+// p = p + (m * -step_size) / (sqrt(v) / sqrt(bc2) + eps), with the given factors.
+void adam_step(const AdamConfig& cfg, const AdamFactors& factors, float* param, const float* grad, float* exp_avg,
                float* exp_avg_sq, size_t count);
 
 // PyTorch SGD (nesterov off). The kernel always keeps a momentum buffer; with momentum 0 it

@@ -406,20 +406,20 @@ TEST_F(SynapseLaunchTest, OneRecipeLaunchedRepeatedlyInFlightKeepsEachLaunchsBuf
 // full turn of the ranges.
 class SynapseLaunchTdrTest : public SynapseLaunchTest {
  protected:
-  uint64_t cs_timeout_us() const override { return 200; }
+  uint64_t cs_timeout_us() const override { return 100; }
 };
 
 TEST_F(SynapseLaunchTdrTest, LaunchesAfterATimedOutLaunchRunThroughEverySyncRange) {
-  const DenseReluGraph big(1024, 1024, 1024);
+  const DenseReluGraph big(2048, 2048, 2048);
   const auto slow = compile_and_load(big.graph);
   ASSERT_TRUE(slow);
-  std::map<std::string, uint64_t> by_name = {{"x", malloc(1024 * 1024 * 4)}, {"w", malloc(1024 * 1024 * 4)},
-                                             {"bias", malloc(1024 * 4)}, {"out", malloc(1024 * 1024 * 4)}};
+  std::map<std::string, uint64_t> by_name = {{"x", malloc(2048 * 2048 * 4)}, {"w", malloc(2048 * 2048 * 4)},
+                                             {"bias", malloc(2048 * 4)}, {"out", malloc(2048 * 2048 * 4)}};
   std::vector<uint64_t> addresses;
   for (const auto& t : slow->recipe().persistent()) addresses.push_back(by_name.at(t.name()));
   uint64_t seq = 0;
   ASSERT_TRUE(rt->launch(*slow, addresses, 0, &seq).ok());
-  EXPECT_FALSE(rt->wait(seq).ok()) << "a launch of a 1024^3 GEMM should take longer than 200 us";
+  EXPECT_FALSE(rt->wait(seq).ok()) << "a launch of a 2048^3 GEMM should take longer than 100 us";
 
   const DoubleGraph twice(64);
   const auto fast = compile_and_load(twice.graph);

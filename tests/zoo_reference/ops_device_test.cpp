@@ -186,7 +186,7 @@ TEST(ZooOpsOnDevice, Optimizers) {
                                {sgd.lr, sgd.momentum, sgd.dampening, sgd.weight_decay, step == 1 ? 1.0f : 0.0f});
     ASSERT_FALSE(d1.empty() || d2.empty() || d3.empty());
     adadelta_step(adadelta, p.data(), g.data(), sq.data(), acc.data(), count);
-    adam_step(adam, step, p_adam.data(), g.data(), m.data(), v.data(), count);
+    adam_step(adam, adam_factors_on_host(adam, step), p_adam.data(), g.data(), m.data(), v.data(), count);
     sgd_step(sgd, step == 1, p_sgd.data(), g.data(), buf.data(), count);
     expect_same_bits(p, values_of(d1[0]), "adadelta param");
     expect_same_bits(sq, values_of(d1[1]), "adadelta square_avg");

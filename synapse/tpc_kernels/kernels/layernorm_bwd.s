@@ -28,6 +28,7 @@
 p1:     cmp.ge.i32 SP2, S17, S0
         jmp p1_done @SP2
         imov_dim I3, S17 dim=0
+        PREFETCH_STEP I7
         LDW V11, V21, I3, 0
         LDW V12, V22, I3, 1
         LN_GAMMA V11, V21
@@ -48,9 +49,11 @@ p1_done:
         shuffle.f32 V30, V10, V8
         shuffle.f32 V31, V18, V8
         ld_smov S17, 0
+        PREFETCH_ROW
 p2:     cmp.ge.i32 SP2, S17, S0
         jmp p2_done @SP2
         imov_dim I3, S17 dim=0
+        PREFETCH_STEP I7
         LDW V11, V21, I3, 0
         LDW V12, V22, I3, 1
         LN_GAMMA V11, V21

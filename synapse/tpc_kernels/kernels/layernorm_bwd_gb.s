@@ -9,6 +9,42 @@
 .endm
 .include "nest.inc"
 
+// Prefetching along the rows: before a run of rows (dim 1) its first 16 rows' grad and x vectors
+// and their mean and rstd are prefetched (I7: the vectors, I6: the statistics), then each row
+// prefetches the row 16 ahead (past the run's end: nothing is read).
+.macro PREFETCH_ROW_AT
+        prefetch I7, 0
+        prefetch I7, 1
+        prefetch I6, 2
+        prefetch I6, 3; iadd_dim I7, 1 dim=1
+        iadd_dim I6, 1 dim=1
+.endm
+.macro PREFETCH_ROWS
+        imov I7, I3
+        imov_dim I7, 0 dim=1
+        imov I6, I7
+        imov_dim I6, 0 dim=0
+        PREFETCH_ROW_AT
+        PREFETCH_ROW_AT
+        PREFETCH_ROW_AT
+        PREFETCH_ROW_AT
+        PREFETCH_ROW_AT
+        PREFETCH_ROW_AT
+        PREFETCH_ROW_AT
+        PREFETCH_ROW_AT
+        PREFETCH_ROW_AT
+        PREFETCH_ROW_AT
+        PREFETCH_ROW_AT
+        PREFETCH_ROW_AT
+        PREFETCH_ROW_AT
+        PREFETCH_ROW_AT
+        PREFETCH_ROW_AT
+        PREFETCH_ROW_AT
+.endm
+.macro PREFETCH_NEXT_ROW
+        PREFETCH_ROW_AT
+.endm
+
         NEST_BEGIN
         mov.f32 V10, 0.0
         mov.f32 V20, 0.0
@@ -24,9 +60,11 @@ r3:     cmp.ge.i32 SP2, S9, S6
 r2:     cmp.ge.i32 SP2, S10, S5
         jmp r2_done @SP2
         imov_dim I3, S10 dim=2; ld_smov S11, 0
+        PREFETCH_ROWS
 r1:     cmp.ge.i32 SP2, S11, S4
         jmp r1_done @SP2
         imov_dim I3, S11 dim=1
+        PREFETCH_NEXT_ROW
         imov I4, I3
         imov_dim I4, 0 dim=0
         ld_tnsr_s S12, I4, 2

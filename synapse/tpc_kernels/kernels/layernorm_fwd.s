@@ -24,6 +24,7 @@
 p1:     cmp.ge.i32 SP2, S17, S0
         jmp p1_done @SP2
         imov_dim I3, S17 dim=0
+        PREFETCH_STEP I7
         LDW V11, V21, I3, 0
         EACH3 add.f32, V10, V10, V11, V20, V20, V21
         add.i32 S17, S17, LANES
@@ -35,9 +36,11 @@ p1_done:
         shuffle.f32 V14, V10, V8
         mov.f32 V10, 0.0
         mov.f32 V20, 0.0; ld_smov S17, 0
+        PREFETCH_ROW
 p2:     cmp.ge.i32 SP2, S17, S0
         jmp p2_done @SP2
         imov_dim I3, S17 dim=0
+        PREFETCH_STEP I7
         LDW V11, V21, I3, 0
         sub.i32 S18, S0, S17
         cmp.lt.i32 VP2, V16, S18
@@ -59,9 +62,11 @@ p2_done:
         st_tnsr I3, OUT_Y + 1, V14
         st_tnsr I3, OUT_Y + 2, V15
         ld_smov S17, 0
+        PREFETCH_ROW
 p3:     cmp.ge.i32 SP2, S17, S0
         jmp p3_done @SP2
         imov_dim I3, S17 dim=0
+        PREFETCH_STEP I7
         LDW V11, V21, I3, 0
         EACH3 sub.f32, V11, V11, V14, V21, V21, V14
         EACH3 mul.f32, V13, V11, V15, V23, V21, V15

@@ -21,6 +21,7 @@
 red:    cmp.ge.i32 SP2, S17, S0
         jmp red_done @SP2
         imov_dim I3, S17 dim=0
+        PREFETCH_STEP I7
         LDW V11, V21, I3, 0
         EACH3 RACC, V10, V10, V11, V20, V20, V21
         add.i32 S17, S17, LANES

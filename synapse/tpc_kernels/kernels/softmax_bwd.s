@@ -19,6 +19,7 @@
 p1:     cmp.ge.i32 SP2, S17, S0
         jmp p1_done @SP2
         imov_dim I3, S17 dim=0
+        PREFETCH_STEP I7
         LDW V11, V21, I3, 0
         LDW V12, V22, I3, 1
         EACH3 SMB_ACC, V10, V11, V12, V20, V21, V22
@@ -29,9 +30,11 @@ p1_done:
         reduce.add.f32 V10, V10
         shuffle.f32 V15, V10, V8
         ld_smov S17, 0
+        PREFETCH_ROW
 p3:     cmp.ge.i32 SP2, S17, S0
         jmp p3_done @SP2
         imov_dim I3, S17 dim=0
+        PREFETCH_STEP I7
         LDW V11, V21, I3, 0
         LDW V12, V22, I3, 1
         EACH3 SMB_OUT, V13, V11, V12, V23, V21, V22

@@ -20,6 +20,7 @@
 p1:     cmp.ge.i32 SP2, S17, S0
         jmp p1_done @SP2
         imov_dim I3, S17 dim=0
+        PREFETCH_STEP I7
         LDW V11, V21, I3, 0
         EACH3 max.f32, V10, V10, V11, V20, V20, V21
         add.i32 S17, S17, LANES
@@ -30,9 +31,11 @@ p1_done:
         shuffle.f32 V14, V10, V8
         mov.f32 V10, 0.0
         mov.f32 V20, 0.0; ld_smov S17, 0
+        PREFETCH_ROW
 p2:     cmp.ge.i32 SP2, S17, S0
         jmp p2_done @SP2
         imov_dim I3, S17 dim=0
+        PREFETCH_STEP I7
         LDW V11, V21, I3, 0
         EACH3 sub.f32, V11, V11, V14, V21, V21, V14
         EACH2 special.exp.f32, V11, V11, V21, V21
@@ -45,9 +48,11 @@ p2_done:
         shuffle.f32 V15, V10, V8
         SM_ROW V15
         ld_smov S17, 0
+        PREFETCH_ROW
 p3:     cmp.ge.i32 SP2, S17, S0
         jmp p3_done @SP2
         imov_dim I3, S17 dim=0
+        PREFETCH_STEP I7
         LDW V11, V21, I3, 0
         EACH2 SM_OUT, V13, V11, V23, V21
         NARROW V13, V23

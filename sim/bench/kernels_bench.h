@@ -1,0 +1,36 @@
+// `hpusim bench kernels`: every kernel-library GUID as a one-node graph through the Synapse API
+// on a simulated card, on the shapes the zoo's models use (a BERT activation, attention rows, a
+// layer's parameters) and a large one, against the card's rooflines: the HBM bandwidth (bytes the
+// node reads and writes) and the VPU (one op per lane per TPC cycle).
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace hpusim::bench {
+
+struct KernelsBenchOptions {
+  std::string preset = "hl205";
+  std::vector<std::string> overrides;
+  std::string filter;      // a regex over the GUIDs ("" = all)
+  bool large = true;       // also the large shape of each case
+  std::string json_path;   // also write the rows as a JSON array
+};
+
+struct KernelsBenchRow {
+  std::string guid, shape;
+  double device_us = 0;     // the launch on the device (its frame included)
+  double kernel_us = 0;     // the TPCs' busy time over the TPCs used
+  double bytes = 0, ops = 0;
+  double memory_us = 0, compute_us = 0;   // the rooflines' times
+  std::string bound;                      // "memory" or "compute"
+  double pct_roofline = 0;                // the bound's time / kernel_us
+  unsigned tpcs = 0;                      // TPCs the index space is spread over
+};
+
+// Runs the cases and prints the table; a GUID with no case is listed as such, never skipped
+// silently. Throws std::invalid_argument for a bad filter.
+std::vector<KernelsBenchRow> run_kernels_bench(const KernelsBenchOptions& options, std::ostream& out);
+
+}  // namespace hpusim::bench
