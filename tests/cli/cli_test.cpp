@@ -5,10 +5,12 @@
 #include <boost/property_tree/json_parser.hpp>
 #include <boost/property_tree/ptree.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <set>
@@ -163,6 +165,39 @@ TEST(Cli, BenchSubmitWritesItsJsonAndTrace) {
   EXPECT_TRUE(ioctl_slice);
   EXPECT_TRUE(dma_slice);
   EXPECT_EQ(run("bench submit --set hbm.stacks=0").exit_code, 2);
+}
+
+// `hpusim bench kernels`: a row per GUID and shape with the rooflines' arithmetic, the TPCs used,
+// a GUID without a case named, and a bad filter refused.
+TEST(Cli, BenchKernelsMeasuresEachGuidAgainstTheRooflines) {
+  const std::string json = temp_path("kernels.json");
+  ProgramRun r = run("bench kernels --quick --guids '^(add_fwd_f32|reduce_sum_fwd_f32|fused_sgd_f32|strided_view_f32)$' "
+                     "--json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("hpusim bench kernels on hl205: 8 TPCs x 2048-bit VPU"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("no case (layout helpers the compiler inserts): strided_view_f32"), std::string::npos);
+  boost::property_tree::ptree rows;
+  boost::property_tree::read_json(json, rows);
+  std::map<std::string, int> per_guid;
+  for (const auto& [key, row] : rows) {
+    const std::string guid = row.get<std::string>("guid");
+    ++per_guid[guid];
+    const double kernel = row.get<double>("kernel_us"), device = row.get<double>("device_us");
+    EXPECT_GT(kernel, 0.0) << guid;
+    EXPECT_GT(device, kernel) << guid;   // the launch frame around the kernel
+    const double roof = std::max(row.get<double>("memory_us"), row.get<double>("compute_us"));
+    EXPECT_NEAR(row.get<double>("pct_roofline"), 100.0 * roof / device, 1e-9) << guid;
+    EXPECT_EQ(row.get<unsigned>("tpcs"), 8u) << guid;
+    EXPECT_EQ(row.get<std::string>("bound"), "memory") << guid;
+    if (guid == "add_fwd_f32") {
+      EXPECT_DOUBLE_EQ(row.get<double>("bytes"), 3.0 * 768 * 1024 * 4);   // A, B and C once each
+      EXPECT_NEAR(row.get<double>("memory_us"), 3.0 * 768 * 1024 * 4 / 901.4e9 * 1e6, 0.01);
+    }
+  }
+  EXPECT_EQ(per_guid, (std::map<std::string, int>{{"add_fwd_f32", 1}, {"fused_sgd_f32", 1}, {"reduce_sum_fwd_f32", 2}}));
+  ProgramRun bad = run("bench kernels --guids '(' ");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--guids '(' is not a regular expression"), std::string::npos) << bad.output;
 }
 
 TEST(Cli, TpcAssembleDisassembleReassembleGivesIdenticalBytes) {
