@@ -175,7 +175,7 @@ TEST(Cli, BenchKernelsMeasuresEachGuidAgainstTheRooflines) {
                      "--json " + json);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("hpusim bench kernels on hl205: 8 TPCs x 2048-bit VPU"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("no case (layout helpers the compiler inserts): strided_view_f32"), std::string::npos);
+  EXPECT_NE(r.output.find("no case (the strided views and inserts the compiler inserts for layouts): strided_view_f32"), std::string::npos);
   boost::property_tree::ptree rows;
   boost::property_tree::read_json(json, rows);
   std::map<std::string, int> per_guid;
