@@ -19,27 +19,21 @@
         prefetch I6, 3; iadd_dim I7, 1 dim=1
         iadd_dim I6, 1 dim=1
 .endm
+.macro PREFETCH_ROWS_4
+        PREFETCH_ROW_AT
+        PREFETCH_ROW_AT
+        PREFETCH_ROW_AT
+        PREFETCH_ROW_AT
+.endm
 .macro PREFETCH_ROWS
         imov I7, I3
         imov_dim I7, 0 dim=1
         imov I6, I7
         imov_dim I6, 0 dim=0
-        PREFETCH_ROW_AT
-        PREFETCH_ROW_AT
-        PREFETCH_ROW_AT
-        PREFETCH_ROW_AT
-        PREFETCH_ROW_AT
-        PREFETCH_ROW_AT
-        PREFETCH_ROW_AT
-        PREFETCH_ROW_AT
-        PREFETCH_ROW_AT
-        PREFETCH_ROW_AT
-        PREFETCH_ROW_AT
-        PREFETCH_ROW_AT
-        PREFETCH_ROW_AT
-        PREFETCH_ROW_AT
-        PREFETCH_ROW_AT
-        PREFETCH_ROW_AT
+        PREFETCH_ROWS_4
+        PREFETCH_ROWS_4
+        PREFETCH_ROWS_4
+        PREFETCH_ROWS_4
 .endm
 .macro PREFETCH_NEXT_ROW
         PREFETCH_ROW_AT

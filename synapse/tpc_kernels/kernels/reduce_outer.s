@@ -14,24 +14,21 @@
 
 // The column's first 16 vectors along RDIM are prefetched before its loop, then each step
 // prefetches the vector 16 ahead (past the column's end: nothing is read).
+.macro PREFETCH_ALONG
+        prefetch I7, 0; iadd_dim I7, 1 dim=RDIM
+.endm
+.macro PREFETCH_ALONG_4
+        PREFETCH_ALONG
+        PREFETCH_ALONG
+        PREFETCH_ALONG
+        PREFETCH_ALONG
+.endm
 .macro PREFETCH_COLUMN
         imov I7, I2
-        prefetch I7, 0; iadd_dim I7, 1 dim=RDIM
-        prefetch I7, 0; iadd_dim I7, 1 dim=RDIM
-        prefetch I7, 0; iadd_dim I7, 1 dim=RDIM
-        prefetch I7, 0; iadd_dim I7, 1 dim=RDIM
-        prefetch I7, 0; iadd_dim I7, 1 dim=RDIM
-        prefetch I7, 0; iadd_dim I7, 1 dim=RDIM
-        prefetch I7, 0; iadd_dim I7, 1 dim=RDIM
-        prefetch I7, 0; iadd_dim I7, 1 dim=RDIM
-        prefetch I7, 0; iadd_dim I7, 1 dim=RDIM
-        prefetch I7, 0; iadd_dim I7, 1 dim=RDIM
-        prefetch I7, 0; iadd_dim I7, 1 dim=RDIM
-        prefetch I7, 0; iadd_dim I7, 1 dim=RDIM
-        prefetch I7, 0; iadd_dim I7, 1 dim=RDIM
-        prefetch I7, 0; iadd_dim I7, 1 dim=RDIM
-        prefetch I7, 0; iadd_dim I7, 1 dim=RDIM
-        prefetch I7, 0; iadd_dim I7, 1 dim=RDIM
+        PREFETCH_ALONG_4
+        PREFETCH_ALONG_4
+        PREFETCH_ALONG_4
+        PREFETCH_ALONG_4
 .endm
 
         NEST_BEGIN
@@ -42,7 +39,7 @@
 red:    cmp.ge.i32 SP2, S17, S0
         jmp red_done @SP2
         imov_dim I3, S17 dim=RDIM
-        prefetch I7, 0; iadd_dim I7, 1 dim=RDIM
+        PREFETCH_ALONG
         LDW V11, V21, I3, 0
         EACH3 RACC, V10, V10, V11, V20, V20, V21
         add.i32 S17, S17, 1
