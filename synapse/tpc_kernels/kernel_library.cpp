@@ -1268,7 +1268,13 @@ bool KernelLibrary::valid_vector_bits(unsigned bits) {
 
 unsigned KernelLibrary::lanes_of(DType t) const { return vector_bits_ / tpc::dtype_bits(t); }
 
+unsigned KernelLibrary::prefetch_ahead(size_t streamed_inputs) {
+  const unsigned fit = kPrefetchBudget / static_cast<unsigned>(std::max<size_t>(1, streamed_inputs));
+  return std::clamp(fit, kMinPrefetchAheadVectors, kPrefetchAheadVectors);
+}
+
 std::string KernelLibrary::width_prelude(const std::vector<unsigned>& prefetched, uint32_t row_vectors) const {
+  const unsigned ahead_vectors = prefetch_ahead(prefetched.size());
   std::string text = ".equ F32_LANES " + std::to_string(lanes_of(DType::F32)) + "\n.equ VECTOR_BYTES " +
                      std::to_string(vector_bits_ / 8) + "\n";
   // One vector of every prefetched input at \ireg, then \ireg one vector on (with the last prefetch).
@@ -1281,19 +1287,20 @@ std::string KernelLibrary::width_prelude(const std::vector<unsigned>& prefetched
   if (!prefetched.empty()) {
     std::string row_step = step;
     for (size_t at = row_step.find("\\ireg"); at != std::string::npos; at = row_step.find("\\ireg")) row_step.replace(at, 5, "I7");
-    const unsigned first = std::min(kPrefetchAheadVectors, row_vectors);
+    const unsigned first = std::min(ahead_vectors, row_vectors);
     text += "        imov I7, I2\n";
     for (unsigned v = 0; v < first; ++v) text += row_step;
     // Short rows: the row `ahead` rows on along dim 1 too (the one this core takes that many rows
-    // later), so about kPrefetchAheadVectors vectors stay in flight across rows; a row already
-    // prefetched that way is not read again.
-    if (row_vectors <= kPrefetchAheadVectors) {
-      const unsigned ahead = std::max(1u, kPrefetchAheadVectors / std::max(1u, row_vectors));
+    // later), so about ahead_vectors vectors stay in flight across rows, but at most kMaxRowsAhead
+    // rows on (further was slower: BERT's heads permute, rows of one vector, 2x at 48 rows); a row
+    // already prefetched that way is not read again.
+    if (row_vectors <= ahead_vectors) {
+      const unsigned ahead = std::clamp(ahead_vectors / std::max(1u, row_vectors), 1u, kMaxRowsAhead);
       text += "        imov I7, I2\n        iadd_dim I7, " + std::to_string(ahead) + " dim=1\n";
       for (unsigned v = 0; v < first; ++v) text += row_step;
     }
   }
-  text += ".endm\n.macro PREFETCH_STEP ireg\n" + (row_vectors > kPrefetchAheadVectors ? step : std::string()) + ".endm\n";
+  text += ".endm\n.macro PREFETCH_STEP ireg\n" + (row_vectors > ahead_vectors ? step : std::string()) + ".endm\n";
   return text;
 }
 

@@ -127,8 +127,13 @@ class KernelLibrary {
  public:
   static constexpr unsigned kDefaultVectorBits = 2048;   // every preset's TPC today
   static constexpr unsigned kMinVectorBits = 256, kMaxVectorBits = 16384;
-  // How far ahead of its loads along dim 0 a streaming kernel prefetches (kernels/nest.inc).
-  static constexpr unsigned kPrefetchAheadVectors = 16;
+  // How far ahead of its loads along dim 0 a streaming kernel prefetches (kernels/nest.inc): as far
+  // as kPrefetchBudget buffer entries allow over the inputs it streams, between the two bounds
+  // (every preset's TPC has 128 entries; ISA.md).
+  static constexpr unsigned kPrefetchAheadVectors = 48, kMinPrefetchAheadVectors = 8, kPrefetchBudget = 112;
+  // Across short rows: the row at most this many rows on.
+  static constexpr unsigned kMaxRowsAhead = 16;
+  static unsigned prefetch_ahead(size_t streamed_inputs);
   static bool valid_vector_bits(unsigned bits);   // a power of two in kMin .. kMaxVectorBits
 
   // The kernels for a TPC whose vectors are `vector_bits` wide (the preset's tpc.vector_bits, as
