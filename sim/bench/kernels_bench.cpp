@@ -5,10 +5,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
-#include <functional>
 #include <iomanip>
 #include <iostream>
-#include <memory>
 #include <regex>
 #include <stdexcept>
 
@@ -216,12 +214,12 @@ std::vector<Case> cases_for(const std::string& guid, bool large) {
   return out;
 }
 
-struct Card {
+struct CardLimits {
   unsigned tpcs = 0, vector_bits = 0;
   double tpc_ghz = 0, hbm_bytes_per_s = 0;
 };
 
-KernelsBenchRow run_case(synDeviceId device, const Card& card, const Case& c) {
+KernelsBenchRow run_case(synDeviceId device, const CardLimits& card, const Case& c) {
   zoo::ApiGraph g;
   std::vector<synTensor> in, out;
   for (size_t i = 0; i < c.inputs.size(); ++i)
@@ -297,7 +295,7 @@ std::vector<KernelsBenchRow> run_kernels_bench(const KernelsBenchOptions& option
              "hpusim_deviceAcquireWithPreset");
   platform::Platform* box = platform::Platform::current();
   if (box == nullptr) throw std::runtime_error("bench kernels: the acquire left no platform");
-  Card card;
+  CardLimits card;
   const auto& preset = box->card().preset();
   card.tpcs = preset.tpc().count();
   card.vector_bits = preset.tpc().vector_bits();
