@@ -39,9 +39,14 @@ hbm::SubsystemConfig hbm_config_from(const preset::Card& card) {
   c.timing.nREFI = t.n_refi();
   c.timing.nRFCSB = t.n_rfcsb();
   c.timing.nRREFD = t.n_rrefd();
-  c.controller.queue_depth = h.queue_depth();
-  c.controller.write_high_watermark = h.write_high_watermark();
-  c.controller.write_low_watermark = h.write_low_watermark();
+  c.controller.queue_bursts = h.queue_bursts();
+  c.controller.write_queue_bursts = h.write_queue_bursts();
+  c.controller.write_high_watermark = h.write_high_watermark_bursts();
+  c.controller.write_low_watermark = h.write_low_watermark_bursts();
+  c.controller.posted_writes = h.posted_writes();
+  c.controller.bank_queue_bursts = h.bank_queue_bursts();
+  c.controller.scheduler = h.scheduler() == "bank_round_robin" ? hbm::ControllerConfig::Scheduler::kBankRoundRobin
+                                                                : hbm::ControllerConfig::Scheduler::kFrFcfs;
   c.controller.interleave_bytes = h.interleave_bytes();
   c.controller.address_mapping = h.address_mapping();
   c.controller.channel_hash = h.channel_hash();

@@ -15,7 +15,8 @@ ChannelController::ChannelController(const Organization& org, const Timing& timi
       stack_(0),
       channel_(0),
       engine_(org, timing),
-      queue_depth_(cfg.queue_depth) {
+      separate_write_queue_(cfg.write_queue_bursts > 0),
+      two_level_(cfg.bank_queue_bursts > 0) {
   if (org.channels_per_stack == 0 || org.stacks == 0) {
     throw std::invalid_argument("HBM controller: stacks and channels_per_stack must be > 0");
   }
@@ -24,7 +25,23 @@ ChannelController::ChannelController(const Organization& org, const Timing& timi
                                 " does not exist (" + std::to_string(org.stacks * org.channels_per_stack) +
                                 " channels)");
   }
-  if (cfg.queue_depth == 0) throw std::invalid_argument("HBM controller: queue_depth must be > 0");
+  if (timing.burst_bytes == 0 || cfg.interleave_bytes < timing.burst_bytes) {
+    throw std::invalid_argument("HBM controller: interleave_bytes must be at least one burst");
+  }
+  // The largest channel request (one interleave chunk) must fit, or it could never be accepted.
+  const uint32_t chunk_bursts = cfg.interleave_bytes / timing.burst_bytes;
+  if (cfg.queue_bursts < chunk_bursts) {
+    throw std::invalid_argument("HBM controller: queue_bursts (" + std::to_string(cfg.queue_bursts) +
+                                ") is smaller than one interleave chunk (" + std::to_string(chunk_bursts) + " bursts)");
+  }
+  if (separate_write_queue_ && cfg.write_queue_bursts < chunk_bursts) {
+    throw std::invalid_argument("HBM controller: write_queue_bursts (" + std::to_string(cfg.write_queue_bursts) +
+                                ") is smaller than one interleave chunk (" + std::to_string(chunk_bursts) + " bursts)");
+  }
+  if (two_level_ && cfg.bank_queue_bursts < chunk_bursts) {
+    throw std::invalid_argument("HBM controller: bank_queue_bursts (" + std::to_string(cfg.bank_queue_bursts) +
+                                ") is smaller than one interleave chunk (" + std::to_string(chunk_bursts) + " bursts)");
+  }
   if (cfg.write_low_watermark > cfg.write_high_watermark) {
     throw std::invalid_argument("HBM controller: write_low_watermark (" + std::to_string(cfg.write_low_watermark) +
                                 ") is above write_high_watermark (" + std::to_string(cfg.write_high_watermark) + ")");
@@ -44,12 +61,16 @@ ChannelController::ChannelController(const Organization& org, const Timing& timi
   rd_latency_ = uint64_t{timing.nCL} + timing.nBL;
   wr_latency_ = uint64_t{timing.nCWL} + timing.nBL;
 
-  slots_.resize(queue_depth_);
-  free_.reserve(queue_depth_);
-  for (uint32_t i = queue_depth_; i > 0; --i) free_.push_back(i - 1);
+  // A request holds at least one burst, so there are never more requests than burst entries (in
+  // the queues, and with two levels also in the command queues).
+  const uint32_t max_requests =
+      cfg.queue_bursts + cfg.write_queue_bursts + (two_level_ ? engine_.num_banks() * cfg.bank_queue_bursts : 0);
+  slots_.resize(max_requests);
+  free_.reserve(max_requests);
+  for (uint32_t i = max_requests; i > 0; --i) free_.push_back(i - 1);
   banks_.resize(engine_.num_banks());
   for (uint32_t b = 0; b < engine_.num_banks(); ++b) {
-    banks_[b].q.reserve(queue_depth_);
+    banks_[b].q.reserve(max_requests);
     banks_[b].pc = engine_.pc_of(b);
     banks_[b].bg = engine_.bg_of(b);
   }
@@ -58,7 +79,9 @@ ChannelController::ChannelController(const Organization& org, const Timing& timi
   active_.resize(org.pseudo_channels);
   for (auto& a : active_) a.reserve(engine_.banks_per_pc());
   pc_cache_.resize(org.pseudo_channels);
-  unarrived_.reserve(queue_depth_);
+  unarrived_.reserve(max_requests);
+  waiting_reads_.reserve(max_requests);
+  waiting_writes_.reserve(max_requests);
 
   refresh_due_.resize(org.pseudo_channels);
   refresh_end_.assign(org.pseudo_channels, 0);
@@ -122,10 +145,6 @@ void ChannelController::exit_self_refresh(uint64_t a) {
 }
 
 void ChannelController::enqueue(const Request& r) {
-  if (!can_accept()) {
-    throw std::logic_error("HBM controller " + std::to_string(global_channel_) + ": queue full (" +
-                           std::to_string(queue_depth_) + " requests)");
-  }
   const DramAddress& a = r.addr;
   if (a.stack != stack_ || a.channel != channel_) {
     throw std::invalid_argument("HBM controller " + std::to_string(global_channel_) + ": request " +
@@ -142,6 +161,12 @@ void ChannelController::enqueue(const Request& r) {
                                 std::to_string(r.bursts) + " bursts from column " + std::to_string(a.column) +
                                 "; they must stay within the row (" + std::to_string(org_.columns) + " columns)");
   }
+  if (!can_accept(r)) {
+    throw std::logic_error("HBM controller " + std::to_string(global_channel_) + ": no room for request " +
+                           std::to_string(r.id) + " (" + std::to_string(r.bursts) + " bursts; " +
+                           std::to_string(queued_read_bursts_) + " read and " + std::to_string(queued_write_bursts_) +
+                           " write bursts queued)");
+  }
 
   if (sr_idle_ != 0 && queued_ == 0 && std::max(r.arrival_cycle, now_) >= last_empty_ + sr_idle_) {
     exit_self_refresh(std::max(r.arrival_cycle, now_));
@@ -149,6 +174,7 @@ void ChannelController::enqueue(const Request& r) {
   const uint32_t s = free_.back();
   free_.pop_back();
   ++queued_;
+  (r.is_write ? queued_write_bursts_ : queued_read_bursts_) += r.bursts;
   Slot& slot = slots_[s];
   slot.id = r.id;
   slot.arrival = r.arrival_cycle;
@@ -160,7 +186,9 @@ void ChannelController::enqueue(const Request& r) {
   slot.bursts = r.bursts;
   slot.is_write = r.is_write;
   slot.klass = 0;
+  slot.admitted = false;
   slot.in_use = true;
+  if (two_level_) (slot.is_write ? waiting_writes_ : waiting_reads_).push_back(s);
 
   Bank& bank = banks_[slot.bank];
   // Keep the bank queue oldest first; arrivals are almost always in order, so this is an append.
@@ -178,7 +206,7 @@ void ChannelController::enqueue(const Request& r) {
 
   if (r.arrival_cycle <= now_) {
     slot.arrived = true;
-    if (slot.is_write) ++arrived_writes_; else ++arrived_reads_;
+    note_arrival(slot);
     ++pc_arrived_[engine_.pc_of(slot.bank)];
     mark_dirty(slot.bank);
     update_mode();
@@ -199,7 +227,7 @@ void ChannelController::process_arrivals(uint64_t cycle) {
     Slot& slot = slots_[s];
     if (slot.arrival <= cycle) {
       slot.arrived = true;
-      if (slot.is_write) ++arrived_writes_; else ++arrived_reads_;
+      note_arrival(slot);
       ++pc_arrived_[engine_.pc_of(slot.bank)];
       mark_dirty(slot.bank);
       unarrived_[i] = unarrived_.back();
@@ -219,11 +247,16 @@ void ChannelController::mark_all_dirty() {
 }
 
 void ChannelController::update_mode() {
+  if (two_level_) return;   // the drain rule decides what is admitted, not what issues
   bool to_write = write_mode_;
   if (!write_mode_) {
-    if (arrived_writes_ > 0 && (arrived_writes_ >= cfg_.write_high_watermark || arrived_reads_ == 0)) to_write = true;
+    if (arrived_writes_ > 0 && (arrived_write_bursts_ >= cfg_.write_high_watermark || arrived_reads_ == 0)) {
+      to_write = true;
+    }
   } else {
-    if (arrived_writes_ == 0 || (arrived_writes_ <= cfg_.write_low_watermark && arrived_reads_ > 0)) to_write = false;
+    if (arrived_writes_ == 0 || (arrived_write_bursts_ <= cfg_.write_low_watermark && arrived_reads_ > 0)) {
+      to_write = false;
+    }
   }
   if (to_write != write_mode_) {
     write_mode_ = to_write;
@@ -243,7 +276,7 @@ void ChannelController::summarise(uint32_t b) const {
   const uint32_t open = engine_.open_row_flat(b);
   for (uint32_t s : bank.q) {
     const Slot& slot = slots_[s];
-    if (!slot.arrived || slot.is_write != write_mode_) continue;
+    if (!schedulable(slot)) continue;
     if (slot.row == open) {
       bank.col = static_cast<int32_t>(s);
       bank.col_cmd = slot.is_write ? Command::WR : Command::RD;
@@ -265,7 +298,8 @@ void ChannelController::recompute_bank(uint32_t b) const {
 
 void ChannelController::recompute_bg(uint32_t g) const {
   BgCache& c = bg_cache_[g];
-  c.min_col_local = kNever;
+  c.min_rd_local = kNever;
+  c.min_wr_local = kNever;
   c.min_act_local = kNever;
   c.min_pre_local = kNever;
   const uint32_t first = g * engine_.banks_per_group();
@@ -273,7 +307,10 @@ void ChannelController::recompute_bg(uint32_t g) const {
     if (banks_[b].active_pos == kNotActive) continue;
     refresh_bank(b);
     const Bank& bank = banks_[b];
-    if (bank.col != kNone) c.min_col_local = std::min(c.min_col_local, bank.col_local);
+    if (bank.col != kNone) {
+      uint64_t& m = bank.col_cmd == Command::RD ? c.min_rd_local : c.min_wr_local;
+      m = std::min(m, bank.col_local);
+    }
     if (bank.row != kNone) {
       uint64_t& m = bank.row_cmd == Command::ACT ? c.min_act_local : c.min_pre_local;
       m = std::min(m, bank.row_local);
@@ -288,13 +325,17 @@ const ChannelController::PcCache& ChannelController::recompute_pc(uint32_t p) co
   PcCache& c = pc_cache_[p];
   c.min_col_raw = kNever;
   c.min_row_raw = kNever;
-  const Command col_cmd = write_mode_ ? Command::WR : Command::RD;
   const uint32_t groups = engine_.bank_groups_per_pc();
   for (uint32_t g = p * groups; g < (p + 1) * groups; ++g) {
     if (bg_cache_[g].dirty) recompute_bg(g);
     const BgCache& bc = bg_cache_[g];
-    if (bc.min_col_local != kNever) {
-      c.min_col_raw = std::min(c.min_col_raw, std::max(bc.min_col_local, engine_.shared_constraint(col_cmd, g, p)));
+    if (bc.min_rd_local != kNever) {
+      c.min_col_raw =
+          std::min(c.min_col_raw, std::max(bc.min_rd_local, engine_.shared_constraint(Command::RD, g, p)));
+    }
+    if (bc.min_wr_local != kNever) {
+      c.min_col_raw =
+          std::min(c.min_col_raw, std::max(bc.min_wr_local, engine_.shared_constraint(Command::WR, g, p)));
     }
     if (bc.min_act_local != kNever) {
       c.min_row_raw =
@@ -312,7 +353,7 @@ const ChannelController::PcCache& ChannelController::recompute_pc(uint32_t p) co
 void ChannelController::check_choice(int32_t s, Command cmd, uint64_t cycle) const {
   const Slot& slot = slots_[s];
   const uint32_t open = engine_.open_row_flat(slot.bank);
-  bool ok = slot.in_use && slot.arrived && slot.is_write == write_mode_ && slot.remaining > 0 &&
+  bool ok = slot.in_use && schedulable(slot) && slot.remaining > 0 &&
             engine_.earliest_flat(cmd, slot.bank) <= cycle;
   if (cmd == Command::ACT) ok = ok && open == TimingEngine::kClosed;
   if (cmd == Command::PRE) ok = ok && open != TimingEngine::kClosed && open != slot.row;
@@ -326,7 +367,9 @@ void ChannelController::check_choice(int32_t s, Command cmd, uint64_t cycle) con
 
 void ChannelController::retire(uint32_t s, uint64_t cycle, std::vector<Completion>& out) {
   Slot& slot = slots_[s];
-  out.push_back(Completion{slot.id, cycle + (slot.is_write ? wr_latency_ : rd_latency_)});
+  if (!(slot.is_write && cfg_.posted_writes)) {
+    out.push_back(Completion{slot.id, cycle + (slot.is_write ? wr_latency_ : rd_latency_)});
+  }
   if (slot.is_write) {
     ++stats_.writes;
     --arrived_writes_;
@@ -354,6 +397,7 @@ void ChannelController::retire(uint32_t s, uint64_t cycle, std::vector<Completio
     bank.active_pos = kNotActive;
   }
   slot.in_use = false;
+  if (two_level_) --admitted_;
   free_.push_back(s);
   if (--queued_ == 0) last_empty_ = cycle;
 }
@@ -362,13 +406,15 @@ void ChannelController::retire(uint32_t s, uint64_t cycle, std::vector<Completio
 // bank group g, against the best found so far (FR-FCFS: the order of the scan does not matter).
 // want_col: the group's column terms are ready (so a bank's column candidate is ready when its
 // bank-level time is); act_ready: likewise for ACT (PRE has no group terms).
-void ChannelController::select_in_group(uint32_t g, uint64_t cycle, bool want_col, bool want_row, bool act_ready,
+void ChannelController::select_in_group(uint32_t g, uint64_t cycle, bool want_rd, bool want_wr, bool want_row,
+                                        bool act_ready,
                                         bool pc_held, uint32_t target, bool forced, int32_t& col_slot,
                                         int32_t& row_slot, Command& row_cmd) const {
   const uint32_t first = g * engine_.banks_per_group();
   for (uint32_t b = first; b < first + engine_.banks_per_group(); ++b) {
     const Bank& bank = banks_[b];
     if (bank.active_pos == kNotActive) continue;
+    const bool want_col = bank.col_cmd == Command::RD ? want_rd : want_wr;
     if (want_col && bank.col != kNone && bank.col_local <= cycle &&
         (col_slot == kNone || older(static_cast<uint32_t>(bank.col), static_cast<uint32_t>(col_slot)))) {
       const bool restricted = pc_held || (b == target && forced);
@@ -386,6 +432,66 @@ void ChannelController::select_in_group(uint32_t g, uint64_t cycle, bool want_co
   }
 }
 
+void ChannelController::select_round_robin(uint64_t cycle, bool col_bus_ok, bool row_bus_ok, int32_t& col_slot,
+                                           int32_t& row_slot, Command& row_cmd) {
+  // A bank's candidate is a column command (it has a hit) or a row command, never both.
+  auto ready = [&](uint32_t b, bool& col, bool& row) {
+    col = row = false;
+    const Bank& bank = banks_[b];
+    if (bank.active_pos == kNotActive) return;
+    refresh_bank(b);
+    const uint32_t p = bank.pc;
+    const bool refresh_pending = cycle >= refresh_due_[p];
+    const bool pc_held = refresh_pending && !per_bank_;
+    const uint32_t target = (refresh_pending && per_bank_) ? pb_bank_[p] : kNotActive;
+    const bool forced = target != kNotActive && cycle >= pb_force_[p];
+    if (col_bus_ok && bank.col != kNone && col_raw(bank) <= cycle) {
+      const bool restricted = pc_held || (b == target && forced);
+      col = !restricted ||
+            cycle + column_hold(slots_[bank.col].is_write) <= engine_.bank_constraint(Command::PRE, b);
+    }
+    row = row_bus_ok && !pc_held && b != target && bank.row != kNone && row_raw(bank) <= cycle;
+  };
+  const uint32_t n = engine_.num_banks();
+  uint32_t first = kNotActive;
+  bool first_col = false;
+  for (uint32_t k = 1; k <= n && first == kNotActive; ++k) {
+    const uint32_t b = (rr_bank_ + k) % n;
+    bool col = false, row = false;
+    ready(b, col, row);
+    if (col || row) {
+      first = b;
+      first_col = col;
+    }
+  }
+  if (first == kNotActive) return;
+  rr_bank_ = first;
+  if (first_col) {
+    col_slot = banks_[first].col;
+  } else {
+    row_slot = banks_[first].row;
+    row_cmd = banks_[first].row_cmd;
+  }
+  // The second command: the next bank in turn that has one ready once the first has issued (the
+  // column bus is then taken; an ACT holds off other ACTs for nRRD). Issued only if of the other class.
+  for (uint32_t k = 1; k < n; ++k) {
+    const uint32_t b = (first + k) % n;
+    bool col = false, row = false;
+    ready(b, col, row);
+    if (first_col) col = false;
+    if (!first_col && row && row_cmd == Command::ACT && banks_[b].row_cmd == Command::ACT) row = false;
+    if (!col && !row) continue;
+    rr_bank_ = b;
+    if (first_col && row) {
+      row_slot = banks_[b].row;
+      row_cmd = banks_[b].row_cmd;
+    } else if (!first_col && col) {
+      col_slot = banks_[b].col;
+    }
+    break;
+  }
+}
+
 void ChannelController::advance(uint64_t cycle, std::vector<Completion>& out) {
   if (advanced_ && cycle < now_) {
     throw std::logic_error("HBM controller " + std::to_string(global_channel_) + ": advance(" +
@@ -395,6 +501,7 @@ void ChannelController::advance(uint64_t cycle, std::vector<Completion>& out) {
   now_ = cycle;
   next_dirty_ = true;
   process_arrivals(cycle);
+  if (two_level_) admit(cycle);
   update_mode();
 
   // ---- choose: the oldest ready row-hit column command and the oldest ready row command ----
@@ -404,8 +511,10 @@ void ChannelController::advance(uint64_t cycle, std::vector<Completion>& out) {
   const bool col_bus_ok = engine_.col_bus_free() <= cycle && engine_.last_issue_cycle() <= cycle;
   const bool row_bus_ok = engine_.row_bus_free() <= cycle && engine_.last_issue_cycle() <= cycle;
   const uint32_t groups = engine_.bank_groups_per_pc();
-  const Command col_cmd = write_mode_ ? Command::WR : Command::RD;
-  for (uint32_t p = 0; p < org_.pseudo_channels; ++p) {
+  if (cfg_.scheduler == ControllerConfig::Scheduler::kBankRoundRobin) {
+    select_round_robin(cycle, col_bus_ok, row_bus_ok, col_slot, row_slot, row_cmd);
+  }
+  for (uint32_t p = 0; p < org_.pseudo_channels && cfg_.scheduler == ControllerConfig::Scheduler::kFrFcfs; ++p) {
     const PcCache& pcc = refresh_pc(p);
     const bool refresh_pending = cycle >= refresh_due_[p];
     // All-bank: a pending REF stops the pseudo-channel's row commands and restricts its column
@@ -420,12 +529,15 @@ void ChannelController::advance(uint64_t cycle, std::vector<Completion>& out) {
     // Only the bank groups with a ready candidate are scanned (their caches are current: refresh_pc).
     for (uint32_t g = p * groups; g < (p + 1) * groups; ++g) {
       const BgCache& bc = bg_cache_[g];
-      const bool group_col = want_col && bc.min_col_local <= cycle && engine_.shared_constraint(col_cmd, g, p) <= cycle;
+      const bool group_rd =
+          want_col && bc.min_rd_local <= cycle && engine_.shared_constraint(Command::RD, g, p) <= cycle;
+      const bool group_wr =
+          want_col && bc.min_wr_local <= cycle && engine_.shared_constraint(Command::WR, g, p) <= cycle;
       const bool act_ready = want_row && bc.min_act_local <= cycle && engine_.shared_constraint(Command::ACT, g, p) <= cycle;
       const bool group_row = want_row && (bc.min_pre_local <= cycle || act_ready);
-      if (group_col || group_row) {
-        select_in_group(g, cycle, group_col, group_row, act_ready, pc_held, target, forced, col_slot, row_slot,
-                        row_cmd);
+      if (group_rd || group_wr || group_row) {
+        select_in_group(g, cycle, group_rd, group_wr, group_row, act_ready, pc_held, target, forced, col_slot,
+                        row_slot, row_cmd);
       }
     }
   }
@@ -480,6 +592,14 @@ void ChannelController::advance(uint64_t cycle, std::vector<Completion>& out) {
       else ++stats_.row_conflicts;
     }
     if (slot.is_write) ++stats_.write_bursts; else ++stats_.read_bursts;
+    if (two_level_) {
+      --banks_[slot.bank].admitted_bursts;   // the queues were freed when it moved
+    } else if (slot.is_write) {
+      --queued_write_bursts_;
+      --arrived_write_bursts_;
+    } else {
+      --queued_read_bursts_;
+    }
     stats_.busy_data_cycles += timing_.nBL;
     ++slot.next_col;
     if (--slot.remaining == 0) retire(static_cast<uint32_t>(col_slot), cycle, out);
@@ -615,8 +735,85 @@ uint64_t ChannelController::pull_in_window(uint32_t p, uint64_t cycle) const {
   return until;
 }
 
+void ChannelController::note_arrival(const Slot& slot) {
+  if (slot.is_write) {
+    ++arrived_writes_;
+    arrived_write_bursts_ += slot.remaining;
+  } else {
+    ++arrived_reads_;
+    ++arrived_waiting_reads_;
+  }
+}
+
+// Two-level queues, DRAMsim3's rule: a drain starts when the waiting write bursts reach the high
+// watermark, or when the command queues are empty and more than the low watermark wait (or any,
+// with no read waiting, so that no write is left behind at the end of a stream).
+bool ChannelController::admission_drains(bool draining) const {
+  if (draining) return true;
+  const uint32_t writes = arrived_write_bursts_;
+  if (writes == 0) return false;
+  if (writes >= cfg_.write_high_watermark) return true;
+  return admitted_ == 0 && (writes > cfg_.write_low_watermark || arrived_waiting_reads_ == 0);
+}
+
+int32_t ChannelController::next_admission(bool writes) const {
+  for (uint32_t s : writes ? waiting_writes_ : waiting_reads_) {
+    const Slot& slot = slots_[s];
+    if (slot.arrived && banks_[slot.bank].admitted_bursts + slot.bursts <= cfg_.bank_queue_bursts) {
+      return static_cast<int32_t>(s);
+    }
+  }
+  return kNone;
+}
+
+uint64_t ChannelController::admission_event() const {
+  if (!two_level_ || next_admission(admission_drains(drain_left_ > 0)) == kNone) return kNever;
+  return std::max(next_admit_cycle_, now_);
+}
+
+// Moves the oldest waiting request that fits its bank's command queue, one burst per cycle: from
+// the write queue while draining, else from the read queue.
+void ChannelController::admit(uint64_t cycle) {
+  if (cycle < next_admit_cycle_) return;
+  if (drain_left_ == 0 && admission_drains(false)) {
+    drain_left_ = arrived_write_bursts_;
+    ++stats_.mode_switches;
+  }
+  const bool writes = drain_left_ > 0;
+  const int32_t chosen = next_admission(writes);
+  if (chosen == kNone) return;
+  const uint32_t s = static_cast<uint32_t>(chosen);
+  Slot& slot = slots_[s];
+  std::vector<uint32_t>& list = writes ? waiting_writes_ : waiting_reads_;
+  list.erase(std::find(list.begin(), list.end(), s));
+  slot.admitted = true;
+  // Its age in the command queue counts from now, as in a FIFO command queue: it goes behind the
+  // requests admitted before it (the waiting ones it passes are not schedulable yet).
+  slot.arrival = cycle;
+  slot.seq = seq_++;
+  std::vector<uint32_t>& q = banks_[slot.bank].q;
+  q.erase(std::find(q.begin(), q.end(), s));
+  size_t pos = q.size();
+  while (pos > 0 && older(s, q[pos - 1])) --pos;
+  q.insert(q.begin() + static_cast<std::ptrdiff_t>(pos), s);
+  banks_[slot.bank].admitted_bursts += slot.bursts;
+  ++admitted_;
+  if (writes) {
+    queued_write_bursts_ -= slot.bursts;
+    arrived_write_bursts_ -= slot.bursts;
+    drain_left_ -= std::min(drain_left_, slot.bursts);
+    if (drain_left_ == 0) ++stats_.mode_switches;
+  } else {
+    queued_read_bursts_ -= slot.bursts;
+    --arrived_waiting_reads_;
+  }
+  next_admit_cycle_ = cycle + slot.bursts;
+  mark_dirty(slot.bank);
+  next_dirty_ = true;
+}
+
 uint64_t ChannelController::compute_next_event() const {
-  uint64_t t = next_arrival_;
+  uint64_t t = std::min(next_arrival_, admission_event());
   const uint64_t now = now_;
   if (per_bank_) {
     for (uint32_t p = 0; p < org_.pseudo_channels; ++p) {

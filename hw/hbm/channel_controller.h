@@ -55,12 +55,23 @@ class ChannelController {
   ChannelController(const Organization& org, const Timing& timing, const ControllerConfig& cfg,
                     uint32_t global_channel);
 
-  bool can_accept() const { return queued_ < queue_depth_; }
-  uint32_t queued() const { return queued_; }
+  // Whether a request of `bursts` bursts fits now. Capacity counts bursts not yet issued: reads and
+  // writes share queue_bursts, or with write_queue_bursts > 0 writes have their own queue.
+  bool can_accept(bool is_write, uint32_t bursts) const {
+    if (separate_write_queue_ && is_write) return queued_write_bursts_ + bursts <= cfg_.write_queue_bursts;
+    const uint32_t held = separate_write_queue_ ? queued_read_bursts_ : queued_read_bursts_ + queued_write_bursts_;
+    return held + bursts <= cfg_.queue_bursts;
+  }
+  bool can_accept(const Request& r) const { return can_accept(r.is_write, r.bursts); }
+  uint32_t queued() const { return queued_; }   // requests
+  uint32_t queued_bursts() const { return queued_read_bursts_ + queued_write_bursts_; }
   bool idle() const { return queued_ == 0; }
+  // With posted writes the controller reports no completion for a write: the owner answers it
+  // when enqueue() accepts it.
+  bool posted_writes() const { return cfg_.posted_writes; }
 
-  // Throws std::logic_error if the queue is full, std::invalid_argument if the request does not
-  // belong to this channel or is malformed. No state changes on a throw.
+  // Throws std::logic_error if the request does not fit (can_accept), std::invalid_argument if it
+  // does not belong to this channel or is malformed. No state changes on a throw.
   void enqueue(const Request& r);
 
   // The earliest cycle at which advance() can do anything (issue a command, see an arrival, or
@@ -127,6 +138,7 @@ class ChannelController {
     uint32_t bursts = 0;
     bool is_write = false;
     bool arrived = false;
+    bool admitted = false;     // two-level: moved into its bank's command queue
     bool in_use = false;
     uint8_t klass = 0;         // 0 unclassified, 1 needed ACT (miss), 2 needed PRE (conflict)
   };
@@ -138,6 +150,7 @@ class ChannelController {
     bool dirty = true;         // col/row must be recomputed (queue, open row or mode changed)
     bool times_stale = true;   // col_local/row_local must be re-read (a command issued to this bank)
     uint32_t active_pos = kNotActive;
+    uint32_t admitted_bursts = 0;  // two-level: bursts in this bank's command queue
     uint32_t pc = 0;           // pseudo-channel of this bank
     uint32_t bg = 0;           // flat bank-group index (engine numbering)
     // The bank-level part of TimingEngine::earliest_raw() of the col and row candidates. It only
@@ -162,7 +175,7 @@ class ChannelController {
   // command, since only ACT has bank-group and pseudo-channel terms).
   struct BgCache {
     bool dirty = true;
-    uint64_t min_col_local = 0, min_act_local = 0, min_pre_local = 0;
+    uint64_t min_rd_local = 0, min_wr_local = 0, min_act_local = 0, min_pre_local = 0;
   };
   // Per pseudo-channel aggregate of its banks' candidate times, so that the scheduler only visits
   // the banks of a pseudo-channel that has something ready.
@@ -198,9 +211,22 @@ class ChannelController {
     return recompute_pc(p);
   }
   const PcCache& recompute_pc(uint32_t p) const;
-  void select_in_group(uint32_t g, uint64_t cycle, bool want_col, bool want_row, bool act_ready, bool pc_held,
+  // The scheduler may pick this request: arrived, and admitted (two-level) or of the current mode.
+  bool schedulable(const Slot& slot) const {
+    return slot.arrived && (two_level_ ? slot.admitted : slot.is_write == write_mode_);
+  }
+  // Two-level: the queue the next admission takes from (true: writes), after the drain rule.
+  bool admission_drains(bool draining) const;
+  int32_t next_admission(bool writes) const;   // the oldest arrived request that fits its bank, or kNone
+  uint64_t admission_event() const;
+  void admit(uint64_t cycle);
+  // kBankRoundRobin: the command(s) of this cycle (see ControllerConfig::Scheduler).
+  void select_round_robin(uint64_t cycle, bool col_bus_ok, bool row_bus_ok, int32_t& col_slot, int32_t& row_slot,
+                          Command& row_cmd);
+  void select_in_group(uint32_t g, uint64_t cycle, bool want_rd, bool want_wr, bool want_row, bool act_ready, bool pc_held,
                        uint32_t target, bool forced, int32_t& col_slot, int32_t& row_slot, Command& row_cmd) const;
   void process_arrivals(uint64_t cycle);
+  void note_arrival(const Slot& slot);
   void update_mode();
   void mark_all_dirty();
   void retire(uint32_t slot, uint64_t cycle, std::vector<Completion>& out);
@@ -236,8 +262,19 @@ class ChannelController {
   uint32_t stack_, channel_;
   TimingEngine engine_;
 
-  uint32_t queue_depth_;
-  uint32_t queued_ = 0;
+  bool separate_write_queue_;
+  bool two_level_;
+  // Two-level: requests not yet in a command queue (enqueue order), the write bursts the current
+  // drain still moves (0: moving reads), when the next move may happen, and the admitted requests.
+  std::vector<uint32_t> waiting_reads_, waiting_writes_;
+  uint32_t arrived_waiting_reads_ = 0;
+  uint32_t drain_left_ = 0;
+  uint64_t next_admit_cycle_ = 0;
+  uint32_t admitted_ = 0;
+  uint32_t rr_bank_ = 0;        // kBankRoundRobin: the bank served last
+  uint32_t queued_ = 0;                 // requests with a burst still to issue
+  uint32_t queued_read_bursts_ = 0, queued_write_bursts_ = 0;  // bursts still to issue
+  uint32_t arrived_write_bursts_ = 0;   // of arrived writes: what the drain watermarks compare
   uint64_t seq_ = 0;
   std::vector<Slot> slots_;
   std::vector<uint32_t> free_;

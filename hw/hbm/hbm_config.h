@@ -44,9 +44,27 @@ enum class RefreshMode { kAllBank, kPerBank };
 
 // Controller policy.
 struct ControllerConfig {
-  uint32_t queue_depth = 64;               // requests held per channel controller
-  uint32_t write_high_watermark = 40;      // start draining writes at this many queued writes
-  uint32_t write_low_watermark = 16;       // stop draining at this many
+  // Queue capacity and drain watermarks count bursts (column commands), as real controllers and
+  // DRAMsim3 do: a 256-byte request of 32-byte bursts takes eight entries.
+  uint32_t queue_bursts = 512;             // reads and writes together, or reads only with a write queue
+  uint32_t write_queue_bursts = 0;         // > 0: writes wait in a queue of their own, this many bursts
+  uint32_t write_high_watermark = 320;     // start draining writes at this many queued write bursts
+  uint32_t write_low_watermark = 128;      // stop draining at this many
+  bool posted_writes = false;              // a write is done when the controller accepts it
+  // > 0: two-level queues (DRAMsim3 style). Requests wait in the read and write queues above and
+  // move, one burst per cycle, into per-bank command queues of this many bursts; the scheduler
+  // sees the command queues only, reads and writes together. The watermarks decide which queue
+  // moves: a drain starts at write_high_watermark waiting write bursts (or with more than
+  // write_low_watermark waiting while the command queues are empty, or any with no read waiting)
+  // and moves the write bursts waiting at its start. 0: one level, reads and writes issued in
+  // separate drain modes.
+  uint32_t bank_queue_bursts = 0;
+  // Which ready command issues. kFrFcfs: the oldest ready column command that hits an open row and
+  // the oldest ready row command, each cycle. kBankRoundRobin (DRAMsim3): the banks take turns; the
+  // first bank after the last served with a ready command issues it, and the next one in turn
+  // issues too only if it is of the other class (column vs row: HBM's dual command issue).
+  enum class Scheduler { kFrFcfs, kBankRoundRobin };
+  Scheduler scheduler = Scheduler::kFrFcfs;
   uint32_t interleave_bytes = 256;         // contiguous bytes kept on one bank row
   std::string address_mapping = "ro-ba-co-bg-pc-ch-st";  // fields, most significant first
   bool channel_hash = false;   // rotate (stack, channel) by a hash of the chunk's other fields

@@ -118,16 +118,28 @@ tlm::tlm_sync_enum HbmSubsystem::forward(tlm::tlm_generic_payload& trans, tlm::t
     request.arrival_cycle = arrival_cycle;
     ++parent.remaining;
     ++stats_.channel_requests;
-    submit(request.addr.global_channel(), request);
+    submit(request.addr.global_channel(), request, posted_);
     offset = chunk_end;
   }
+  // Answered only now: a response may start a new request (re-entrantly), and every chunk of this
+  // one must be counted in `remaining` first.
+  std::vector<Completion> posted;
+  posted.swap(posted_);
+  for (const Completion& completion : posted) complete(completion);
   return tlm::TLM_ACCEPTED;
 }
 
-void HbmSubsystem::submit(uint32_t channel, const Request& request) {
+void HbmSubsystem::accept(ChannelController& controller, const Request& request, std::vector<Completion>& posted) {
+  controller.enqueue(request);
+  if (request.is_write && controller.posted_writes()) {
+    posted.push_back(Completion{request.id, std::max(request.arrival_cycle, controller.last_cycle()) + 1});
+  }
+}
+
+void HbmSubsystem::submit(uint32_t channel, const Request& request, std::vector<Completion>& posted) {
   ChannelController& controller = *controllers_[channel];
-  if (overflow_[channel].empty() && controller.can_accept()) {
-    controller.enqueue(request);
+  if (overflow_[channel].empty() && controller.can_accept(request)) {
+    accept(controller, request, posted);
   } else {
     ++stats_.backpressured;
     overflow_[channel].push_back(request);
@@ -159,11 +171,11 @@ void HbmSubsystem::run_scheduler() {
     completions_.clear();
     controller.advance(now_cycle, completions_);
     std::deque<Request>& waiting = overflow_[channel];
-    while (!waiting.empty() && controller.can_accept()) {
+    while (!waiting.empty() && controller.can_accept(waiting.front())) {
       Request request = waiting.front();
       waiting.pop_front();
       request.arrival_cycle = std::max(request.arrival_cycle, now_cycle);
-      controller.enqueue(request);
+      accept(controller, request, completions_);
     }
     // Responses may make initiators issue new requests right here (re-entrantly).
     for (const Completion& completion : completions_) complete(completion);

@@ -74,7 +74,10 @@ class HbmSubsystem : public sc_core::sc_module {
   tlm::tlm_sync_enum forward(tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase, sc_core::sc_time& delay);
   unsigned debug_transport(tlm::tlm_generic_payload& trans);
   bool move_data(tlm::tlm_generic_payload& trans);
-  void submit(uint32_t channel, const Request& request);
+  // Enqueues or holds the request; a posted write accepted now appends its completion to `posted`.
+  void submit(uint32_t channel, const Request& request, std::vector<Completion>& posted);
+  // Enqueues into the controller; a posted write's completion (one cycle later) goes to `posted`.
+  void accept(ChannelController& controller, const Request& request, std::vector<Completion>& posted);
   void reschedule(uint32_t channel, uint64_t not_before);
   void run_scheduler();
   void complete(const Completion& completion);
@@ -92,6 +95,7 @@ class HbmSubsystem : public sc_core::sc_module {
   std::vector<Parent> parents_;
   std::vector<uint32_t> free_parents_;
   std::vector<Completion> completions_;
+  std::vector<Completion> posted_;   // posted writes accepted during one forward()
   sc_core::sc_event wake_;
   uint64_t current_cycle_ = 0;
   bool in_scheduler_ = false;

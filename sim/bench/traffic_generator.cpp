@@ -55,7 +55,7 @@ tlm::tlm_sync_enum TrafficGenerator::backward(int port, tlm::tlm_generic_payload
   const hw::Picoseconds done = hw::now_ps() + delay.value();
   Slot* slot = static_cast<Slot*>(&trans);
   if (trans.get_response_status() != tlm::TLM_OK_RESPONSE) ++result_.errors;
-  result_.latencies_ps.push_back(done - slot->issued_ps);
+  (trans.is_write() ? result_.write_latencies_ps : result_.read_latencies_ps).push_back(done - slot->issued_ps);
   if (result_.first_requests.size() < kSampledRequests) {
     result_.first_requests.push_back(
         {slot->port, trans.is_write(), trans.get_address(), slot->issued_ps, done});
@@ -99,7 +99,7 @@ TrafficResult TrafficGenerator::run(const TrafficSpec& spec) {
   if (sc_core::sc_get_status() == sc_core::SC_ELABORATION) sc_core::sc_start(sc_core::SC_ZERO_TIME);
   spec_ = spec;
   result_ = TrafficResult{};
-  result_.latencies_ps.reserve(spec.requests);
+  result_.read_latencies_ps.reserve(spec.requests);
   rng_.seed(spec.seed);
   issued_ = completed_ = cursor_ = 0;
   write_credit_ = 0.0;

@@ -37,7 +37,8 @@ struct TrafficResult {
   uint64_t errors = 0;
   hw::Picoseconds start_ps = 0;
   hw::Picoseconds end_ps = 0;         // arrival of the last response
-  std::vector<uint64_t> latencies_ps; // per request, issue to response
+  std::vector<uint64_t> read_latencies_ps;   // per read request, issue to response
+  std::vector<uint64_t> write_latencies_ps;  // per write request
   struct Sample {
     uint32_t port;
     bool write;

@@ -11,6 +11,7 @@
 //   hpusim bench modes [--steps N] [--host-time modeled|measured|both] [--modes ...] [--json FILE]
 //   hpusim tpc-as INPUT.s -o OUTPUT.bin [-I DIR ...] [-D NAME=VALUE ...]
 //   hpusim tpc-dis INPUT.bin [-o OUTPUT.s] [--bundle-numbers]
+#include <cmath>
 #include <algorithm>
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
@@ -39,6 +40,7 @@
 #include "traces/chrome_json_reader.h"
 #include "sim/zoo/run_workload.h"
 #include "sim/zoo/workload.h"
+#include "sim/bench/dramsim3_reference.h"
 #include "sim/bench/memory_bench.h"
 #include "sim/bench/submit_bench.h"
 #include "sim/bench/tpc_bench.h"
@@ -170,22 +172,75 @@ int command_bench_memory(const std::vector<std::string>& args) {
       ("stats", po::value<std::string>(), "write statistics as text (and FILE.json)")
       ("trace", po::value<std::string>(), "write a Perfetto trace")
       ("chrome-trace", po::value<std::string>(), "write a Chrome JSON trace")
-      ("memory", po::value<std::string>()->default_value("hbm,sram,pcie"), "memories to measure")
+      ("memory", po::value<std::string>()->default_value("hbm,sram,pcie"), "memories to measure (one with a chosen case)")
+      ("at", po::value<std::string>()->default_value("fabric"),
+       "fabric: through the fabric, as engines see it; controller: straight into the HBM channel controllers")
+      ("suite", po::value<std::string>(), "dramsim3: DRAMsim3's HBM2 cases beside its own results (preset dramsim3-hbm2)")
+      ("pattern", po::value<std::string>(), "run one case alone: seq or rand")
+      ("write-fraction", po::value<double>(), "share of writes in the chosen case, 0..1 (default 0)")
+      ("bytes", po::value<uint32_t>(), "request size of the chosen case (default 64)")
+      ("count", po::value<uint64_t>(), "requests of the chosen case (default 100000)")
+      ("window", po::value<uint32_t>(), "requests outstanding in the chosen case, over all ports (default 512)")
+      ("ports", po::value<uint32_t>(), "fabric master ports of the chosen case (default 8)")
+      ("seed", po::value<uint64_t>(), "random seed of the chosen case (default 1)")
       ("scale", po::value<double>()->default_value(1.0), "multiply every case's request count");
   po::variables_map vm = parse(args, options);
   if (vm.count("help")) {
-    std::cout << "usage: hpusim bench memory [options]\n" << options;
+    std::cout << "usage: hpusim bench memory [options]\n"
+                 "  The default cases, or one chosen case (--pattern, with --write-fraction, --bytes, --count,\n"
+                 "  --window, --seed), or the DRAMsim3 comparison (--suite dramsim3).\n"
+              << options;
     return 0;
   }
   hpusim::bench::MemoryBenchOptions bench;
-  bench.card = load_card(vm);
+  const bool dramsim3 = vm.count("suite") && vm["suite"].as<std::string>() == "dramsim3";
+  if (dramsim3 && vm["preset"].defaulted()) {
+    po::variables_map with_preset = vm;
+    with_preset.erase("preset");
+    with_preset.insert({"preset", po::variable_value(std::string("dramsim3-hbm2"), false)});
+    bench.card = load_card(with_preset);
+  } else {
+    bench.card = load_card(vm);
+  }
+  if (vm.count("suite")) bench.suite = vm["suite"].as<std::string>();
+  bench.at = vm["at"].as<std::string>();
   bench.memories = split_list(vm["memory"].as<std::string>());
   bench.scale = vm["scale"].as<double>();
+  const bool chosen = vm.count("pattern") > 0;
+  for (const char* option : {"write-fraction", "bytes", "count", "window", "ports", "seed"}) {
+    if (!chosen && vm.count(option)) throw UsageError(std::string("--") + option + " describes a chosen case: add --pattern seq|rand");
+  }
+  if (chosen) {
+    if (bench.memories.size() != 1) throw UsageError("a chosen case measures one memory: give --memory hbm, sram or pcie");
+    if (vm.count("suite")) throw UsageError("--pattern and --suite do not go together");
+    bench.has_case = true;
+    hpusim::bench::MemoryCase& c = bench.single;
+    c.memory = bench.memories.front();
+    c.pattern = vm["pattern"].as<std::string>();
+    if (vm.count("write-fraction")) c.write_fraction = vm["write-fraction"].as<double>();
+    if (vm.count("bytes")) c.request_bytes = vm["bytes"].as<uint32_t>();
+    if (vm.count("count")) c.requests = vm["count"].as<uint64_t>();
+    if (vm.count("window")) c.window = vm["window"].as<uint32_t>();
+    if (vm.count("ports")) c.ports = vm["ports"].as<uint32_t>();
+    if (vm.count("seed")) c.seed = vm["seed"].as<uint64_t>();
+  } else if (bench.at == "controller" && !vm.count("suite")) {
+    throw UsageError("--at controller runs a chosen case (--pattern) or a suite");
+  }
   if (vm.count("json")) bench.json_path = vm["json"].as<std::string>();
   if (vm.count("stats")) bench.stats_path = vm["stats"].as<std::string>();
   if (vm.count("trace")) bench.trace_path = vm["trace"].as<std::string>();
   if (vm.count("chrome-trace")) bench.chrome_trace_path = vm["chrome-trace"].as<std::string>();
-  hpusim::bench::run_memory_bench(bench, std::cout);
+  const auto results = hpusim::bench::run_memory_bench(bench, std::cout);
+  if (dramsim3) {
+    for (const auto& r : results) {
+      if (std::fabs(r.gbps_error_pct) > r.tolerance_pct ||
+          (r.reference_read_cycles > 0 && std::fabs(r.read_latency_error_pct) > r.tolerance_pct)) {
+        std::cout << "some cases differ from DRAMsim3 by more than " << r.tolerance_pct << " %\n";
+        return 1;
+      }
+    }
+    std::cout << "every case within " << hpusim::bench::kDramSim3TolerancePct << " % of DRAMsim3\n";
+  }
   return 0;
 }
 

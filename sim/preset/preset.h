@@ -2,7 +2,9 @@
 //
 //   Card card = load_preset("hl205", {"hbm.stacks=2", "clocks.tpc_mhz=1500"});
 //
-// A preset is a built-in name (sim/presets/NAME.textproto) or the path of a text-format file.
+// A preset is a built-in name (sim/presets/NAME.textproto) or the path of a text-format file. A
+// preset may name a `base` preset (a built-in name, or a path relative to its own file) and set
+// only what differs: its fields replace the base's, a repeated field as a whole.
 // Overrides are applied in order, then the HBM timing set is resolved and the whole card is
 // validated. Every problem is a PresetError whose message names the file, field or value.
 #pragma once

@@ -1,8 +1,11 @@
 #include "sim/preset/preset.h"
 
+#include <google/protobuf/descriptor.h>
 #include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/message.h>
 #include <google/protobuf/text_format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -63,6 +66,66 @@ std::string join(const std::vector<std::string>& items) {
   return out;
 }
 
+using google::protobuf::FieldDescriptor;
+using google::protobuf::Message;
+
+// Clears every repeated field of `base` that `top` sets, recursing into sub-messages both set, so
+// that a following MergeFrom replaces repeated fields instead of appending to them.
+void clear_replaced_repeated(Message& base, const Message& top) {
+  const auto* descriptor = top.GetDescriptor();
+  const auto* top_reflection = top.GetReflection();
+  const auto* base_reflection = base.GetReflection();
+  for (int i = 0; i < descriptor->field_count(); ++i) {
+    const FieldDescriptor* field = descriptor->field(i);
+    if (field->is_repeated()) {
+      if (top_reflection->FieldSize(top, field) > 0) base_reflection->ClearField(&base, field);
+    } else if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE && top_reflection->HasField(top, field) &&
+               base_reflection->HasField(base, field)) {
+      clear_replaced_repeated(*base_reflection->MutableMessage(&base, field), top_reflection->GetMessage(top, field));
+    }
+  }
+}
+
+constexpr size_t kMaxBaseDepth = 8;
+
+// Reads a preset by built-in name or path; `relative_to` is the directory a relative path of a
+// base is looked up in first. Follows `base` chains; `chain` holds the presets being loaded.
+Card read_preset(const std::string& name_or_file, const std::filesystem::path& relative_to,
+                 std::vector<std::string>& chain) {
+  Card card;
+  std::filesystem::path directory;
+  const BuiltinFile* builtin = find_builtin(name_or_file);
+  const std::filesystem::path beside = relative_to.empty() ? std::filesystem::path(name_or_file)
+                                                           : relative_to / name_or_file;
+  std::string identity = name_or_file;
+  if (builtin != nullptr && name_or_file != kTimingLibraryStem) {
+    card = parse_preset_text(builtin->text, name_or_file + ".textproto");
+  } else if (std::filesystem::is_regular_file(beside) || std::filesystem::is_regular_file(name_or_file)) {
+    const std::filesystem::path path = std::filesystem::is_regular_file(beside) ? beside : std::filesystem::path(name_or_file);
+    card = parse_preset_text(read_file(path.string()), path.string());
+    directory = path.parent_path();
+    identity = std::filesystem::weakly_canonical(path).string();
+  } else {
+    throw PresetError("unknown preset '" + name_or_file + "': not a built-in preset (" +
+                      join(builtin_preset_names()) + ") and not a readable file");
+  }
+  if (std::find(chain.begin(), chain.end(), identity) != chain.end()) {
+    throw PresetError("preset '" + name_or_file + "' is its own base (through " + join(chain) + ")");
+  }
+  if (!card.has_base()) return card;
+  if (chain.size() + 1 >= kMaxBaseDepth) {
+    throw PresetError("preset '" + name_or_file + "': more than " + std::to_string(kMaxBaseDepth) +
+                      " levels of base presets");
+  }
+  chain.push_back(identity);
+  Card merged = read_preset(card.base(), directory, chain);
+  chain.pop_back();
+  card.clear_base();
+  clear_replaced_repeated(merged, card);
+  merged.MergeFrom(card);
+  return merged;
+}
+
 }  // namespace
 
 std::vector<std::string> builtin_preset_names() {
@@ -84,16 +147,8 @@ Card parse_preset_text(const std::string& text, const std::string& origin) {
 }
 
 Card load_preset(const std::string& name_or_file, const std::vector<std::string>& overrides) {
-  Card card;
-  const BuiltinFile* builtin = find_builtin(name_or_file);
-  if (builtin != nullptr && name_or_file != kTimingLibraryStem) {
-    card = parse_preset_text(builtin->text, name_or_file + ".textproto");
-  } else if (std::filesystem::is_regular_file(name_or_file)) {
-    card = parse_preset_text(read_file(name_or_file), name_or_file);
-  } else {
-    throw PresetError("unknown preset '" + name_or_file + "': not a built-in preset (" +
-                      join(builtin_preset_names()) + ") and not a readable file");
-  }
+  std::vector<std::string> chain;
+  Card card = read_preset(name_or_file, {}, chain);
   for (const std::string& assignment : overrides) apply_override(card, assignment);
   resolve_and_validate(card);
   return card;

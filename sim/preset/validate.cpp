@@ -21,6 +21,7 @@ void require_all_fields(const Message& message, const std::string& prefix) {
     const FieldDescriptor* field = descriptor->field(i);
     const std::string path = prefix.empty() ? field->name() : prefix + "." + field->name();
     if (field->is_repeated()) continue;
+    if (prefix.empty() && field->name() == "base") continue;   // resolved by load_preset, then cleared
     if (!reflection->HasField(message, field)) {
       throw PresetError("preset '" + (prefix.empty() ? std::string("card") : prefix) + "' is missing field " + path);
     }
@@ -58,6 +59,10 @@ struct Region {
 }  // namespace
 
 void resolve_and_validate(Card& card) {
+  if (card.has_base()) {
+    throw PresetError("preset '" + card.name() + "' names base '" + card.base() +
+                      "', which only load_preset resolves");
+  }
   HbmConfig& hbm = *card.mutable_hbm();
   if (hbm.has_timing_set()) {
     const HbmTimingLibrary library = builtin_timing_sets();
@@ -172,9 +177,23 @@ void resolve_and_validate(Card& card) {
           "hbm.refresh_mode = '" + hbm.refresh_mode() + "' must be per_bank or all_bank");
   require(hbm.self_refresh_after_refi() != 1,
           "hbm.self_refresh_after_refi = 1: it must be 0 (never) or at least 2 (every bank refreshed before the channel stops)");
-  require_positive(hbm.queue_depth(), "hbm.queue_depth");
-  require(hbm.write_low_watermark() < hbm.write_high_watermark() && hbm.write_high_watermark() <= hbm.queue_depth(),
-          "hbm watermarks need write_low_watermark < write_high_watermark <= queue_depth");
+  const uint32_t chunk_bursts = t.burst_bytes() ? hbm.interleave_bytes() / t.burst_bytes() : 0;
+  require(hbm.queue_bursts() >= chunk_bursts && hbm.queue_bursts() > 0,
+          "hbm.queue_bursts = " + std::to_string(hbm.queue_bursts()) + " must hold one interleave chunk (" +
+              std::to_string(chunk_bursts) + " bursts)");
+  require(hbm.write_queue_bursts() == 0 || hbm.write_queue_bursts() >= chunk_bursts,
+          "hbm.write_queue_bursts = " + std::to_string(hbm.write_queue_bursts()) +
+              " must be 0 (shared queue) or hold one interleave chunk (" + std::to_string(chunk_bursts) + " bursts)");
+  require(hbm.bank_queue_bursts() == 0 || hbm.bank_queue_bursts() >= chunk_bursts,
+          "hbm.bank_queue_bursts = " + std::to_string(hbm.bank_queue_bursts()) +
+              " must be 0 (one-level queue) or hold one interleave chunk (" + std::to_string(chunk_bursts) + " bursts)");
+  require(hbm.scheduler() == "fr_fcfs" || hbm.scheduler() == "bank_round_robin",
+          "hbm.scheduler = '" + hbm.scheduler() + "' must be fr_fcfs or bank_round_robin");
+  const uint32_t write_capacity = hbm.write_queue_bursts() ? hbm.write_queue_bursts() : hbm.queue_bursts();
+  require(hbm.write_low_watermark_bursts() < hbm.write_high_watermark_bursts() &&
+              hbm.write_high_watermark_bursts() <= write_capacity,
+          "hbm watermarks need write_low_watermark_bursts < write_high_watermark_bursts <= the write capacity (" +
+              std::to_string(write_capacity) + " bursts)");
 
   const auto& pcie = card.pcie();
   require(pcie.generation() >= 3 && pcie.generation() <= 6, "pcie.generation must be 3, 4, 5 or 6");

@@ -30,10 +30,10 @@ std::string temp_path(const std::string& name) { return ::testing::TempDir() + "
 using hpusim::cli_testing::slurp;
 
 TEST(Cli, InfoPrintsTheResolvedPreset) {
-  ProgramRun r = run("info --preset hl225 --set hbm.queue_depth=48");
+  ProgramRun r = run("info --preset hl225 --set hbm.queue_bursts=384");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("name: \"hl225\""), std::string::npos);
-  EXPECT_NE(r.output.find("queue_depth: 48"), std::string::npos);
+  EXPECT_NE(r.output.find("queue_bursts: 384"), std::string::npos);
   EXPECT_NE(r.output.find("name: \"HBM2E-3200\""), std::string::npos);  // the resolved timing set
 }
 
@@ -102,6 +102,40 @@ TEST(Cli, BenchMemoryPrintsTheTableAndHbmStreamsWithin10PercentOfPeak) {
   EXPECT_GE(cases, 20);
   EXPECT_TRUE(saw_hbm_stream);
   EXPECT_EQ(memories, (std::set<std::string>{"hbm", "pcie", "sram"}));
+}
+
+// One chosen case, alone: at the controller (reads and posted writes reported apart) and through
+// the fabric; and the misuses of the case options.
+TEST(Cli, BenchMemoryRunsOneChosenCase) {
+  const std::string json = temp_path("one_case.json");
+  ProgramRun r = run("bench memory --preset dramsim3-hbm2 --at controller --memory hbm --pattern rand "
+                     "--write-fraction 0.3 --bytes 256 --count 3000 --window 256 --seed 7 --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("rand_mix70r"), std::string::npos) << r.output;
+  boost::property_tree::ptree results;
+  boost::property_tree::read_json(json, results);
+  ASSERT_EQ(results.size(), 1u);
+  const auto& row = results.begin()->second;
+  EXPECT_EQ(row.get<std::string>("at"), "controller");
+  EXPECT_EQ(row.get<int>("requests"), 3000);
+  EXPECT_EQ(row.get<int>("seed"), 7);
+  EXPECT_GT(row.get<double>("read_latency_ns"), row.get<double>("write_latency_ns"));  // writes are posted
+  EXPECT_GT(row.get<double>("write_latency_ns"), 0.0);
+
+  r = run("bench memory --memory hbm --pattern seq --count 500 --window 1");   // unloaded, mostly row hits
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("seq_read"), std::string::npos) << r.output;
+
+  EXPECT_EQ(run("bench memory --bytes 64").exit_code, 2);                       // a case option without a case
+  EXPECT_EQ(run("bench memory --pattern seq").exit_code, 2);                    // three memories, one case
+  r = run("bench memory --memory sram --at controller --pattern seq");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("sram has none"), std::string::npos) << r.output;
+  r = run("bench memory --memory hbm --pattern zigzag");
+  EXPECT_NE(r.output.find("unknown pattern 'zigzag'"), std::string::npos) << r.output;
+  r = run("bench memory --suite dramsim3 --preset hl205");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--preset dramsim3-hbm2"), std::string::npos) << r.output;
 }
 
 TEST(Cli, TwoRunsGiveIdenticalStatisticsAndCycleCounts) {

@@ -364,12 +364,12 @@ StreamResult stream(const Timing& t, uint64_t requests, bool random, bool refres
   }
   ChannelController ctrl(org, t, cfg, 0);
   std::vector<Completion> out;
-  out.reserve(cfg.queue_depth);
+  out.reserve(cfg.queue_bursts);
   uint64_t sent = 0, completed = 0, last_done = 0, calls = 0;
   uint64_t now = 0;
   const auto t0 = std::chrono::steady_clock::now();
   while (completed < requests) {
-    while (sent < requests && ctrl.can_accept()) {
+    while (sent < requests && ctrl.can_accept(false, bursts_per_request)) {
       ctrl.enqueue(Request{sent, false, addrs[sent], bursts_per_request, now});
       ++sent;
     }
@@ -522,8 +522,9 @@ template <typename Make>
 void feed(Harness& h, uint64_t until, Make make) {
   uint64_t id = 0;
   while (h.ctrl_.last_cycle() < until) {
-    while (h.ctrl_.can_accept()) {
+    for (;;) {
       Request r = make(id);
+      if (!h.ctrl_.can_accept(r)) break;
       r.id = id++;
       r.arrival_cycle = h.ctrl_.last_cycle();
       h.ctrl_.enqueue(r);
@@ -821,7 +822,7 @@ TEST(HbmController, WriteDrainModeSwitchesAreBounded) {
   const uint64_t N = 30000;
   uint64_t sent = 0, writes = 0, offset = 0;
   while (h.done_.size() < N) {
-    while (sent < N && h.ctrl_.can_accept()) {
+    while (sent < N && h.ctrl_.can_accept(false, 2)) {
       DramAddress a;
       do {
         a = mapper.map(offset);
@@ -833,7 +834,7 @@ TEST(HbmController, WriteDrainModeSwitchesAreBounded) {
     }
     ASSERT_TRUE(h.step());
   }
-  const uint64_t batch = cfg.write_high_watermark - cfg.write_low_watermark;
+  const uint64_t batch = (cfg.write_high_watermark - cfg.write_low_watermark) / 2;   // 2-burst writes
   std::printf("[ mix    ] %llu writes, %llu mode switches, utilisation %.4f\n", static_cast<unsigned long long>(writes),
               static_cast<unsigned long long>(h.ctrl_.mode_switches()), h.ctrl_.data_bus_utilisation(h.last_done_));
   EXPECT_GT(h.ctrl_.mode_switches(), 0u);
@@ -879,17 +880,22 @@ TEST_P(HbmControllerMix, NoRequestLostOrDuplicated) {
   Timing t = sets[mc.seed % sets.size()];
   if (mc.frequent_refresh) t.nREFI = 60 * 16;
   ControllerConfig cfg;
-  cfg.queue_depth = 8 + static_cast<uint32_t>(rng() % 57);
-  cfg.write_high_watermark = 1 + static_cast<uint32_t>(rng() % cfg.queue_depth);
+  cfg.queue_bursts = 8 + static_cast<uint32_t>(rng() % 200);
+  cfg.write_queue_bursts = rng() % 2 ? 8 + static_cast<uint32_t>(rng() % 100) : 0;
+  cfg.write_high_watermark =
+      1 + static_cast<uint32_t>(rng() % (cfg.write_queue_bursts ? cfg.write_queue_bursts : cfg.queue_bursts));
   cfg.write_low_watermark = static_cast<uint32_t>(rng() % (cfg.write_high_watermark + 1));
   cfg.refresh_mode = mc.mode;
   cfg.refresh_enabled = mc.mode == RefreshMode::kPerBank || (mc.seed % 2) == 1;
+  // Half of the seeds run the two-level queues, and some of those the round-robin scheduler.
+  if (mc.seed % 2 == 0) cfg.bank_queue_bursts = 8 + static_cast<uint32_t>(rng() % 8);
+  if (mc.seed % 4 == 0 || mc.seed == 5) cfg.scheduler = ControllerConfig::Scheduler::kBankRoundRobin;
   Harness h(t, cfg);
   const uint64_t N = 20000;
   std::unordered_map<uint64_t, std::pair<uint64_t, Request>> sent_reqs;
   uint64_t sent = 0;
   while (h.done_.size() < N) {
-    while (sent < N && h.ctrl_.can_accept() && rng() % 4 != 0) {
+    while (sent < N && rng() % 4 != 0) {
       Request r;
       r.id = 1000 + sent * 3;  // ids need not be dense
       r.is_write = rng() % 3 == 0;
@@ -899,6 +905,10 @@ TEST_P(HbmControllerMix, NoRequestLostOrDuplicated) {
                       static_cast<uint32_t>(rng() % (h.org_.columns - bursts + 1)));
       r.bursts = bursts;
       r.arrival_cycle = h.ctrl_.last_cycle() + (rng() % 3 == 0 ? rng() % 200 : 0);
+      if (!h.ctrl_.can_accept(r)) {
+        EXPECT_THROW(h.ctrl_.enqueue(r), std::logic_error);
+        break;
+      }
       h.ctrl_.enqueue(r);
       sent_reqs.emplace(r.id, std::make_pair(r.arrival_cycle, r));
       ++sent;
@@ -934,7 +944,7 @@ TEST_P(HbmControllerMix, NoRequestLostOrDuplicated) {
 TEST(HbmController, RejectsBadRequestsWithoutChangingState) {
   const Timing t = testing::hbm2_1760();
   ControllerConfig cfg;
-  cfg.queue_depth = 2;
+  cfg.queue_bursts = 8;   // one 256-byte chunk of 32-byte bursts
   Harness h(t, cfg);
   auto a = h.addr(0, 0, 0, 0, 0);
   auto other_channel = a;
@@ -948,14 +958,117 @@ TEST(HbmController, RejectsBadRequestsWithoutChangingState) {
   EXPECT_THROW(h.read(1, last_col, 0, 2), std::invalid_argument);  // crosses the row end
   EXPECT_THROW(h.read(1, a, 0, 0), std::invalid_argument);
   EXPECT_EQ(h.ctrl_.queued(), 0u);
-  h.read(1, a, 0);
-  h.read(2, a, 0);
-  EXPECT_FALSE(h.ctrl_.can_accept());
-  EXPECT_THROW(h.read(3, a, 0), std::logic_error);
+  h.read(1, a, 0, 4);
+  h.read(2, a, 0, 3);
+  EXPECT_TRUE(h.ctrl_.can_accept(false, 1));
+  EXPECT_FALSE(h.ctrl_.can_accept(false, 2));   // capacity counts bursts, not requests
+  EXPECT_THROW(h.read(3, a, 0, 2), std::logic_error);
+  EXPECT_EQ(h.ctrl_.queued_bursts(), 7u);
   h.run_until_idle();
   EXPECT_EQ(h.done_.size(), 2u);
   std::vector<Completion> out;
   EXPECT_THROW(h.ctrl_.advance(h.ctrl_.last_cycle() - 1, out), std::logic_error);
+}
+
+// Posted writes: the controller reports no completion for a write (its owner answers it when it
+// is accepted), but still writes it to the DRAM.
+TEST(HbmController, PostedWritesReportNoCompletionButIssue) {
+  ControllerConfig cfg = no_refresh();
+  cfg.posted_writes = true;
+  Harness h(testing::hbm2_1760(), cfg);
+  EXPECT_TRUE(h.ctrl_.posted_writes());
+  h.write(1, h.addr(0, 0, 0, 3), 0, 2);
+  h.read(2, h.addr(0, 1, 0, 3), 0, 1);
+  h.run_until_idle();
+  EXPECT_EQ(h.done(1), kNever);
+  EXPECT_NE(h.done(2), kNever);
+  EXPECT_EQ(h.ctrl_.write_bursts(), 2u);
+  EXPECT_EQ(h.ctrl_.writes(), 1u);
+}
+
+// A separate write queue: reads and writes each have their own burst capacity.
+TEST(HbmController, SeparateWriteQueueHasItsOwnCapacity) {
+  ControllerConfig cfg = no_refresh();
+  cfg.queue_bursts = 8;
+  cfg.write_queue_bursts = 8;
+  cfg.write_high_watermark = 8;
+  cfg.write_low_watermark = 0;
+  Harness h(testing::hbm2_1760(), cfg);
+  h.read(1, h.addr(0, 0, 0, 1), 0, 8);
+  EXPECT_FALSE(h.ctrl_.can_accept(false, 1));
+  EXPECT_TRUE(h.ctrl_.can_accept(true, 8));
+  h.write(2, h.addr(0, 1, 0, 1), 0, 8);
+  EXPECT_FALSE(h.ctrl_.can_accept(true, 1));
+  h.run_until_idle();
+  EXPECT_NE(h.done(1), kNever);
+  EXPECT_NE(h.done(2), kNever);
+}
+
+// Two-level queues: a request leaves the read queue when it moves into its bank's command queue,
+// one burst per cycle, and a full command queue holds it back.
+TEST(HbmController, TwoLevelQueuesMoveOneBurstPerCycleIntoBankQueues) {
+  ControllerConfig cfg = no_refresh();
+  cfg.queue_bursts = 16;
+  cfg.bank_queue_bursts = 8;
+  const Timing t = testing::hbm2_1760();
+  Harness h(t, cfg);
+  for (uint64_t id = 0; id < 4; ++id) h.read(id, h.addr(0, 0, 0, 5, static_cast<uint32_t>(4 * id)), 0, 4);
+  EXPECT_FALSE(h.ctrl_.can_accept(false, 1));      // 16 bursts wait in the read queue
+  ASSERT_TRUE(h.step());                            // cycle 0: the first request moves (4 bursts)
+  EXPECT_EQ(h.ctrl_.last_cycle(), 0u);
+  EXPECT_TRUE(h.ctrl_.can_accept(false, 4));
+  EXPECT_FALSE(h.ctrl_.can_accept(false, 5));
+  h.run_until_idle();
+  // Same row: ACT, then 16 bursts back to back. The second request moved at cycle 4 (one burst a
+  // cycle); the third waited for room in the bank queue (8 bursts) until the first's bursts issued.
+  const uint64_t first_rd = t.nRCDRD;
+  EXPECT_EQ(h.done(0), first_rd + 3 * uint64_t{t.nCCDL} + t.nCL + t.nBL);
+  EXPECT_EQ(h.done(3), first_rd + 15 * uint64_t{t.nCCDL} + t.nCL + t.nBL);
+}
+
+// Two-level drains: a drain starts at the high watermark and moves the write bursts that were
+// waiting then; reads already in the command queues keep issuing meanwhile.
+TEST(HbmController, TwoLevelDrainMovesTheWritesWaitingAtItsStart) {
+  ControllerConfig cfg = no_refresh();
+  cfg.queue_bursts = 32;
+  cfg.write_queue_bursts = 8;
+  cfg.write_high_watermark = 8;
+  cfg.write_low_watermark = 4;
+  cfg.bank_queue_bursts = 8;
+  Harness h(testing::hbm2_1760(), cfg);
+  for (uint64_t id = 0; id < 8; ++id) h.read(id, h.addr(0, id % 4, 0, 2), 0, 1);
+  for (uint64_t id = 8; id < 16; ++id) h.write(id, h.addr(0, id % 4, 1, 2), 0, 1);
+  h.run_until_idle();
+  for (uint64_t id = 0; id < 16; ++id) EXPECT_NE(h.done(id), kNever) << id;
+  EXPECT_EQ(h.ctrl_.mode_switches(), 2u);   // one drain: started, ended
+  // The drain started at once (8 waiting write bursts), so reads moved after the writes.
+  uint64_t last_write = 0, last_read = 0;
+  for (uint64_t id = 0; id < 8; ++id) last_read = std::max(last_read, h.done(id));
+  for (uint64_t id = 8; id < 16; ++id) last_write = std::max(last_write, h.done(id));
+  EXPECT_LT(last_write, last_read);
+}
+
+// Bank round robin: with row hits ready in two banks of one bank group, the banks take turns
+// instead of the oldest requests going first.
+TEST(HbmController, RoundRobinSchedulerAlternatesBanks) {
+  const Timing t = testing::hbm2_1760();
+  auto order = [&](ControllerConfig::Scheduler scheduler) {
+    ControllerConfig cfg = no_refresh();
+    cfg.scheduler = scheduler;
+    Harness h(t, cfg);
+    for (uint64_t id = 0; id < 4; ++id) h.read(id, h.addr(0, 0, 0, 1, static_cast<uint32_t>(id)), 0);
+    for (uint64_t id = 4; id < 8; ++id) h.read(id, h.addr(0, 0, 1, 1, static_cast<uint32_t>(id)), 0);
+    h.run_until_idle();
+    std::vector<uint64_t> ids(8);
+    for (uint64_t id = 0; id < 8; ++id) ids[id] = id;
+    std::sort(ids.begin(), ids.end(), [&](uint64_t a, uint64_t b) { return h.done(a) < h.done(b); });
+    return ids;
+  };
+  EXPECT_EQ(order(ControllerConfig::Scheduler::kFrFcfs), (std::vector<uint64_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+  const std::vector<uint64_t> rr = order(ControllerConfig::Scheduler::kBankRoundRobin);
+  // Once both rows are open, consecutive column commands go to different banks.
+  EXPECT_NE(rr, (std::vector<uint64_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_TRUE((rr[4] < 4) != (rr[5] < 4)) << "no alternation in the steady state";
 }
 
 TEST(HbmController, RejectsBadConfiguration) {
@@ -966,8 +1079,14 @@ TEST(HbmController, RejectsBadConfiguration) {
   EXPECT_THROW(ChannelController(Organization{}, t, cfg, 0), std::invalid_argument);
   EXPECT_THROW(ChannelController(Organization{}, t, ControllerConfig{}, 32), std::invalid_argument);
   ControllerConfig q0;
-  q0.queue_depth = 0;
+  q0.queue_bursts = 4;   // below one 256-byte interleave chunk
   EXPECT_THROW(ChannelController(Organization{}, t, q0, 0), std::invalid_argument);
+  ControllerConfig w0;
+  w0.write_queue_bursts = 4;
+  EXPECT_THROW(ChannelController(Organization{}, t, w0, 0), std::invalid_argument);
+  ControllerConfig b0;
+  b0.bank_queue_bursts = 4;
+  EXPECT_THROW(ChannelController(Organization{}, t, b0, 0), std::invalid_argument);
 }
 
 // Simulation speed of one controller (reported, not asserted: absolute times are machine-bound).
@@ -1036,7 +1155,7 @@ StreamRun stream_after_idle(const ControllerConfig& cfg, uint64_t start) {
     int sent = 0;
     uint64_t now = t0;
     while (sent < n || c.queued() > 0) {
-      while (sent < n && c.can_accept()) {
+      while (sent < n && c.can_accept(false, 2)) {
         DramAddress a;
         a.channels_per_stack = Organization{}.channels_per_stack;
         a.pseudo_channel = rng() % 2;

@@ -51,8 +51,9 @@ inline double gbps(const bench::TrafficResult& r) {
 
 inline double mean_ns(const bench::TrafficResult& r) {
   double sum = 0;
-  for (uint64_t l : r.latencies_ps) sum += double(l);
-  return sum / double(r.latencies_ps.size()) / 1000.0;
+  for (uint64_t l : r.read_latencies_ps) sum += double(l);
+  for (uint64_t l : r.write_latencies_ps) sum += double(l);
+  return sum / double(r.read_latencies_ps.size() + r.write_latencies_ps.size()) / 1000.0;
 }
 
 }  // namespace hpusim::testing

@@ -26,7 +26,7 @@ std::string write_temp(const std::string& name, const std::string& text) {
 
 TEST(Preset, BuiltinPresetsLoadAndCarryPublicNumbers) {
   auto names = builtin_preset_names();
-  ASSERT_EQ(names, (std::vector<std::string>{"hl205", "hl225", "hl325"}));
+  ASSERT_EQ(names, (std::vector<std::string>{"dramsim3-hbm2", "hl205", "hl225", "hl325"}));
 
   Card hl205 = load_preset("hl205");
   EXPECT_EQ(hl205.tpc().count(), 8u);
@@ -128,7 +128,13 @@ TEST(Preset, SemanticErrorsAreNamed) {
             std::string::npos);
   EXPECT_NE(error_of([] { load_preset("hl205", {"memory_map.sram_base=0x10000"}); }).find("overlaps"),
             std::string::npos);
-  EXPECT_NE(error_of([] { load_preset("hl205", {"hbm.write_low_watermark=50"}); }).find("watermark"),
+  EXPECT_NE(error_of([] { load_preset("hl205", {"hbm.write_low_watermark_bursts=400"}); }).find("watermark"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { load_preset("hl205", {"hbm.queue_bursts=4"}); }).find("hbm.queue_bursts = 4 must hold one interleave chunk (8 bursts)"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { load_preset("hl205", {"hbm.bank_queue_bursts=2"}); }).find("hbm.bank_queue_bursts"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { load_preset("hl205", {"hbm.scheduler=lottery"}); }).find("hbm.scheduler = 'lottery'"),
             std::string::npos);
   EXPECT_NE(error_of([] { load_preset("hl205", {"hbm.refresh_mode=sometimes"}); }).find("hbm.refresh_mode"),
             std::string::npos);
@@ -185,8 +191,50 @@ TEST(Preset, IncompletePresetFileNamesTheMissingField) {
   EXPECT_NE(message.find("missing field sram.banks"), std::string::npos) << message;
 }
 
+// A preset file names a base and states only what differs; the base may itself have a base.
+TEST(Preset, BaseProvidesEveryFieldTheFileDoesNotSet) {
+  const std::string dir = ::testing::TempDir();
+  write_temp("base_child.textproto",
+             "base: \"hl205\"\nname: \"child\"\nhbm { queue_bursts: 400 }\nmme { geometries: \"64x64\" }\n");
+  write_temp("base_grandchild.textproto", "base: \"base_child.textproto\"\nclocks { tpc_mhz: 1000 }\n");
+  const Card hl205 = load_preset("hl205");
+  const Card child = load_preset(dir + "base_child.textproto");
+  EXPECT_EQ(child.name(), "child");
+  EXPECT_FALSE(child.has_base());
+  EXPECT_EQ(child.hbm().queue_bursts(), 400u);
+  EXPECT_EQ(child.hbm().stacks(), hl205.hbm().stacks());           // from the base
+  EXPECT_EQ(child.hbm().timing().name(), "HBM2-1760");               // resolved after merging
+  ASSERT_EQ(child.mme().geometries_size(), 1);                       // a repeated field is replaced
+  EXPECT_EQ(child.mme().geometries(0), "64x64");
+  const Card grandchild = load_preset(dir + "base_grandchild.textproto", {"hbm.queue_bursts=384"});
+  EXPECT_EQ(grandchild.name(), "child");                             // relative base path, two levels
+  EXPECT_EQ(grandchild.clocks().tpc_mhz(), 1000u);
+  EXPECT_EQ(grandchild.hbm().queue_bursts(), 384u);                  // overrides come last
+
+  write_temp("base_loop_a.textproto", "base: \"base_loop_b.textproto\"\n");
+  write_temp("base_loop_b.textproto", "base: \"base_loop_a.textproto\"\n");
+  EXPECT_NE(error_of([&] { load_preset(dir + "base_loop_a.textproto"); }).find("is its own base"), std::string::npos);
+  write_temp("base_missing.textproto", "base: \"hl999\"\n");
+  EXPECT_NE(error_of([&] { load_preset(dir + "base_missing.textproto"); }).find("unknown preset 'hl999'"),
+            std::string::npos);
+  // The renamed queue fields are refused by name.
+  write_temp("base_old_field.textproto", "base: \"hl205\"\nhbm { queue_depth: 64 }\n");
+  EXPECT_NE(error_of([&] { load_preset(dir + "base_old_field.textproto"); }).find("queue_depth"), std::string::npos);
+}
+
+// The DRAMsim3 validation preset is an hl205 with only its HBM replaced.
+TEST(Preset, Dramsim3PresetIsHl205WithDramsim3Memory) {
+  const Card card = load_preset("dramsim3-hbm2");
+  const Card hl205 = load_preset("hl205");
+  EXPECT_EQ(card.hbm().stacks() * card.hbm().channels_per_stack(), 8u);
+  EXPECT_EQ(card.hbm().timing().name(), "DRAMsim3-HBM2_8Gb_x128");
+  EXPECT_EQ(card.hbm().timing().tck_ps(), 1000u);
+  EXPECT_EQ(card.tpc().count(), hl205.tpc().count());
+  EXPECT_EQ(card.memory_map().DebugString(), hl205.memory_map().DebugString());
+}
+
 TEST(Preset, TextRenderingRoundTrips) {
-  Card card = load_preset("hl225", {"hbm.queue_depth=48"});
+  Card card = load_preset("hl225", {"hbm.queue_bursts=384"});
   std::string path = write_temp("roundtrip.textproto", to_text(card));
   Card again = load_preset(path);
   EXPECT_EQ(to_text(again), to_text(card));
