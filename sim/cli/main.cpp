@@ -11,7 +11,6 @@
 //   hpusim bench modes [--steps N] [--host-time modeled|measured|both] [--modes ...] [--json FILE]
 //   hpusim tpc-as INPUT.s -o OUTPUT.bin [-I DIR ...] [-D NAME=VALUE ...]
 //   hpusim tpc-dis INPUT.bin [-o OUTPUT.s] [--bundle-numbers]
-#include <cmath>
 #include <algorithm>
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
@@ -21,9 +20,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -45,6 +48,7 @@
 #include "sim/bench/submit_bench.h"
 #include "sim/bench/tpc_bench.h"
 #include "sim/preset/preset.h"
+#include "sim/report/correlation.h"
 
 namespace po = boost::program_options;
 
@@ -89,6 +93,8 @@ void print_usage(std::ostream& out) {
          "  bench bridge         the PyTorch bridge's host cost per op and per MNIST step against native runs\n"
          "  bench modes          host and device time per step in each PyTorch execution mode (lazy, eager,\n"
          "                       torch.compile, HPU graphs)\n"
+         "  report correlation   every published number hpusim reproduces: public value, source, hpusim's\n"
+         "                       value, error and verdict (--quick: the fast rows)\n"
          "  run WORKLOAD         model-zoo training steps through the Synapse API (mlp, bert-layer, conv-block)\n"
          "  analyze TRACE        per-step host and device time, engine use and a verdict (host-bound,\n"
          "                       device-bound, balanced) with guidance, from a trace hpusim or torch.profiler wrote\n"
@@ -318,21 +324,29 @@ int command_bench_python(const std::string& script, const std::string& name, con
 #endif
 }
 
-int run_child(const std::vector<std::string>& args) {
+// Runs this program as a child with `args`; its stdout and stderr go to `log` if one is named.
+int run_child(const std::vector<std::string>& args, const std::string& log = "") {
   std::vector<std::string> all = {"/proc/self/exe"};
   all.insert(all.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (std::string& a : all) argv.push_back(a.data());
   argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (!log.empty()) {
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  }
   std::cout << std::flush;
   pid_t pid = 0;
-  if (posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), environ) != 0) {
-    throw std::runtime_error("cannot start a child hpusim process");
-  }
+  const int spawned = posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) throw std::runtime_error("cannot start a child hpusim process");
   int status = 0;
   if (waitpid(pid, &status, 0) < 0) throw std::runtime_error("lost the child hpusim process");
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
+
 
 // The JSON arrays of several files as one array.
 // The records of every part file (each a JSON array of objects a child wrote), in order, as one
@@ -526,7 +540,7 @@ int command_bench_compile(const std::vector<std::string>& args) {
   if (vm.count("json")) bench.json_path = vm["json"].as<std::string>();
   hpusim::preset::load_preset(bench.preset, bench.overrides);
   if (const char* tmp = std::getenv("TMPDIR"); tmp && *tmp) bench.scratch_dir = tmp;
-  hpusim::bench::run_compile_bench(bench, run_child, std::cout);
+  hpusim::bench::run_compile_bench(bench, [](const std::vector<std::string>& a) { return run_child(a); }, std::cout);
   return 0;
 }
 
@@ -613,6 +627,56 @@ int command_run(const std::vector<std::string>& args) {
   return 0;
 }
 
+
+int command_report(const std::vector<std::string>& args) {
+  if (args.empty() || args[0] != "correlation") {
+    throw UsageError("report needs a report name: correlation");
+  }
+  po::options_description options;
+  options.add_options()("help,h", "this help")
+      ("quick", "only the quick rows (a minute or so; what the golden-tier test runs)")
+      ("json", po::value<std::string>(), "also write the rows as JSON")
+      ("work-dir", po::value<std::string>(), "keep the benchmarks' JSON and logs here (default: a temporary "
+                                             "directory, removed unless something failed)");
+  const po::variables_map vm = parse(std::vector<std::string>(args.begin() + 1, args.end()), options);
+  if (vm.count("help")) {
+    std::cout << "usage: hpusim report correlation [--quick] [--json FILE] [--work-dir DIR]\n"
+                 "  Every published number hpusim reproduces, its source, hpusim's value, the error and a\n"
+                 "  verdict against the row's tolerance. The full report runs large GEMMs (about 10 min).\n"
+              << options;
+    return 0;
+  }
+  hpusim::report::CorrelationOptions correlation;
+  correlation.quick = vm.count("quick") > 0;
+#ifndef HPUSIM_BRIDGE_PYTHON
+  correlation.with_bridge = false;
+#endif
+  const bool own_dir = !vm.count("work-dir");
+  if (own_dir) {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/hpusim-correlation-XXXXXX";
+    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("cannot create a directory under " + pattern);
+    correlation.work_dir = pattern;
+  } else {
+    correlation.work_dir = vm["work-dir"].as<std::string>();
+    std::filesystem::create_directories(correlation.work_dir);
+  }
+  if (vm.count("json") && !std::ofstream(vm["json"].as<std::string>(), std::ios::app)) {
+    throw std::runtime_error("cannot write output file '" + vm["json"].as<std::string>() + "'");
+  }
+  std::cout << "hpusim report correlation" << (correlation.quick ? " (quick)" : "") << "\n";
+  const auto rows = hpusim::report::run_correlation(
+      correlation, [](const std::vector<std::string>& a, const std::string& log) { return run_child(a, log); }, std::cout);
+  std::cout << "\n";
+  hpusim::report::write_correlation_table(rows, std::cout);
+  if (vm.count("json")) hpusim::report::write_correlation_json(rows, vm["json"].as<std::string>());
+  bool complete = true;
+  for (const auto& r : rows) complete = complete && r.failure.empty();
+  if (own_dir && complete) std::filesystem::remove_all(correlation.work_dir);
+  if (!complete) std::cout << "benchmark outputs kept in " << correlation.work_dir << "\n";
+  return complete ? 0 : 1;
+}
+
 int command_analyze(const std::vector<std::string>& args) {
   po::options_description options;
   options.add_options()("help,h", "this help")
@@ -652,6 +716,7 @@ int dispatch(const std::vector<std::string>& argv) {
   if (command == "presets") return command_presets();
   if (command == "run") return command_run(rest);
   if (command == "analyze") return command_analyze(rest);
+  if (command == "report") return command_report(rest);
   if (command == "tpc-as") return command_tpc_as(rest);
   if (command == "tpc-dis") return command_tpc_dis(rest);
   if (command == "bench") {

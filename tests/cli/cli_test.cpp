@@ -63,6 +63,9 @@ TEST(Cli, BadPresetFileIsAClearErrorWithNonZeroExit) {
 TEST(Cli, UnknownCommandsAndOptionsAreUsageErrors) {
   EXPECT_EQ(run("frobnicate").exit_code, 2);
   EXPECT_EQ(run("bench warp").exit_code, 2);
+  EXPECT_EQ(run("report").exit_code, 2);
+  EXPECT_EQ(run("report weather").exit_code, 2);
+  EXPECT_EQ(run("report correlation --no-such-option").exit_code, 2);
   EXPECT_EQ(run("bench memory --no-such-option").exit_code, 2);
   ProgramRun r = run("bench memory --json /nonexistent-dir/out.json");
   EXPECT_EQ(r.exit_code, 1);

@@ -339,6 +339,11 @@ StreamResult stream(const Timing& t, uint64_t requests, bool random, bool refres
   ControllerConfig cfg;
   cfg.refresh_enabled = refresh;
   cfg.refresh_mode = mode;
+  // 64 requests of 2 bursts, as the queue held when it counted requests: the speeds recorded in
+  // hw/hbm/README.md stay comparable (a deeper queue means longer bank queues to scan).
+  cfg.queue_bursts = 128;
+  cfg.write_high_watermark = 80;
+  cfg.write_low_watermark = 32;
   Organization org;
   AddressMapper mapper(org, t, cfg);
   std::mt19937_64 rng(seed);
