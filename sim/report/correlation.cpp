@@ -79,6 +79,19 @@ std::vector<Job> jobs() {
                       values[std::string("pcie.") + preset + ".read"] = only_row(results).at("gbps").get<double>();
                     }});
   }
+  list.push_back({"DMA through the driver (CS with LIN_DMA), hl205", true, false,
+                  {"bench", "submit", "--preset", "hl205", "--json", "{json}"},
+                  [](const json& results, std::map<std::string, double>& values) {
+                    // The largest transfer of each direction.
+                    std::map<std::string, std::pair<double, double>> best;   // case -> (bytes, GB/s)
+                    for (const json& r : results) {
+                      const std::string name = r.at("case").get<std::string>();
+                      if (name.rfind("dma_", 0) != 0) continue;
+                      const double bytes = r.at("size_bytes").get<double>();
+                      if (bytes >= best[name].first) best[name] = {bytes, r.at("sim_gb_per_s").get<double>()};
+                    }
+                    for (const auto& [name, b] : best) values["dma.hl205." + name.substr(4)] = b.second;
+                  }});
   for (const uint32_t bytes : {256u, 64u}) {
     list.push_back({"HBM random read " + std::to_string(bytes) + " B, hl225", true, false,
                     {"bench", "memory", "--preset", "hl225", "--memory", "hbm", "--pattern", "rand", "--bytes",
@@ -176,6 +189,10 @@ std::vector<CorrelationRow> correlation_rows() {
                      "GB/s", 32, kHotChips, C::kBelowPeak, 20, true));
   rows.push_back(row("pcie.hl325.read", "PCIe Gen5 x16 reads of host memory, 4 KB (128 GB/s both ways)", "hl325",
                      "GB/s", 64, kHotChips, C::kBelowPeak, 20, false));
+  rows.push_back(row("dma.hl205.host_to_dram", "DMA host -> HBM through the driver, 64 MB", "hl205", "GB/s", 32,
+                     kHotChips, C::kBelowPeak, 20, true));
+  rows.push_back(row("dma.hl205.dram_to_host", "DMA HBM -> host through the driver, 64 MB", "hl205", "GB/s", 32,
+                     kHotChips, C::kBelowPeak, 20, true));
   // GEMM efficiency.
   rows.push_back(row("gemm.hl225.bf16_8192", "BF16 GEMM 8192^3 (~99.3 % of 432 TFLOPS)", "hl225", "TFLOPS", 429,
                      kDebunking, C::kValue, 5, false));

@@ -128,6 +128,14 @@ TEST(Cli, BenchMemoryRunsOneChosenCase) {
   r = run("bench memory --memory hbm --pattern seq --count 500 --window 1");   // unloaded, mostly row hits
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("seq_read"), std::string::npos) << r.output;
+  // Posted writes through the fabric (the subsystem answers them on acceptance), requests split
+  // over two interleave chunks: every request is answered once, none fails.
+  r = run("bench memory --preset dramsim3-hbm2 --memory hbm --pattern rand --write-fraction 0.5 --bytes 512 "
+          "--count 4000 --window 128 --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  boost::property_tree::read_json(json, results);
+  EXPECT_EQ(results.begin()->second.get<int>("requests"), 4000);
+  EXPECT_EQ(results.begin()->second.get<std::string>("at"), "fabric");
 
   EXPECT_EQ(run("bench memory --bytes 64").exit_code, 2);                       // a case option without a case
   EXPECT_EQ(run("bench memory --pattern seq").exit_code, 2);                    // three memories, one case
