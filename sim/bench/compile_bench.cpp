@@ -70,6 +70,14 @@ std::vector<CompileBenchResult> run_compile_bench(const CompileBenchOptions& opt
     r.step_ns = run.steps.back().get<uint64_t>("step_ns");
     r.device_ns = run.steps.back().get<uint64_t>("device_ns");
     r.host_ns = run.steps.back().get<uint64_t>("host_ns");
+    const auto& last = run.steps.back();
+    r.mme_busy = last.get<double>("utilisation.mme");
+    r.tpc_busy = last.get<double>("utilisation.tpc");
+    r.mme_roof_ns = last.get<double>("roofline.mme_ns");
+    r.tpc_roof_ns = last.get<double>("roofline.tpc_ns");
+    r.hbm_roof_ns = last.get<double>("roofline.hbm_ns");
+    r.roofline_ns = last.get<double>("roofline.bound_ns");
+    r.roofline_limit = last.get<std::string>("roofline.limit");
     results.push_back(r);
   }
 
@@ -87,6 +95,20 @@ std::vector<CompileBenchResult> run_compile_bench(const CompileBenchOptions& opt
         << r.step_ns / 1e3 << std::setw(11) << r.device_ns / 1e3 << std::setw(9) << r.host_ns / 1e3 << std::setw(8)
         << r.wall_seconds << "\n";
   }
+  out << "\ndevice time of the last step against its roofline (each resource's time at its peak for the "
+         "work it did)\n";
+  out << std::left << std::setw(12) << "workload" << std::right << std::setw(11) << "device us" << std::setw(8)
+      << "MME %" << std::setw(8) << "TPC %" << std::setw(10) << "MME us" << std::setw(10) << "TPC us" << std::setw(10)
+      << "HBM us" << std::setw(10) << "bound us" << std::setw(7) << "limit" << std::setw(11) << "x roofline"
+      << "\n";
+  for (const CompileBenchResult& r : results) {
+    out << std::left << std::setw(12) << r.workload << std::right << std::setw(11) << r.device_ns / 1e3
+        << std::setw(8) << 100 * r.mme_busy << std::setw(8) << 100 * r.tpc_busy << std::setw(10)
+        << r.mme_roof_ns / 1e3 << std::setw(10) << r.tpc_roof_ns / 1e3 << std::setw(10) << r.hbm_roof_ns / 1e3
+        << std::setw(10) << r.roofline_ns / 1e3 << std::setw(7) << r.roofline_limit << std::setw(11)
+        << std::setprecision(2) << (r.roofline_ns > 0 ? r.device_ns / r.roofline_ns : 0.0) << std::setprecision(1)
+        << "\n";
+  }
   out << std::defaultfloat;
   if (!options.json_path.empty()) {
     nlohmann::ordered_json all = nlohmann::ordered_json::array();
@@ -101,7 +123,15 @@ std::vector<CompileBenchResult> run_compile_bench(const CompileBenchOptions& opt
                      {"first_step_ns", r.first_step_ns},
                      {"step_ns", r.step_ns},
                      {"device_ns", r.device_ns},
-                     {"host_ns", r.host_ns}});
+                     {"host_ns", r.host_ns},
+                     {"mme_busy", r.mme_busy},
+                     {"tpc_busy", r.tpc_busy},
+                     {"mme_roof_ns", r.mme_roof_ns},
+                     {"tpc_roof_ns", r.tpc_roof_ns},
+                     {"hbm_roof_ns", r.hbm_roof_ns},
+                     {"roofline_ns", r.roofline_ns},
+                     {"roofline_limit", r.roofline_limit},
+                     {"x_roofline", r.roofline_ns > 0 ? double(r.device_ns) / r.roofline_ns : 0.0}});
     }
     std::ofstream json(options.json_path);
     json << all.dump(2) << "\n";

@@ -33,6 +33,10 @@ struct CompileBenchResult {
   uint64_t patches_per_launch = 0;
   uint64_t first_step_ns = 0;         // modeled: with the compile
   uint64_t step_ns = 0, device_ns = 0, host_ns = 0;   // modeled: the last step
+  // The last step's launch: engine busy shares and its roofline (sim/zoo/engine_utilisation.h).
+  double mme_busy = 0, tpc_busy = 0;
+  double mme_roof_ns = 0, tpc_roof_ns = 0, hbm_roof_ns = 0, roofline_ns = 0;
+  std::string roofline_limit;
   double wall_seconds = 0;
 };
 

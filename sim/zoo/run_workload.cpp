@@ -106,6 +106,12 @@ std::vector<StepRecord> run_workload(const RunOptions& options, std::unique_ptr<
     const Utilisation u = engine_utilisation(busy_before, busy_after, (completed - submitted) * 1000);
     r.mme_utilisation = u.mme;
     r.tpc_utilisation = u.tpc;
+    const Roofline roof = roofline(busy_before, busy_after);
+    r.mme_roof_ns = roof.mme_ns;
+    r.tpc_roof_ns = roof.tpc_ns;
+    r.hbm_roof_ns = roof.hbm_ns;
+    r.roofline_ns = roof.bound_ns;
+    r.roofline_limit = roof.limit;
     out << std::left << std::setw(6) << i << std::right << std::setw(12) << std::setprecision(6) << r.loss
         << std::setw(14) << std::fixed << std::setprecision(1) << r.device_ns / 1e3 << std::setw(12)
         << r.host_ns / 1e3 << std::setw(12) << r.step_ns / 1e3 << std::setw(8) << 100 * r.mme_utilisation
@@ -156,6 +162,11 @@ std::string steps_to_json(const RunOptions& options, const std::vector<StepRecor
     step["cache_hits"] = r.cache_hits;
     step["cache_misses"] = r.cache_misses;
     step["utilisation"] = {{"mme", r.mme_utilisation}, {"tpc", r.tpc_utilisation}};
+    step["roofline"] = {{"mme_ns", r.mme_roof_ns},
+                        {"tpc_ns", r.tpc_roof_ns},
+                        {"hbm_ns", r.hbm_roof_ns},
+                        {"bound_ns", r.roofline_ns},
+                        {"limit", r.roofline_limit}};
     all.push_back(std::move(step));
   }
   return all.dump(2) + "\n";

@@ -30,6 +30,10 @@ struct StepRecord {
   uint64_t host_ns = 0;     // step_ns - device_ns: host work the device did not hide
   uint64_t compiles = 0, cache_hits = 0, cache_misses = 0;   // during this step
   double mme_utilisation = 0, tpc_utilisation = 0;           // over the launch
+  // The launch's roofline (engine_utilisation.h): each resource's time at its peak for the work
+  // it did, and the longest of them.
+  double mme_roof_ns = 0, tpc_roof_ns = 0, hbm_roof_ns = 0, roofline_ns = 0;
+  std::string roofline_limit;
 };
 
 // What the whole run cost, from the API's counters.

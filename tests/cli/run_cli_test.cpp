@@ -56,6 +56,14 @@ TEST(CliRun, MlpPrintsEveryStepAndWritesJsonAndTrace) {
     EXPECT_GT(steps[i].get<double>("loss"), 0.0);
     EXPECT_GT(steps[i].get<double>("utilisation.tpc"), 0.0);
     EXPECT_GE(steps[i].get<double>("utilisation.mme"), 0.0);
+    // The roofline's MME time: the step's GEMMs (784-128-10 at batch 200: forward, the weight
+    // gradients and the hidden layer's input gradient) at hl205's 16384 MACs per cycle, 1830 MHz.
+    const double macs = 2.0 * 200 * 784 * 128 + 3.0 * 200 * 128 * 10;
+    EXPECT_NEAR(steps[i].get<double>("roofline.mme_ns"), macs / (16384 * 1.830), 1e-6 * macs);
+    const double bound = steps[i].get<double>("roofline.bound_ns");
+    EXPECT_DOUBLE_EQ(bound, std::max({steps[i].get<double>("roofline.mme_ns"), steps[i].get<double>("roofline.tpc_ns"),
+                                      steps[i].get<double>("roofline.hbm_ns")}));
+    EXPECT_GE(double(steps[i].get<uint64_t>("device_ns")), bound);   // no launch beats its roofline
     EXPECT_EQ(steps[i].get<uint64_t>("compiles"), i == 0 ? 1u : 0u);
     EXPECT_EQ(steps[i].get<uint64_t>("cache_hits"), i == 0 ? 0u : 1u);
     EXPECT_EQ(steps[i].get<uint64_t>("cache_misses"), i == 0 ? 1u : 0u);
@@ -403,7 +411,15 @@ TEST(CliBenchCompile, ReportsCompileAndLaunchCostsAndStepTimes) {
     // The first step pays the modeled compile; the steady step does not.
     EXPECT_GT(row.get<uint64_t>("first_step_ns"), row.get<uint64_t>("step_ns"));
     EXPECT_GT(row.get<uint64_t>("device_ns"), 0u);
+    // Against the roofline: the bound is the longest resource, named, and never beaten.
+    EXPECT_GT(row.get<double>("roofline_ns"), 0.0);
+    EXPECT_GE(row.get<double>("x_roofline"), 1.0);
+    const std::string limit = row.get<std::string>("roofline_limit");
+    EXPECT_TRUE(limit == "mme" || limit == "tpc" || limit == "hbm") << limit;
+    EXPECT_GE(row.get<double>("tpc_busy"), 0.0);
+    EXPECT_LE(row.get<double>("tpc_busy"), 1.0);
   }
+  EXPECT_NE(r.output.find("x roofline"), std::string::npos) << r.output;
   const ProgramRun bad = run_hpusim("bench compile --workloads resnet");
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.output.find("unknown workload 'resnet'"), std::string::npos) << bad.output;
