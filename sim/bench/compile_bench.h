@@ -37,6 +37,7 @@ struct CompileBenchResult {
   double mme_busy = 0, tpc_busy = 0;
   double mme_roof_ns = 0, tpc_roof_ns = 0, hbm_roof_ns = 0, roofline_ns = 0;
   std::string roofline_limit;
+  double overlap = 0;   // share of the launch in which an MME and a TPC both ran
   double wall_seconds = 0;
 };
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace hpusim::hw {
 class Card;
@@ -27,6 +28,7 @@ struct EngineBusy {
   double mme_macs_per_ns = 0;        // peaks: every MME engine's array every cycle,
   double tpc_bundles_per_ns = 0;     // one bundle per TPC per cycle,
   double hbm_bytes_per_ns = 0;       // the HBM's data-bus peak
+  std::vector<uint64_t> tpc_kernels, mme_jobs;   // finished so far, per TPC and per MME engine
 };
 EngineBusy engine_busy(hw::Card& card);
 
@@ -43,5 +45,14 @@ struct Roofline {
   const char* limit = "none";   // "mme", "tpc" or "hbm": the resource that sets the bound
 };
 Roofline roofline(const EngineBusy& before, const EngineBusy& after);
+
+// When the engines ran, from the kernels and jobs finished since `before` (the engines' histories;
+// read on the simulation thread): the time at least one MME ran a job, at least one TPC ran a
+// kernel, and both at once.
+struct Overlap {
+  double mme_ns = 0, tpc_ns = 0, both_ns = 0;
+  bool complete = true;   // false: an engine finished more than its history keeps
+};
+Overlap engine_overlap(hw::Card& card, const EngineBusy& before);
 
 }  // namespace hpusim::zoo

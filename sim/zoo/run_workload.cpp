@@ -112,6 +112,11 @@ std::vector<StepRecord> run_workload(const RunOptions& options, std::unique_ptr<
     r.hbm_roof_ns = roof.hbm_ns;
     r.roofline_ns = roof.bound_ns;
     r.roofline_limit = roof.limit;
+    const Overlap overlap = box->cosim().on_sim_thread([&] { return engine_overlap(card, busy_before); });
+    r.mme_active_ns = overlap.mme_ns;
+    r.tpc_active_ns = overlap.tpc_ns;
+    r.overlap_ns = overlap.both_ns;
+    r.overlap_complete = overlap.complete;
     out << std::left << std::setw(6) << i << std::right << std::setw(12) << std::setprecision(6) << r.loss
         << std::setw(14) << std::fixed << std::setprecision(1) << r.device_ns / 1e3 << std::setw(12)
         << r.host_ns / 1e3 << std::setw(12) << r.step_ns / 1e3 << std::setw(8) << 100 * r.mme_utilisation
@@ -167,6 +172,10 @@ std::string steps_to_json(const RunOptions& options, const std::vector<StepRecor
                         {"hbm_ns", r.hbm_roof_ns},
                         {"bound_ns", r.roofline_ns},
                         {"limit", r.roofline_limit}};
+    step["engines_active"] = {{"mme_ns", r.mme_active_ns},
+                              {"tpc_ns", r.tpc_active_ns},
+                              {"both_ns", r.overlap_ns},
+                              {"complete", r.overlap_complete}};
     all.push_back(std::move(step));
   }
   return all.dump(2) + "\n";

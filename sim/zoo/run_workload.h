@@ -34,6 +34,9 @@ struct StepRecord {
   // it did, and the longest of them.
   double mme_roof_ns = 0, tpc_roof_ns = 0, hbm_roof_ns = 0, roofline_ns = 0;
   std::string roofline_limit;
+  // When the engines ran during the launch: at least one MME, at least one TPC, both at once.
+  double mme_active_ns = 0, tpc_active_ns = 0, overlap_ns = 0;
+  bool overlap_complete = true;
 };
 
 // What the whole run cost, from the API's counters.

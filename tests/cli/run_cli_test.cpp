@@ -64,6 +64,16 @@ TEST(CliRun, MlpPrintsEveryStepAndWritesJsonAndTrace) {
     EXPECT_DOUBLE_EQ(bound, std::max({steps[i].get<double>("roofline.mme_ns"), steps[i].get<double>("roofline.tpc_ns"),
                                       steps[i].get<double>("roofline.hbm_ns")}));
     EXPECT_GE(double(steps[i].get<uint64_t>("device_ns")), bound);   // no launch beats its roofline
+    // When the engines ran: inside the launch, the MMEs at least as long as their peak needs, and
+    // the overlap no longer than either.
+    const double mme_active = steps[i].get<double>("engines_active.mme_ns");
+    const double tpc_active = steps[i].get<double>("engines_active.tpc_ns");
+    const double both = steps[i].get<double>("engines_active.both_ns");
+    EXPECT_TRUE(steps[i].get<bool>("engines_active.complete"));
+    EXPECT_GE(mme_active, steps[i].get<double>("roofline.mme_ns"));
+    EXPECT_GT(tpc_active, 0.0);
+    EXPECT_LE(std::max(mme_active, tpc_active), double(steps[i].get<uint64_t>("device_ns")));
+    EXPECT_LE(both, std::min(mme_active, tpc_active));
     EXPECT_EQ(steps[i].get<uint64_t>("compiles"), i == 0 ? 1u : 0u);
     EXPECT_EQ(steps[i].get<uint64_t>("cache_hits"), i == 0 ? 0u : 1u);
     EXPECT_EQ(steps[i].get<uint64_t>("cache_misses"), i == 0 ? 1u : 0u);
@@ -418,6 +428,8 @@ TEST(CliBenchCompile, ReportsCompileAndLaunchCostsAndStepTimes) {
     EXPECT_TRUE(limit == "mme" || limit == "tpc" || limit == "hbm") << limit;
     EXPECT_GE(row.get<double>("tpc_busy"), 0.0);
     EXPECT_LE(row.get<double>("tpc_busy"), 1.0);
+    EXPECT_GE(row.get<double>("overlap"), 0.0);
+    EXPECT_LT(row.get<double>("overlap"), 1.0);
   }
   EXPECT_NE(r.output.find("x roofline"), std::string::npos) << r.output;
   const ProgramRun bad = run_hpusim("bench compile --workloads resnet");
