@@ -124,7 +124,11 @@ CaseDef chosen_case(const MemoryCase& m, const std::string& at) {
   std::string name = m.pattern + (permille == 0 ? "_read" : permille == 1000 ? "_write"
                                                  : "_mix" + std::to_string((1000 - permille) / 10) + "r");
   CaseDef c{m.memory, name, m.request_bytes, m.requests, m.ports, m.window};
-  if (at == "fabric") c.window = std::max<uint32_t>(1, m.window / m.ports);   // the option counts all ports
+  if (at == "fabric") {
+    // The option counts all ports; each port keeps window / ports (so a window of 1 is one port).
+    c.ports = std::min(m.ports, m.window);
+    c.window = m.window / c.ports;
+  }
   c.at = at;
   c.sequential = m.pattern == "seq";
   c.write_fraction = m.write_fraction;
@@ -398,7 +402,7 @@ std::vector<MemoryCaseResult> run_memory_bench(const MemoryBenchOptions& options
     results.push_back(row);
   }
 
-  print_speed_summary(out, results);
+  if (!options.has_case) print_speed_summary(out, results);   // a chosen case's window may be anything
 
   if (!options.stats_path.empty()) {
     stats::Registry registry;
