@@ -73,4 +73,9 @@ inline uint32_t f32_bits(float f) {
   return u;
 }
 
+// optim.s's bank macros (WD_GRAD, DECOUPLED_WD, LOAD_STATES, STORE_STATES, STORE_LAST) for
+// `states` state tensors (inputs 2..) whose outputs follow the param's, output `out_base`; `wd` /
+// `decay`: the registers holding weight decay / 1 - lr * wd, or empty (none).
+std::string optim_bank_macros(size_t states, size_t out_base, const std::string& wd, const std::string& decay);
+
 }  // namespace hpusim::synapse::tpc_kernels::glue

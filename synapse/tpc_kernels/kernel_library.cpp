@@ -704,6 +704,108 @@ std::optional<Failure> validate_batch3(const KernelDef& def, const KernelParams&
   return std::nullopt;
 }
 
+// The row macros of softmax_short.s / softmax_bwd_short.s for rows of `vectors` (1..4) vectors,
+// one macro line per vector (the assembler has no repetition directive). Registers as the kernel
+// files list them: x or g in V30.. (lo) / V34.. (hi), e or y in V22.. / V26..; the results rotate
+// over four lo / hi pairs so consecutive vectors do not wait on each other.
+// layernorm_fwd_short.s's row macros for rows of `vectors` vectors (x in V24.. lo, V30.. hi).
+std::string layernorm_row_macros(uint32_t vectors) {
+  auto lo = [](unsigned r) { return "V" + std::to_string(24 + r); };
+  auto hi = [](unsigned r) { return "V" + std::to_string(30 + r); };
+  std::ostringstream m;
+  m << ".macro ROW_LOAD\n        imov I3, I2\n";
+  for (unsigned r = 0; r < vectors; ++r) {
+    if (r) m << "        iadd_dim I3, LANES dim=0\n";
+    m << "        LDW " << lo(r) << ", " << hi(r) << ", I3, 0\n";
+  }
+  m << ".endm\n.macro ROW_SUM\n        mov.f32 V10, 0.0\n        mov.f32 V20, 0.0\n";
+  for (unsigned r = 0; r < vectors; ++r) m << "        EACH3 add.f32, V10, V10, " << lo(r) << ", V20, V20, " << hi(r) << "\n";
+  // Pass 2: every x - mean first (independent), then per vector the masked square and the sum.
+  m << ".endm\n.macro ROW_VAR\n";
+  for (unsigned r = 0; r < vectors; ++r)
+    m << "        EACH3 sub.f32, " << lo(r) << ", " << lo(r) << ", V14, " << hi(r) << ", " << hi(r) << ", V14\n";
+  m << "        mov.f32 V10, 0.0\n        mov.f32 V20, 0.0\n";
+  for (unsigned r = 0; r < vectors; ++r)
+    m << "        sub.i32 S18, S0, LANES * " << r << "\n        cmp.lt.i32 VP2, V16, S18\n        cmp.lt.i32 VP3, V17, S18\n"
+      << "        EACH3 mul.f32, V11, " << lo(r) << ", " << lo(r) << ", V21, " << hi(r) << ", " << hi(r) << "\n"
+      << "        EACH4 sel.f32, V11, V11, 0.0, VP2, V21, V21, 0.0, VP3\n"
+      << "        EACH3 add.f32, V10, V10, V11, V20, V20, V21\n";
+  m << ".endm\n.macro ROW_STORE\n        imov I3, I2\n";
+  for (unsigned r = 0; r < vectors; ++r)
+    m << "        EACH3 mul.f32, V13, " << lo(r) << ", V15, V23, " << hi(r) << ", V15\n        LN_AFFINE V13, V23\n"
+      << "        NARROW V13, V23\n        st_tnsr I3, OUT_Y, V9; iadd_dim I3, LANES dim=0\n";
+  m << ".endm\n";
+  return m.str();
+}
+
+std::string short_row_macros(uint32_t vectors, bool backward) {
+  auto v = [](unsigned n) { return "V" + std::to_string(n); };
+  const char* out_lo[] = {"V11", "V12", "V13", "V16"};
+  const char* out_hi[] = {"V17", "V18", "V19", "V21"};
+  std::ostringstream m;
+  m << ".macro ROW_LOAD\n        imov I3, I2\n";
+  for (unsigned r = 0; r < vectors; ++r) {
+    if (r) m << "        iadd_dim I3, LANES dim=0\n";
+    m << "        LDW " << v(30 + r) << ", " << v(34 + r) << ", I3, 0\n";
+    if (backward) m << "        LDW " << v(22 + r) << ", " << v(26 + r) << ", I3, 1\n";
+  }
+  m << ".endm\n";
+  if (backward) {
+    m << ".macro ROW_ACC\n        mov.f32 V10, 0.0\n        mov.f32 V20, 0.0\n";
+    for (unsigned r = 0; r < vectors; ++r)
+      m << "        EACH3 SMB_ACC, V10, " << v(30 + r) << ", " << v(22 + r) << ", V20, " << v(34 + r) << ", " << v(26 + r) << "\n";
+    m << ".endm\n";
+  } else {
+    m << ".macro ROW_MAX\n        mov.f32 V10, 0xFF800000\n        mov.f32 V20, 0xFF800000\n";
+    for (unsigned r = 0; r < vectors; ++r)
+      m << "        EACH3 max.f32, V10, V10, " << v(30 + r) << ", V20, V20, " << v(34 + r) << "\n";
+    m << ".endm\n.macro ROW_EXP\n";
+    for (unsigned r = 0; r < vectors; ++r)
+      m << "        EACH3 sub.f32, " << v(22 + r) << ", " << v(30 + r) << ", V14, " << v(26 + r) << ", " << v(34 + r) << ", V14\n";
+    for (unsigned r = 0; r < vectors; ++r)
+      m << "        EACH2 special.exp.f32, " << v(22 + r) << ", " << v(22 + r) << ", " << v(26 + r) << ", " << v(26 + r) << "\n";
+    m << "        mov.f32 V10, 0.0\n        mov.f32 V20, 0.0\n";
+    for (unsigned r = 0; r < vectors; ++r)
+      m << "        EACH3 add.f32, V10, V10, " << v(22 + r) << ", V20, V20, " << v(26 + r) << "\n";
+    m << ".endm\n";
+  }
+  m << ".macro ROW_STORE\n";
+  for (unsigned r = 0; r < vectors; ++r)
+    m << "        EACH3 " << (backward ? "SMB_OUT" : "SMS_OUT") << ", " << out_lo[r] << ", " << v(30 + r) << ", " << v(22 + r) << ", "
+      << out_hi[r] << ", " << v(34 + r) << ", " << v(26 + r) << "\n";
+  m << "        imov I3, I2\n";
+  for (unsigned r = 0; r < vectors; ++r)
+    m << "        NARROW " << out_lo[r] << ", " << out_hi[r] << "\n        st_tnsr I3, " << (backward ? 2 : 1)
+      << ", V9; iadd_dim I3, LANES dim=0\n";
+  m << ".endm\n";
+  return m.str();
+}
+
+}  // namespace
+
+// Each macro for bank A (V10.., at I2) and bank B (V14.., at I3).
+std::string glue::optim_bank_macros(size_t states, size_t out_base, const std::string& wd, const std::string& decay) {
+  std::ostringstream m;
+  m << ".macro WD_GRAD\n";
+  if (!wd.empty())
+    m << "        mul.f32 V4, V10, " << wd << "\n        mul.f32 V18, V14, " << wd << "\n        add.f32 V11, V11, V4\n"
+      << "        add.f32 V15, V15, V18\n";
+  m << ".endm\n.macro DECOUPLED_WD\n";
+  if (!decay.empty()) m << "        mul.f32 V10, V10, " << decay << "\n        mul.f32 V14, V14, " << decay << "\n";
+  m << ".endm\n.macro LOAD_STATES\n";
+  for (size_t k = 2; k < 2 + states; ++k)
+    m << "        ld_tnsr V" << 10 + k << ", I2, " << k << "\n        ld_tnsr V" << 14 + k << ", I3, " << k << "\n";
+  m << ".endm\n.macro STORE_STATES\n";
+  for (size_t k = 2; k < 2 + states; ++k) m << "        st_tnsr I2, " << out_base + k - 1 << ", V" << 10 + k << "\n";
+  for (size_t k = 2; k + 1 < 2 + states; ++k) m << "        st_tnsr I3, " << out_base + k - 1 << ", V" << 14 + k << "\n";
+  m << ".endm\n.macro STORE_LAST\n        ";
+  if (states > 0) m << "st_tnsr I3, " << out_base + states << ", V" << 15 + states << "; ";
+  m << "iadd_dim I2, LANES dim=0\n.endm\n";
+  return m.str();
+}
+
+namespace {
+
 uint32_t mix32(uint32_t x) {
   x ^= x >> 16;
   x *= 0x7feb352du;
@@ -744,11 +846,15 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
   if (def.kind == Kind::LayerNormFwd) prefetched = p.inputs.size() == 3 ? std::vector<unsigned>{0, 1, 2} : std::vector<unsigned>{0};
   if (def.kind == Kind::LayerNormBwd) prefetched = p.inputs.size() == 5 ? std::vector<unsigned>{0, 1, 4} : std::vector<unsigned>{0, 1};
   if (def.kind == Kind::Permute && permutation_of(def, p)[0] == 0) prefetched = {0};
+  // optim.s steps two vectors at a time (two interleaved banks).
+  const unsigned unroll = def.kind == Kind::Optim ? 2 : 1;
   src << "// " << def.guid << ": the glue's prelude for the kernel file included at the end\n"
-      << width_prelude(prefetched, static_cast<uint32_t>((padded(p.inputs.empty() ? p.outputs[0].shape : p.inputs[0].shape)[0] +
-                                                         lanes_of(def.out) - 1) / lanes_of(def.out)));
+      << width_prelude(prefetched,
+                       static_cast<uint32_t>((padded(p.inputs.empty() ? p.outputs[0].shape : p.inputs[0].shape)[0] +
+                                              lanes_of(def.out) - 1) / lanes_of(def.out)),
+                       unroll);
   if (def.kind != Kind::Permute && def.kind != Kind::Gather && !is_strided(def.kind))
-    src << ".equ LANES " << lanes << "\n";   // per variant
+    src << ".equ LANES " << lanes * unroll << "\n";   // per variant
   // gamma / beta ([N0]) repeated along X's dims 1..4 with stride 0.
   auto repeat_row = [&](DescriptorTemplate& d) {
     d.dims = static_cast<uint8_t>(std::max<size_t>(x.shape.size(), 1));
@@ -784,7 +890,14 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
         if (affine)
           src << "        LDW V12, V22, I3, 1\n        EACH3 mul.f32, \\d, \\d, V12, \\D, \\D, V22\n"
               << "        LDW V12, V22, I3, 2\n        EACH3 add.f32, \\d, \\d, V12, \\D, \\D, V22\n";
-        src << ".endm\n.include \"layernorm_fwd.s\"\n";
+        src << ".endm\n";
+        const uint32_t row_vectors = static_cast<uint32_t>((px[0] + lanes - 1) / lanes);
+        if (row_vectors <= (def.out == DType::BF16 ? kShortRowRegisters / 2 : kShortRowRegisters)) {
+          variant << " short " << row_vectors;
+          src << layernorm_row_macros(row_vectors) << ".include \"layernorm_fwd_short.s\"\n";
+        } else {
+          src << ".include \"layernorm_fwd.s\"\n";
+        }
       } else {
         src << ".equ OUT_T " << p.inputs.size() << "\n.macro LN_GAMMA d, D\n";
         if (affine) src << "        LDW V13, V23, I3, 4\n        EACH3 mul.f32, \\d, \\d, V13, \\D, \\D, V23\n";
@@ -860,8 +973,13 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
         }
         inst.input_patterns[0][0] = vec0;
         inst.output_patterns[0][0] = vec0;
-        variant << "permute view " << t;
-        src << ".equ LANES " << lanes << "\n.macro ROW_SETUP\n.endm\n.include \"permute_view.s\"\n";
+        if (vectors(py[0]) == 1 && py[1] > 1) {
+          variant << "permute rows " << t;
+          src << ".equ LANES " << lanes << "\n.equ ROWS_AHEAD " << kPermuteRowsAhead << "\n.include \"permute_rows.s\"\n";
+        } else {
+          variant << "permute view " << t;
+          src << ".equ LANES " << lanes << "\n.macro ROW_SETUP\n.endm\n.include \"permute_view.s\"\n";
+        }
       } else {
         // Raw bits through the scalar moves: the unsigned type of the element's width.
         const DType raw = def.out == DType::BF16 ? DType::U16 : DType::U32;
@@ -1093,10 +1211,12 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
     case Kind::DropoutFwd:
     case Kind::DropoutBwd:
     case Kind::Optim: {
-      inst.ispace_geometry = {vectors(px[0]), static_cast<int32_t>(px[1]), static_cast<int32_t>(px[2]),
-                              static_cast<int32_t>(px[3]), static_cast<int32_t>(px[4])};
-      for (auto& pat : inst.input_patterns) pat = pattern_of(vec0, px, false);
-      for (auto& pat : inst.output_patterns) pat = pattern_of(vec0, px, false);
+      const int32_t step = L * static_cast<int32_t>(unroll);
+      const AccessPatternDim step0{0, step, 0, step - 1};
+      inst.ispace_geometry = {static_cast<int32_t>((px[0] + step - 1) / step), static_cast<int32_t>(px[1]),
+                              static_cast<int32_t>(px[2]), static_cast<int32_t>(px[3]), static_cast<int32_t>(px[4])};
+      for (auto& pat : inst.input_patterns) pat = pattern_of(step0, px, false);
+      for (auto& pat : inst.output_patterns) pat = pattern_of(step0, px, false);
       if (def.kind == Kind::DropoutFwd || def.kind == Kind::DropoutBwd) {
         const float prob = p.scalars[0];
         const float scale = prob == 1.0f ? 0.0f : static_cast<float>(1.0 / (1.0 - static_cast<double>(prob)));
@@ -1164,16 +1284,8 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
       }
       const size_t nin = p.inputs.size();
       variant << "optim " << def.op_macro << (decoupled ? " decoupled-wd" : "") << (wd_reg >= 0 ? " wd" : "");
-      src << ".equ NIN " << nin << "\n.macro WD_GRAD\n";
-      if (wd_reg >= 0) src << "        mul.f32 V4, V10, S" << wd_reg << "\n        add.f32 V11, V11, V4\n";
-      src << ".endm\n.macro DECOUPLED_WD\n";
-      if (decoupled) src << "        mul.f32 V10, V10, S8\n";
-      src << ".endm\n.macro LOAD_STATES\n";
-      for (size_t k = 2; k < nin; ++k) src << "        ld_tnsr V1" << k << ", I2, " << k << "\n";
-      src << ".endm\n.macro STORE_STATES\n";
-      for (size_t k = 2; k + 1 < nin; ++k) src << "        st_tnsr I2, " << nin + k - 1 << ", V1" << k << "\n";
-      src << ".endm\n.macro STORE_LAST\n        st_tnsr I2, " << 2 * nin - 2 << ", V1" << nin - 1
-          << "; iadd_dim I2, LANES dim=0\n.endm\n"
+      src << ".equ NIN " << nin << "\n"
+          << optim_bank_macros(nin - 2, nin, wd_reg >= 0 ? "S" + std::to_string(wd_reg) : std::string(), decoupled ? "S8" : "")
           << ".macro PRE_NEST\n        cmp.ne.i32 SP5, S15, 0\n.endm\n.macro OPT_STEP\n        " << def.op_macro
           << (def.op_macro == "OPT_SGD" ? " S0, SP5" : def.op_macro == "OPT_ADAM" ? " S4, S5" : "")
           << "\n.endm\n.include \"optim.s\"\n";
@@ -1273,15 +1385,18 @@ unsigned KernelLibrary::prefetch_ahead(size_t streamed_inputs) {
   return std::clamp(fit, kMinPrefetchAheadVectors, kPrefetchAheadVectors);
 }
 
-std::string KernelLibrary::width_prelude(const std::vector<unsigned>& prefetched, uint32_t row_vectors) const {
+std::string KernelLibrary::width_prelude(const std::vector<unsigned>& prefetched, uint32_t row_vectors,
+                                         unsigned unroll) const {
   const unsigned ahead_vectors = prefetch_ahead(prefetched.size());
   std::string text = ".equ F32_LANES " + std::to_string(lanes_of(DType::F32)) + "\n.equ VECTOR_BYTES " +
                      std::to_string(vector_bits_ / 8) + "\n";
   // One vector of every prefetched input at \ireg, then \ireg one vector on (with the last prefetch).
+  // (A step of `unroll` vectors: LANES covers them all, each prefetch one.)
+  const std::string vector_lanes = unroll == 1 ? "LANES" : "(LANES / " + std::to_string(unroll) + ")";
   std::string step;
   for (size_t k = 0; k < prefetched.size(); ++k) {
     step += "        prefetch \\ireg, " + std::to_string(prefetched[k]);
-    step += k + 1 == prefetched.size() ? "; iadd_dim \\ireg, LANES dim=0\n" : "\n";
+    step += k + 1 == prefetched.size() ? "; iadd_dim \\ireg, " + vector_lanes + " dim=0\n" : "\n";
   }
   text += ".macro PREFETCH_ROW\n";
   if (!prefetched.empty()) {
@@ -1300,7 +1415,9 @@ std::string KernelLibrary::width_prelude(const std::vector<unsigned>& prefetched
       for (unsigned v = 0; v < first; ++v) text += row_step;
     }
   }
-  text += ".endm\n.macro PREFETCH_STEP ireg\n" + (row_vectors > ahead_vectors ? step : std::string()) + ".endm\n";
+  std::string steps;
+  for (unsigned u = 0; u < unroll; ++u) steps += step;
+  text += ".endm\n.macro PREFETCH_STEP ireg\n" + (row_vectors > ahead_vectors ? steps : std::string()) + ".endm\n";
   return text;
 }
 
@@ -1547,7 +1664,16 @@ InstantiateResult KernelLibrary::instantiate_impl(const std::string& guid, const
         variant << def.op_macro << " fwd " << t;
         src << ".include \"" << io << "\"\n.macro SM_ROW s\n";
         if (log) src << "        special.log.f32 \\s, \\s\n";
-        src << ".endm\n.macro SM_OUT d, a\n        sub.f32 \\d, \\a, V14\n";
+        src << ".endm\n";
+        if (row_vectors <= kShortRowVectors) {
+          variant << " short " << row_vectors;
+          src << ".macro SMS_OUT d, x, e\n";
+          if (log) src << "        sub.f32 \\d, \\x, V14\n        sub.f32 \\d, \\d, V15\n";
+          else src << "        div.f32 \\d, \\e, V15\n";
+          src << ".endm\n" << short_row_macros(row_vectors, false) << ".include \"softmax_short.s\"\n";
+          break;
+        }
+        src << ".macro SM_OUT d, a\n        sub.f32 \\d, \\a, V14\n";
         if (log) src << "        sub.f32 \\d, \\d, V15\n";
         else src << "        special.exp.f32 \\d, \\d\n        div.f32 \\d, \\d, V15\n";
         src << ".endm\n.include \"softmax_fwd.s\"\n";
@@ -1562,7 +1688,13 @@ InstantiateResult KernelLibrary::instantiate_impl(const std::string& guid, const
         src << ".endm\n.macro SMB_OUT d, g, y\n";
         if (log) src << "        special.exp.f32 V4, \\y\n        mul.f32 V4, V4, V15\n        sub.f32 \\d, \\g, V4\n";
         else src << "        sub.f32 V4, \\g, V15\n        mul.f32 \\d, \\y, V4\n";
-        src << ".endm\n.include \"softmax_bwd.s\"\n";
+        src << ".endm\n";
+        if (row_vectors <= kShortRowVectors) {
+          variant << " short " << row_vectors;
+          src << short_row_macros(row_vectors, true) << ".include \"softmax_bwd_short.s\"\n";
+        } else {
+          src << ".include \"softmax_bwd.s\"\n";
+        }
         break;
       }
       case Kind::Unary:

@@ -133,6 +133,14 @@ class KernelLibrary {
   static constexpr unsigned kPrefetchAheadVectors = 48, kMinPrefetchAheadVectors = 8, kPrefetchBudget = 112;
   // Across short rows: the row at most this many rows on.
   static constexpr unsigned kMaxRowsAhead = 16;
+  // permute_rows.s: rows of one vector prefetched ahead of the copy (Little's law at a TPC's
+  // share of HBM bandwidth and the loaded latency, within the prefetch buffer).
+  static constexpr unsigned kPermuteRowsAhead = kPrefetchBudget;
+  // Softmax rows of at most this many vectors stay in registers (softmax_short.s).
+  static constexpr uint32_t kShortRowVectors = 4;
+  // Layernorm rows of at most this many f32 registers (bf16: half as many vectors) stay in
+  // registers (layernorm_fwd_short.s).
+  static constexpr uint32_t kShortRowRegisters = 12;
   static unsigned prefetch_ahead(size_t streamed_inputs);
   static bool valid_vector_bits(unsigned bits);   // a power of two in kMin .. kMaxVectorBits
 
@@ -185,8 +193,10 @@ class KernelLibrary {
   // ".equ F32_LANES ..\n.equ VECTOR_BYTES ..\n": every variant's width constants, and the nest's
   // PREFETCH_ROW / PREFETCH_STEP macros (kernels/nest.inc) over the input tensors `prefetched`
   // (empty: no prefetching) for rows of `row_vectors` vectors: a row's start prefetches at most
-  // that many, and a row no longer than kPrefetchAheadVectors needs no prefetch per vector.
-  std::string width_prelude(const std::vector<unsigned>& prefetched = {}, uint32_t row_vectors = UINT32_MAX) const;
+  // that many, and a row no longer than kPrefetchAheadVectors needs no prefetch per vector. A
+  // kernel stepping `unroll` vectors per index-space step (LANES covers them) prefetches each.
+  std::string width_prelude(const std::vector<unsigned>& prefetched = {}, uint32_t row_vectors = UINT32_MAX,
+                            unsigned unroll = 1) const;
   unsigned vector_bits_;
   std::vector<std::string> guid_list_;
   std::map<std::string, const KernelDef*> defs_;

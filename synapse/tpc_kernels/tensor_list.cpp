@@ -215,18 +215,12 @@ InstantiateResult KernelLibrary::instantiate_tensor_list(const std::string& guid
     const bool adam = guid != "fused_sgd_f32";
     const bool decoupled = guid == "fused_adamw_f32";
     const float wd = adam ? s[3] : s[2];
+    // optim.s steps two vectors at a time (LANES covers both).
+    const unsigned step = 2 * lanes;
     std::ostringstream src;
-    src << width_prelude(streamed) << lanes_equ << ".equ NIN " << nin << "\n.equ STATE_T " << nin - 1 << "\n.macro WD_GRAD\n";
-    if (wd != 0.0f && !decoupled) src << "        mul.f32 V4, V10, S" << (adam ? 7 : 3) << "\n        add.f32 V11, V11, V4\n";
-    src << ".endm\n.macro DECOUPLED_WD\n";
-    if (decoupled) src << "        mul.f32 V10, V10, V27\n";
-    src << ".endm\n.macro LOAD_STATES\n";
-    for (size_t k = 2; k < 2 + nstates; ++k) src << "        ld_tnsr V1" << k << ", I2, " << k << "\n";
-    src << ".endm\n.macro STORE_STATES\n";
-    for (size_t k = 2; k + 1 < 2 + nstates; ++k) src << "        st_tnsr I2, " << nin + k - 1 << ", V1" << k << "\n";
-    src << ".endm\n.macro STORE_LAST\n        ";
-    if (nstates > 0) src << "st_tnsr I2, " << nin + nstates << ", V1" << nstates + 1 << "; ";
-    src << "iadd_dim I2, LANES dim=0\n.endm\n"
+    src << width_prelude(streamed, UINT32_MAX, 2) << ".equ LANES " << step << "\n.equ NIN " << nin << "\n.equ STATE_T "
+        << nin - 1 << "\n"
+        << glue::optim_bank_macros(nstates, nin, wd != 0.0f && !decoupled ? (adam ? "S7" : "S3") : "", decoupled ? "V27" : "")
         << ".macro PRE_NEST\n        imov I3, 0\n        ld_tnsr_s S16, I3, STATE_T\n        imov_dim I3, 1 dim=0\n"
         << "        ld_tnsr_s S17, I3, STATE_T\n";
     Instantiation inst;
@@ -274,9 +268,10 @@ InstantiateResult KernelLibrary::instantiate_tensor_list(const std::string& guid
       const TensorParams& param = p.inputs[first];
       const auto px = padded(param.shape);
       part.inst.ispace_geometry = elementwise_geometry(param);
+      part.inst.ispace_geometry[0] = static_cast<int32_t>((px[0] + step - 1) / step);
       for (size_t k = 0; k < lay.per_input; ++k) {
         part.inst.inputs.push_back(descriptor_of(p.inputs[first + k]));
-        part.inst.input_patterns.push_back(pattern_of(vector_dim0(lanes), px, false));
+        part.inst.input_patterns.push_back(pattern_of(vector_dim0(step), px, false));
         part.tensors.push_back(static_cast<uint32_t>(first + k));
       }
       part.inst.inputs.push_back(descriptor_of(p.inputs[0]));
@@ -285,7 +280,7 @@ InstantiateResult KernelLibrary::instantiate_tensor_list(const std::string& guid
       for (size_t k = 0; k < lay.per_output; ++k) {
         const size_t out = lay.fixed_outputs + i * lay.per_output + k;
         part.inst.outputs.push_back(descriptor_of(p.outputs[out]));
-        part.inst.output_patterns.push_back(pattern_of(vector_dim0(lanes), px, false));
+        part.inst.output_patterns.push_back(pattern_of(vector_dim0(step), px, false));
         part.tensors.push_back(static_cast<uint32_t>(p.inputs.size() + out));
       }
       result.parts.push_back(std::move(part));
