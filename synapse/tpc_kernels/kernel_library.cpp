@@ -21,10 +21,11 @@ namespace {
 // Binary / Unary / Fill / Cast: the first batch's elementwise kernels (ops in the dtype).
 // Backward, UnaryF32, Ternary: eltwise_f32.s (computed in f32, bf16 rounded once). Backward and
 // UnaryF32 take same-shape tensors; Ternary (addcmul / addcdiv) broadcasts like Binary.
-// Reduce: reduce_dim0.s / reduce_outer.s. Softmax / SoftmaxBwd: softmax_fwd.s / softmax_bwd.s.
+// Reduce: reduce_dim0.s / reduce_outer.s. Softmax / SoftmaxBwd: softmax_fwd.s / softmax_bwd.s (rows of
+// at most kShortRowVectors vectors: softmax_short.s / softmax_bwd_short.s).
 // Batch 3 (instantiate_batch3): LayerNorm* (layernorm_*.s), Nll* (nll_loss_*.s), Dropout*
 // (dropout_fwd.s; the backward is eltwise_f32.s), Optim (optim.s), Permute (permute / transpose:
-// permute_view.s or permute_gather.s), Embedding* (embedding_fwd.s / embedding_bwd.s).
+// permute_view.s, permute_rows.s or permute_gather.s), Embedding* (embedding_fwd.s / embedding_bwd.s).
 // Batch 5: the comparisons are Binary (ops.inc's OP_EQ ...), silu / gelu (erf) UnaryF32 / Backward, the
 // u8 casts Cast, reduce_min Reduce; through instantiate_batch3: Where (where_fwd.s), Gather
 // (gather_fwd.s), Range (range_fwd.s), RandomUniform / RandomNormal (random_fwd.s).

@@ -113,6 +113,38 @@ TEST(TpcKernelPermute, ZeroDimAndVariants) {
   EXPECT_NE(r.inst->variant.find("gather"), std::string::npos) << r.inst->variant;
 }
 
+// Rows of one vector take permute_rows.s (the innermost loop over dim 1, the prefetch wrapping to
+// the next dim-2 coordinate); BERT's heads permute is one. Values on shapes whose dim-1 ranges end
+// inside a core's slice, and the variants the short-row kernels of softmax and layernorm select.
+TEST(TpcKernelPermute, OneVectorRowsAndShortRowVariants) {
+  KernelLibrary& lib = KernelLibrary::instance();
+  auto r = lib.instantiate("permute_f32", {{tp(DType::F32, {64, 12, 128, 2})}, {tp(DType::F32, {64, 128, 12, 2})}, {0, 2, 1, 3}});
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_NE(r.inst->variant.find("permute rows"), std::string::npos) << r.inst->variant;
+  uint32_t seed = 900;
+  for (DType t : {DType::F32, DType::BF16}) {
+    check_permute(t, {64, 5, 37, 3}, {0, 2, 1, 3}, seed++);
+    check_permute(t, {50, 3, 130}, {0, 2, 1}, seed++);
+    check_permute(t, {64, 7, 2, 3, 2}, {0, 3, 1, 4, 2}, seed++);
+  }
+  r = lib.instantiate("softmax_fwd_f32", {{tp(DType::F32, {128, 6})}, {tp(DType::F32, {128, 6})}, {}});
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_NE(r.inst->variant.find("short 2"), std::string::npos) << r.inst->variant;
+  r = lib.instantiate("softmax_bwd_f32", {{tp(DType::F32, {300, 6}), tp(DType::F32, {300, 6})}, {tp(DType::F32, {300, 6})}, {}});
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(r.inst->variant.find("short"), std::string::npos) << r.inst->variant;
+  const auto ln = [&](DType t, uint32_t n0) {
+    return lib.instantiate("layernorm_fwd" + std::string(t == DType::F32 ? "_f32" : "_bf16"),
+                           {{tp(t, {n0, 4})}, {tp(t, {n0, 4}), tp(DType::F32, {1, 4}), tp(DType::F32, {1, 4})}, {1e-5f}});
+  };
+  r = ln(DType::F32, 768);
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_NE(r.inst->variant.find("short 12"), std::string::npos) << r.inst->variant;
+  r = ln(DType::BF16, 769);
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(r.inst->variant.find("short"), std::string::npos) << r.inst->variant;
+}
+
 TEST(TpcKernelPermute, StridedTensors) {
   for (DType t : {DType::F32, DType::BF16}) {
     for (const std::vector<unsigned>& perm : {std::vector<unsigned>{0, 2, 1}, std::vector<unsigned>{1, 2, 0}}) {
