@@ -32,6 +32,18 @@ using graph::NodeDesc;
 
 constexpr uint64_t kProgramAlignment = 256;
 
+// The offset of the first WREG_32 to `reg_offset` in `fragment` (its size if there is none).
+size_t first_register_write(const std::vector<uint8_t>& fragment, uint16_t reg_offset) {
+  size_t at = 0;
+  while (at < fragment.size()) {
+    const qman::DecodeResult decoded = qman::decode(fragment.data() + at, fragment.size() - at);
+    if (!decoded.ok()) throw std::logic_error("compiler: an engine fragment does not decode: " + decoded.message);
+    const auto* wreg = std::get_if<qman::Wreg32>(&decoded.packet);
+    if (wreg != nullptr && wreg->reg_offset == reg_offset) return at;
+    at += decoded.size;
+  }
+  return at;
+}
 
 class Lowering {
  public:
@@ -311,6 +323,13 @@ class Lowering {
     for (const tpc::TpcCommandBuffer& cb : cbs) {
       const auto queue_id = regs::make_queue(regs::QueueKind::Tpc, (cb.tpc + first_tpc) % target_.tpcs, 0);
       QueueProgram& queue = program(queue_id, false);
+      // The QM descriptor set is storage until TPC_EXECUTE latches it, so the first partition's
+      // descriptor writes go before the waits (they overlap the kernels still running), and what
+      // the node before on this TPC left there is not written again.
+      const RegisterRange descriptors{static_cast<uint16_t>(tc::kQmDesc),
+                                                    static_cast<uint16_t>(tc::kQmDesc + tc::kDescSize)};
+      const size_t trigger = first_register_write(cb.bytes, static_cast<uint16_t>(tc::kTpcCmd));
+      queue.append({cb.bytes.begin(), cb.bytes.begin() + static_cast<std::ptrdiff_t>(trigger)}, relocs, descriptors);
       // A queue waits once per node for its dependencies, and once per phase for the node itself.
       QueueWaits& done = queue_waits_[queue_id];
       if (done.step != step) {
@@ -321,7 +340,7 @@ class Lowering {
         queue.wait_for(sob_of(step), static_cast<uint16_t>(own_jobs));
         done.own_jobs = own_jobs;
       }
-      queue.append(cb.bytes, relocs);
+      queue.append({cb.bytes.begin() + static_cast<std::ptrdiff_t>(trigger), cb.bytes.end()}, relocs, descriptors);
     }
     return static_cast<uint32_t>(cbs.size());
   }

@@ -70,13 +70,16 @@ void QueueProgram::set_sob(uint32_t sob, uint16_t value, bool engine_barrier) {
   message_sob(sob, qman::sob_write_value(value, false), qman::Barriers{engine_barrier, true, true});
 }
 
-void QueueProgram::append(const std::vector<uint8_t>& fragment, const RegisterRelocations& relocations) {
-  const size_t base = builder_.size();
+void QueueProgram::append(const std::vector<uint8_t>& fragment, const RegisterRelocations& relocations,
+                          RegisterRange reused) {
   size_t at = 0;
   while (at < fragment.size()) {
     const qman::DecodeResult decoded = qman::decode(fragment.data() + at, fragment.size() - at);
     if (!decoded.ok()) throw std::logic_error("compiler: an engine fragment does not decode: " + decoded.message);
+    const size_t here = builder_.size();
     if (const auto* wreg = std::get_if<qman::Wreg32>(&decoded.packet)) {
+      Written now;
+      now.value = wreg->value;
       const auto found = relocations.find(wreg->reg_offset);
       if (found != relocations.end()) {
         const RegisterRelocation& r = found->second;
@@ -86,12 +89,27 @@ void QueueProgram::append(const std::vector<uint8_t>& fragment, const RegisterRe
           throw std::logic_error("compiler: register 0x" + std::to_string(wreg->reg_offset) +
                                  " does not hold the placeholder it should");
         }
-        add_patch(base + at, r.field, r.target);   // WREG_32: the value is the first dword
+        now = {wreg->value, true, r.target.section, r.target.index, r.target.addend, r.field};
       }
+      if (wreg->reg_offset >= reused.first && wreg->reg_offset < reused.last) {
+        const auto last = written_.find(wreg->reg_offset);
+        if (wreg->pred != 0) {   // may not execute: what the register holds is unknown after it
+          if (last != written_.end()) written_.erase(last);
+        } else if (last != written_.end() && last->second == now) {
+          ++reused_writes_;
+          at += decoded.size;
+          continue;
+        } else {
+          written_[wreg->reg_offset] = now;
+        }
+      }
+      if (now.relocated) add_patch(here, now.field, found->second.target);   // WREG_32: the value is the first dword
+    } else if (std::holds_alternative<qman::WregBulk>(decoded.packet)) {
+      written_.clear();   // not tracked: forget what the registers hold
     }
+    builder_.raw(fragment.data() + at, decoded.size);
     at += decoded.size;
   }
-  builder_.raw(fragment.data(), fragment.size());
 }
 
 void QueueProgram::dma_copy(const Relocation& source, const Relocation& destination, uint64_t bytes, uint32_t sob) {
@@ -122,6 +140,7 @@ recipe::QueueJob QueueProgram::take() {
   job.set_command_buffer(bytes.data(), bytes.size());
   for (recipe::Patch& p : patches_) *job.add_patches() = std::move(p);
   patches_.clear();
+  written_.clear();   // the next job may run after another launch's on the same engine
   return job;
 }
 

@@ -32,6 +32,11 @@ struct RegisterRelocation {
 };
 using RegisterRelocations = std::map<uint16_t, RegisterRelocation>;
 
+// Block-relative register offsets [first, last).
+struct RegisterRange {
+  uint16_t first = 0, last = 0;
+};
+
 class QueueProgram {
  public:
   // `monitor`: the E_N monitor this queue's waits use (waits in one queue are sequential, so one
@@ -50,7 +55,16 @@ class QueueProgram {
   // Appends a fragment. Every WREG_32 packet in it whose register is in `relocations` becomes a
   // patch point (its value must already be the placeholder's half). Throws std::logic_error if a
   // packet does not decode or a relocated register holds something else.
-  void append(const std::vector<uint8_t>& fragment, const RegisterRelocations& relocations);
+  //
+  // Registers in `reused` (block-relative offsets [first, last), plain storage the engine only
+  // reads when a later trigger latches it, such as a TPC's QM descriptor set) are written only
+  // when they would change: a WREG_32 giving one of them the value (or the relocation) an earlier
+  // packet of this job already gave it is left out, as the graph compiler reuses the descriptor
+  // set-up of the node before on the same engine.
+  void append(const std::vector<uint8_t>& fragment, const RegisterRelocations& relocations,
+              RegisterRange reused = {});
+  // WREG_32 packets append() left out because the register already held their value.
+  uint64_t reused_writes() const { return reused_writes_; }
 
   // A linear DMA of `bytes` from `source` to `destination` (both patched 64-bit fields), then,
   // once the engine is done (engine barrier), ADD 1 to the launch's sync object `sob`. Pieces of at most
@@ -65,6 +79,22 @@ class QueueProgram {
   uint32_t monitor_;
   qman::CommandBufferBuilder builder_;
   std::vector<recipe::Patch> patches_;
+  // What this job's packets last wrote to each reused register: the value, and the relocation
+  // when it is patched (then equal only with the same target and half).
+  struct Written {
+    uint32_t value = 0;
+    bool relocated = false;
+    recipe::Section section = recipe::SECTION_WORKSPACE;
+    uint32_t index = 0;
+    uint64_t addend = 0;
+    recipe::Field field = recipe::FIELD_LOW32;
+    bool operator==(const Written& o) const {
+      return value == o.value && relocated == o.relocated &&
+             (!relocated || (section == o.section && index == o.index && addend == o.addend && field == o.field));
+    }
+  };
+  std::map<uint16_t, Written> written_;
+  uint64_t reused_writes_ = 0;
 
   void add_patch(size_t offset, recipe::Field field, const Relocation& target);
   // A MSG_LONG to the launch's sync object `sob`, its address a patch point.

@@ -47,6 +47,20 @@ inline uint64_t elements(const TensorParams& t) {
   return n;
 }
 
+// The tensor as one dim when its elements are dense (no strides given, or the dense ones), so an
+// elementwise kernel streams it as one long row (prefetching runs ahead across what were rows);
+// otherwise the tensor itself.
+inline TensorParams flattened(const TensorParams& t) {
+  const auto p = padded(t.shape);
+  int64_t dense = 1;
+  for (unsigned d = 0; d < kMaxDims; ++d) {
+    if (d < t.strides.size() && p[d] > 1 && t.strides[d] != dense) return t;
+    dense *= p[d];
+  }
+  if (dense > (int64_t{1} << 30)) return t;
+  return TensorParams{t.dtype, {static_cast<uint32_t>(dense)}, {}};
+}
+
 // The dense descriptor of a tensor (its own rank, sizes, strides).
 inline DescriptorTemplate descriptor_of(const TensorParams& t) {
   DescriptorTemplate d;

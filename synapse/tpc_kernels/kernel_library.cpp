@@ -739,6 +739,64 @@ std::string layernorm_row_macros(uint32_t vectors) {
   return m.str();
 }
 
+// Elementwise work over tensors of one shape, all dense, is one long run of elements: the kernel
+// sees each tensor flattened to one dim, so its prefetching streams ahead across what were rows
+// and no row pays the nest's set-up. Otherwise (broadcasting, strides) the parameters as given.
+KernelParams as_one_run(const KernelParams& p) {
+  std::vector<uint32_t> shape;
+  bool first = true;
+  for (const auto* list : {&p.inputs, &p.outputs})
+    for (const TensorParams& t : *list) {
+      if (first) shape = t.shape;
+      first = false;
+      if (glue::padded(t.shape) != glue::padded(shape) || glue::flattened(t).shape.size() != 1) return p;
+    }
+  KernelParams run = p;
+  for (auto* list : {&run.inputs, &run.outputs})
+    for (TensorParams& t : *list) t = glue::flattened(t);
+  return run;
+}
+
+// layernorm_bwd_short.s's row macros for rows of `vectors` vectors: dxhat and xhat in the 24
+// registers no other part of the kernel uses (f32: lo only; bf16: hi six registers on).
+std::string layernorm_bwd_row_macros(uint32_t vectors, bool bf16) {
+  static const char* const kFree[24] = {"V0",  "V1",  "V2",  "V3",  "V4",  "V5",  "V6",  "V7",
+                                        "V16", "V17", "V19", "V24", "V25", "V26", "V27", "V29",
+                                        "V32", "V33", "V34", "V35", "V36", "V37", "V38", "V39"};
+  const unsigned half = bf16 ? 6 : 0;   // f32: hi names the lo register (unused by io_f32.inc)
+  auto g = [&](unsigned r) { return std::string(kFree[r]) + ", " + kFree[r + half]; };
+  auto x = [&](unsigned r) { return std::string(kFree[12 + r]) + ", " + kFree[12 + r + half]; };
+  auto lo = [](const std::string& pair) { return pair.substr(0, pair.find(',')); };
+  auto hi = [](const std::string& pair) { return pair.substr(pair.find(',') + 2); };
+  std::ostringstream m;
+  m << ".macro ROW_LOAD\n        imov I3, I2\n";
+  for (unsigned r = 0; r < vectors; ++r) {
+    if (r) m << "        iadd_dim I3, LANES dim=0\n";
+    m << "        LDW " << g(r) << ", I3, 0\n        LDW " << x(r) << ", I3, 1\n        LN_GAMMA " << g(r) << "\n";
+  }
+  m << ".endm\n.macro ROW_ACC\n        mov.f32 V10, 0.0\n        mov.f32 V20, 0.0\n        mov.f32 V18, 0.0\n"
+    << "        mov.f32 V28, 0.0\n";
+  for (unsigned r = 0; r < vectors; ++r) {
+    const std::string G = g(r), X = x(r);
+    m << "        EACH3 sub.f32, " << lo(X) << ", " << lo(X) << ", V14, " << hi(X) << ", " << hi(X) << ", V14\n"
+      << "        EACH3 mul.f32, " << lo(X) << ", " << lo(X) << ", V15, " << hi(X) << ", " << hi(X) << ", V15\n"
+      << "        EACH3 add.f32, V10, V10, " << lo(G) << ", V20, V20, " << hi(G) << "\n"
+      << "        EACH3 mul.f32, V12, " << lo(X) << ", " << lo(G) << ", V22, " << hi(X) << ", " << hi(G) << "\n"
+      << "        EACH3 add.f32, V18, V18, V12, V28, V28, V22\n";
+  }
+  m << ".endm\n.macro ROW_STORE\n        imov I3, I2\n";
+  for (unsigned r = 0; r < vectors; ++r) {
+    const std::string G = g(r), X = x(r);
+    m << "        EACH3 mul.f32, V12, " << lo(X) << ", V31, V22, " << hi(X) << ", V31\n"
+      << "        EACH3 sub.f32, " << lo(G) << ", " << lo(G) << ", V30, " << hi(G) << ", " << hi(G) << ", V30\n"
+      << "        EACH3 sub.f32, " << lo(G) << ", " << lo(G) << ", V12, " << hi(G) << ", " << hi(G) << ", V22\n"
+      << "        EACH3 mul.f32, V13, " << lo(G) << ", V15, V23, " << hi(G) << ", V15\n"
+      << "        NARROW V13, V23\n        st_tnsr I3, OUT_T, V9; iadd_dim I3, LANES dim=0\n";
+  }
+  m << ".endm\n";
+  return m.str();
+}
+
 std::string short_row_macros(uint32_t vectors, bool backward) {
   auto v = [](unsigned n) { return "V" + std::to_string(n); };
   const char* out_lo[] = {"V11", "V12", "V13", "V16"};
@@ -902,7 +960,14 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
       } else {
         src << ".equ OUT_T " << p.inputs.size() << "\n.macro LN_GAMMA d, D\n";
         if (affine) src << "        LDW V13, V23, I3, 4\n        EACH3 mul.f32, \\d, \\d, V13, \\D, \\D, V23\n";
-        src << ".endm\n.include \"layernorm_bwd.s\"\n";
+        src << ".endm\n";
+        const uint32_t row_vectors = static_cast<uint32_t>((px[0] + lanes - 1) / lanes);
+        if (row_vectors <= (def.out == DType::BF16 ? kShortRowRegisters / 2 : kShortRowRegisters)) {
+          variant << " short " << row_vectors;
+          src << layernorm_bwd_row_macros(row_vectors, def.out == DType::BF16) << ".include \"layernorm_bwd_short.s\"\n";
+        } else {
+          src << ".include \"layernorm_bwd.s\"\n";
+        }
       }
       break;
     }
@@ -1246,6 +1311,7 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
           src << ".include \"" << io << "\"\n.equ OUT_T 2\n.macro OP d, a, b, c\n        " << def.op_macro
               << " f32, \\d, \\a, \\b\n.endm\n.macro LOAD_0\n        LDW V10, V20, I2, 0\n.endm\n"
               << ".macro LOAD_1\n        LDW V11, V21, I2, 1\n.endm\n.macro LOAD_2\n.endm\n.macro ROW_SETUP\n.endm\n"
+              << ".macro OPS\n        EACH4 OP, V13, V10, V11, V12, V23, V20, V21, V22\n.endm\n"
               << ".include \"eltwise_f32.s\"\n";
         }
         break;
@@ -1486,12 +1552,17 @@ InstantiateResult KernelLibrary::instantiate_fused(const std::string& guid, cons
   return instantiate_impl(guid, params, epilogue);
 }
 
-InstantiateResult KernelLibrary::instantiate_impl(const std::string& guid, const KernelParams& params,
+InstantiateResult KernelLibrary::instantiate_impl(const std::string& guid, const KernelParams& given,
                                                   const std::vector<const KernelDef*>& epilogue) {
   InstantiateResult result;
   auto it = defs_.find(guid);
-  if (it != defs_.end() && is_batch3(it->second->kind) && !validate(*it->second, params))
-    return instantiate_batch3(*it->second, params);
+  if (it != defs_.end() && is_batch3(it->second->kind) && !validate(*it->second, given))
+    return instantiate_batch3(*it->second, it->second->kind == Kind::Optim ? as_one_run(given) : given);
+  const bool elementwise = it != defs_.end() && (it->second->kind == Kind::Binary || it->second->kind == Kind::Unary ||
+                                                 it->second->kind == Kind::Backward || it->second->kind == Kind::UnaryF32 ||
+                                                 it->second->kind == Kind::Ternary || it->second->kind == Kind::Cast ||
+                                                 it->second->kind == Kind::Fill);
+  const KernelParams params = elementwise && !validate(*it->second, given) ? as_one_run(given) : given;
   if (it == defs_.end()) {
     result.status = GlueStatus::UnsupportedGuid;
     result.message = "unknown GUID '" + guid + "' (KernelLibrary::guids() lists the " +
@@ -1507,7 +1578,14 @@ InstantiateResult KernelLibrary::instantiate_impl(const std::string& guid, const
 
   const TensorParams& out = params.outputs[0];
   // A cast step is one vector of the narrower type (bf16: two f32 vectors; u8: four).
-  const unsigned lanes = def.kind == Kind::Cast ? std::max(lanes_of(def.in), lanes_of(def.out)) : lanes_of(def.out);
+  const unsigned vector_lanes = def.kind == Kind::Cast ? std::max(lanes_of(def.in), lanes_of(def.out)) : lanes_of(def.out);
+  // Elementwise kernels step two vectors at a time (eltwise_binary.s, eltwise_unary.s, and
+  // eltwise_f32.s through io_f32x2.inc for f32; a bf16 vector is already two f32 halves there).
+  // Reductions over an outer dim make two output vectors a step the same way (reduce_outer.s).
+  const bool outer_reduce = def.kind == Kind::Reduce && static_cast<int>(params.scalars[0]) > 0;
+  const bool f32_kind = def.kind == Kind::Backward || def.kind == Kind::UnaryF32 || def.kind == Kind::Ternary || outer_reduce;
+  const unsigned unroll = def.kind == Kind::Binary || def.kind == Kind::Unary || (f32_kind && def.out != DType::BF16) ? 2 : 1;
+  const unsigned lanes = vector_lanes * unroll;   // elements of dim 0 per index-space step
   const uint8_t rank = static_cast<uint8_t>(std::max<size_t>(out.shape.size(), 1));
   const auto po = padded(out.shape);
   // Row kernels (softmax, reductions over dim 0) take a whole dim-0 row per index-space step.
@@ -1539,9 +1617,11 @@ InstantiateResult KernelLibrary::instantiate_impl(const std::string& guid, const
   // Inputs: broadcast dims >= 1 get the output's size and stride 0; a dim-0 broadcast is a
   // kernel variant (bcast0[k]). A reduction's input instead covers the reduced dim whole.
   bool bcast0[3] = {false, false, false};
+  bool scalar[3] = {false, false, false};   // one element broadcast over everything: loaded once per core
   for (size_t k = 0; k < params.inputs.size(); ++k) {
     const TensorParams& in = params.inputs[k];
     const auto pi = padded(in.shape);
+    if (k < 3) scalar[k] = pi == std::array<uint32_t, kMaxDims>{1, 1, 1, 1, 1} && po[0] != 1;
     DescriptorTemplate desc;
     desc.dtype = in.dtype;
     desc.dims = static_cast<uint8_t>(std::max<size_t>(rank, std::max<size_t>(in.shape.size(), 1)));
@@ -1594,10 +1674,10 @@ InstantiateResult KernelLibrary::instantiate_impl(const std::string& guid, const
   if (def.kind != Kind::Fill && !(def.kind == Kind::Reduce && reduce_dim != 0))
     for (size_t k = 0; k < params.inputs.size(); ++k)
       if (k >= 3 || !bcast0[k]) prefetched.push_back(static_cast<unsigned>(k));
-  const uint32_t row_vectors = static_cast<uint32_t>(((row_kernel ? n0_in : po[0]) + lanes - 1) / lanes);
+  const uint32_t row_vectors = static_cast<uint32_t>(((row_kernel ? n0_in : po[0]) + vector_lanes - 1) / vector_lanes);
   src << "// " << def.guid << ": the glue's prelude for the kernel file included at the end\n"
-      << width_prelude(prefetched, row_vectors) << ".equ LANES " << lanes << "\n";
-  const char* io = def.out == DType::BF16 ? "io_bf16.inc" : "io_f32.inc";
+      << width_prelude(prefetched, row_vectors, unroll) << ".equ LANES " << lanes << "\n";
+  const char* io = def.out == DType::BF16 ? "io_bf16.inc" : unroll == 2 ? "io_f32x2.inc" : "io_f32.inc";
   if (def.kind == Kind::Cast) {
     variant << "cast " << def.op_macro;
     src << ".include \"" << def.op_macro << "\"\n";
@@ -1612,14 +1692,24 @@ InstantiateResult KernelLibrary::instantiate_impl(const std::string& guid, const
         }
         src << ".endm\n";
         for (int k = 0; k < 2; ++k) {
-          src << ".macro LOAD_" << (k ? 'B' : 'A') << " v\n";
-          if (!bcast0[k]) src << "        ld_tnsr \\v, I2, " << k << "\n";
+          src << ".macro LOAD_" << (k ? 'B' : 'A') << " v, i\n";
+          if (!bcast0[k]) src << "        ld_tnsr \\v, \\i, " << k << "\n";
           src << ".endm\n";
           if (bcast0[k]) variant << (k ? " bcast-b0" : " bcast-a0");
         }
+        // A dim-0 broadcast is loaded at each row's start, a scalar once per core.
         src << ".macro ROW_SETUP\n";
         for (int k = 0; k < 2; ++k)
-          if (bcast0[k]) src << "        BCAST_ROW V" << (k + 1) << ", " << k << ", " << t << "\n";
+          if (bcast0[k] && !scalar[k])
+            src << "        BCAST_ROW V" << (k + 1) << ", " << k << ", " << t << "\n        mov." << t << " V" << (k + 11) << ", V"
+                << (k + 1) << "\n";
+        src << ".endm\n.macro KERNEL_SETUP\n";
+        for (int k = 0; k < 2; ++k)
+          if (scalar[k]) {
+            variant << (k ? " scalar-b" : " scalar-a");
+            src << "        imov I3, 0\n        ld_tnsr_s S16, I3, " << k << "\n        mov." << t << " V" << (k + 1) << ", S16\n        mov."
+                << t << " V" << (k + 11) << ", V" << (k + 1) << "\n";
+          }
         src << ".endm\n.include \"eltwise_binary.s\"\n";
         break;
       case Kind::Backward:
@@ -1643,6 +1733,11 @@ InstantiateResult KernelLibrary::instantiate_impl(const std::string& guid, const
         for (size_t k = 0; k < nin; ++k)
           if (bcast0[k])
             src << "        BCAST_ROW V1" << k << ", " << k << ", f32\n        mov.f32 V2" << k << ", V1" << k << "\n";
+        // Ops with a _PAIR form (ops.inc) run on the two values interleaved.
+        src << ".endm\n.macro OPS\n";
+        if (def.op_macro == "OP_GELU_TANH") src << "        OP_GELU_TANH_PAIR f32, V13, V10, V23, V20\n";
+        else if (def.op_macro == "OP_GELU_TANH_BWD") src << "        OP_GELU_TANH_BWD_PAIR f32, V13, V10, V11, V23, V20, V21\n";
+        else src << "        EACH4 OP, V13, V10, V11, V12, V23, V20, V21, V22\n";
         src << ".endm\n.include \"eltwise_f32.s\"\n";
         break;
       }

@@ -265,12 +265,18 @@ InstantiateResult KernelLibrary::instantiate_tensor_list(const std::string& guid
       KernelPart part;
       part.inst = inst;
       const size_t first = lay.fixed_inputs + i * lay.per_input;
-      const TensorParams& param = p.inputs[first];
+      // Dense entries stream as one long row (flattened): the prefetch runs ahead across rows.
+      bool dense = true;
+      for (size_t k = 0; k < lay.per_input; ++k) dense = dense && flattened(p.inputs[first + k]).shape.size() == 1;
+      for (size_t k = 0; k < lay.per_output; ++k)
+        dense = dense && flattened(p.outputs[lay.fixed_outputs + i * lay.per_output + k]).shape.size() == 1;
+      const auto as_run = [dense](const TensorParams& t) { return dense ? flattened(t) : t; };
+      const TensorParams param = as_run(p.inputs[first]);
       const auto px = padded(param.shape);
       part.inst.ispace_geometry = elementwise_geometry(param);
       part.inst.ispace_geometry[0] = static_cast<int32_t>((px[0] + step - 1) / step);
       for (size_t k = 0; k < lay.per_input; ++k) {
-        part.inst.inputs.push_back(descriptor_of(p.inputs[first + k]));
+        part.inst.inputs.push_back(descriptor_of(as_run(p.inputs[first + k])));
         part.inst.input_patterns.push_back(pattern_of(vector_dim0(step), px, false));
         part.tensors.push_back(static_cast<uint32_t>(first + k));
       }
@@ -279,7 +285,7 @@ InstantiateResult KernelLibrary::instantiate_tensor_list(const std::string& guid
       part.tensors.push_back(0);
       for (size_t k = 0; k < lay.per_output; ++k) {
         const size_t out = lay.fixed_outputs + i * lay.per_output + k;
-        part.inst.outputs.push_back(descriptor_of(p.outputs[out]));
+        part.inst.outputs.push_back(descriptor_of(as_run(p.outputs[out])));
         part.inst.output_patterns.push_back(pattern_of(vector_dim0(step), px, false));
         part.tensors.push_back(static_cast<uint32_t>(p.inputs.size() + out));
       }

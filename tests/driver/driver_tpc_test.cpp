@@ -189,7 +189,8 @@ TEST_F(DriverTpcTest, AddKernelOnEightTpcsInOneCsWithDmaDownAndUp) {
   make();
   ASSERT_EQ(dev->open(), 0);
   const auto inst = add_kernel();
-  ASSERT_EQ(inst.ispace_geometry[0], 3);   // 150 f32 = 3 vectors, the last one partial
+  // kShape's 7800 dense f32 run as one row: 61 steps of two 64-lane vectors, the last one partial.
+  ASSERT_EQ(inst.ispace_geometry[0], 61);
   for (unsigned run = 0; run < 2; ++run) {   // the second run on fresh data, over the first's output
     SCOPED_TRACE("run " + std::to_string(run));
     const Launch in = good_launch(inst, run, 10 + run);
@@ -258,7 +259,7 @@ TEST_F(DriverTpcTest, KernelsRunAndFaultOnTheTpcsPastGaudi1s) {
   const auto inst = add_kernel();
   const Launch in = good_launch(inst, 0, 30);
   const Result r = launch(inst, in);
-  ASSERT_EQ(r.tpcs, 13u);   // kShape's dim 1: 13 slices, TPC0..12
+  ASSERT_EQ(r.tpcs, 61u);   // kShape as one run: 61 steps, TPC0..60
   ASSERT_EQ(r.wait_rc, 0);
   ASSERT_EQ(r.status, HL_WAIT_CS_STATUS_COMPLETED);
   expect_sum(in, r);
@@ -270,7 +271,7 @@ TEST_F(DriverTpcTest, KernelsRunAndFaultOnTheTpcsPastGaudi1s) {
   bad.image[tpc::kProgramHeaderBytes + 32] = 200;   // bundle 1, Load slot opcode: illegal
   bad.wait_timeout_us = 1000000;
   EXPECT_EQ(launch(inst, bad).wait_rc, -ETIMEDOUT);
-  for (unsigned t = 0; t < 13; ++t) {
+  for (unsigned t = 0; t < 61; ++t) {
     const std::string line = "TPC" + std::to_string(t) + " kernel error (TPC" + std::to_string(t) + "_KRN_ERR)";
     EXPECT_EQ(log_lines_with(line), 1u) << line << "\n" << log_text();
   }

@@ -9,6 +9,8 @@
 #include <memory>
 #include <random>
 
+#include "arch/packets/packets.h"
+#include "arch/regs/gaudi1_map.h"
 #include "hw/mme/mme_compute.h"
 #include "synapse/compiler/lowering.h"
 #include "synapse/recipe/recipe_file.h"
@@ -173,6 +175,57 @@ TEST_F(SynapseLaunchTest, FusionCanBeTurnedOffAndTheRecipeRecordsTheTarget) {
   // A recipe for another target is refused by load (the runtime's target fuses).
   std::shared_ptr<LoadedRecipe> refused;
   EXPECT_EQ(rt->load(recipe, &refused).status, graph::Status::DeviceTypeMismatch);
+}
+
+// Descriptor reuse: on a TPC queue, a node writes only the QM descriptor registers that differ from
+// what the node before left there, and writes them before waiting for its dependencies (the
+// descriptor set is storage until TPC_EXECUTE latches it), so the writes overlap the kernels that
+// still run. Unfused, the bias add and the relu are two TPC nodes on every queue.
+TEST_F(SynapseLaunchTest, TpcNodesWriteOnlyChangedDescriptorsAndWriteThemBeforeTheirWaits) {
+  const DenseReluGraph g(96, 64, 80);
+  compiler::CompileTarget target = rt->target();
+  target.fuse_elementwise = false;
+  recipe::Recipe recipe;
+  ASSERT_TRUE(compiler::compile_graph(g.graph, target, &recipe).ok());
+  ASSERT_EQ(recipe.nodes_size(), 3);
+  namespace tc = regs::tpc_cfg;
+  const uint32_t tpc0 = static_cast<uint32_t>(regs::make_queue(regs::QueueKind::Tpc, 0, 0));
+  std::string events;   // per packet: D a descriptor write, F a fence, X TPC_EXECUTE
+  std::vector<unsigned> descriptor_writes(1, 0);
+  for (const recipe::QueueJob& job : recipe.jobs()) {
+    if (job.queue_id() != tpc0) continue;
+    const std::string& cb = job.command_buffer();
+    for (size_t at = 0; at < cb.size();) {
+      const qman::DecodeResult d = qman::decode(reinterpret_cast<const uint8_t*>(cb.data()) + at, cb.size() - at);
+      ASSERT_TRUE(d.ok()) << d.message;
+      if (const auto* w = std::get_if<qman::Wreg32>(&d.packet)) {
+        if (w->reg_offset >= tc::kQmDesc && w->reg_offset < tc::kQmDesc + tc::kDescSize) {
+          events += 'D';
+          ++descriptor_writes.back();
+        } else if (w->reg_offset == tc::kTpcExecute) {
+          events += 'X';
+          descriptor_writes.push_back(0);
+        }
+      } else if (std::holds_alternative<qman::Fence>(d.packet)) {
+        events += 'F';
+      }
+      at += d.size;
+    }
+  }
+  ASSERT_EQ(descriptor_writes.size(), 3u) << events;   // two launches, then nothing
+  // The second node's tensors, sizes and strides that match the first's are not written again.
+  EXPECT_GT(descriptor_writes[0], 0u);
+  EXPECT_GT(descriptor_writes[1], 0u);
+  EXPECT_LT(descriptor_writes[1], descriptor_writes[0]) << events;
+  // Each node: its descriptor writes, then its waits, then the launch (the first node's job may
+  // open with the launch's own wait).
+  const size_t second = events.find('X') + 1;
+  for (const std::string part : {events.substr(0, second), events.substr(second)}) {
+    ASSERT_FALSE(part.empty());
+    EXPECT_EQ(part.back(), 'X') << events;
+    EXPECT_LT(part.find_last_of('D'), part.find_last_of('F')) << events;
+  }
+  EXPECT_EQ(events[second], 'D') << events;
 }
 
 // A card whose TPCs have 512-bit vectors: the runtime learns the width from the device (the

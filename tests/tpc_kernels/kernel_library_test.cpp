@@ -148,9 +148,10 @@ TEST(TpcKernelLibrary, GeometryPatternsAndDescriptors) {
   const auto r = lib.instantiate("add_fwd_bf16", binary(bf16({300, 1, 4}), bf16({1, 5, 1}), bf16({300, 5, 4})));
   ASSERT_TRUE(r.ok()) << r.message;
   const Instantiation& inst = *r.inst;
-  EXPECT_EQ(inst.ispace_geometry, (std::array<int32_t, 5>{3, 5, 4, 1, 1}));   // ceil(300 / 128)
-  // Output: dim 0 a vector of 128 per step, the others one element.
-  EXPECT_EQ(inst.output_patterns[0][0], (AccessPatternDim{0, 128, 0, 127}));
+  // Two vectors of 128 per step (eltwise_binary.s): ceil(300 / 256).
+  EXPECT_EQ(inst.ispace_geometry, (std::array<int32_t, 5>{2, 5, 4, 1, 1}));
+  // Output: dim 0 two vectors of 128 per step, the others one element.
+  EXPECT_EQ(inst.output_patterns[0][0], (AccessPatternDim{0, 256, 0, 255}));
   EXPECT_EQ(inst.output_patterns[0][1], (AccessPatternDim{1, 1, 0, 0}));
   // A broadcasts along dim 1: a = 0, stride 0, the output's size.
   EXPECT_EQ(inst.input_patterns[0][1], (AccessPatternDim{1, 0, 0, 0}));

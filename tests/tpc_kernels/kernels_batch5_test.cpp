@@ -702,10 +702,11 @@ TEST(TpcKernelGeluErf, ErfMacroWithin1e7Absolute) {
   tpc::AssembleOptions options;
   options.read_file = [](const std::string& path) { return KernelLibrary::embedded_source(path.substr(path.find_last_of('/') + 1)); };
   const std::string source =
-      ".equ F32_LANES 64\n.equ VECTOR_BYTES 256\n.equ LANES 64\n.macro PREFETCH_ROW\n.endm\n"
-      ".macro PREFETCH_STEP ireg\n.endm\n.include \"io_f32.inc\"\n.equ OUT_T 1\n"
+      ".equ F32_LANES 64\n.equ VECTOR_BYTES 256\n.equ LANES 128\n.macro PREFETCH_ROW\n.endm\n"
+      ".macro PREFETCH_STEP ireg\n.endm\n.include \"io_f32x2.inc\"\n.equ OUT_T 1\n"
       ".macro OP d, a, b, c\n        ERF_F32 \\d, \\a\n.endm\n.macro LOAD_0\n        LDW V10, V20, I2, 0\n.endm\n"
-      ".macro LOAD_1\n.endm\n.macro LOAD_2\n.endm\n.macro ROW_SETUP\n.endm\n.include \"eltwise_f32.s\"\n";
+      ".macro LOAD_1\n.endm\n.macro LOAD_2\n.endm\n.macro ROW_SETUP\n.endm\n"
+      ".macro OPS\n        EACH4 OP, V13, V10, V11, V12, V23, V20, V21, V22\n.endm\n.include \"eltwise_f32.s\"\n";
   tpc::AssembleResult a = tpc::assemble(source, "erf.s", options);
   ASSERT_TRUE(a.ok()) << a.error_text();
   SimMemory mem;
@@ -914,10 +915,10 @@ TEST(TpcKernelGlue5, GeometryAndPatterns) {
   ASSERT_TRUE(r.ok()) << r.message;
   EXPECT_EQ(r.inst->input_patterns[0][0], (AccessPatternDim{0, 64, 0, 255}));
   EXPECT_EQ(r.inst->input_patterns[1][0], (AccessPatternDim{0, 64, 0, 63}));
-  // the u8 casts: a step is one u8 vector (256 lanes).
+  // the u8 casts: a step is one u8 vector (256 lanes); dense tensors of one shape are one run.
   r = lib.instantiate("cast_f32_to_u8", {{tp(F, {300, 2})}, {tp(U, {300, 2})}, {}});
   ASSERT_TRUE(r.ok()) << r.message;
-  EXPECT_EQ(r.inst->ispace_geometry, (std::array<int32_t, 5>{2, 2, 1, 1, 1}));
+  EXPECT_EQ(r.inst->ispace_geometry, (std::array<int32_t, 5>{3, 1, 1, 1, 1}));
   EXPECT_EQ(r.inst->input_patterns[0][0], (AccessPatternDim{0, 256, 0, 255}));
   // reduce_min: +inf padding.
   r = lib.instantiate("reduce_min_fwd_bf16", {{tp(B, {300, 2})}, {tp(B, {1, 2})}, {0.0f}});

@@ -131,8 +131,9 @@ TEST(KernelLibraryWidth, LaneCountsFollowTheWidth) {
   p.outputs = {{DType::F32, {100}, {}}};
   const InstantiateResult r = KernelLibrary::instance(512).instantiate("relu_fwd_f32", p);
   ASSERT_TRUE(r.ok()) << r.message;
-  EXPECT_EQ(r.inst->ispace_geometry[0], 7);   // ceil(100 / 16)
-  EXPECT_EQ(KernelLibrary::instance().instantiate("relu_fwd_f32", p).inst->ispace_geometry[0], 2);   // 64 lanes
+  // Elementwise kernels step two vectors at a time.
+  EXPECT_EQ(r.inst->ispace_geometry[0], 4);   // ceil(100 / (2 x 16))
+  EXPECT_EQ(KernelLibrary::instance().instantiate("relu_fwd_f32", p).inst->ispace_geometry[0], 1);   // 2 x 64 lanes
 }
 
 TEST(KernelLibraryWidth, AWidthTheLibraryCannotTakeIsRefused) {

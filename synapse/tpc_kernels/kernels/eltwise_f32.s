@@ -6,9 +6,12 @@
 // ROW_SETUP (BCAST_ROW into its lo register, copied to hi) and its LOAD_k is empty.
 //
 // The glue's prelude defines, then includes this file:
-//   .equ LANES 64 (f32) / 128 (bf16);  .include "io_f32.inc" or "io_bf16.inc"
+//   .equ LANES;  .include "io_f32x2.inc" (f32: two vectors a step), "io_bf16.inc" (one bf16
+//   vector, two f32 halves) or "io_f32.inc" (one f32 vector: dropout's backward)
 //   .equ OUT_T                          the output's tensor number (= the input count)
 //   .macro OP d, a, b, c                an ops.inc macro with dtype f32 (unused operands ignored)
+//   .macro OPS                          EACH4 OP on the lo and hi registers, or the op's _PAIR
+//                                       form (ops.inc) on both at once
 //   .macro LOAD_0 / LOAD_1 / LOAD_2     LDW V1k, V2k, I2, k, or empty
 //   .macro ROW_SETUP                    the dim-0 broadcasts, or empty
 // Registers: inputs V10..V12 (lo) / V20..V22 (hi), result V13 / V23.
@@ -19,7 +22,7 @@
         LOAD_0
         LOAD_1
         LOAD_2
-        EACH4 OP, V13, V10, V11, V12, V23, V20, V21, V22
-        NARROW V13, V23
-end_d0: st_tnsr I2, OUT_T, V9; iadd_dim I2, LANES dim=0
+        OPS
+        STW_BODY V13, V23, OUT_T
+end_d0: STW_LAST V13, V23, OUT_T
         NEST_END

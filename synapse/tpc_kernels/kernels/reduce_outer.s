@@ -3,6 +3,8 @@
 // Tensors: 0 X, 1 Y (X's shape with size 1 at RDIM). The index space is Y's: each step makes one
 // output vector by accumulating the N = S0 vectors of X along RDIM in order (k = 0 .. N-1,
 // starting from RINIT), a software loop inside the nest (the nest holds all 4 hardware loops).
+// With io_f32x2.inc (f32) a step makes two output vectors, each with its own accumulator (lo, hi),
+// so the loop's overhead is shared and every column keeps its order.
 // SRF: S0 = N (i32), S1 = N as f32 (mean).
 //
 // The glue's prelude defines: LANES, the io include, .equ RDIM, .equ RINIT (0.0 or -inf),
@@ -15,7 +17,8 @@
 // The column's first 16 vectors along RDIM are prefetched before its loop, then each step
 // prefetches the vector 16 ahead (past the column's end: nothing is read).
 .macro PREFETCH_ALONG
-        prefetch I7, 0; iadd_dim I7, 1 dim=RDIM
+        PREFETCH_VECTORS I7, 0
+        iadd_dim I7, 1 dim=RDIM
 .endm
 .macro PREFETCH_ALONG_4
         PREFETCH_ALONG
@@ -46,6 +49,6 @@ red:    cmp.ge.i32 SP2, S17, S0
         jmp red
 red_done:
         EACH2 RFINISH, V10, V10, V20, V20
-        NARROW V10, V20
-end_d0: st_tnsr I2, 1, V9; iadd_dim I2, LANES dim=0
+        STW_BODY V10, V20, 1
+end_d0: STW_LAST V10, V20, 1
         NEST_END
