@@ -797,6 +797,31 @@ std::string layernorm_bwd_row_macros(uint32_t vectors, bool bf16) {
   return m.str();
 }
 
+// eltwise_binary_row.s's KERNEL_SETUP and ROW_BODY for rows of `vectors` vectors, input `row`
+// the bias row (V16..), the other streamed (V30..V33) into C (V34..V37), software pipelined.
+std::string binary_row_macros(uint32_t vectors, int row) {
+  auto v = [](unsigned n) { return "V" + std::to_string(n); };
+  const int streamed = 1 - row;
+  std::ostringstream m;
+  m << ".macro KERNEL_SETUP\n        imov I3, 0\n";
+  for (unsigned r = 0; r < vectors; ++r) {
+    m << "        ld_tnsr " << v(16 + r) << ", I3, " << row;
+    m << (r + 1 < vectors ? "; iadd_dim I3, LANES dim=0\n" : "\n");
+  }
+  m << ".endm\n.macro ROW_BODY\n        imov I4, I2\n        imov I5, I2\n";
+  for (unsigned s = 0; s < vectors + 2; ++s) {
+    if (s < vectors) m << "        ld_tnsr " << v(30 + s % 4) << ", I4, " << streamed << "; iadd_dim I4, LANES dim=0\n";
+    if (s >= 1 && s <= vectors) {
+      const unsigned r = s - 1;
+      const std::string a = v(30 + r % 4), b = v(16 + r);
+      m << "        OP " << v(34 + r % 4) << ", " << (row == 1 ? a : b) << ", " << (row == 1 ? b : a) << "\n";
+    }
+    if (s >= 2) m << "        st_tnsr I5, 2, " << v(34 + (s - 2) % 4) << "; iadd_dim I5, LANES dim=0\n";
+  }
+  m << ".endm\n";
+  return m.str();
+}
+
 std::string short_row_macros(uint32_t vectors, bool backward) {
   auto v = [](unsigned n) { return "V" + std::to_string(n); };
   const char* out_lo[] = {"V11", "V12", "V13", "V16"};
@@ -1584,13 +1609,29 @@ InstantiateResult KernelLibrary::instantiate_impl(const std::string& guid, const
   // Reductions over an outer dim make two output vectors a step the same way (reduce_outer.s).
   const bool outer_reduce = def.kind == Kind::Reduce && static_cast<int>(params.scalars[0]) > 0;
   const bool f32_kind = def.kind == Kind::Backward || def.kind == Kind::UnaryF32 || def.kind == Kind::Ternary || outer_reduce;
-  const unsigned unroll = def.kind == Kind::Binary || def.kind == Kind::Unary || (f32_kind && def.out != DType::BF16) ? 2 : 1;
+  // A binary op whose input `bias_row` is one row broadcast over every outer dim, with rows that
+  // fit in registers: eltwise_binary_row.s, one row a step (the bias row loaded once per core).
+  int bias_row = -1;
+  uint32_t bias_row_vectors = 0;
+  if (def.kind == Kind::Binary && params.inputs.size() == 2) {
+    const auto p_out = padded(out.shape);
+    bias_row_vectors = (p_out[0] + lanes_of(def.out) - 1) / lanes_of(def.out);
+    const bool rows = uint64_t{p_out[1]} * p_out[2] * p_out[3] * p_out[4] > 1;
+    for (int k = 0; k < 2; ++k) {
+      const auto row = padded(params.inputs[k].shape), other = padded(params.inputs[1 - k].shape);
+      if (rows && bias_row_vectors <= kBiasRowVectors && row[0] == p_out[0] && row[1] == 1 && row[2] == 1 && row[3] == 1 &&
+          row[4] == 1 && other == p_out)
+        bias_row = k;
+    }
+  }
+  const unsigned unroll =
+      bias_row < 0 && (def.kind == Kind::Binary || def.kind == Kind::Unary || (f32_kind && def.out != DType::BF16)) ? 2 : 1;
   const unsigned lanes = vector_lanes * unroll;   // elements of dim 0 per index-space step
   const uint8_t rank = static_cast<uint8_t>(std::max<size_t>(out.shape.size(), 1));
   const auto po = padded(out.shape);
   // Row kernels (softmax, reductions over dim 0) take a whole dim-0 row per index-space step.
   const int reduce_dim = def.kind == Kind::Reduce ? static_cast<int>(params.scalars[0]) : -1;
-  const bool row_kernel = def.kind == Kind::Softmax || def.kind == Kind::SoftmaxBwd || reduce_dim == 0;
+  const bool row_kernel = def.kind == Kind::Softmax || def.kind == Kind::SoftmaxBwd || reduce_dim == 0 || bias_row >= 0;
   const uint32_t n0_in = params.inputs.empty() ? po[0] : padded(params.inputs[0].shape)[0];
 
   Instantiation inst;
@@ -1673,7 +1714,7 @@ InstantiateResult KernelLibrary::instantiate_impl(const std::string& guid, const
   std::vector<unsigned> prefetched;
   if (def.kind != Kind::Fill && !(def.kind == Kind::Reduce && reduce_dim != 0))
     for (size_t k = 0; k < params.inputs.size(); ++k)
-      if (k >= 3 || !bcast0[k]) prefetched.push_back(static_cast<unsigned>(k));
+      if (k >= 3 || (!bcast0[k] && static_cast<int>(k) != bias_row)) prefetched.push_back(static_cast<unsigned>(k));
   const uint32_t row_vectors = static_cast<uint32_t>(((row_kernel ? n0_in : po[0]) + vector_lanes - 1) / vector_lanes);
   src << "// " << def.guid << ": the glue's prelude for the kernel file included at the end\n"
       << width_prelude(prefetched, row_vectors, unroll) << ".equ LANES " << lanes << "\n";
@@ -1691,6 +1732,11 @@ InstantiateResult KernelLibrary::instantiate_impl(const std::string& guid, const
           src << "        " << e->op_macro << " " << t << ", \\d, \\d\n";
         }
         src << ".endm\n";
+        if (bias_row >= 0) {
+          variant << " bias-row " << bias_row << " " << bias_row_vectors;
+          src << binary_row_macros(bias_row_vectors, bias_row) << ".macro ROW_SETUP\n.endm\n.include \"eltwise_binary_row.s\"\n";
+          break;
+        }
         for (int k = 0; k < 2; ++k) {
           src << ".macro LOAD_" << (k ? 'B' : 'A') << " v, i\n";
           if (!bcast0[k]) src << "        ld_tnsr \\v, \\i, " << k << "\n";

@@ -141,6 +141,9 @@ class KernelLibrary {
   // Layernorm rows of at most this many f32 registers (bf16: half as many vectors) stay in
   // registers (layernorm_fwd_short.s).
   static constexpr uint32_t kShortRowRegisters = 12;
+  // Binary ops with a bias row (one row broadcast over every outer dim) of at most this many
+  // vectors keep it in registers (eltwise_binary_row.s).
+  static constexpr uint32_t kBiasRowVectors = 12;
   static unsigned prefetch_ahead(size_t streamed_inputs);
   static bool valid_vector_bits(unsigned bits);   // a power of two in kMin .. kMaxVectorBits
 

@@ -128,7 +128,7 @@ TEST(TpcKernelLibrary, CachesAssembledPrograms) {
   KernelLibrary lib;
   EXPECT_EQ(lib.assembled_count(), 0u);
   const auto r1 = lib.instantiate("add_fwd_f32", binary(f32({100}), f32({100}), f32({100})));
-  const auto r2 = lib.instantiate("add_fwd_f32", binary(f32({70, 3}), f32({70, 1}), f32({70, 3})));
+  const auto r2 = lib.instantiate("add_fwd_f32", binary(f32({70, 3, 2}), f32({70, 1, 2}), f32({70, 3, 2})));
   ASSERT_TRUE(r1.ok() && r2.ok());
   EXPECT_EQ(r1.inst->program.get(), r2.inst->program.get());   // same variant (rows of 2 vectors), one assembly
   EXPECT_EQ(lib.assembled_count(), 1u);

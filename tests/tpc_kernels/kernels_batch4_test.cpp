@@ -143,6 +143,11 @@ TEST(TpcKernelPermute, OneVectorRowsAndShortRowVariants) {
   r = ln(DType::BF16, 769);
   ASSERT_TRUE(r.ok()) << r.message;
   EXPECT_EQ(r.inst->variant.find("short"), std::string::npos) << r.inst->variant;
+  // A bias add: the row in registers, one row a step.
+  r = lib.instantiate("add_fwd_f32", {{tp(DType::F32, {768, 1024}), tp(DType::F32, {768, 1})}, {tp(DType::F32, {768, 1024})}, {}});
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_NE(r.inst->variant.find("bias-row 1 12"), std::string::npos) << r.inst->variant;
+  EXPECT_EQ(r.inst->ispace_geometry, (std::array<int32_t, 5>{1, 1024, 1, 1, 1}));
 }
 
 TEST(TpcKernelPermute, StridedTensors) {

@@ -51,6 +51,10 @@ const std::vector<BcastCase>& bcast_cases() {
       {{129, 2}, {}, {129, 2}},                   // a 0-D B
       {{1}, {1}, {1}},                            // single elements
       {{5, 1}, {1, 3}, {5, 3}},                   // outer product shape
+      // A bias row (one row broadcast over every outer dim) kept in registers, as A or as B:
+      {{130}, {130, 3, 4}, {130, 3, 4}},
+      {{768, 5}, {768, 1}, {768, 5}},             // 12 f32 vectors: the most that stay
+      {{832, 2}, {832}, {832, 2}},                // 13 f32 vectors: the two-vector kernel
   };
   return c;
 }
