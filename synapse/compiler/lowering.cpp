@@ -327,7 +327,7 @@ class Lowering {
       // descriptor writes go before the waits (they overlap the kernels still running), and what
       // the node before on this TPC left there is not written again.
       const RegisterRange descriptors{static_cast<uint16_t>(tc::kQmDesc),
-                                                    static_cast<uint16_t>(tc::kQmDesc + tc::kDescSize)};
+                                      static_cast<uint16_t>(tc::kQmDesc + tc::kDescSize)};
       const size_t trigger = first_register_write(cb.bytes, static_cast<uint16_t>(tc::kTpcCmd));
       queue.append({cb.bytes.begin(), cb.bytes.begin() + static_cast<std::ptrdiff_t>(trigger)}, relocs, descriptors);
       // A queue waits once per node for its dependencies, and once per phase for the node itself.

@@ -96,7 +96,6 @@ void QueueProgram::append(const std::vector<uint8_t>& fragment, const RegisterRe
         if (wreg->pred != 0) {   // may not execute: what the register holds is unknown after it
           if (last != written_.end()) written_.erase(last);
         } else if (last != written_.end() && last->second == now) {
-          ++reused_writes_;
           at += decoded.size;
           continue;
         } else {

@@ -63,8 +63,6 @@ class QueueProgram {
   // set-up of the node before on the same engine.
   void append(const std::vector<uint8_t>& fragment, const RegisterRelocations& relocations,
               RegisterRange reused = {});
-  // WREG_32 packets append() left out because the register already held their value.
-  uint64_t reused_writes() const { return reused_writes_; }
 
   // A linear DMA of `bytes` from `source` to `destination` (both patched 64-bit fields), then,
   // once the engine is done (engine barrier), ADD 1 to the launch's sync object `sob`. Pieces of at most
@@ -94,7 +92,6 @@ class QueueProgram {
     }
   };
   std::map<uint16_t, Written> written_;
-  uint64_t reused_writes_ = 0;
 
   void add_patch(size_t offset, recipe::Field field, const Relocation& target);
   // A MSG_LONG to the launch's sync object `sob`, its address a patch point.
