@@ -16,7 +16,11 @@ struct CompileTarget {
   std::vector<regs::QueueId> mme_queues = {regs::QueueId::MME_1_0, regs::QueueId::MME_0_0};  // MME0, MME2
   uint32_t mme_geometries = 2;              // output geometries each MME engine offers
   regs::QueueId external_queue = regs::QueueId::DMA_0_0;   // where the launch's last job runs
-  regs::QueueId dma_queue = regs::QueueId::DMA_2_0;        // memcpy nodes (an internal DMA)
+  // memcpy nodes: the internal DMA channels (stream 0 of each); a large copy is spread over them.
+  std::vector<regs::QueueId> dma_queues = {regs::QueueId::DMA_2_0, regs::QueueId::DMA_3_0, regs::QueueId::DMA_4_0,
+                                           regs::QueueId::DMA_5_0, regs::QueueId::DMA_6_0, regs::QueueId::DMA_7_0};
+  // A copy is split into pieces of at least this many bytes, one per DMA queue at most.
+  uint64_t dma_split_min_bytes = 256 * 1024;
   // E_N sync objects the runtime hands launches their ranges from (a recipe needs one per node
   // plus one, and numbers them from 0), and the monitors (one per queue, monitor_for_queue).
   uint32_t sob_base = 256, sob_count = 1536;
@@ -28,7 +32,7 @@ struct CompileTarget {
   // The SRAM arena intermediates may use (0: none); the runtime gives its SRAM user range.
   uint64_t sram_bytes = 0;
 
-  // "tpcs=8 vector=2048 mme=2 geometries=2 sob=256+1536 mon=256 fuse=1 sram=...": recorded in the
+  // "tpcs=8 vector=2048 mme=2 geometries=2 dma=6 sob=256+1536 mon=256 fuse=1 sram=...": recorded in the
   // recipe (and so part of the recipe cache's key).
   std::string describe() const;
 };

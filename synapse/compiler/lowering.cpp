@@ -15,6 +15,7 @@
 #include "synapse/compiler/fusion.h"
 #include "synapse/compiler/memory_plan.h"
 #include "synapse/compiler/queue_program.h"
+#include "synapse/compiler/schedule.h"
 #include "synapse/compiler/tensor_size.h"
 #include "synapse/graph/dma_nodes.h"
 #include "synapse/graph/mme_nodes.h"
@@ -84,6 +85,8 @@ class Lowering {
                                                         : lower_tpc(i, node, *record);
       if (!r.ok()) return r;
     }
+
+    recipe_.set_workspace_bytes(plan_.workspace_bytes + scratch_bytes_);
 
     // The first job: once everything submitted before the launch on the external queue is done
     // (engine barrier), the start object releases every engine queue of the recipe.
@@ -234,11 +237,29 @@ class Lowering {
   // ---- DMA ----
   graph::Result lower_dma(size_t step, const NodeDesc& node, recipe::NodeRecord& record) {
     record.set_engine("dma");
-    record.set_jobs(1);
-    QueueProgram& queue = program(target_.dma_queue, false);
-    wait_for_dependencies(queue, record);
-    queue.dma_copy(relocation_of(node.inputs[0]), relocation_of(node.outputs[0]),
-                   tensor_bytes(graph_.tensor(node.inputs[0])).value_or(0), sob_of(step));
+    if (target_.dma_queues.empty()) {
+      return graph::Result::error(graph::Status::InvalidArgument,
+                                  "node '" + node.name + "': the target has no DMA queue for a copy");
+    }
+    // A large copy is spread over the DMA channels in contiguous pieces (whole cache lines), as
+    // the real compiler spreads its copies over the DMA engines; each piece signals the node.
+    const uint64_t bytes = tensor_bytes(graph_.tensor(node.inputs[0])).value_or(0);
+    const uint64_t most = std::max<uint64_t>(1, bytes / std::max<uint64_t>(target_.dma_split_min_bytes, 1));
+    const uint64_t pieces = std::min<uint64_t>(target_.dma_queues.size(), most);
+    const uint64_t per = std::max<uint64_t>(align_up((bytes + pieces - 1) / pieces, kDefaultAlignment).value_or(bytes), 1);
+    uint32_t jobs = 0;
+    for (uint64_t offset = 0; jobs == 0 || offset < bytes; offset += per) {
+      const uint64_t piece = std::min(per, bytes - offset);
+      Relocation source = relocation_of(node.inputs[0]), destination = relocation_of(node.outputs[0]);
+      source.addend += offset;
+      destination.addend += offset;
+      QueueProgram& queue = program(target_.dma_queues[(dma_turn_ + jobs) % target_.dma_queues.size()], false);
+      ++jobs;
+      record.set_jobs(jobs);
+      wait_for_dependencies(queue, record);
+      queue.dma_copy(source, destination, piece, sob_of(step));
+    }
+    dma_turn_ += jobs;
     return graph::Result::success();
   }
 
@@ -265,12 +286,18 @@ class Lowering {
     std::vector<Relocation> tensors;
     for (TensorId t : node.inputs) tensors.push_back(relocation_of(t));
     for (TensorId t : node.outputs) tensors.push_back(relocation_of(t));
+    // Scratch (partials a node's parts pass on): the node's own, after the planned workspace.
+    for (uint64_t bytes : inst.scratch_bytes) {
+      tensors.push_back(Relocation{recipe::SECTION_WORKSPACE, 0, plan_.workspace_bytes + scratch_bytes_});
+      scratch_bytes_ += align_up(std::max<uint64_t>(bytes, 1), kDefaultAlignment).value_or(bytes);
+    }
     if (inst.parts.empty()) {
       record.set_program_offset(place_program(*inst.inst));
       record.set_jobs(append_kernel(step, record, *inst.inst, tensors, 0, 0));
       return graph::Result::success();
     }
-    // A tensor-list node: its parts in order, each spread over the TPCs (a part too small for all
+    // A node of several launches (a tensor list, a reduction with a second pass): its parts in
+    // order, each spread over the TPCs (a part too small for all
     // of them starts where the previous one ended, so small tensors do not queue on TPC 0); a
     // part of a later phase first waits for every launch of the earlier phases.
     uint32_t jobs = 0, jobs_before_phase = 0, phase = 0;
@@ -378,13 +405,16 @@ class Lowering {
     uint32_t own_jobs = 0;    // and how many of that node's own launches
   };
   std::map<regs::QueueId, QueueWaits> queue_waits_;
+  size_t dma_turn_ = 0;   // the DMA queue the next copy starts on (copies take turns)
+  uint64_t scratch_bytes_ = 0;   // the nodes' scratch so far, after the planned workspace
 };
 
 }  // namespace
 
 std::string CompileTarget::describe() const {
   std::ostringstream s;
-  s << "tpcs=" << tpcs << " vector=" << tpc_vector_bits << " mme=" << mme_queues.size() << " geometries=" << mme_geometries << " sob=" << sob_base
+  s << "tpcs=" << tpcs << " vector=" << tpc_vector_bits << " mme=" << mme_queues.size() << " geometries=" << mme_geometries
+    << " dma=" << dma_queues.size() << " sob=" << sob_base
     << "+" << sob_count << " mon=" << monitor_base << " fuse=" << (fuse_elementwise ? 1 : 0) << " sram=" << sram_bytes;
   return s.str();
 }
@@ -404,12 +434,14 @@ graph::Result compile_graph(const Graph& graph, const CompileTarget& target, rec
     FusedGraph fused;
     if (target.fuse_elementwise) fused = fuse_elementwise_chains(graph);
     const Graph& lowered = target.fuse_elementwise ? fused.graph : graph;
-    const auto order = graph::topological_order(lowered);
-    if (!order) return graph::Result::error(graph::Status::Fail, "compiler: the fused graph has no order");
+    const auto topological = graph::topological_order(lowered);
+    if (!topological) return graph::Result::error(graph::Status::Fail, "compiler: the fused graph has no order");
+    const ScheduledGraph scheduled = schedule_nodes(lowered, *topological);
     MemoryPlan plan;
-    r = plan_memory(lowered, *order, &plan, kDefaultAlignment, target.sram_bytes);
+    r = plan_memory(scheduled.graph, scheduled.order, &plan, kDefaultAlignment, target.sram_bytes, scheduled.holds);
     if (!r.ok()) return r;
-    return Lowering(lowered, target, *order, plan, fused.epilogues, graph::structural_hash(graph)).run(recipe);
+    return Lowering(scheduled.graph, target, scheduled.order, plan, fused.epilogues, graph::structural_hash(graph))
+        .run(recipe);
   } catch (const std::exception& e) {
     return graph::Result::error(graph::Status::Fail, std::string("compiler: ") + e.what());
   }

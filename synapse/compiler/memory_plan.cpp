@@ -179,12 +179,22 @@ const PatchPoint* MemoryPlan::find_patch_point(TensorId id) const {
 }
 
 Result plan_memory(const Graph& graph, const std::vector<NodeId>& order, MemoryPlan* plan, uint64_t alignment,
-                   uint64_t sram_capacity) {
+                   uint64_t sram_capacity, const std::vector<LiveUntil>& holds) {
   if (!is_power_of_two(alignment)) return invalid("alignment " + std::to_string(alignment) + " is not a power of two");
   Result r = check_order_covers_graph(graph, order);
   std::vector<TensorUse> uses(graph.tensor_count());
   if (r.ok()) r = find_writers(graph, order, &uses);
   if (r.ok()) r = find_readers(graph, order, &uses);
+  for (const LiveUntil& hold : holds) {
+    if (!r.ok()) break;
+    if (hold.tensor.index >= uses.size() || hold.step >= order.size()) {
+      r = invalid("a hold on tensor " + std::to_string(hold.tensor.index) + " until step " + std::to_string(hold.step) +
+                  " is outside the graph or the order");
+      break;
+    }
+    TensorUse& use = uses[hold.tensor.index];
+    if (use.last_step != kNone) use.last_step = std::max(use.last_step, hold.step);
+  }
   MemoryPlan result;
   result.alignment = alignment;
   result.sram_capacity = sram_capacity;

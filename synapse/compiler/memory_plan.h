@@ -71,7 +71,15 @@ struct MemoryPlan {
 // SRAM: with `sram_capacity` > 0 each tensor first tries the SRAM arena (the same first fit,
 // bounded by the capacity) and goes to the workspace when it does not fit there: intermediates
 // live in SRAM while it has room, which is where it helps (its bandwidth and latency beat HBM's).
+//
+// `holds`: tensors kept live at least until a step (by its index in `order`) though no node
+// touches them there: the scheduler's way of saying a node placed earlier may still be running.
+struct LiveUntil {
+  TensorId tensor;
+  uint32_t step = 0;
+};
 Result plan_memory(const Graph& graph, const std::vector<NodeId>& order, MemoryPlan* plan,
-                   uint64_t alignment = kDefaultAlignment, uint64_t sram_capacity = 0);
+                   uint64_t alignment = kDefaultAlignment, uint64_t sram_capacity = 0,
+                   const std::vector<LiveUntil>& holds = {});
 
 }  // namespace hpusim::synapse::compiler

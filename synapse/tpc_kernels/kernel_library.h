@@ -106,9 +106,11 @@ struct Instantiation {
                                     const std::array<int32_t, kMaxDims>& ispace_size) const;
 };
 
-// One kernel launch of a tensor-list node (tensor_list.cpp): an instantiation over some of the
-// node's tensors. `tensors[k]` is the node's tensor number (inputs 0 .. n-1, then the outputs) of
-// the part's descriptor k, which may describe that tensor with another shape of the same memory.
+// One kernel launch of a node instantiated as several (tensor_list.cpp, and reductions split
+// across cores with a second pass): an instantiation over some of the node's tensors.
+// `tensors[k]` is the node's tensor number (inputs 0 .. n-1, then the outputs, then the scratch
+// tensors of InstantiateResult::scratch_bytes) of the part's descriptor k, which may describe
+// that tensor with another shape of the same memory.
 struct KernelPart {
   Instantiation inst;
   std::vector<uint32_t> tensors;
@@ -119,7 +121,10 @@ struct InstantiateResult {
   GlueStatus status = GlueStatus::Success;
   std::string message;   // names the tensor and the problem ("input 1 (B): dim 0 size 3 ...")
   std::optional<Instantiation> inst;   // one launch (every GUID but the tensor-list ones)
-  std::vector<KernelPart> parts;       // a tensor-list GUID's launches, in order (inst is empty)
+  std::vector<KernelPart> parts;       // several launches, in order (inst is empty)
+  // Device memory the parts pass between them (partial sums), per scratch tensor in bytes: the
+  // compiler gives each node its own (f32 elements, so 4-byte aligned at least).
+  std::vector<uint64_t> scratch_bytes;
   bool ok() const { return status == GlueStatus::Success; }
 };
 
@@ -163,6 +168,13 @@ class KernelLibrary {
   // The tensor-list GUIDs (fused_adamw_f32, fused_sgd_f32, fused_clip_norm_f32 ...): one node over
   // a list of tensors, instantiated as several launches (InstantiateResult::parts).
   static bool is_tensor_list(const std::string& guid);
+  // A tensor-list optimizer's node layout: input 0 and output 0 are the state, then each list
+  // entry has `per_input` inputs and `per_output` outputs (param first). Without the state output
+  // the node updates its entries only. nullopt for other GUIDs (and fused_clip_norm_f32).
+  struct OptimizerLayout {
+    size_t per_input = 0, per_output = 0;
+  };
+  static std::optional<OptimizerLayout> optimizer_layout(const std::string& guid, const std::vector<float>& scalars);
 
   // GetGcDefinitions: validates params against the GUID and builds the instantiation (assembling
   // the kernel variant on first use).
@@ -189,6 +201,9 @@ class KernelLibrary {
  private:
   InstantiateResult instantiate_batch3(const KernelDef& def, const KernelParams& params);
   InstantiateResult instantiate_tensor_list(const std::string& guid, const KernelParams& params);   // tensor_list.cpp
+  // layernorm_bwd_gamma_beta_f32 over row chunks (row_chunks.h), then the partials summed
+  // (nullopt: not split).
+  std::optional<InstantiateResult> instantiate_split_gamma_beta(const std::string& guid, const KernelParams& params);
   InstantiateResult instantiate_impl(const std::string& guid, const KernelParams& params,
                                      const std::vector<const KernelDef*>& epilogue);
   std::shared_ptr<const tpc::Program> program_for(const std::string& variant_source,

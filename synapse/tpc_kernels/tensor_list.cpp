@@ -88,6 +88,13 @@ bool KernelLibrary::is_tensor_list(const std::string& guid) {
   return false;
 }
 
+std::optional<KernelLibrary::OptimizerLayout> KernelLibrary::optimizer_layout(const std::string& guid,
+                                                                             const std::vector<float>& scalars) {
+  if (!is_tensor_list(guid) || guid == "fused_clip_norm_f32") return std::nullopt;
+  const Layout lay = layout_of(guid, scalars);
+  return OptimizerLayout{lay.per_input, lay.per_output};
+}
+
 InstantiateResult KernelLibrary::instantiate_tensor_list(const std::string& guid, const KernelParams& p) {
   InstantiateResult result;
   auto fail = [&](GlueStatus status, const std::string& message) {
@@ -118,11 +125,16 @@ InstantiateResult KernelLibrary::instantiate_tensor_list(const std::string& guid
                 "takes " + std::string(optimizer ? "the state, then " : "") + "one or more groups of (" +
                     entry_names(guid, true, momentum) + "): " + std::to_string(lay.fixed_inputs) + " + " +
                     std::to_string(lay.per_input) + " * n inputs, got " + std::to_string(p.inputs.size()));
-  if (p.outputs.size() != lay.fixed_outputs + n * lay.per_output)
+  // An optimizer node without the state output updates its entries only and leaves the step
+  // count to the node that has it (the compiler splits a parameter group this way).
+  const bool counts = !optimizer || p.outputs.size() != n * lay.per_output;
+  const size_t fixed_outputs = counts ? lay.fixed_outputs : 0;
+  if (p.outputs.size() != fixed_outputs + n * lay.per_output)
     return fail(GlueStatus::IncompatibleOutputCount,
                 "takes " + std::to_string(lay.fixed_outputs + n * lay.per_output) + " outputs for " +
                     std::to_string(n) + " list entries (" +
-                    (optimizer ? "the state, then (" + entry_names(guid, false, momentum) + ") each"
+                    (optimizer ? "the state, then (" + entry_names(guid, false, momentum) + ") each; or only the (" +
+                                     entry_names(guid, false, momentum) + ") to leave the step count alone"
                                : std::string("the gradients, total_norm, scratch")) +
                     "), got " + std::to_string(p.outputs.size()));
   auto check = [&](const TensorParams& t, bool input, size_t index) -> std::optional<std::string> {
@@ -141,10 +153,12 @@ InstantiateResult KernelLibrary::instantiate_tensor_list(const std::string& guid
     if (auto m = check(p.outputs[k], false, k))
       return fail(m->find("dtype") != std::string::npos ? GlueStatus::IncompatibleDataType : GlueStatus::IncompatibleOutputSize, *m);
   if (optimizer) {
-    if (elements(p.inputs[0]) != 2 || elements(p.outputs[0]) != 2)
+    if (elements(p.inputs[0]) != 2 || (counts && elements(p.outputs[0]) != 2))
       return fail(GlueStatus::IncompatibleInputSize,
-                  "the state (input 0 and output 0) must have 2 elements (steps taken, lr), got " +
-                      shape_text(p.inputs[0].shape) + " and " + shape_text(p.outputs[0].shape));
+                  counts ? "the state (input 0 and output 0) must have 2 elements (steps taken, lr), got " +
+                               shape_text(p.inputs[0].shape) + " and " + shape_text(p.outputs[0].shape)
+                         : "the state (input 0) must have 2 elements (steps taken, lr), got " +
+                               shape_text(p.inputs[0].shape));
   } else {
     if (elements(p.outputs[n]) != 1)
       return fail(GlueStatus::IncompatibleOutputSize,
@@ -165,7 +179,7 @@ InstantiateResult KernelLibrary::instantiate_tensor_list(const std::string& guid
     };
     for (size_t k = 1; k < lay.per_input; ++k)
       if (auto m = same(p.inputs[first + k], true, first + k)) return fail(GlueStatus::IncompatibleInputSize, *m);
-    const size_t out_first = optimizer ? lay.fixed_outputs + i * lay.per_output : i;
+    const size_t out_first = optimizer ? fixed_outputs + i * lay.per_output : i;
     for (size_t k = 0; k < lay.per_output; ++k)
       if (auto m = same(p.outputs[out_first + k], false, out_first + k)) return fail(GlueStatus::IncompatibleOutputSize, *m);
   }
@@ -269,7 +283,7 @@ InstantiateResult KernelLibrary::instantiate_tensor_list(const std::string& guid
       bool dense = true;
       for (size_t k = 0; k < lay.per_input; ++k) dense = dense && flattened(p.inputs[first + k]).shape.size() == 1;
       for (size_t k = 0; k < lay.per_output; ++k)
-        dense = dense && flattened(p.outputs[lay.fixed_outputs + i * lay.per_output + k]).shape.size() == 1;
+        dense = dense && flattened(p.outputs[fixed_outputs + i * lay.per_output + k]).shape.size() == 1;
       const auto as_run = [dense](const TensorParams& t) { return dense ? flattened(t) : t; };
       const TensorParams param = as_run(p.inputs[first]);
       const auto px = padded(param.shape);
@@ -284,13 +298,14 @@ InstantiateResult KernelLibrary::instantiate_tensor_list(const std::string& guid
       part.inst.input_patterns.push_back(whole_tensor(padded(p.inputs[0].shape)));
       part.tensors.push_back(0);
       for (size_t k = 0; k < lay.per_output; ++k) {
-        const size_t out = lay.fixed_outputs + i * lay.per_output + k;
+        const size_t out = fixed_outputs + i * lay.per_output + k;
         part.inst.outputs.push_back(descriptor_of(as_run(p.outputs[out])));
         part.inst.output_patterns.push_back(pattern_of(vector_dim0(step), px, false));
         part.tensors.push_back(static_cast<uint32_t>(p.inputs.size() + out));
       }
       result.parts.push_back(std::move(part));
     }
+    if (!counts) return result;
     KernelPart count;
     count.inst.guid = guid;
     count.inst.variant = "tensor-list step count";

@@ -1,7 +1,10 @@
 #include "synapse/zoo_reference/ops.h"
 
+#include "synapse/tpc_kernels/row_chunks.h"
+
 #include <cmath>
 #include <limits>
+#include <vector>
 
 namespace hpusim::synapse::zoo_reference {
 
@@ -242,14 +245,26 @@ void layernorm_bwd(const float* grad, const float* x, const float* mean, const f
 
 void layernorm_bwd_gamma_beta(const float* grad, const float* x, const float* mean, const float* rstd, float* dgamma,
                               float* dbeta, size_t rows, size_t n) {
+  // Split as the kernel library splits it (row_chunks.h): a partial per chunk of rows, then the
+  // partials added in chunk order from +0; unsplit, one chunk of every row.
+  const uint32_t split = tpc_kernels::split_row_chunk(rows, n);
+  const size_t length = split != 0 ? split : rows;
+  std::vector<float> part_gamma(n), part_beta(n);
   for (size_t j = 0; j < n; ++j) dgamma[j] = dbeta[j] = 0.0f;
-  for (size_t r = 0; r < rows; ++r)
+  for (size_t first = 0; first < rows; first += length) {
+    for (size_t j = 0; j < n; ++j) part_gamma[j] = part_beta[j] = 0.0f;
+    for (size_t r = first; r < first + length; ++r)
+      for (size_t j = 0; j < n; ++j) {
+        const float g = grad[r * n + j];
+        const float xhat = (x[r * n + j] - mean[r]) * rstd[r];
+        part_gamma[j] = part_gamma[j] + g * xhat;
+        part_beta[j] = part_beta[j] + g;
+      }
     for (size_t j = 0; j < n; ++j) {
-      const float g = grad[r * n + j];
-      const float xhat = (x[r * n + j] - mean[r]) * rstd[r];
-      dgamma[j] = dgamma[j] + g * xhat;
-      dbeta[j] = dbeta[j] + g;
+      dgamma[j] = split != 0 ? dgamma[j] + part_gamma[j] : part_gamma[j];
+      dbeta[j] = split != 0 ? dbeta[j] + part_beta[j] : part_beta[j];
     }
+  }
 }
 
 template <class T>

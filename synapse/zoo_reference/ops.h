@@ -85,7 +85,8 @@ void log_softmax_bwd(const float* grad, const float* y, float* dx, size_t rows, 
 // * gamma + beta. mean / rstd hold one value per row. gamma / beta may both be null.
 template <class T>
 void layernorm(const T* x, const T* gamma, const T* beta, T* y, T* mean, T* rstd, size_t rows, size_t n, float eps);
-// layernorm_bwd (dx; gamma may be null) and layernorm_bwd_gamma_beta (rows in memory order).
+// layernorm_bwd (dx; gamma may be null) and layernorm_bwd_gamma_beta (rows in memory order; in
+// chunks whose partials are then added, where the kernel library splits the rows: row_chunks.h).
 void layernorm_bwd(const float* grad, const float* x, const float* mean, const float* rstd, const float* gamma,
                    float* dx, size_t rows, size_t n);
 void layernorm_bwd_gamma_beta(const float* grad, const float* x, const float* mean, const float* rstd, float* dgamma,

@@ -203,6 +203,7 @@ struct RunOutcome {
   size_t cores_used = 0;
   uint64_t bundles = 0;
   bool gaps_ok = true;
+  size_t parts = 0;   // launches (1, or a node's parts)
 };
 
 // Instantiates `guid`, runs it on `cores` simulated cores (partition_index_space) over the
@@ -224,25 +225,40 @@ inline RunOutcome run_kernel(const std::string& guid, const std::vector<HostTens
     out.error = std::string(glue_status_name(r.status)) + ": " + r.message;
     return out;
   }
-  const Instantiation& inst = *r.inst;
   SimMemory mem;
   std::vector<uint64_t> in_bases, out_bases;
   for (const HostTensor& t : inputs) in_bases.push_back(mem.alloc(t.span() * t.elem_bytes()));
   for (const HostTensor& t : outputs) out_bases.push_back(mem.alloc(t.span() * t.elem_bytes()));
   for (size_t k = 0; k < inputs.size(); ++k) store_tensor(mem, in_bases[k], inputs[k]);
-  const auto slices = partition_index_space(inst.ispace_geometry, cores);
-  out.cores_used = slices.size();
-  for (const CoreSlice& s : slices) {
-    tpc::TpcCoreConfig config;
-    config.vector_bits = vector_bits;
-    tpc::TpcExecutor ex(config);
-    ex.set_global_memory(&mem);
-    ex.launch(inst.launch_context(in_bases, out_bases, s.offset, s.size));
-    const tpc::RunResult res = ex.run(inst.program->bundles, 100'000'000);
-    out.bundles += res.bundles;
-    if (res.status != tpc::CoreStatus::Halted) {
-      out.error = "core did not halt: " + ex.state().fault.message;
-      return out;
+  // A node of several launches: each part over its tensors (the node's, then its scratch), in order.
+  std::vector<uint64_t> bases = in_bases;
+  bases.insert(bases.end(), out_bases.begin(), out_bases.end());
+  for (uint64_t bytes : r.scratch_bytes) bases.push_back(mem.alloc(bytes));
+  std::vector<std::pair<const Instantiation*, std::vector<uint32_t>>> launches;
+  if (r.inst) {
+    std::vector<uint32_t> all(inputs.size() + outputs.size());
+    for (uint32_t k = 0; k < all.size(); ++k) all[k] = k;
+    launches.emplace_back(&*r.inst, all);
+  }
+  for (const KernelPart& part : r.parts) launches.emplace_back(&part.inst, part.tensors);
+  out.parts = launches.size();
+  for (const auto& [inst, tensors] : launches) {
+    std::vector<uint64_t> ins, outs;
+    for (size_t k = 0; k < tensors.size(); ++k) (k < inst->inputs.size() ? ins : outs).push_back(bases.at(tensors[k]));
+    const auto slices = partition_index_space(inst->ispace_geometry, cores);
+    out.cores_used = std::max(out.cores_used, slices.size());
+    for (const CoreSlice& s : slices) {
+      tpc::TpcCoreConfig config;
+      config.vector_bits = vector_bits;
+      tpc::TpcExecutor ex(config);
+      ex.set_global_memory(&mem);
+      ex.launch(inst->launch_context(ins, outs, s.offset, s.size));
+      const tpc::RunResult res = ex.run(inst->program->bundles, 100'000'000);
+      out.bundles += res.bundles;
+      if (res.status != tpc::CoreStatus::Halted) {
+        out.error = "core did not halt: " + ex.state().fault.message;
+        return out;
+      }
     }
   }
   for (size_t k = 0; k < outputs.size(); ++k) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "synapse/tpc_kernels/row_chunks.h"
 #include "tests/tpc_kernels/kernel_test_util.h"
 
 namespace hpusim::synapse::tpc_kernels::testing {
@@ -37,7 +38,10 @@ const std::vector<Shape>& ln_shapes() {
                                        {150, 3},     {1, 4},     {70, 2, 3},    {130, 2, 2, 2}, {65, 2, 1, 2, 3},
                                        {257, 1, 1, 1, 2}, {3, 7},
                                        // Rows past the registers (f32 > 12 vectors, bf16 > 6): the three-pass kernel.
-                                       {900, 2}};
+                                       {900, 2},
+                                       // f32 dgamma / dbeta split into row chunks (row_chunks.h): 11 x 48
+                                       // (rows over dims 1..4), 9 x 64 with a partial vector.
+                                       {100, 4, 4, 3, 11}, {65, 576}};
   return s;
 }
 
@@ -155,13 +159,22 @@ TEST(TpcKernelLayerNorm, BackwardMatchesTheDoubleReference) {
             }
           }
         }
-        // dgamma / dbeta: bit-exact against the kernel's order (rows in memory order, f32).
+        // dgamma / dbeta: bit-exact against the kernel's order (rows in memory order, f32; f32
+        // outputs of fewer than 1024 elements in chunks of rows whose partials are then added,
+        // row_chunks.h).
+        const uint32_t chunk = t == DType::F32 ? split_row_chunk(mean.count(), n0) : 0;
+        const size_t length = chunk != 0 ? chunk : mean.count();
         for (uint32_t j = 0; j < n0 && bad < 3; ++j) {
           float dg = 0.0f, db = 0.0f;
-          for (size_t r = 0; r < mean.count(); ++r) {
-            const float xh = (x.at(r * n0 + j) - mean.at(r)) * rstd.at(r);
-            dg = dg + g.at(r * n0 + j) * xh;
-            db = db + g.at(r * n0 + j);
+          for (size_t first = 0; first < mean.count(); first += length) {
+            float pg = 0.0f, pb = 0.0f;
+            for (size_t r = first; r < first + length; ++r) {
+              const float xh = (x.at(r * n0 + j) - mean.at(r)) * rstd.at(r);
+              pg = pg + g.at(r * n0 + j) * xh;
+              pb = pb + g.at(r * n0 + j);
+            }
+            dg = chunk != 0 ? dg + pg : pg;
+            db = chunk != 0 ? db + pb : pb;
           }
           if (gb[0].data[j] != round_to(t, dg) || gb[1].data[j] != round_to(t, db)) {
             ++bad;

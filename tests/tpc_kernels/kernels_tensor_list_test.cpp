@@ -150,6 +150,39 @@ TEST(TpcKernelTensorList, AdamAndAdamWOverSteps) {
   }
 }
 
+TEST(TpcKernelTensorList, WithoutTheStateOutputAnOptimizerUpdatesItsEntriesAndLeavesTheStepCount) {
+  // The compiler splits a parameter group into such nodes plus one with the state output; each
+  // entry must come out bit for bit as the whole node makes it, and the count moves once.
+  const std::vector<float> scalars{0.9f, 0.999f, 1e-8f, 0.01f, 1.0f};
+  std::vector<HostTensor> in{state_tensor(4.0f, 1e-3f)}, out{state_tensor(0.0f, 1e-3f)}, update_out;
+  std::vector<int> alias{0}, update_alias;
+  uint32_t seed = 5;
+  for (const auto& shape : kShapes) {
+    const size_t first = in.size();
+    in.push_back(random_tensor(shape, seed++, -1.0f, 1.0f));
+    in.push_back(random_tensor(shape, seed++, -1.0f, 1.0f));
+    in.push_back(random_tensor(shape, seed++, -0.1f, 0.1f));
+    in.push_back(random_tensor(shape, seed++, 0.0f, 0.01f));
+    for (size_t k : {0, 2, 3}) {
+      out.push_back(in[first + k]);
+      alias.push_back(static_cast<int>(first + k));
+      update_out.push_back(in[first + k]);
+      update_alias.push_back(static_cast<int>(first + k));
+    }
+  }
+  ListRun whole, update;
+  run_list(whole, "fused_adamw_f32", in, out, alias, scalars, 8);
+  ASSERT_TRUE(whole.error.empty()) << whole.error;
+  run_list(update, "fused_adamw_f32", in, update_out, update_alias, scalars, 8);
+  ASSERT_TRUE(update.error.empty()) << update.error;
+  EXPECT_EQ(whole.parts, kShapes.size() + 1);
+  EXPECT_EQ(update.parts, kShapes.size()) << "no step-count part";
+  for (size_t k = 1; k < in.size(); ++k)
+    EXPECT_EQ(read(update, update.in_bases[k], in[k]).data, read(whole, whole.in_bases[k], in[k]).data) << "input " << k;
+  EXPECT_EQ(read(update, update.in_bases[0], in[0]).at(0), 4.0f) << "the step count stays";
+  EXPECT_EQ(read(whole, whole.in_bases[0], in[0]).at(0), 5.0f);
+}
+
 TEST(TpcKernelTensorList, SgdPlainMomentumNesterov) {
   struct Case {
     float momentum, dampening, wd, nesterov;
@@ -260,6 +293,17 @@ TEST(TpcKernelTensorList, ValidationNamesTheProblem) {
   expect(lib.instantiate("fused_adamw_f32", {{f32({2}), f32({8}), f32({8}), f32({8}), f32({8})},
                                              {f32({2}), f32({8}), f32({8}), f32({8})}, {1.0f, 0.999f, 1e-8f, 0.0f, 1.0f}}),
          GlueStatus::IncompatibleScalarParams, "scalar 0 (beta1) must be in [0, 1)");
+  expect(lib.instantiate("fused_adam_f32", {{f32({2}), f32({8}), f32({8}), f32({8}), f32({8})}, {f32({2}), f32({8})}, adam}),
+         GlueStatus::IncompatibleOutputCount,
+         "takes 4 outputs for 1 list entries (the state, then (param, exp_avg, exp_avg_sq) each; or only the (param, "
+         "exp_avg, exp_avg_sq) to leave the step count alone), got 2");
+  EXPECT_TRUE(lib.instantiate("fused_adam_f32", {{f32({2}), f32({8}), f32({8}), f32({8}), f32({8})},
+                                                 {f32({8}), f32({8}), f32({8})}, adam})
+                  .ok())
+      << "the update-only form";
+  expect(lib.instantiate("fused_adam_f32", {{f32({3}), f32({8}), f32({8}), f32({8}), f32({8})},
+                                            {f32({8}), f32({8}), f32({8})}, adam}),
+         GlueStatus::IncompatibleInputSize, "the state (input 0) must have 2 elements (steps taken, lr), got [3]");
   expect(lib.instantiate("fused_sgd_f32", {{f32({2}), f32({8}), f32({8}), f32({8})}, {f32({2}), f32({8}), f32({8})},
                                            {0.9f, 0.5f, 0.0f, 1.0f}}),
          GlueStatus::IncompatibleScalarParams, "Nesterov momentum requires a momentum and zero dampening");

@@ -4,7 +4,9 @@
 // space is {ceil(N0 / LANES)}: each step owns one vector of dgamma / dbeta and walks every row
 // (software loops over dims 4..1, dim 1 fastest, i.e. the rows in memory order), accumulating
 // dgamma += g * ((x - mean) * rstd) and dbeta += g in f32; no two cores write the same element.
-// SRF: S4..S7 = the sizes of dims 1..4 (i32).
+// Split across cores (the glue's row chunks): dim 4 is the chunk, in the index space too, and a
+// step walks its own chunk's rows (S7 = 1), its sums going to that chunk's partials.
+// SRF: S4..S7 = the sizes of dims 1..4 (i32); dim 4 runs from the step's own coordinate.
 .macro ROW_SETUP
 .endm
 .include "nest.inc"
@@ -44,8 +46,10 @@
         mov.f32 V20, 0.0
         mov.f32 V18, 0.0
         mov.f32 V28, 0.0
-        imov I3, I2; ld_smov S8, 0
-r4:     cmp.ge.i32 SP2, S8, S7
+        imov I3, I2
+        iget_dim S8, I2 dim=4
+        add.i32 S14, S8, S7
+r4:     cmp.ge.i32 SP2, S8, S14
         jmp r4_done @SP2
         imov_dim I3, S8 dim=4; ld_smov S9, 0
 r3:     cmp.ge.i32 SP2, S9, S6
