@@ -1549,7 +1549,47 @@ std::shared_ptr<const tpc::Program> KernelLibrary::program_for(const std::string
 InstantiateResult KernelLibrary::instantiate(const std::string& guid, const KernelParams& params) {
   if (is_tensor_list(guid)) return instantiate_tensor_list(guid, params);
   if (auto split = instantiate_split_gamma_beta(guid, params)) return std::move(*split);
+  if (auto split = instantiate_split_dim0_reduction(guid, params)) return std::move(*split);
   return instantiate_impl(guid, params, {});
+}
+
+std::optional<InstantiateResult> KernelLibrary::instantiate_split_dim0_reduction(const std::string& guid,
+                                                                                 const KernelParams& p) {
+  const bool mean = guid == "reduce_mean_fwd_f32";
+  if ((!mean && guid != "reduce_sum_fwd_f32") || p.inputs.size() != 1 || p.outputs.size() != 1 ||
+      p.scalars != std::vector<float>{0.0f})
+    return std::nullopt;
+  const TensorParams& x = p.inputs[0];
+  const auto px = padded(x.shape);
+  const uint32_t length = dim0_chunk_length(px[0]);
+  if (length == 0 || elements(x) != px[0] || elements(p.outputs[0]) != 1 || !x.strides.empty() ||
+      !p.outputs[0].strides.empty() || x.dtype != DType::F32 || p.outputs[0].dtype != DType::F32)
+    return std::nullopt;
+  const uint32_t chunks = px[0] / length;
+  const auto f32 = [](std::vector<uint32_t> shape) { return TensorParams{DType::F32, std::move(shape), {}}; };
+  const uint32_t scratch = 2;
+  InstantiateResult result;
+  // Phase 0: the row as [length, chunks], a sum per chunk into the scratch [1, chunks].
+  InstantiateResult partials = instantiate_impl("reduce_sum_fwd_f32", {{f32({length, chunks})}, {f32({1, chunks})}, {0.0f}}, {});
+  if (!partials.ok()) return partials;
+  KernelPart first;
+  first.inst = *partials.inst;
+  first.inst.guid = guid;
+  first.inst.variant += ": the row's chunks";
+  first.tensors = {0, scratch};
+  result.parts.push_back(std::move(first));
+  // Phase 1: the partials reduced the same way into the output; a mean divides by every element.
+  InstantiateResult total = instantiate_impl(guid, {{f32({chunks})}, {f32({1})}, {0.0f}}, {});
+  if (!total.ok()) return total;
+  KernelPart second;
+  second.inst = *total.inst;
+  if (mean) second.inst.srf[1] = f32_bits(static_cast<float>(px[0]));
+  second.inst.variant += ": the chunks' partials";
+  second.tensors = {scratch, 1};
+  second.phase = 1;
+  result.parts.push_back(std::move(second));
+  result.scratch_bytes = {uint64_t{chunks} * 4};
+  return result;
 }
 
 std::optional<InstantiateResult> KernelLibrary::instantiate_split_gamma_beta(const std::string& guid,

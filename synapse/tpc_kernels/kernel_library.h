@@ -204,6 +204,9 @@ class KernelLibrary {
   // layernorm_bwd_gamma_beta_f32 over row chunks (row_chunks.h), then the partials summed
   // (nullopt: not split).
   std::optional<InstantiateResult> instantiate_split_gamma_beta(const std::string& guid, const KernelParams& params);
+  // reduce_sum / reduce_mean_fwd_f32 over dim 0 into one element, over chunks of the row, then the
+  // partials reduced (row_chunks.h; nullopt: not split).
+  std::optional<InstantiateResult> instantiate_split_dim0_reduction(const std::string& guid, const KernelParams& params);
   InstantiateResult instantiate_impl(const std::string& guid, const KernelParams& params,
                                      const std::vector<const KernelDef*>& epilogue);
   std::shared_ptr<const tpc::Program> program_for(const std::string& variant_source,

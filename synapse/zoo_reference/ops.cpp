@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 namespace hpusim::synapse::zoo_reference {
@@ -133,6 +134,13 @@ void dropout_bwd(const float* grad, const float* mask, float scale, float* dx, s
 
 template <class T>
 T sum_dim0(const T* x, size_t count) {
+  // f32 rows the kernel library splits (row_chunks.h): each chunk's sum, then those summed alike.
+  const uint32_t chunk = std::is_same_v<T, float> ? tpc_kernels::dim0_chunk_length(count) : 0;
+  if (chunk != 0) {
+    std::vector<T> partials(count / chunk);
+    for (size_t c = 0; c < partials.size(); ++c) partials[c] = sum_dim0(x + c * chunk, chunk);
+    return sum_dim0(partials.data(), partials.size());
+  }
   LaneSum<T> sum;
   for (size_t i = 0; i < count; ++i) sum.add(x[i]);
   return sum.total();

@@ -67,7 +67,7 @@ void dropout_bwd(const float* grad, const float* mask, float scale, float* dx, s
 
 // ---- reductions ----
 template <class T>
-T sum_dim0(const T* x, size_t count);    // reduce_sum over dim 0 of a 1-D tensor (LaneSum)
+T sum_dim0(const T* x, size_t count);    // reduce_sum over dim 0 of a 1-D tensor (LaneSum; long f32 rows in chunks)
 template <class T>
 T mean_dim0(const T* x, size_t count);   // reduce_mean: sum_dim0 / f32(count)
 // reduce_sum over dim 1 of [rows, n] (dim 0 = n): out[j] = sum of x[r][j], r = 0, 1, ... from +0.

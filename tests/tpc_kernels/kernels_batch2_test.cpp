@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "synapse/tpc_kernels/row_chunks.h"
 #include "tests/tpc_kernels/kernel_test_util.h"
 
 namespace hpusim::synapse::tpc_kernels::testing {
@@ -179,6 +180,36 @@ TEST_P(TpcKernelReduce, IsCloseToTheExactResultAndPropagatesNaN) {
       EXPECT_NEAR(value_of(t, got[0].data[r]), exact, tol) << guid << " row " << r;
     }
     EXPECT_TRUE(std::isnan(value_of(t, got[0].data[2]))) << guid;
+  }
+}
+
+// A long f32 row into one element (a loss) is split over chunks (row_chunks.h): each chunk's sum
+// in the kernel's order, then the partials summed the same way; a mean divides by every element.
+TEST(TpcKernelReduceSplit, LongRowsIntoOneElementSumTheirChunksInTheKernelsOrder) {
+  for (const std::string kind : {"sum", "mean"}) {
+    for (const uint32_t n : {131072u, 65536u * 3 + 64 * 5}) {
+      const uint32_t chunk = dim0_chunk_length(n);
+      ASSERT_GT(chunk, 0u) << n;
+      HostTensor x(DType::F32, {n}), y(DType::F32, {1});
+      fill_random(x, n, -1e3f, 1e3f);
+      std::vector<HostTensor> one{y}, eight{y};
+      const RunOutcome r1 = run_kernel("reduce_" + kind + "_fwd_f32", {x}, one, 1, {0.0f});
+      const RunOutcome r8 = run_kernel("reduce_" + kind + "_fwd_f32", {x}, eight, 8, {0.0f});
+      ASSERT_TRUE(r1.ok && r8.ok) << r1.error << r8.error;
+      EXPECT_EQ(r1.parts, 2u) << "the chunks, then their partials";
+      EXPECT_GT(r8.cores_used, 1u) << "the chunks spread over the cores";
+      EXPECT_EQ(one[0].data, eight[0].data);
+      std::vector<float> partials;
+      for (uint32_t c = 0; c < n / chunk; ++c) {
+        std::vector<float> part;
+        for (uint32_t k = 0; k < chunk; ++k) part.push_back(x.at(c * chunk + k));
+        partials.push_back(value_of(DType::F32, ref_reduce("sum", DType::F32, 0, part)));
+      }
+      float want = value_of(DType::F32, ref_reduce("sum", DType::F32, 0, partials));
+      if (kind == "mean") want = want / static_cast<float>(n);
+      EXPECT_EQ(one[0].data[0], bits_of(want)) << kind << " of " << n << ": got " << value_of(DType::F32, one[0].data[0])
+                                               << ", want " << want;
+    }
   }
 }
 
