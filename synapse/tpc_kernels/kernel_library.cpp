@@ -1500,8 +1500,8 @@ std::string KernelLibrary::width_prelude(const std::vector<unsigned>& prefetched
     for (unsigned v = 0; v < first; ++v) text += row_step;
     // Short rows: the row `ahead` rows on along dim 1 too (the one this core takes that many rows
     // later), so about ahead_vectors vectors stay in flight across rows, but at most kMaxRowsAhead
-    // rows on (further was slower: BERT's heads permute, rows of one vector, 2x at 48 rows); a row
-    // already prefetched that way is not read again.
+    // rows on (further was slower for rows of one vector through this nest; permute_rows.s has its
+    // own, longer prefetch); a row already prefetched that way is not read again.
     if (row_vectors <= ahead_vectors) {
       const unsigned ahead = std::clamp(ahead_vectors / std::max(1u, row_vectors), 1u, kMaxRowsAhead);
       text += "        imov I7, I2\n        iadd_dim I7, " + std::to_string(ahead) + " dim=1\n";
