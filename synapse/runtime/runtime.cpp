@@ -61,14 +61,15 @@ Runtime::Runtime(int fd) : fd_(fd), allocator_(0, 0) {
     if (((info.reserved1 >> k) & 1) == 0) continue;
     target_.mme_queues.push_back(regs::make_queue(regs::QueueKind::Mme, regs::mme_master_group(2 * k), 0));
   }
-  // memcpy nodes: the internal DMA channels the driver reports (edma_enabled_mask bit i = DMA 2 + i).
+  // memcpy nodes: the internal DMA channels the driver reports (edma_enabled_mask bit i = DMA 2 + i);
+  // a card without any can still run graphs without copies (the compiler refuses a copy).
   target_.dma_queues.clear();
   for (unsigned i = 0; i + regs::kNumPciDmaChannels < regs::kMaxDmaChannels; ++i) {
     if (((info.edma_enabled_mask >> i) & 1) == 0) continue;
     target_.dma_queues.push_back(regs::make_queue(regs::QueueKind::Dma, regs::kNumPciDmaChannels + i, 0));
   }
-  if (target_.tpcs == 0 || target_.mme_queues.empty() || target_.dma_queues.empty()) {
-    throw std::runtime_error("runtime: the device reports no TPC, no MME or no internal DMA channel");
+  if (target_.tpcs == 0 || target_.mme_queues.empty()) {
+    throw std::runtime_error("runtime: the device reports no TPC or no MME");
   }
   target_.mme_geometries = std::max<uint32_t>(1, info.reserved7);   // hpusim: MME output geometries
   target_.tpc_vector_bits = info.reserved6;                          // hpusim: TPC vector width

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
 
 #include "arch/packets/packets.h"
 #include "arch/regs/gaudi1_map.h"
@@ -534,6 +535,51 @@ TEST_F(SynapseLaunchTest, MemcpyReshapesThroughAnInternalDmaBetweenTpcNodes) {
   const graph::Result err = compiler::compile_graph(bad, rt->target(), &none);
   EXPECT_EQ(err.status, graph::Status::InvalidArgument);
   EXPECT_EQ(err.message, "node 'reshape': memcpy: output 0 'b' has 992 elements, input 0 'a' has 960");
+
+  compiler::CompileTarget no_dma = rt->target();
+  no_dma.dma_queues.clear();
+  const graph::Result refused = compiler::compile_graph(g, no_dma, &none);
+  EXPECT_EQ(refused.status, graph::Status::InvalidArgument);
+  EXPECT_EQ(refused.message, "node 'reshape': the target has no DMA queue for a copy");
+}
+
+TEST_F(SynapseLaunchTest, ALargeCopyIsSpreadOverTheInternalDmaChannels) {
+  // 1.5 MB: six pieces of 256 KB, one per internal DMA queue (DMA2..7 on hl205), each signalling
+  // the node; the consumer waits for all six.
+  const uint32_t n = 1536 * 256;
+  Graph g;
+  TensorId x, r, m, y;
+  ASSERT_TRUE(g.add_tensor({"x", DType::F32, {1536, 256}, true}, &x).ok());
+  ASSERT_TRUE(g.add_tensor({"r", DType::F32, {1536, 256}}, &r).ok());
+  ASSERT_TRUE(g.add_tensor({"m", DType::F32, {256, 1536}}, &m).ok());
+  ASSERT_TRUE(g.add_tensor({"y", DType::F32, {256, 1536}, true}, &y).ok());
+  ASSERT_TRUE(g.add_node({"act", "relu_fwd_f32", {x}, {r}, {}}).ok());
+  ASSERT_TRUE(g.add_node({"reshape", "memcpy", {r}, {m}, {}}).ok());
+  ASSERT_TRUE(g.add_node({"flip", "neg_fwd_f32", {m}, {y}, {}}).ok());
+  recipe::Recipe recipe;
+  const auto loaded = compile_and_load(g, &recipe);
+  ASSERT_TRUE(loaded);
+  ASSERT_EQ(rt->target().dma_queues.size(), 6u);
+  EXPECT_EQ(recipe.nodes(1).jobs(), 6u);
+  std::set<uint32_t> dma_queues;
+  for (const auto& job : recipe.jobs())
+    for (regs::QueueId q : rt->target().dma_queues)
+      if (job.queue_id() == regs::to_index(q)) dma_queues.insert(job.queue_id());
+  EXPECT_EQ(dma_queues.size(), 6u);
+
+  const std::vector<float> host = random_floats(n, 11);
+  const uint64_t dx = malloc(n * 4), dy = malloc(n * 4);
+  const uint64_t ws = recipe.workspace_bytes() ? malloc(recipe.workspace_bytes()) : 0;
+  upload(host, dx);
+  std::vector<uint64_t> addresses(recipe.persistent_size());
+  for (int i = 0; i < recipe.persistent_size(); ++i) addresses[i] = recipe.persistent(i).name() == "x" ? dx : dy;
+  uint64_t seq = 0;
+  ASSERT_TRUE(rt->launch(*loaded, addresses, ws, &seq).ok());
+  const std::vector<float> out = download(dy, n);
+  for (size_t i = 0; i < host.size(); ++i) {
+    const float want = -(host[i] <= 0.0f ? 0.0f : host[i]);
+    ASSERT_EQ(bits(out[i]), bits(want)) << "element " << i;
+  }
 }
 
 // A tensor-list node runs as several launches in phases: clip the gradients of two parameters
