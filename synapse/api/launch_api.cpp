@@ -183,7 +183,11 @@ synStatus synLaunch(synStreamHandle stream, const synLaunchTensorInfo* infos, ui
       if (d.timeline) {   // the device's TPC tracks name each kernel by the node that runs it
         std::lock_guard<std::mutex> lock(d.timeline->mutex());
         for (const recipe::NodeRecord& node : rec.nodes()) {
-          if (node.engine() == "tpc") d.timeline->label_kernel(loaded->program_address() + node.program_offset(), node.guid());
+          if (node.engine() == "tpc") {
+            d.timeline->label_kernel(loaded->program_address() + node.program_offset(), node.guid());
+            for (uint64_t offset : node.part_program_offsets())
+              d.timeline->label_kernel(loaded->program_address() + offset, node.guid());
+          }
         }
       }
     }

@@ -309,7 +309,14 @@ class Lowering {
       }
       std::vector<Relocation> part_tensors;
       for (uint32_t t : part.tensors) part_tensors.push_back(tensors.at(t));
-      if (jobs == 0) record.set_program_offset(place_program(part.inst));
+      const uint64_t offset = place_program(part.inst);
+      if (jobs == 0) {
+        record.set_program_offset(offset);
+      } else if (offset != record.program_offset() &&
+                 std::find(record.part_program_offsets().begin(), record.part_program_offsets().end(), offset) ==
+                     record.part_program_offsets().end()) {
+        record.add_part_program_offsets(offset);
+      }
       const uint32_t launched = append_kernel(step, record, part.inst, part_tensors, rotation, jobs_before_phase);
       rotation = (rotation + launched) % target_.tpcs;
       jobs += launched;

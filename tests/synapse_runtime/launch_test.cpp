@@ -543,6 +543,37 @@ TEST_F(SynapseLaunchTest, MemcpyReshapesThroughAnInternalDmaBetweenTpcNodes) {
   EXPECT_EQ(refused.message, "node 'reshape': the target has no DMA queue for a copy");
 }
 
+TEST_F(SynapseLaunchTest, ALossOverALongRowSumsItsChunksOnEveryTpcThenThePartials) {
+  // mean over 131072 elements into one: 16 chunks of 8192 (phase 0, over the TPCs), then the 16
+  // partials (phase 1). The recipe names both kernels (traces label each by the node's GUID).
+  const uint32_t n = 131072;
+  Graph g;
+  TensorId x, y;
+  ASSERT_TRUE(g.add_tensor({"x", DType::F32, {n}, true}, &x).ok());
+  ASSERT_TRUE(g.add_tensor({"y", DType::F32, {1}, true}, &y).ok());
+  ASSERT_TRUE(g.add_node({"loss", "reduce_mean_fwd_f32", {x}, {y}, {{0.0f}}}).ok());
+  recipe::Recipe recipe;
+  const auto loaded = compile_and_load(g, &recipe);
+  ASSERT_TRUE(loaded);
+  EXPECT_EQ(recipe.nodes(0).jobs(), rt->target().tpcs + 1) << "every TPC, then one for the partials";
+  ASSERT_EQ(recipe.nodes(0).part_program_offsets_size(), 1);
+  EXPECT_NE(recipe.nodes(0).part_program_offsets(0), recipe.nodes(0).program_offset());
+  EXPECT_GE(recipe.workspace_bytes(), 16u * 4) << "the partials' scratch";
+
+  const std::vector<float> host = random_floats(n, 13);
+  const uint64_t dx = malloc(n * 4), dy = malloc(64);
+  const uint64_t ws = malloc(recipe.workspace_bytes());
+  upload(host, dx);
+  std::vector<uint64_t> addresses(recipe.persistent_size());
+  for (int i = 0; i < recipe.persistent_size(); ++i) addresses[i] = recipe.persistent(i).name() == "x" ? dx : dy;
+  uint64_t seq = 0;
+  ASSERT_TRUE(rt->launch(*loaded, addresses, ws, &seq).ok());
+  double exact = 0;
+  for (float v : host) exact += v;
+  exact /= n;
+  EXPECT_NEAR(download(dy, 1)[0], exact, 1e-5 * (std::fabs(exact) + 1.0));
+}
+
 TEST_F(SynapseLaunchTest, ALargeCopyIsSpreadOverTheInternalDmaChannels) {
   // 1.5 MB: six pieces of 256 KB, one per internal DMA queue (DMA2..7 on hl205), each signalling
   // the node; the consumer waits for all six.
