@@ -1,6 +1,7 @@
 #include "synapse/compiler/schedule.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -68,6 +69,28 @@ struct Part {
   std::vector<size_t> entries;
 };
 
+// The tensors of list entry `e` in an optimizer node's inputs or outputs (`per` an entry, after
+// the state).
+std::vector<TensorId> entry_tensors(const std::vector<TensorId>& list, size_t per, size_t e) {
+  return {list.begin() + static_cast<std::ptrdiff_t>(1 + e * per),
+          list.begin() + static_cast<std::ptrdiff_t>(1 + (e + 1) * per)};
+}
+
+// An update-only or last part of `whole`: its state input (and output, if `state_out`), then the
+// tensors of `entries`.
+NodeDesc part_node(const NodeDesc& whole, const tpc_kernels::KernelLibrary::OptimizerLayout& layout,
+                   const std::vector<size_t>& entries, bool state_out) {
+  NodeDesc node = whole;
+  node.inputs = {whole.inputs[0]};
+  node.outputs.clear();
+  if (state_out) node.outputs.push_back(whole.outputs[0]);
+  for (size_t e : entries) {
+    for (TensorId t : entry_tensors(whole.inputs, layout.per_input, e)) node.inputs.push_back(t);
+    for (TensorId t : entry_tensors(whole.outputs, layout.per_output, e)) node.outputs.push_back(t);
+  }
+  return node;
+}
+
 std::string unused_name(const std::set<std::string>& taken, const std::string& wanted) {
   std::string name = wanted;
   for (int k = 2; taken.count(name) != 0; ++k) name = wanted + "_" + std::to_string(k);
@@ -83,7 +106,7 @@ ScheduledGraph schedule_nodes(const graph::Graph& g, const std::vector<NodeId>& 
   std::set<std::string> names;
   for (uint32_t n = 0; n < g.node_count(); ++n) names.insert(g.node(NodeId{n}).name);
 
-  // Per split node: its parts by the position they follow, ascending.
+  // Per split node: its early parts (in order of readiness), then the last.
   std::map<uint32_t, std::vector<Part>> splits;
   std::map<size_t, uint64_t> shadow_left;   // MME node position -> update bytes it can still hide
   for (uint32_t n = 0; n < g.node_count(); ++n) {
@@ -94,11 +117,9 @@ ScheduledGraph schedule_nodes(const graph::Graph& g, const std::vector<NodeId>& 
     if (entries < 2 || node.outputs.size() != 1 + entries * layout->per_output) continue;
     std::map<int64_t, Part> by_ready;
     for (size_t e = 0; e < entries; ++e) {
-      std::vector<TensorId> reads{node.inputs[0]};
-      for (size_t k = 0; k < layout->per_input; ++k) reads.push_back(node.inputs[1 + e * layout->per_input + k]);
-      std::vector<TensorId> writes;
-      for (size_t k = 0; k < layout->per_output; ++k) writes.push_back(node.outputs[1 + e * layout->per_output + k]);
-      const int64_t ready = ready_after(g, order, position[n], reads, writes);
+      std::vector<TensorId> reads = entry_tensors(node.inputs, layout->per_input, e);
+      reads.push_back(node.inputs[0]);
+      const int64_t ready = ready_after(g, order, position[n], reads, entry_tensors(node.outputs, layout->per_output, e));
       by_ready[ready].ready = ready;
       by_ready[ready].entries.push_back(e);
     }
@@ -113,12 +134,10 @@ ScheduledGraph schedule_nodes(const graph::Graph& g, const std::vector<NodeId>& 
     std::vector<Part> kept;
     for (size_t p = 0; p + 1 < parts.size(); ++p) {
       uint64_t bytes = options.update_launch_bytes * parts[p].entries.size();
-      for (size_t e : parts[p].entries) {
-        for (size_t k = 0; k < layout->per_input; ++k)
-          bytes += tensor_bytes(g.tensor(node.inputs[1 + e * layout->per_input + k])).value_or(0);
-        for (size_t k = 0; k < layout->per_output; ++k)
-          bytes += tensor_bytes(g.tensor(node.outputs[1 + e * layout->per_output + k])).value_or(0);
-      }
+      const NodeDesc streamed = part_node(node, *layout, parts[p].entries, false);
+      for (const auto* list : {&streamed.inputs, &streamed.outputs})
+        for (size_t k = list == &streamed.inputs ? 1 : 0; k < list->size(); ++k)
+          bytes += tensor_bytes(g.tensor((*list)[k])).value_or(0);
       // The GEMMs from the first one after the part is ready up to its node's place, each hiding
       // what earlier parts have not already taken.
       std::vector<size_t> gemms;
@@ -128,16 +147,13 @@ ScheduledGraph schedule_nodes(const graph::Graph& g, const std::vector<NodeId>& 
         hidden += shadow_left.try_emplace(i, mme_macs(g, order[i]) / std::max<uint64_t>(options.macs_per_update_byte, 1)).first->second;
         gemms.push_back(i);
       }
-      const bool placed = hidden >= bytes;
-      if (placed) {
+      if (hidden >= bytes) {
         parts[p].before = static_cast<int64_t>(gemms.front());
         for (size_t i : gemms) {
           const uint64_t take = std::min(shadow_left[i], bytes);
           shadow_left[i] -= take;
           bytes -= take;
         }
-      }
-      if (placed) {
         kept.push_back(std::move(parts[p]));
       } else {
         auto& last = parts.back().entries;
@@ -165,15 +181,7 @@ ScheduledGraph schedule_nodes(const graph::Graph& g, const std::vector<NodeId>& 
     const auto split = splits.find(n);
     if (split != splits.end()) {
       const auto layout = tk::KernelLibrary::optimizer_layout(node.guid, node.params.scalars);
-      const Part& last = split->second.back();
-      NodeDesc whole = node;
-      node.inputs = {whole.inputs[0]};
-      node.outputs = {whole.outputs[0]};
-      for (size_t e : last.entries) {
-        for (size_t k = 0; k < layout->per_input; ++k) node.inputs.push_back(whole.inputs[1 + e * layout->per_input + k]);
-        for (size_t k = 0; k < layout->per_output; ++k)
-          node.outputs.push_back(whole.outputs[1 + e * layout->per_output + k]);
-      }
+      node = part_node(node, *layout, split->second.back().entries, true);
       for (size_t p = 0; p + 1 < split->second.size(); ++p) pending.emplace_back(n, p);
       ++out.split_nodes;
     }
@@ -186,16 +194,9 @@ ScheduledGraph schedule_nodes(const graph::Graph& g, const std::vector<NodeId>& 
     const NodeDesc& whole = g.node(NodeId{n});
     const auto layout = tk::KernelLibrary::optimizer_layout(whole.guid, whole.params.scalars);
     const Part& part = splits[n][p];
-    NodeDesc node;
+    NodeDesc node = part_node(whole, *layout, part.entries, false);
     node.name = unused_name(names, whole.name + "/part" + std::to_string(p));
     names.insert(node.name);
-    node.guid = whole.guid;
-    node.params = whole.params;
-    node.inputs = {whole.inputs[0]};
-    for (size_t e : part.entries) {
-      for (size_t k = 0; k < layout->per_input; ++k) node.inputs.push_back(whole.inputs[1 + e * layout->per_input + k]);
-      for (size_t k = 0; k < layout->per_output; ++k) node.outputs.push_back(whole.outputs[1 + e * layout->per_output + k]);
-    }
     NodeId id;
     const graph::Result r = out.graph.add_node(node, &id);
     if (!r.ok()) throw std::logic_error("schedule: " + r.message);

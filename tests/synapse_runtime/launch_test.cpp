@@ -3,6 +3,7 @@
 // recipes through their serialised form, and compile errors that submit nothing.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -98,6 +99,20 @@ class SynapseLaunchTest : public ::testing::Test {
     EXPECT_TRUE(rt->copy_to_host(address, host.data(), count * 4, &seq).ok());
     EXPECT_TRUE(rt->wait(seq).ok());
     return host;
+  }
+
+  // Runs a recipe of one persistent input "x" and one output: `x` uploaded, `outputs` floats read
+  // back after the launch (fresh buffers and workspace).
+  std::vector<float> run_x_to_y(const recipe::Recipe& recipe, const std::shared_ptr<LoadedRecipe>& loaded,
+                                const std::vector<float>& x, size_t outputs) {
+    const uint64_t dx = malloc(x.size() * 4), dy = malloc(std::max<size_t>(outputs * 4, 64));
+    const uint64_t ws = recipe.workspace_bytes() ? malloc(recipe.workspace_bytes()) : 0;
+    upload(x, dx);
+    std::vector<uint64_t> addresses(recipe.persistent_size());
+    for (int i = 0; i < recipe.persistent_size(); ++i) addresses[i] = recipe.persistent(i).name() == "x" ? dx : dy;
+    uint64_t seq = 0;
+    EXPECT_TRUE(rt->launch(*loaded, addresses, ws, &seq).ok());
+    return download(dy, outputs);
   }
 
   // Compiles, loads and runs the dense graph once with fresh buffers; returns the output.
@@ -493,17 +508,23 @@ TEST_F(SynapseLaunchTdrTest, LaunchesAfterATimedOutLaunchRunThroughEverySyncRang
   expect_equal_bits(download(out, 64), want);
 }
 
-TEST_F(SynapseLaunchTest, MemcpyReshapesThroughAnInternalDmaBetweenTpcNodes) {
-  // x [96, 10] -> relu -> r (workspace) -> memcpy -> m [32, 30] (workspace) -> neg -> y [32, 30].
+// x (persistent, `in` shape) -> relu -> r -> memcpy "reshape" -> m (`out` shape) -> neg -> y.
+Graph relu_copy_neg(const std::vector<uint32_t>& in, const std::vector<uint32_t>& out) {
   Graph g;
   TensorId x, r, m, y;
-  ASSERT_TRUE(g.add_tensor({"x", DType::F32, {96, 10}, true}, &x).ok());
-  ASSERT_TRUE(g.add_tensor({"r", DType::F32, {96, 10}}, &r).ok());
-  ASSERT_TRUE(g.add_tensor({"m", DType::F32, {32, 30}}, &m).ok());
-  ASSERT_TRUE(g.add_tensor({"y", DType::F32, {32, 30}, true}, &y).ok());
-  ASSERT_TRUE(g.add_node({"act", "relu_fwd_f32", {x}, {r}, {}}).ok());
-  ASSERT_TRUE(g.add_node({"reshape", "memcpy", {r}, {m}, {}}).ok());
-  ASSERT_TRUE(g.add_node({"flip", "neg_fwd_f32", {m}, {y}, {}}).ok());
+  EXPECT_TRUE(g.add_tensor({"x", DType::F32, in, true}, &x).ok());
+  EXPECT_TRUE(g.add_tensor({"r", DType::F32, in}, &r).ok());
+  EXPECT_TRUE(g.add_tensor({"m", DType::F32, out}, &m).ok());
+  EXPECT_TRUE(g.add_tensor({"y", DType::F32, out, true}, &y).ok());
+  EXPECT_TRUE(g.add_node({"act", "relu_fwd_f32", {x}, {r}, {}}).ok());
+  EXPECT_TRUE(g.add_node({"reshape", "memcpy", {r}, {m}, {}}).ok());
+  EXPECT_TRUE(g.add_node({"flip", "neg_fwd_f32", {m}, {y}, {}}).ok());
+  return g;
+}
+
+TEST_F(SynapseLaunchTest, MemcpyReshapesThroughAnInternalDmaBetweenTpcNodes) {
+  // x [96, 10] -> relu -> r (workspace) -> memcpy -> m [32, 30] (workspace) -> neg -> y [32, 30].
+  const Graph g = relu_copy_neg({96, 10}, {32, 30});
   recipe::Recipe recipe;
   const auto loaded = compile_and_load(g, &recipe);
   ASSERT_TRUE(loaded);
@@ -513,14 +534,7 @@ TEST_F(SynapseLaunchTest, MemcpyReshapesThroughAnInternalDmaBetweenTpcNodes) {
   EXPECT_TRUE(dma_job);
 
   const std::vector<float> host = random_floats(960, 9);
-  const uint64_t dx = malloc(960 * 4), dy = malloc(960 * 4);
-  const uint64_t ws = recipe.workspace_bytes() ? malloc(recipe.workspace_bytes()) : 0;
-  upload(host, dx);
-  std::vector<uint64_t> addresses(recipe.persistent_size());
-  for (int i = 0; i < recipe.persistent_size(); ++i) addresses[i] = recipe.persistent(i).name() == "x" ? dx : dy;
-  uint64_t seq = 0;
-  ASSERT_TRUE(rt->launch(*loaded, addresses, ws, &seq).ok());
-  const std::vector<float> out = download(dy, 960);
+  const std::vector<float> out = run_x_to_y(recipe, loaded, host, 960);
   for (size_t i = 0; i < host.size(); ++i) {
     const float want = -(host[i] <= 0.0f ? 0.0f : host[i]);
     ASSERT_EQ(bits(out[i]), bits(want)) << "element " << i;
@@ -561,32 +575,18 @@ TEST_F(SynapseLaunchTest, ALossOverALongRowSumsItsChunksOnEveryTpcThenThePartial
   EXPECT_GE(recipe.workspace_bytes(), 16u * 4) << "the partials' scratch";
 
   const std::vector<float> host = random_floats(n, 13);
-  const uint64_t dx = malloc(n * 4), dy = malloc(64);
-  const uint64_t ws = malloc(recipe.workspace_bytes());
-  upload(host, dx);
-  std::vector<uint64_t> addresses(recipe.persistent_size());
-  for (int i = 0; i < recipe.persistent_size(); ++i) addresses[i] = recipe.persistent(i).name() == "x" ? dx : dy;
-  uint64_t seq = 0;
-  ASSERT_TRUE(rt->launch(*loaded, addresses, ws, &seq).ok());
+  const std::vector<float> out = run_x_to_y(recipe, loaded, host, 1);
   double exact = 0;
   for (float v : host) exact += v;
   exact /= n;
-  EXPECT_NEAR(download(dy, 1)[0], exact, 1e-5 * (std::fabs(exact) + 1.0));
+  EXPECT_NEAR(out[0], exact, 1e-5 * (std::fabs(exact) + 1.0));
 }
 
 TEST_F(SynapseLaunchTest, ALargeCopyIsSpreadOverTheInternalDmaChannels) {
   // 1.5 MB: six pieces of 256 KB, one per internal DMA queue (DMA2..7 on hl205), each signalling
   // the node; the consumer waits for all six.
   const uint32_t n = 1536 * 256;
-  Graph g;
-  TensorId x, r, m, y;
-  ASSERT_TRUE(g.add_tensor({"x", DType::F32, {1536, 256}, true}, &x).ok());
-  ASSERT_TRUE(g.add_tensor({"r", DType::F32, {1536, 256}}, &r).ok());
-  ASSERT_TRUE(g.add_tensor({"m", DType::F32, {256, 1536}}, &m).ok());
-  ASSERT_TRUE(g.add_tensor({"y", DType::F32, {256, 1536}, true}, &y).ok());
-  ASSERT_TRUE(g.add_node({"act", "relu_fwd_f32", {x}, {r}, {}}).ok());
-  ASSERT_TRUE(g.add_node({"reshape", "memcpy", {r}, {m}, {}}).ok());
-  ASSERT_TRUE(g.add_node({"flip", "neg_fwd_f32", {m}, {y}, {}}).ok());
+  const Graph g = relu_copy_neg({1536, 256}, {256, 1536});
   recipe::Recipe recipe;
   const auto loaded = compile_and_load(g, &recipe);
   ASSERT_TRUE(loaded);
@@ -599,14 +599,7 @@ TEST_F(SynapseLaunchTest, ALargeCopyIsSpreadOverTheInternalDmaChannels) {
   EXPECT_EQ(dma_queues.size(), 6u);
 
   const std::vector<float> host = random_floats(n, 11);
-  const uint64_t dx = malloc(n * 4), dy = malloc(n * 4);
-  const uint64_t ws = recipe.workspace_bytes() ? malloc(recipe.workspace_bytes()) : 0;
-  upload(host, dx);
-  std::vector<uint64_t> addresses(recipe.persistent_size());
-  for (int i = 0; i < recipe.persistent_size(); ++i) addresses[i] = recipe.persistent(i).name() == "x" ? dx : dy;
-  uint64_t seq = 0;
-  ASSERT_TRUE(rt->launch(*loaded, addresses, ws, &seq).ok());
-  const std::vector<float> out = download(dy, n);
+  const std::vector<float> out = run_x_to_y(recipe, loaded, host, n);
   for (size_t i = 0; i < host.size(); ++i) {
     const float want = -(host[i] <= 0.0f ? 0.0f : host[i]);
     ASSERT_EQ(bits(out[i]), bits(want)) << "element " << i;
