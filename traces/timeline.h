@@ -41,6 +41,9 @@ class Timeline {
   // The name of the TPC program whose first bundle is at device address `address` (the host
   // labels the programs it loads; a later label of the same address replaces it). Hold mutex().
   void label_kernel(uint64_t address, const std::string& name) { kernel_labels_[address] = name; }
+  // The same, unless the address already has a label (a program a node shares with another,
+  // named by the node whose own kernel it is).
+  void label_kernel_if_unnamed(uint64_t address, const std::string& name) { kernel_labels_.emplace(address, name); }
   // The label, or "kernel @0x<address>".
   std::string kernel_label(uint64_t address) const;
 

@@ -182,13 +182,12 @@ synStatus synLaunch(synStreamHandle stream, const synLaunchTensorInfo* infos, ui
       }
       if (d.timeline) {   // the device's TPC tracks name each kernel by the node that runs it
         std::lock_guard<std::mutex> lock(d.timeline->mutex());
-        for (const recipe::NodeRecord& node : rec.nodes()) {
-          if (node.engine() == "tpc") {
-            d.timeline->label_kernel(loaded->program_address() + node.program_offset(), node.guid());
-            for (uint64_t offset : node.part_program_offsets())
-              d.timeline->label_kernel(loaded->program_address() + offset, node.guid());
-          }
-        }
+        for (const recipe::NodeRecord& node : rec.nodes())
+          if (node.engine() == "tpc") d.timeline->label_kernel(loaded->program_address() + node.program_offset(), node.guid());
+        // A node's other kernels (parts of several launches) where no node's own kernel is there.
+        for (const recipe::NodeRecord& node : rec.nodes())
+          for (uint64_t offset : node.part_program_offsets())
+            d.timeline->label_kernel_if_unnamed(loaded->program_address() + offset, node.guid());
       }
     }
     const uint64_t host_start_ps = d.runtime->host_now_ps();   // the launch itself (a first launch loads, above)
