@@ -255,10 +255,10 @@ class Lowering {
       destination.addend += offset;
       QueueProgram& queue = program(target_.dma_queues[(dma_turn_ + jobs) % target_.dma_queues.size()], false);
       ++jobs;
-      record.set_jobs(jobs);
       wait_for_dependencies(queue, record);
       queue.dma_copy(source, destination, piece, sob_of(step));
     }
+    record.set_jobs(jobs);
     dma_turn_ += jobs;
     return graph::Result::success();
   }
@@ -297,9 +297,9 @@ class Lowering {
       return graph::Result::success();
     }
     // A node of several launches (a tensor list, a reduction with a second pass): its parts in
-    // order, each spread over the TPCs (a part too small for all
-    // of them starts where the previous one ended, so small tensors do not queue on TPC 0); a
-    // part of a later phase first waits for every launch of the earlier phases.
+    // order, each spread over the TPCs (a part too small for all of them starts where the previous
+    // one ended, so small tensors do not queue on TPC 0); a part of a later phase first waits for
+    // every launch of the earlier phases.
     uint32_t jobs = 0, jobs_before_phase = 0, phase = 0;
     unsigned rotation = 0;
     for (const tk::KernelPart& part : inst.parts) {

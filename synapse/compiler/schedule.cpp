@@ -19,7 +19,6 @@ using graph::TensorId;
 
 namespace {
 
-
 // Whether two tensors share memory before the memory plan exists: the same tensor, or persistent
 // tensors of one section whose byte ranges overlap (an optimizer's updated weight at the weight's
 // own offset is the weight). Workspace tensors get their memory from the plan, made in the
