@@ -1,7 +1,6 @@
 // The kernel library's glue: the GUID table, validation, index-space geometry, access patterns,
 // descriptor templates, and the assembly (on first use, cached) of the kernel variants.
 #include "synapse/tpc_kernels/kernel_library.h"
-#include "synapse/tpc_kernels/row_chunks.h"
 
 #include <algorithm>
 #include <cmath>
@@ -1551,107 +1550,6 @@ InstantiateResult KernelLibrary::instantiate(const std::string& guid, const Kern
   if (auto split = instantiate_split_gamma_beta(guid, params)) return std::move(*split);
   if (auto split = instantiate_split_dim0_reduction(guid, params)) return std::move(*split);
   return instantiate_impl(guid, params, {});
-}
-
-std::optional<InstantiateResult> KernelLibrary::instantiate_split_dim0_reduction(const std::string& guid,
-                                                                                 const KernelParams& p) {
-  const bool mean = guid == "reduce_mean_fwd_f32";
-  if ((!mean && guid != "reduce_sum_fwd_f32") || p.inputs.size() != 1 || p.outputs.size() != 1 ||
-      p.scalars != std::vector<float>{0.0f})
-    return std::nullopt;
-  const TensorParams& x = p.inputs[0];
-  const auto px = padded(x.shape);
-  const uint32_t length = dim0_chunk_length(px[0]);
-  if (length == 0 || elements(x) != px[0] || elements(p.outputs[0]) != 1 || !x.strides.empty() ||
-      !p.outputs[0].strides.empty() || x.dtype != DType::F32 || p.outputs[0].dtype != DType::F32)
-    return std::nullopt;
-  const uint32_t chunks = px[0] / length;
-  const auto f32 = [](std::vector<uint32_t> shape) { return TensorParams{DType::F32, std::move(shape), {}}; };
-  const uint32_t scratch = 2;
-  InstantiateResult result;
-  // Phase 0: the row as [length, chunks], a sum per chunk into the scratch [1, chunks].
-  InstantiateResult partials = instantiate_impl("reduce_sum_fwd_f32", {{f32({length, chunks})}, {f32({1, chunks})}, {0.0f}}, {});
-  if (!partials.ok()) return partials;
-  KernelPart first;
-  first.inst = *partials.inst;
-  first.inst.guid = guid;
-  first.inst.variant += ": the row's chunks";
-  first.tensors = {0, scratch};
-  result.parts.push_back(std::move(first));
-  // Phase 1: the partials reduced the same way into the output; a mean divides by every element.
-  InstantiateResult total = instantiate_impl(guid, {{f32({chunks})}, {f32({1})}, {0.0f}}, {});
-  if (!total.ok()) return total;
-  KernelPart second;
-  second.inst = *total.inst;
-  if (mean) second.inst.srf[1] = f32_bits(static_cast<float>(px[0]));
-  second.inst.variant += ": the chunks' partials";
-  second.tensors = {scratch, 1};
-  second.phase = 1;
-  result.parts.push_back(std::move(second));
-  result.scratch_bytes = {uint64_t{chunks} * 4};
-  return result;
-}
-
-std::optional<InstantiateResult> KernelLibrary::instantiate_split_gamma_beta(const std::string& guid,
-                                                                             const KernelParams& p) {
-  if (guid != "layernorm_bwd_gamma_beta_f32" || p.inputs.size() != 4 || p.outputs.size() != 2) return std::nullopt;
-  // Only the shapes the single launch takes (dense, stats one element per row); anything else
-  // gets its error from there.
-  const auto px = padded(p.inputs[0].shape);
-  uint64_t rows = 1;
-  for (unsigned d = 1; d < kMaxDims; ++d) rows *= px[d];
-  const uint32_t length = split_row_chunk(rows, px[0]);
-  if (length == 0) return std::nullopt;
-  for (const auto* list : {&p.inputs, &p.outputs})
-    for (const TensorParams& t : *list)
-      if (!t.strides.empty() || t.dtype != DType::F32) return std::nullopt;
-  if (p.inputs[1].shape != p.inputs[0].shape || padded(p.inputs[2].shape) != padded(p.inputs[3].shape) ||
-      padded(p.inputs[2].shape)[0] != 1 || elements(p.inputs[2]) != rows || elements(p.outputs[0]) != px[0] ||
-      elements(p.outputs[1]) != px[0])
-    return std::nullopt;
-  const uint32_t chunks = static_cast<uint32_t>(rows / length);
-
-  // Phase 0: the rows as [N0, length, 1, 1, chunks], the partials (in scratch) [N0, 1, 1, 1,
-  // chunks]; a step is one vector of one chunk.
-  const auto f32 = [](std::vector<uint32_t> shape) { return TensorParams{DType::F32, std::move(shape), {}}; };
-  KernelParams chunked;
-  chunked.inputs = {f32({px[0], length, 1, 1, chunks}), f32({px[0], length, 1, 1, chunks}),
-                    f32({1, length, 1, 1, chunks}), f32({1, length, 1, 1, chunks})};
-  chunked.outputs = {f32({px[0]}), f32({px[0]})};
-  InstantiateResult partial = instantiate_impl(guid, chunked, {});
-  if (!partial.ok()) return partial;
-  KernelPart sums;
-  sums.inst = *partial.inst;
-  for (DescriptorTemplate& d : sums.inst.outputs) {   // a row of partials per chunk
-    d.dims = kMaxDims;
-    d.size = {px[0], 1, 1, 1, chunks};
-    d.stride = {1, px[0], px[0], px[0], px[0]};
-  }
-  sums.inst.ispace_geometry[4] = static_cast<int32_t>(chunks);
-  sums.inst.srf[7] = 1;   // the step walks its own chunk
-  for (auto* patterns : {&sums.inst.input_patterns, &sums.inst.output_patterns})
-    for (TensorAccessPattern& pat : *patterns) pat[4] = AccessPatternDim{4, 1, 0, 0};
-  sums.inst.variant += " row chunks";
-  const uint32_t scratch = static_cast<uint32_t>(p.inputs.size() + p.outputs.size());
-  sums.tensors = {0, 1, 2, 3, scratch, scratch + 1};
-
-  InstantiateResult result;
-  result.parts.push_back(std::move(sums));
-  // Phase 1: each output the sum of its chunks' partials, in chunk order (reduce over dim 1).
-  for (uint32_t k = 0; k < 2; ++k) {
-    KernelParams total{{f32({px[0], chunks})}, {f32({px[0], 1})}, {1.0f}};
-    InstantiateResult r = instantiate_impl("reduce_sum_fwd_f32", total, {});
-    if (!r.ok()) return r;
-    KernelPart part;
-    part.inst = *r.inst;
-    part.inst.guid = guid;
-    part.inst.variant = "layernorm bwd gamma beta: the chunks' partials summed";
-    part.tensors = {scratch + k, static_cast<uint32_t>(p.inputs.size()) + k};
-    part.phase = 1;
-    result.parts.push_back(std::move(part));
-  }
-  result.scratch_bytes = {uint64_t{px[0]} * chunks * 4, uint64_t{px[0]} * chunks * 4};
-  return result;
 }
 
 bool KernelLibrary::can_fuse(const std::string& producer, const std::string& unary) const {

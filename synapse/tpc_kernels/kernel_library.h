@@ -201,8 +201,8 @@ class KernelLibrary {
  private:
   InstantiateResult instantiate_batch3(const KernelDef& def, const KernelParams& params);
   InstantiateResult instantiate_tensor_list(const std::string& guid, const KernelParams& params);   // tensor_list.cpp
-  // layernorm_bwd_gamma_beta_f32 over row chunks (row_chunks.h), then the partials summed
-  // (nullopt: not split).
+  // split_reductions.cpp: layernorm_bwd_gamma_beta_f32 over row chunks (row_chunks.h), then the
+  // partials summed (nullopt: not split).
   std::optional<InstantiateResult> instantiate_split_gamma_beta(const std::string& guid, const KernelParams& params);
   // reduce_sum / reduce_mean_fwd_f32 over dim 0 into one element, over chunks of the row, then the
   // partials reduced (row_chunks.h; nullopt: not split).
