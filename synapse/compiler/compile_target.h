@@ -27,12 +27,12 @@ struct CompileTarget {
   uint32_t monitor_base = 256, monitor_end = 504;   // the runtime's queue waits use 504..511
   // An MME GEMM with at least this many rows is split by rows across every MME engine.
   uint32_t mme_split_min_rows = 256;
-  // Fuse elementwise chains (compiler/fusion.h).
+  // Fuse elementwise clusters and chains (compiler/fusion.h).
   bool fuse_elementwise = true;
   // The SRAM arena intermediates may use (0: none); the runtime gives its SRAM user range.
   uint64_t sram_bytes = 0;
 
-  // "tpcs=8 vector=2048 mme=2 geometries=2 dma=6 sob=256+1536 mon=256 fuse=1 sram=...": recorded in the
+  // "tpcs=8 vector=2048 mme=2 geometries=2 dma=6 sob=256+1536 mon=256 fuse=2 sram=...": recorded in the
   // recipe (and so part of the recipe cache's key).
   std::string describe() const;
 };

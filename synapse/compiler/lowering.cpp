@@ -49,8 +49,11 @@ size_t first_register_write(const std::vector<uint8_t>& fragment, uint16_t reg_o
 class Lowering {
  public:
   Lowering(const Graph& graph, const CompileTarget& target, const std::vector<NodeId>& order, const MemoryPlan& plan,
-           const std::map<uint32_t, std::vector<std::string>>& epilogues, uint64_t graph_hash)
-      : graph_(graph), target_(target), order_(order), plan_(plan), epilogues_(epilogues), graph_hash_(graph_hash) {}
+           const std::map<uint32_t, std::vector<std::string>>& epilogues,
+           const std::map<uint32_t, tk::ElementwiseCluster>& clusters,
+           const std::vector<TensorId>& untouched_persistent, uint64_t graph_hash)
+      : graph_(graph), target_(target), order_(order), plan_(plan), epilogues_(epilogues), clusters_(clusters),
+        untouched_persistent_(untouched_persistent), graph_hash_(graph_hash) {}
 
   graph::Result run(recipe::Recipe* out) {
     recipe_.set_format_version(recipe::kFormatVersion);
@@ -67,6 +70,7 @@ class Lowering {
                                       std::to_string(target_.sob_count) + " sync objects (one per node, plus one)");
     }
     for (const PatchPoint& p : plan_.patch_points) add_persistent(p);
+    for (TensorId t : untouched_persistent_) add_persistent(PatchPoint{t, {}, {}});
 
     const auto waits = node_dependencies(graph_, order_, plan_);
     std::vector<bool> waited_on(order_.size(), false);
@@ -269,11 +273,12 @@ class Lowering {
     for (TensorId t : node.inputs) params.inputs.push_back({graph_.tensor(t).dtype, graph_.tensor(t).shape, {}});
     for (TensorId t : node.outputs) params.outputs.push_back({graph_.tensor(t).dtype, graph_.tensor(t).shape, {}});
     params.scalars = node.params.scalars;
+    tk::KernelLibrary& library = tk::KernelLibrary::instance(target_.tpc_vector_bits);
     const auto fused = epilogues_.find(order_[step].index);
-    tk::InstantiateResult inst =
-        fused == epilogues_.end()
-            ? tk::KernelLibrary::instance(target_.tpc_vector_bits).instantiate(node.guid, params)
-            : tk::KernelLibrary::instance(target_.tpc_vector_bits).instantiate_fused(node.guid, params, fused->second);
+    const auto cluster = clusters_.find(order_[step].index);
+    tk::InstantiateResult inst = cluster != clusters_.end() ? library.instantiate_cluster(cluster->second, params)
+                                 : fused != epilogues_.end() ? library.instantiate_fused(node.guid, params, fused->second)
+                                                             : library.instantiate(node.guid, params);
     if (!inst.ok()) {
       return graph::Result::error(graph::Status::InvalidArgument, "node '" + node.name + "': " + inst.message);
     }
@@ -281,6 +286,12 @@ class Lowering {
     if (fused != epilogues_.end()) {
       std::string guid = node.guid;
       for (const std::string& next : fused->second) guid += "+" + next;
+      record.set_guid(guid);
+    }
+    if (cluster != clusters_.end()) {   // the ops' GUIDs in order ("a+b+..."), constants left out
+      std::string guid;
+      for (const tk::ClusterOp& op : cluster->second.ops)
+        if (!op.operands.empty()) guid += (guid.empty() ? "" : "+") + op.guid;
       record.set_guid(guid);
     }
     std::vector<Relocation> tensors;
@@ -400,6 +411,8 @@ class Lowering {
   const std::vector<NodeId>& order_;
   const MemoryPlan& plan_;
   const std::map<uint32_t, std::vector<std::string>>& epilogues_;
+  const std::map<uint32_t, tk::ElementwiseCluster>& clusters_;
+  const std::vector<TensorId>& untouched_persistent_;
   uint64_t graph_hash_;
   recipe::Recipe recipe_;
   std::map<uint32_t, uint32_t> persistent_index_;   // tensor index -> ordinal
@@ -419,10 +432,12 @@ class Lowering {
 }  // namespace
 
 std::string CompileTarget::describe() const {
+  // fuse=2: chains and clusters (a recipe cached by a compiler that fused chains only says fuse=1,
+  // so it is compiled again rather than replayed with other cycle counts).
   std::ostringstream s;
   s << "tpcs=" << tpcs << " vector=" << tpc_vector_bits << " mme=" << mme_queues.size() << " geometries=" << mme_geometries
     << " dma=" << dma_queues.size() << " sob=" << sob_base
-    << "+" << sob_count << " mon=" << monitor_base << " fuse=" << (fuse_elementwise ? 1 : 0) << " sram=" << sram_bytes;
+    << "+" << sob_count << " mon=" << monitor_base << " fuse=" << (fuse_elementwise ? 2 : 0) << " sram=" << sram_bytes;
   return s.str();
 }
 
@@ -437,17 +452,18 @@ graph::Result compile_graph(const Graph& graph, const CompileTarget& target, rec
   graph::Result r = graph::validate(graph);
   if (!r.ok()) return r;
   try {
-    // The validated graph, with its elementwise chains fused (or as it is).
+    // The validated graph, with its elementwise clusters and chains fused (or as it is).
     FusedGraph fused;
-    if (target.fuse_elementwise) fused = fuse_elementwise_chains(graph);
+    if (target.fuse_elementwise) fused = fuse_elementwise(graph);
     const Graph& lowered = target.fuse_elementwise ? fused.graph : graph;
-    const auto topological = graph::topological_order(lowered);
-    if (!topological) return graph::Result::error(graph::Status::Fail, "compiler: the fused graph has no order");
+    const auto topological = target.fuse_elementwise ? std::optional(fused.order) : graph::topological_order(lowered);
+    if (!topological) return graph::Result::error(graph::Status::Fail, "compiler: the graph has no order");
     const ScheduledGraph scheduled = schedule_nodes(lowered, *topological);
     MemoryPlan plan;
     r = plan_memory(scheduled.graph, scheduled.order, &plan, kDefaultAlignment, target.sram_bytes, scheduled.holds);
     if (!r.ok()) return r;
-    return Lowering(scheduled.graph, target, scheduled.order, plan, fused.epilogues, graph::structural_hash(graph))
+    return Lowering(scheduled.graph, target, scheduled.order, plan, fused.epilogues, fused.clusters,
+                    fused.untouched_persistent, graph::structural_hash(graph))
         .run(recipe);
   } catch (const std::exception& e) {
     return graph::Result::error(graph::Status::Fail, std::string("compiler: ") + e.what());

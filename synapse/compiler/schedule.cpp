@@ -19,20 +19,6 @@ using graph::TensorId;
 
 namespace {
 
-// Whether two tensors share memory before the memory plan exists: the same tensor, or persistent
-// tensors of one section whose byte ranges overlap (an optimizer's updated weight at the weight's
-// own offset is the weight). Workspace tensors get their memory from the plan, made in the
-// scheduled order, so they conflict only with themselves.
-bool share_memory(const graph::Graph& g, TensorId a, TensorId b) {
-  if (a == b) return true;
-  const graph::TensorDesc& x = g.tensor(a);
-  const graph::TensorDesc& y = g.tensor(b);
-  if (!x.persistent || !y.persistent || !x.section || !y.section || x.section->id != y.section->id) return false;
-  const uint64_t x_end = x.section->offset + std::max<uint64_t>(tensor_bytes(x).value_or(1), 1);
-  const uint64_t y_end = y.section->offset + std::max<uint64_t>(tensor_bytes(y).value_or(1), 1);
-  return x.section->offset < y_end && y.section->offset < x_end;
-}
-
 // The position in `order` after which an entry (inputs `reads`, outputs `writes`) of the node at
 // `position` can run: the last earlier node that writes what it reads, or reads or writes what it
 // writes (-1: none).

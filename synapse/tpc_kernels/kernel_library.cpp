@@ -11,6 +11,7 @@
 #include "arch/tpc/asm/assembler.h"
 #include "synapse/tpc_kernels/embedded_sources.h"
 #include "synapse/tpc_kernels/glue_util.h"
+#include "synapse/tpc_kernels/kernel_def.h"
 
 namespace hpusim::synapse::tpc_kernels {
 
@@ -31,12 +32,6 @@ namespace {
 // (gather_fwd.s), Range (range_fwd.s), RandomUniform / RandomNormal (random_fwd.s).
 // Batch 6, through instantiate_batch3: StridedView / StridedInsert (strided_copy.s, or per element
 // strided_gather.s / strided_scatter.s).
-enum class Kind : uint8_t {
-  Binary, Backward, Unary, Fill, Cast, UnaryF32, Ternary, Reduce, Softmax, SoftmaxBwd,
-  LayerNormFwd, LayerNormBwd, LayerNormBwdGB, NllFwd, NllBwd, DropoutFwd, DropoutBwd, Optim,
-  Permute, EmbeddingFwd, EmbeddingBwd, Where, Gather, Range, RandomUniform, RandomNormal,
-  StridedView, StridedInsert
-};
 bool is_strided(Kind k) { return k == Kind::StridedView || k == Kind::StridedInsert; }
 bool is_batch3(Kind k) { return k >= Kind::LayerNormFwd; }
 
@@ -44,23 +39,6 @@ bool is_batch3(Kind k) { return k >= Kind::LayerNormFwd; }
 constexpr int32_t kEmbeddingBwdVlmBytes = 64 * 1024;
 
 }  // namespace
-
-struct KernelLibrary::KernelDef {
-  std::string guid;
-  Kind kind;
-  std::string op_macro;   // ops.inc macro (Binary, Backward, Unary, Fill) or kernel file (Cast)
-  DType in;               // the inputs' dtype (Fill: unused)
-  DType out;
-  std::vector<std::string> input_names;
-  std::vector<std::string> output_names;
-  // Batch 3: per-tensor dtypes (empty: `in` / `out` for every tensor), the fewest inputs (optional
-  // trailing inputs: gamma / beta), the scalar parameters' names and how many may be left off.
-  std::vector<DType> in_types = {};
-  std::vector<DType> out_types = {};
-  size_t min_inputs = 0;
-  std::vector<std::string> scalar_names = {};
-  size_t optional_scalars = 0;
-};
 
 namespace {
 

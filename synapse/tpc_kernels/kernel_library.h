@@ -128,6 +128,18 @@ struct InstantiateResult {
   bool ok() const { return status == GlueStatus::Success; }
 };
 
+// One op of an elementwise cluster (KernelLibrary::instantiate_cluster): an f32 elementwise GUID
+// over earlier values. Values 0 .. n-1 are the kernel's n inputs, value n + k the result of op k.
+struct ClusterOp {
+  std::string guid;
+  std::vector<uint32_t> operands;   // as many as the GUID's inputs (a fill: none)
+  std::vector<float> scalars;       // the GUID's scalar params (fill: the value; addcmul: value)
+};
+struct ElementwiseCluster {
+  std::vector<ClusterOp> ops;       // in an order where every operand comes first
+  std::vector<uint32_t> outputs;    // per kernel output, the value it holds (an op's result)
+};
+
 class KernelLibrary {
  public:
   static constexpr unsigned kDefaultVectorBits = 2048;   // every preset's TPC today
@@ -188,6 +200,20 @@ class KernelLibrary {
   InstantiateResult instantiate_fused(const std::string& guid, const KernelParams& params,
                                       const std::vector<std::string>& then);
   bool can_fuse(const std::string& producer, const std::string& unary) const;
+
+  // Elementwise clusters (the compiler's fusion.h): a DAG of f32 elementwise ops as one kernel that
+  // loads each input once, keeps every intermediate in registers and stores only the outputs.
+  // Each op runs the instruction sequence its own kernel runs, so the values are bit-identical to
+  // launching the ops one by one. can_cluster: `guid` is an f32 binary, unary, backward, ternary
+  // (addcmul / addcdiv) or fill kernel. A fill op is a constant (one register, set once per core).
+  // instantiate_cluster: `params` hold the kernel's inputs and outputs (at most 16 tensors), every
+  // output of one shape, every input of it or broadcast to it along dims >= 1 or one element.
+  bool can_cluster(const std::string& guid) const;
+  InstantiateResult instantiate_cluster(const ElementwiseCluster& cluster, const KernelParams& params);
+  // The vector registers the cluster's kernel needs for values (inputs one element wide take one,
+  // the others two: a step is two vectors); at most kClusterRegisters. nullopt: a malformed cluster.
+  std::optional<unsigned> cluster_registers(const ElementwiseCluster& cluster, const KernelParams& params) const;
+  static constexpr unsigned kClusterRegisters = 25;
 
   // Number of kernel variants assembled so far (for tests of the cache).
   size_t assembled_count() const;

@@ -13,7 +13,7 @@ import hpusim.torch
 from hpusim import _C
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-OP_RECORD_NS = 8000            # hl205's host table: op_record_ns
+OP_RECORD_NS = 13000           # hl205's host table: op_record_ns
 GRAPH_BUILD_PER_NODE_NS = 300  # graph_build_per_node_ns
 
 

@@ -206,6 +206,9 @@ struct RunOutcome {
   size_t parts = 0;   // launches (1, or a node's parts)
 };
 
+inline RunOutcome run_instantiated(const InstantiateResult& r, const std::vector<HostTensor>& inputs,
+                                   std::vector<HostTensor>& outputs, unsigned cores, unsigned vector_bits);
+
 // Instantiates `guid`, runs it on `cores` simulated cores (partition_index_space) over the
 // tensors in a fresh memory, and reads the outputs back into `outputs` (their shapes given).
 // With `then`, the kernel fused with those unary kernels (KernelLibrary::instantiate_fused); with
@@ -214,13 +217,19 @@ inline RunOutcome run_kernel(const std::string& guid, const std::vector<HostTens
                              std::vector<HostTensor>& outputs, unsigned cores,
                              const std::vector<float>& scalars = {}, const std::vector<std::string>& then = {},
                              unsigned vector_bits = KernelLibrary::kDefaultVectorBits) {
-  RunOutcome out;
   KernelParams p;
   for (const HostTensor& t : inputs) p.inputs.push_back(t.params());
   for (const HostTensor& t : outputs) p.outputs.push_back(t.params());
   p.scalars = scalars;
   KernelLibrary& library = KernelLibrary::instance(vector_bits);
   const InstantiateResult r = then.empty() ? library.instantiate(guid, p) : library.instantiate_fused(guid, p, then);
+  return run_instantiated(r, inputs, outputs, cores, vector_bits);
+}
+
+// The same for an instantiation already made (an elementwise cluster's, for one).
+inline RunOutcome run_instantiated(const InstantiateResult& r, const std::vector<HostTensor>& inputs,
+                                   std::vector<HostTensor>& outputs, unsigned cores, unsigned vector_bits) {
+  RunOutcome out;
   if (!r.ok()) {
     out.error = std::string(glue_status_name(r.status)) + ": " + r.message;
     return out;

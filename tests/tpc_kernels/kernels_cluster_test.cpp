@@ -1,0 +1,168 @@
+// Elementwise clusters (KernelLibrary::instantiate_cluster): a DAG of f32 elementwise ops as one
+// kernel gives, bit for bit, what its ops give launched one by one, on one core and on eight, with
+// one-element inputs, broadcasts along dims >= 1, constants and several outputs; malformed
+// clusters and ones past the kernel's limits are refused with a message naming the problem.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+
+#include "tests/tpc_kernels/kernel_test_util.h"
+
+namespace hpusim::synapse::tpc_kernels {
+namespace {
+
+using testing::HostTensor;
+
+HostTensor random_tensor(std::vector<uint32_t> shape, uint32_t seed, float lo = -4.0f, float hi = 4.0f) {
+  HostTensor h(DType::F32, std::move(shape));
+  testing::fill_uniform(h, seed, lo, hi);
+  return h;
+}
+
+// The cluster's outputs computed op by op with the library's own kernels (a fill makes a
+// one-element tensor, as the fill nodes a cluster absorbs do).
+std::vector<HostTensor> op_by_op(const ElementwiseCluster& cluster, const std::vector<HostTensor>& inputs,
+                                 const std::vector<uint32_t>& shape) {
+  std::vector<HostTensor> values = inputs;
+  for (const ClusterOp& op : cluster.ops) {
+    std::vector<HostTensor> operands;
+    for (uint32_t v : op.operands) operands.push_back(values.at(v));
+    std::vector<HostTensor> result{HostTensor(DType::F32, op.operands.empty() ? std::vector<uint32_t>{1} : shape)};
+    const auto r = testing::run_kernel(op.guid, operands, result, 1, op.scalars);
+    EXPECT_TRUE(r.ok) << op.guid << ": " << r.error;
+    values.push_back(result[0]);
+  }
+  std::vector<HostTensor> outputs;
+  for (uint32_t v : cluster.outputs) outputs.push_back(values.at(v));
+  return outputs;
+}
+
+void expect_cluster_equals_op_by_op(const ElementwiseCluster& cluster, const std::vector<HostTensor>& inputs,
+                                    const std::vector<uint32_t>& shape) {
+  const std::vector<HostTensor> expected = op_by_op(cluster, inputs, shape);
+  KernelParams params;
+  for (const HostTensor& t : inputs) params.inputs.push_back(t.params());
+  for (size_t j = 0; j < cluster.outputs.size(); ++j) params.outputs.push_back({DType::F32, shape, {}});
+  const InstantiateResult inst = KernelLibrary::instance().instantiate_cluster(cluster, params);
+  ASSERT_TRUE(inst.ok()) << inst.message;
+  for (unsigned cores : {1u, 8u}) {
+    SCOPED_TRACE(std::to_string(cores) + " cores");
+    std::vector<HostTensor> outputs(cluster.outputs.size(), HostTensor(DType::F32, shape));
+    const auto r = testing::run_instantiated(inst, inputs, outputs, cores, KernelLibrary::kDefaultVectorBits);
+    ASSERT_TRUE(r.ok) << r.error;
+    EXPECT_TRUE(r.gaps_ok);
+    for (size_t j = 0; j < outputs.size(); ++j)
+      for (size_t i = 0; i < outputs[j].data.size(); ++i)
+        ASSERT_EQ(outputs[j].data[i], expected[j].data[i]) << "output " << j << ", element " << i;
+  }
+}
+
+// torch.optim.Adadelta's single-tensor step as the bridge records it (rho 0.9, eps 1e-6, lr 0.1):
+// inputs square_avg, grad, acc_delta, param; outputs the three updated tensors.
+ElementwiseCluster adadelta_step() {
+  ElementwiseCluster c;
+  c.ops = {
+      {"fill_f32", {}, {0.9f}},                 // 4
+      {"mul_fwd_f32", {0, 4}, {}},              // 5: square_avg * rho
+      {"addcmul_fwd_f32", {5, 1, 1}, {0.1f}},   // 6: + (1 - rho) * grad * grad
+      {"fill_f32", {}, {1e-6f}},                // 7
+      {"add_fwd_f32", {6, 7}, {}},              // 8
+      {"sqrt_fwd_f32", {8}, {}},                // 9: std
+      {"add_fwd_f32", {2, 7}, {}},              // 10
+      {"sqrt_fwd_f32", {10}, {}},               // 11
+      {"div_fwd_f32", {11, 9}, {}},             // 12
+      {"mul_fwd_f32", {12, 1}, {}},             // 13: delta
+      {"mul_fwd_f32", {2, 4}, {}},              // 14
+      {"addcmul_fwd_f32", {14, 13, 13}, {0.1f}},   // 15: acc_delta
+      {"fill_f32", {}, {-0.1f}},                // 16
+      {"mul_fwd_f32", {13, 16}, {}},            // 17
+      {"add_fwd_f32", {3, 17}, {}},             // 18: param
+  };
+  c.outputs = {6, 15, 18};
+  return c;
+}
+
+TEST(TpcKernelCluster, TorchsAdadeltaStepIsBitIdenticalToItsOps) {
+  for (const std::vector<uint32_t>& shape : {std::vector<uint32_t>{100352}, {1000}, {128, 10}, {37}}) {
+    SCOPED_TRACE(std::to_string(shape[0]) + (shape.size() > 1 ? " x " + std::to_string(shape[1]) : ""));
+    expect_cluster_equals_op_by_op(adadelta_step(),
+                                   {random_tensor(shape, 1, 0.0f, 2.0f), random_tensor(shape, 2),
+                                    random_tensor(shape, 3, 0.0f, 2.0f), random_tensor(shape, 4)},
+                                   shape);
+  }
+}
+
+TEST(TpcKernelCluster, BroadcastsOneElementInputsAndSeveralOutputs) {
+  // y = relu(a * s + b) (s one element, b broadcast along dim 1), z = (y == 0), w = tanh_bwd(a, y)
+  // + 0.5 * a / (a * s + b); outputs y, z, w.
+  ElementwiseCluster c;
+  c.ops = {
+      {"mul_fwd_f32", {0, 1}, {}},      // 3: a * s (s one element)
+      {"add_fwd_f32", {3, 2}, {}},      // 4: + b (broadcast along dim 1)
+      {"relu_fwd_f32", {4}, {}},        // 5
+      {"fill_f32", {}, {0.0f}},         // 6
+      {"equal_fwd_f32", {5, 6}, {}},    // 7
+      {"tanh_bwd_f32", {0, 5}, {}},     // 8
+      {"addcdiv_fwd_f32", {8, 0, 4}, {0.5f}},   // 9
+  };
+  c.outputs = {5, 7, 9};
+  const std::vector<uint32_t> shape{150, 7, 2};
+  const std::vector<HostTensor> inputs{random_tensor(shape, 5), random_tensor({1}, 6), random_tensor({150, 1, 2}, 7)};
+  const std::vector<HostTensor> expected = op_by_op(c, inputs, shape);
+  KernelParams params;
+  for (const HostTensor& t : inputs) params.inputs.push_back(t.params());
+  for (size_t j = 0; j < 3; ++j) params.outputs.push_back({DType::F32, shape, {}});
+  const InstantiateResult inst = KernelLibrary::instance().instantiate_cluster(c, params);
+  ASSERT_TRUE(inst.ok()) << inst.message;
+  for (unsigned cores : {1u, 8u}) {
+    std::vector<HostTensor> outputs(3, HostTensor(DType::F32, shape));
+    ASSERT_TRUE(testing::run_instantiated(inst, inputs, outputs, cores, KernelLibrary::kDefaultVectorBits).ok);
+    for (size_t j = 0; j < 3; ++j) EXPECT_EQ(outputs[j].data, expected[j].data) << "output " << j << ", " << cores << " cores";
+  }
+}
+
+TEST(TpcKernelCluster, RefusesWhatOneKernelCannotBe) {
+  KernelLibrary& library = KernelLibrary::instance();
+  const KernelParams one{{{DType::F32, {64}, {}}}, {{DType::F32, {64}, {}}}, {}};
+  auto message = [&](const ElementwiseCluster& c, const KernelParams& p) {
+    const InstantiateResult r = library.instantiate_cluster(c, p);
+    EXPECT_FALSE(r.ok());
+    return r.message;
+  };
+  EXPECT_EQ(message({{{"relu_fwd_f32", {1}, {}}}, {1}}, one),
+            "elementwise cluster: op 0 (relu_fwd_f32): operand value 1 is not an input or an earlier op's result");
+  EXPECT_EQ(message({{{"softmax_fwd_f32", {0}, {}}}, {1}}, one),
+            "elementwise cluster: op 0 (softmax_fwd_f32): not an f32 elementwise GUID a cluster can hold");
+  EXPECT_EQ(message({{{"relu_fwd_bf16", {0}, {}}}, {1}}, one),
+            "elementwise cluster: op 0 (relu_fwd_bf16): not an f32 elementwise GUID a cluster can hold");
+  EXPECT_EQ(message({{{"add_fwd_f32", {0}, {}}}, {1}}, one),
+            "elementwise cluster: op 0 (add_fwd_f32): takes 2 operands, got 1");
+  EXPECT_EQ(message({{{"fill_f32", {}, {1.0f}}}, {1}}, one),
+            "elementwise cluster: output value 1 is not the result of a computing op");
+  KernelParams wide = one;
+  wide.inputs.push_back({DType::F32, {64, 2}, {}});
+  EXPECT_EQ(message({{{"add_fwd_f32", {0, 1}, {}}}, {2}}, wide),
+            "elementwise cluster: input 1 [64, 2] does not broadcast to the outputs' [64] along dims >= 1");
+  KernelParams many = one;
+  many.inputs.assign(16, {DType::F32, {64}, {}});
+  EXPECT_EQ(message({{{"relu_fwd_f32", {0}, {}}}, {16}}, many),
+            "elementwise cluster: a cluster of 16 inputs and 1 outputs: a kernel takes at most 16 tensors");
+  // Thirteen streamed inputs (two registers each) and a result need 28: said by cluster_registers,
+  // refused here.
+  ElementwiseCluster live;
+  KernelParams thirteen = one;
+  thirteen.inputs.assign(13, {DType::F32, {64}, {}});
+  uint32_t sum = 0;
+  for (uint32_t k = 1; k < 13; ++k) {
+    live.ops.push_back({"add_fwd_f32", {k == 1 ? 0u : sum, k}, {}});
+    sum = 13 + k - 1;
+  }
+  live.outputs = {sum};
+  EXPECT_EQ(library.cluster_registers(live, thirteen), 28u);
+  EXPECT_EQ(message(live, thirteen),
+            "elementwise cluster: the cluster needs more than the 25 vector registers the kernel has for values");
+}
+
+}  // namespace
+}  // namespace hpusim::synapse::tpc_kernels
