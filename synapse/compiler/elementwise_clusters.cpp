@@ -33,8 +33,8 @@ uint64_t elements(const graph::TensorDesc& t) {
 
 class Finder {
  public:
-  explicit Finder(const graph::Graph& g)
-      : g_(g), library_(tk::KernelLibrary::instance()), producer_(g.tensor_count(), -1), readers_(g.tensor_count()) {
+  Finder(const graph::Graph& g, unsigned vector_bits)
+      : g_(g), library_(tk::KernelLibrary::instance(vector_bits)), producer_(g.tensor_count(), -1), readers_(g.tensor_count()) {
     for (uint32_t n = 0; n < g.node_count(); ++n) {
       for (TensorId t : g.node(NodeId{n}).inputs) readers_[t.index].push_back(n);
       for (TensorId t : g.node(NodeId{n}).outputs) producer_[t.index] = n;
@@ -112,7 +112,8 @@ class Finder {
     return out;
   }
 
-  // An f32 elementwise node whose inputs have its output's shape (or are one element or constants).
+  // An f32 elementwise node whose inputs have its output's shape, are one element or constants, or
+  // are a row too wide for the bias-row variant broadcast along dims >= 1.
   bool eligible(uint32_t n) const {
     const NodeDesc& node = g_.node(NodeId{n});
     if (banned_[n] || node.inputs.empty() || node.outputs.size() != 1 || !library_.can_cluster(node.guid)) return false;
@@ -123,9 +124,12 @@ class Finder {
       const graph::TensorDesc& in = g_.tensor(t);
       if (in.dtype != graph::DType::F32) return false;
       if (constant_tensor(t) || elements(in) == 1) continue;
-      // Broadcast inputs (a bias row) are the binary kernel's: its bias-row variant loads the row
-      // once per core, where a cluster would read it again for every row.
-      if (padded(in.shape) != po) return false;
+      const auto pi = padded(in.shape);
+      if (pi == po) continue;
+      // A broadcast along dims >= 1: a row the bias-row variant holds is the binary kernel's.
+      for (unsigned d = 0; d < graph::kMaxDims; ++d)
+        if (pi[d] != po[d] && (pi[d] != 1 || d == 0)) return false;
+      if (pi[0] <= tk::KernelLibrary::kBiasRowVectors * library_.lanes_of(graph::DType::F32)) return false;
     }
     return true;
   }
@@ -324,6 +328,8 @@ class Finder {
 
 }  // namespace
 
-Clusters find_elementwise_clusters(const graph::Graph& graph) { return Finder(graph).run(); }
+Clusters find_elementwise_clusters(const graph::Graph& graph, unsigned vector_bits) {
+  return Finder(graph, vector_bits).run();
+}
 
 }  // namespace hpusim::synapse::compiler

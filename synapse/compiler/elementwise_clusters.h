@@ -4,9 +4,10 @@
 // DAG: several inputs and outputs, values read by several ops, constants from fill nodes. An
 // optimizer step written as elementwise ops (torch's Adadelta: 13 ops per parameter) becomes one
 // launch per parameter that reads each tensor once and writes each result once. A member's inputs
-// have its output's shape, or one element, or are constants: a broadcast row stays with the binary
-// kernel's bias-row variant, which loads the row once per core where a cluster would read it
-// again for every row.
+// have its output's shape, or one element, or are constants, or are a row broadcast along dims
+// >= 1 too wide for the binary kernel's bias-row variant (which loads a row of at most
+// KernelLibrary::kBiasRowVectors vectors once per core; wider rows are read again for every row by
+// either kernel, so a cluster costs nothing more there: BERT's 3072-wide bias add and its gelu).
 //
 // A cluster is grown in topological order: a node joins the clusters of its producers (merging
 // them) when no path leaves the cluster and comes back through a node outside it (paths follow
@@ -45,7 +46,9 @@ struct Clusters {
   std::vector<bool> dropped;         // per node: a fill whose tensor only clusters read
 };
 
-// `graph` must be valid.
-Clusters find_elementwise_clusters(const graph::Graph& graph);
+// `graph` must be valid; `vector_bits`: the TPC's vector width (which rows the bias-row variant
+// holds).
+Clusters find_elementwise_clusters(const graph::Graph& graph,
+                                   unsigned vector_bits = tpc_kernels::KernelLibrary::kDefaultVectorBits);
 
 }  // namespace hpusim::synapse::compiler

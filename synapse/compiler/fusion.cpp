@@ -148,8 +148,8 @@ FusedGraph fuse(const graph::Graph& g, const Clusters& clusters, bool chains) {
 
 }  // namespace
 
-FusedGraph fuse_elementwise(const graph::Graph& g) {
-  FusedGraph fused = fuse(g, find_elementwise_clusters(g), true);
+FusedGraph fuse_elementwise(const graph::Graph& g, unsigned vector_bits) {
+  FusedGraph fused = fuse(g, find_elementwise_clusters(g, vector_bits), true);
   if (!fused.order.empty() || g.node_count() == 0) return fused;
   // A cycle through the memory order (find_elementwise_clusters keeps paths out; chains do not
   // look): the chains alone, or nothing fused.

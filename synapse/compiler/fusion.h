@@ -37,6 +37,7 @@ struct FusedGraph {
 
 // `graph` must be valid. Chain nodes are named "head+next+...", cluster nodes
 // "first+...+last (N nodes)".
-FusedGraph fuse_elementwise(const graph::Graph& graph);
+FusedGraph fuse_elementwise(const graph::Graph& graph,
+                            unsigned vector_bits = tpc_kernels::KernelLibrary::kDefaultVectorBits);
 
 }  // namespace hpusim::synapse::compiler

@@ -454,7 +454,7 @@ graph::Result compile_graph(const Graph& graph, const CompileTarget& target, rec
   try {
     // The validated graph, with its elementwise clusters and chains fused (or as it is).
     FusedGraph fused;
-    if (target.fuse_elementwise) fused = fuse_elementwise(graph);
+    if (target.fuse_elementwise) fused = fuse_elementwise(graph, target.tpc_vector_bits);
     const Graph& lowered = target.fuse_elementwise ? fused.graph : graph;
     const auto topological = target.fuse_elementwise ? std::optional(fused.order) : graph::topological_order(lowered);
     if (!topological) return graph::Result::error(graph::Status::Fail, "compiler: the graph has no order");

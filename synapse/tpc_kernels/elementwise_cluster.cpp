@@ -8,6 +8,7 @@
 #include <map>
 #include <sstream>
 
+#include "synapse/tpc_kernels/body_schedule.h"
 #include "synapse/tpc_kernels/glue_util.h"
 #include "synapse/tpc_kernels/kernel_def.h"
 #include "synapse/tpc_kernels/kernel_library.h"
@@ -129,7 +130,7 @@ ClusterCode cluster_code(const std::map<std::string, const KernelLibrary::Kernel
   };
   std::vector<std::string> lo(values), hi(values);
   std::vector<bool> pinned(values, false);
-  std::ostringstream setup, body;
+  std::ostringstream setup;
 
   // Once per core: inputs of one element, and the constants (one register per distinct value).
   std::map<uint32_t, std::string> constants;
@@ -157,15 +158,16 @@ ClusterCode cluster_code(const std::map<std::string, const KernelLibrary::Kernel
   }
   if (s0_values.size() == 1) code.s0 = s0_values[0];
 
-  // A step: the streamed inputs, then the ops, each output stored when known.
-  body << "        imov I4, I2\n        iadd_dim I4, F32_LANES dim=0\n";
+  // A step: the streamed inputs, then the ops (ops.inc's macros expanded, the hi vector's copy on
+  // scratch of its own), each output stored when known; then list-scheduled (body_schedule.h).
+  std::vector<std::string> lines{"imov I4, I2", "iadd_dim I4, F32_LANES dim=0"};
   for (size_t k = 0; k < inputs; ++k)
     if (!one_element[k] && last_use[k] >= 0) {
       lo[k] = take();
       hi[k] = take();
-      body << "        ld_tnsr " << lo[k] << ", I2, " << k << "\n        ld_tnsr " << hi[k] << ", I4, " << k << "\n";
+      lines.push_back("ld_tnsr " + lo[k] + ", I2, " + std::to_string(k));
+      lines.push_back("ld_tnsr " + hi[k] + ", I4, " + std::to_string(k));
     }
-  bool ends_with_store = false;
   for (size_t k = 0; k < cluster.ops.size(); ++k) {
     const KernelLibrary::KernelDef& def = *op_defs[k];
     if (def.kind == Kind::Fill) continue;
@@ -173,11 +175,17 @@ ClusterCode cluster_code(const std::map<std::string, const KernelLibrary::Kernel
     const size_t v = inputs + k;
     lo[v] = take();
     hi[v] = take();
-    if (def.kind == Kind::Ternary && s0_values.size() > 1) body << "        mov S0, " << hex(f32_bits(op.scalars[0])) << "\n";
-    for (const auto* regs : {&lo, &hi}) {
-      body << "        " << def.op_macro << " f32, " << (*regs)[v];
-      for (uint32_t operand : op.operands) body << ", " << (*regs)[operand];
-      body << "\n";
+    if (def.kind == Kind::Ternary && s0_values.size() > 1) lines.push_back("mov S0, " + hex(f32_bits(op.scalars[0])));
+    for (const bool second : {false, true}) {
+      const auto& regs = second ? hi : lo;
+      std::vector<std::string> args{"f32", regs[v]};
+      for (uint32_t operand : op.operands) args.push_back(regs[operand]);
+      const std::vector<std::string> expanded = schedule::expand_op(def.op_macro, args, second);
+      if (expanded.empty()) {
+        code.error = "op " + std::to_string(k) + " (" + op.guid + "): ops.inc has no macro " + def.op_macro;
+        return code;
+      }
+      lines.insert(lines.end(), expanded.begin(), expanded.end());
     }
     for (uint32_t operand : op.operands)
       if (last_use[operand] == static_cast<int64_t>(k) && !pinned[operand] && !lo[operand].empty()) {
@@ -185,24 +193,19 @@ ClusterCode cluster_code(const std::map<std::string, const KernelLibrary::Kernel
         give_back(hi[operand]);
         lo[operand].clear();   // an operand given twice is given back once
       }
-    for (size_t j : stored_as[v])
-      body << "        st_tnsr I2, " << inputs + j << ", " << lo[v] << "\n        st_tnsr I4, " << inputs + j << ", "
-           << hi[v] << "\n";
-    ends_with_store = !stored_as[v].empty();
+    for (size_t j : stored_as[v]) {
+      lines.push_back("st_tnsr I2, " + std::to_string(inputs + j) + ", " + lo[v]);
+      lines.push_back("st_tnsr I4, " + std::to_string(inputs + j) + ", " + hi[v]);
+    }
     if (last_use[v] <= static_cast<int64_t>(k)) {
       give_back(lo[v]);
       give_back(hi[v]);
     }
   }
-  // The step's last bundle steps I2 (nest.inc): in the last store's free SPU slot if it ends it.
-  std::string text = body.str();
-  if (ends_with_store) {
-    const size_t line = text.rfind("        st_tnsr I4", text.size() - 2);
-    text = text.substr(0, line) + "end_d0: " + text.substr(line + 8, text.size() - line - 9) +
-           "; iadd_dim I2, LANES dim=0\n";
-  } else {
-    text += "end_d0: iadd_dim I2, LANES dim=0\n";
-  }
+  // The step's last bundle steps I2 (nest.inc).
+  const std::vector<std::string> bundles = schedule::list_schedule(lines, "iadd_dim I2, LANES dim=0");
+  std::string text;
+  for (size_t i = 0; i < bundles.size(); ++i) text += (i + 1 == bundles.size() ? "end_d0: " : "        ") + bundles[i] + "\n";
   if (code.out_of_registers) {
     code.error = "the cluster needs more than the " + std::to_string(KernelLibrary::kClusterRegisters) +
                  " vector registers the kernel has for values";

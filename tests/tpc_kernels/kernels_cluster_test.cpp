@@ -109,17 +109,29 @@ TEST(TpcKernelCluster, BroadcastsOneElementInputsAndSeveralOutputs) {
   c.outputs = {5, 7, 9};
   const std::vector<uint32_t> shape{150, 7, 2};
   const std::vector<HostTensor> inputs{random_tensor(shape, 5), random_tensor({1}, 6), random_tensor({150, 1, 2}, 7)};
-  const std::vector<HostTensor> expected = op_by_op(c, inputs, shape);
-  KernelParams params;
-  for (const HostTensor& t : inputs) params.inputs.push_back(t.params());
-  for (size_t j = 0; j < 3; ++j) params.outputs.push_back({DType::F32, shape, {}});
-  const InstantiateResult inst = KernelLibrary::instance().instantiate_cluster(c, params);
-  ASSERT_TRUE(inst.ok()) << inst.message;
-  for (unsigned cores : {1u, 8u}) {
-    std::vector<HostTensor> outputs(3, HostTensor(DType::F32, shape));
-    ASSERT_TRUE(testing::run_instantiated(inst, inputs, outputs, cores, KernelLibrary::kDefaultVectorBits).ok);
-    for (size_t j = 0; j < 3; ++j) EXPECT_EQ(outputs[j].data, expected[j].data) << "output " << j << ", " << cores << " cores";
-  }
+  expect_cluster_equals_op_by_op(c, inputs, shape);
+}
+
+TEST(TpcKernelCluster, LongMacrosInterleavedStayBitIdentical) {
+  // The ops with the longest ops.inc sequences (gelu in both forms, their backward, silu, sigmoid
+  // and tanh backward, comparisons): the list schedule interleaves the two vectors' copies and
+  // independent ops, and the values do not move.
+  ElementwiseCluster c;
+  c.ops = {
+      {"add_fwd_f32", {0, 1}, {}},               // 3: x = a + bias (a 3072-wide row)
+      {"gelu_tanh_fwd_f32", {3}, {}},            // 4
+      {"gelu_fwd_f32", {3}, {}},                 // 5: erf form
+      {"gelu_tanh_bwd_f32", {2, 3}, {}},         // 6
+      {"gelu_bwd_f32", {2, 3}, {}},              // 7
+      {"silu_bwd_f32", {6, 7}, {}},              // 8
+      {"sigmoid_bwd_f32", {8, 4}, {}},           // 9
+      {"less_fwd_f32", {9, 5}, {}},              // 10
+      {"relu_bwd_f32", {10, 9}, {}},             // 11
+  };
+  c.outputs = {4, 5, 11};
+  const std::vector<uint32_t> shape{3072, 3};
+  const std::vector<HostTensor> inputs{random_tensor(shape, 8), random_tensor({3072, 1}, 9), random_tensor(shape, 10)};
+  expect_cluster_equals_op_by_op(c, inputs, shape);
 }
 
 TEST(TpcKernelCluster, RefusesWhatOneKernelCannotBe) {
