@@ -1696,8 +1696,12 @@ InstantiateResult KernelLibrary::instantiate_impl(const std::string& guid, const
     for (size_t k = 0; k < params.inputs.size(); ++k)
       if (k >= 3 || (!bcast0[k] && static_cast<int>(k) != bias_row)) prefetched.push_back(static_cast<unsigned>(k));
   const uint32_t row_vectors = static_cast<uint32_t>(((row_kernel ? n0_in : po[0]) + vector_lanes - 1) / vector_lanes);
+  // A cast to a narrower type loads several vectors of its input a step (cast_f32_to_bf16.s: two),
+  // so it prefetches as many: one a step left every other vector to a full memory latency.
+  const unsigned input_vectors = def.kind == Kind::Cast ? std::max(1u, lanes / lanes_of(def.in)) : 1;
   src << "// " << def.guid << ": the glue's prelude for the kernel file included at the end\n"
-      << width_prelude(prefetched, row_vectors, unroll) << ".equ LANES " << lanes << "\n";
+      << width_prelude(prefetched, row_vectors * input_vectors, unroll * input_vectors) << ".equ LANES " << lanes
+      << "\n";
   const char* io = def.out == DType::BF16 ? "io_bf16.inc" : unroll == 2 ? "io_f32x2.inc" : "io_f32.inc";
   if (def.kind == Kind::Cast) {
     variant << "cast " << def.op_macro;
