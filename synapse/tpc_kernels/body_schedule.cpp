@@ -121,10 +121,8 @@ Instr analyse(const std::string& text) {
     predicate = operands.substr(at);
     operands.erase(at);
   }
-  std::vector<std::string> list = split_args(operands);
-  for (std::string& operand : list)   // options (dim=0) are not operands
-    if (const size_t space = operand.find_first_of(" \t"); space != std::string::npos && operand.find('=') != std::string::npos)
-      operand = trim(operand.substr(0, space));
+  static const std::regex option(R"(\s+[A-Za-z_]+=\S+)");   // options (dim=0) are not operands
+  std::vector<std::string> list = split_args(std::regex_replace(operands, option, ""));
   in.load = mnemonic.rfind("ld_tnsr", 0) == 0 || mnemonic.rfind("prefetch", 0) == 0;
   in.store = mnemonic.rfind("st_tnsr", 0) == 0;
   const bool scalar = mnemonic.rfind("imov", 0) == 0 || mnemonic.rfind("iadd", 0) == 0 ||

@@ -359,14 +359,7 @@ InstantiateResult KernelLibrary::instantiate_cluster(const ElementwiseCluster& c
       << ".macro ROW_SETUP\n.endm\n.include \"nest.inc\"\n.include \"ops.inc\"\n"
       << code.setup << "        NEST_BEGIN\n" << code.body << "        NEST_END\n";
   inst.variant = variant.str();
-  inst.program = program_for(src.str(), "elementwise_cluster", &error);
-  if (!inst.program) {
-    result.status = GlueStatus::InternalError;
-    result.message = error;
-    return result;
-  }
-  result.inst = std::move(inst);
-  return result;
+  return assembled(std::move(inst), src.str(), "elementwise_cluster");
 }
 
 }  // namespace hpusim::synapse::tpc_kernels

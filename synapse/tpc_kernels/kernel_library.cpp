@@ -1365,15 +1365,7 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
       break;
   }
   inst.variant = variant.str();
-  std::string error;
-  inst.program = program_for(src.str(), def.guid, &error);
-  if (!inst.program) {
-    result.status = GlueStatus::InternalError;
-    result.message = def.guid + ": " + error;
-    return result;
-  }
-  result.inst = std::move(inst);
-  return result;
+  return assembled(std::move(inst), src.str(), def.guid);
 }
 
 namespace {
@@ -1506,6 +1498,19 @@ std::optional<std::string> KernelLibrary::embedded_source(const std::string& nam
   return std::nullopt;
 }
 
+InstantiateResult KernelLibrary::assembled(Instantiation inst, const std::string& source, const std::string& key) {
+  InstantiateResult result;
+  std::string error;
+  inst.program = program_for(source, key, &error);
+  if (!inst.program) {
+    result.status = GlueStatus::InternalError;
+    result.message = key + ": " + error;
+    return result;
+  }
+  result.inst = std::move(inst);
+  return result;
+}
+
 std::shared_ptr<const tpc::Program> KernelLibrary::program_for(const std::string& variant_source,
                                                                const std::string& key, std::string* error) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -1527,6 +1532,7 @@ InstantiateResult KernelLibrary::instantiate(const std::string& guid, const Kern
   if (is_tensor_list(guid)) return instantiate_tensor_list(guid, params);
   if (auto split = instantiate_split_gamma_beta(guid, params)) return std::move(*split);
   if (auto split = instantiate_split_dim0_reduction(guid, params)) return std::move(*split);
+  if (auto paired = instantiate_paired_rows(guid, params)) return std::move(*paired);
   return instantiate_impl(guid, params, {});
 }
 
@@ -1843,15 +1849,7 @@ InstantiateResult KernelLibrary::instantiate_impl(const std::string& guid, const
     }
   }
   inst.variant = variant.str();
-  std::string error;
-  inst.program = program_for(src.str(), def.guid, &error);
-  if (!inst.program) {
-    result.status = GlueStatus::InternalError;
-    result.message = def.guid + ": " + error;
-    return result;
-  }
-  result.inst = std::move(inst);
-  return result;
+  return assembled(std::move(inst), src.str(), def.guid);
 }
 
 }  // namespace hpusim::synapse::tpc_kernels

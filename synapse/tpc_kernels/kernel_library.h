@@ -233,8 +233,14 @@ class KernelLibrary {
   // reduce_sum / reduce_mean_fwd_f32 over dim 0 into one element, over chunks of the row, then the
   // partials reduced (row_chunks.h; nullopt: not split).
   std::optional<InstantiateResult> instantiate_split_dim0_reduction(const std::string& guid, const KernelParams& params);
+  // paired_rows.cpp: softmax / log_softmax and their backward over f32 rows of one or two whole
+  // vectors, two rows a step (nullopt: not such a node).
+  std::optional<InstantiateResult> instantiate_paired_rows(const std::string& guid, const KernelParams& params);
   InstantiateResult instantiate_impl(const std::string& guid, const KernelParams& params,
                                      const std::vector<const KernelDef*>& epilogue);
+  // `inst` with the program of `source` (assembled once, cached); InternalError naming `key` when
+  // it does not assemble (a bug in the library).
+  InstantiateResult assembled(Instantiation inst, const std::string& source, const std::string& key);
   std::shared_ptr<const tpc::Program> program_for(const std::string& variant_source,
                                                   const std::string& key, std::string* error);
   // ".equ F32_LANES ..\n.equ VECTOR_BYTES ..\n": every variant's width constants, and the nest's
