@@ -34,7 +34,8 @@ bool clusterable(const KernelLibrary::KernelDef& def) {
   }
 }
 
-// The value registers: ops.inc's macros use V4..V8 as scratch, and gelu-tanh's backward V24..V29.
+// The value registers: ops.inc's macros use V4..V8 as scratch, their hi copies V24..V28
+// (body_schedule.h), and the _PAIR macros V24..V29.
 constexpr const char* kValueRegisters[] = {"V9",  "V10", "V11", "V12", "V13", "V14", "V15", "V16", "V17",
                                            "V18", "V19", "V20", "V21", "V22", "V23", "V30", "V31", "V32",
                                            "V33", "V34", "V35", "V36", "V37", "V38", "V39"};
