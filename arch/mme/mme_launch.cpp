@@ -10,7 +10,8 @@ std::vector<uint8_t> build_mme_command_buffer(const MmeJob& job, uint32_t geomet
   const std::string error = validate(job, geometries);
   if (!error.empty()) throw std::invalid_argument("MME job: " + error);
   qman::CommandBufferBuilder b;
-  for (const auto& [offset, value] : encode(job)) b.wreg32(static_cast<uint16_t>(offset), value);
+  // Pipelined descriptor writes; the command's RB waits for them.
+  for (const auto& [offset, value] : encode(job)) b.wreg32(static_cast<uint16_t>(offset), value, qman::kNoBarriers);
   b.wreg32(static_cast<uint16_t>(desc::kCmd), desc::kCmdExecute, qman::Barriers{true, true, true});
   return b.take();
 }

@@ -6,11 +6,13 @@ void append_sob_wait(CommandBufferBuilder& cb, regs::QueueId queue, regs::SyncMa
                      uint16_t target) {
   const uint64_t fence = regs::cfg_address(regs::qman_fence_rdata(regs::queue_qman(queue), kSyncWaitFence,
                                                                    regs::queue_stream(queue)));
-  cb.msg_long(regs::cfg_address(regs::sm_mon_pay_addrl(sm, monitor)), static_cast<uint32_t>(fence))
-      .msg_long(regs::cfg_address(regs::sm_mon_pay_addrh(sm, monitor)), static_cast<uint32_t>(fence >> 32))
-      .msg_long(regs::cfg_address(regs::sm_mon_pay_data(sm, monitor)), 1)
+  // The four messages reach the sync manager in order, so they need no barriers between them.
+  cb.msg_long(regs::cfg_address(regs::sm_mon_pay_addrl(sm, monitor)), static_cast<uint32_t>(fence), kNoBarriers)
+      .msg_long(regs::cfg_address(regs::sm_mon_pay_addrh(sm, monitor)), static_cast<uint32_t>(fence >> 32), kNoBarriers)
+      .msg_long(regs::cfg_address(regs::sm_mon_pay_data(sm, monitor)), 1, kNoBarriers)
       .msg_long(regs::cfg_address(regs::sm_mon_arm(sm, monitor)),
-                monitor_arm_value(static_cast<uint8_t>(sob / 8), single_sob_mask(static_cast<uint16_t>(sob)), false, target))
+                monitor_arm_value(static_cast<uint8_t>(sob / 8), single_sob_mask(static_cast<uint16_t>(sob)), false, target),
+                kNoBarriers)
       .fence(kSyncWaitFence, 1, 1);
 }
 

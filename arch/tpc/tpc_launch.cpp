@@ -104,13 +104,16 @@ std::vector<TpcCommandBuffer> build_tpc_command_buffers(const TpcLaunchSpec& spe
     if (cb.partitions.empty()) continue;
     qman::CommandBufferBuilder b;
     // The upper half of the sync-object address (the descriptor holds the low 32 bits).
-    b.wreg32(static_cast<uint16_t>(tc::kSmBaseAddressHigh), static_cast<uint32_t>(spec.sob_address >> 32));
+    // The descriptor writes carry no barriers (they reach the CFG block in order, pipelined);
+    // TPC_CMD's RB waits for them all.
+    b.wreg32(static_cast<uint16_t>(tc::kSmBaseAddressHigh), static_cast<uint32_t>(spec.sob_address >> 32),
+             qman::kNoBarriers);
     for (size_t i = 0; i < cb.partitions.size(); ++i) {
       const bool last = i + 1 == cb.partitions.size();
       const std::vector<uint32_t> w =
           tpc_descriptor_words(spec, cb.partitions[i], qman::sob_write_value(last ? 1 : 0, true));
       const auto put = [&b, &w](uint32_t offset) {
-        b.wreg32(static_cast<uint16_t>(tc::kQmDesc + offset), w[offset / 4]);
+        b.wreg32(static_cast<uint16_t>(tc::kQmDesc + offset), w[offset / 4], qman::kNoBarriers);
       };
       // Used tensors in full; the others only their tensor_config (0 = not set), so nothing of an
       // earlier launch's descriptors stays valid.

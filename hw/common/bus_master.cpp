@@ -113,10 +113,11 @@ void BusMaster::post_write(uint64_t address, const void* data, uint32_t length, 
   socket->nb_transport_fw(request, phase, delay);
 }
 
-uint32_t BusMaster::wait_posted(unsigned owner) {
+uint32_t BusMaster::wait_posted(unsigned owner, uint64_t* first_failed) {
   Owner& o = owners_.at(owner);
   while (o.in_flight > 0) sc_core::wait(o.drained);
   const uint32_t failures = o.failures;
+  if (first_failed) *first_failed = o.first_failed;
   o.failures = 0;
   return failures;
 }
@@ -129,7 +130,7 @@ void BusMaster::complete_posted(Request& request) {
   Owner& o = owners_[request.owner];
   if (request.get_response_status() != tlm::TLM_OK_RESPONSE) {
     ++errors_;
-    ++o.failures;
+    if (o.failures++ == 0) o.first_failed = request.get_address();
   }
   free_.push_back(&request);
   if (--o.in_flight == 0) o.drained.notify(sc_core::SC_ZERO_TIME);

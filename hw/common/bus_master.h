@@ -35,13 +35,13 @@ class BusMaster : public sc_core::sc_module {
 
   // Posted writes are tracked per owner (e.g. one per command processor sharing this port), so a
   // barrier waits only for its own owner's writes and sees only its own failures.
-  static constexpr unsigned kMaxOwners = 8;
+  static constexpr unsigned kMaxOwners = 16;
   // A posted write: returns at once; the response is counted when it arrives.
   void post_write(uint64_t address, const void* data, uint32_t length, unsigned owner = 0);
   void post_write32(uint64_t address, uint32_t value, unsigned owner = 0) { post_write(address, &value, 4, owner); }
   // Blocks (SC_THREAD only) until every posted write of `owner` has completed. Returns how many of
-  // them failed since the last call.
-  uint32_t wait_posted(unsigned owner = 0);
+  // them failed since the last call; `first_failed`, when given, gets the first failure's address.
+  uint32_t wait_posted(unsigned owner = 0, uint64_t* first_failed = nullptr);
   uint32_t posted_in_flight(unsigned owner = 0) const { return owners_.at(owner).in_flight; }
   // Forgets failures recorded for every owner (a modelled reset).
   void clear_posted_failures();
@@ -70,6 +70,7 @@ class BusMaster : public sc_core::sc_module {
   struct Owner {
     uint32_t in_flight = 0;
     uint32_t failures = 0;
+    uint64_t first_failed = 0;
     sc_core::sc_event drained;
   };
   std::array<Owner, kMaxOwners> owners_;

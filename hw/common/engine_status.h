@@ -4,6 +4,8 @@
 // (TPC, MME) have no EngineStatus and count as always idle.
 #pragma once
 
+#include <cstdint>
+
 #include <systemc>
 
 namespace hpusim::hw {
@@ -16,6 +18,10 @@ class EngineStatus {
   virtual bool engine_idle() const = 0;
   // Notified whenever the engine becomes idle (a waiter re-checks engine_idle() when it fires).
   virtual const sc_core::sc_event& engine_idle_event() const = 0;
+  // Free slots in the engine's commit queue (work beyond them is dropped); a CP holds a LIN_DMA
+  // until one is free. The event is notified when a slot may have freed.
+  virtual uint32_t engine_room() const { return UINT32_MAX; }
+  virtual const sc_core::sc_event& engine_room_event() const { return engine_idle_event(); }
 };
 
 }  // namespace hpusim::hw

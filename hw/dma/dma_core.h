@@ -157,6 +157,8 @@ class DmaCore : public sc_core::sc_module, public RegisterBlock, public EngineSt
   // becomes idle (also after reset() or a flush clears a halt).
   bool engine_idle() const override;
   const sc_core::sc_event& engine_idle_event() const override { return engine_idle_event_; }
+  uint32_t engine_room() const override { return const_cast<DmaCore*>(this)->queue_space(); }
+  const sc_core::sc_event& engine_room_event() const override { return started_event_; }
 
   // Modelled hard reset at the current simulation time: registers to their reset values (CFG_0.EN
   // = 0), queued transfers dropped, the running one abandoned (its requests already in the fabric

@@ -60,6 +60,7 @@ void Qman::reset() {
     cp.msg_base.fill(0);
     cp.ldma_tsize_offset = cp.ldma_src_offset = cp.ldma_dst_offset = 0;
     cp.predicates = 1;
+    cp.commits_unanswered = 0;
     cp.scalars.fill(0);
     cp.loops = {};
     cp.error_causes = 0;
@@ -320,14 +321,15 @@ bool Qman::execute(unsigned cp, const CommandBuffer& cb) {
     if (observer_) observer_->packet_executed(name_, cp, decoded.packet, start, now_ps());
     offset = next;
   }
-  return true;
+  return registers_answered(cp);
 }
 
 bool Qman::wait_barriers(unsigned cp_index, const qman::Barriers& barriers) {
   Cp& cp = cps_[cp_index];
   const uint64_t generation = generation_;
-  // RB: every earlier register write of this CP has been answered, because write_engine_register
-  // returns only with the response; nothing to wait for.
+  // RB: every earlier register write of this CP has been answered. EB too: the engine sees the
+  // writes that commit work to it only once they have arrived.
+  if ((barriers.rb || barriers.eb) && !registers_answered(cp_index)) return false;
   if (barriers.mb) {
     // MB: the CP's earlier posted messages must be answered; a failure among them is reported here.
     const uint32_t failures = bus_.wait_posted(cp_index);
@@ -437,8 +439,20 @@ bool Qman::send_message(unsigned cp, uint64_t address, uint32_t value) {
 
 bool Qman::write_engine_register(unsigned cp, uint64_t address, uint32_t value) {
   ++stats_.register_writes;
-  if (bus_.write32(address, value) != tlm::TLM_OK_RESPONSE) {
-    raise_error(cp, QmanError::kRegisterWrite, "register write to " + hex(address) + " failed");
+  bus_.post_write32(address, value, register_owner(cp));
+  return true;
+}
+
+bool Qman::registers_answered(unsigned cp) {
+  const uint64_t generation = generation_;
+  uint64_t address = 0;
+  const uint32_t failures = bus_.wait_posted(register_owner(cp), &address);
+  if (generation != generation_) return false;
+  cps_[cp].commits_unanswered = 0;
+  if (failures != 0) {
+    raise_error(cp, QmanError::kRegisterWrite,
+                "register write to " + hex(address) + " failed" +
+                    (failures > 1 ? " (and " + std::to_string(failures - 1) + " more)" : std::string()));
     return false;
   }
   return true;
@@ -490,7 +504,17 @@ bool Qman::execute_packet(unsigned cp_index, const qman::Packet& packet) {
           cp.fence[p.id] = (cp.fence[p.id] + p.inc_val) & regs::qm::kCpFenceCntMask;
           return true;
         } else if constexpr (std::is_same_v<T, qman::LinDma>) {
-          // Program the engine through the CP_LDMA offsets, then commit.
+          // Program the engine through the CP_LDMA offsets, then commit. The engine's commit queue
+          // pushes back: once the earlier commits have arrived, the CP waits for a free slot.
+          if (config_.engine != nullptr && config_.engine->engine_room() <= cp.commits_unanswered) {
+            if (!registers_answered(cp_index)) return false;
+            const uint64_t generation = generation_;
+            while (config_.engine->engine_room() == 0) {
+              sc_core::wait(config_.engine->engine_room_event() | cp.wake);
+              if (generation != generation_ || cp.stopped) return false;
+            }
+          }
+          ++cp.commits_unanswered;
           const uint64_t base = config_.ldma_block_address;
           uint32_t commit = 0;
           if (p.wr_comp_en) commit |= regs::dma_core::kCommitWrCompEn;

@@ -1,11 +1,11 @@
 // A Gaudi 1 queue manager (QMAN): four streams, each a primary queue (PQ) of buffer descriptors in
 // host memory feeding an upper command processor (CP), plus the shared lower CP fed by CP_DMA.
 // Each CP fetches its command buffer over the fabric and executes the Gaudi packet set; messages
-// (MSG_LONG / MSG_SHORT / MSG_PROT) are posted writes, register writes go to the engine's CFG
-// block, FENCE waits on the CP's fence counters (incremented by writes to CP_FENCEn_RDATA, usually
+// (MSG_LONG / MSG_SHORT / MSG_PROT) and register writes to the engine's CFG block are posted
+// writes, FENCE waits on the CP's fence counters (incremented by writes to CP_FENCEn_RDATA, usually
 // from a sync-manager monitor). Before a packet runs, its barriers hold: EB waits until the engine
-// is idle, MB until the CP's earlier messages are answered (RB holds by construction: register
-// writes are blocking). REPEAT loops and LOAD_AND_EXE (predicates or scalar RFs) are modelled as
+// is idle, MB until the CP's earlier messages are answered, RB (and EB) until its earlier register
+// writes are. REPEAT loops and LOAD_AND_EXE (predicates or scalar RFs) are modelled as
 // README.md describes. STOP, an undefined opcode or a failed access raise a QMAN error:
 // GLBL_STS1 records the cause, the error message GLBL_ERR_WDATA is written to GLBL_ERR_ADDR when
 // enabled, and that CP stops until the QMAN is reset. The registers sit at the real Gaudi 1 CFG
@@ -122,6 +122,7 @@ class Qman : public sc_core::sc_module, public RegisterBlock {
     std::array<uint64_t, regs::kCpMsgBases> msg_base{};
     uint32_t ldma_tsize_offset = 0, ldma_src_offset = 0, ldma_dst_offset = 0;
     uint32_t predicates = 1;             // predicate 0 is always true
+    uint32_t commits_unanswered = 0;     // LIN_DMA commits posted since the writes were last answered
     uint32_t error_causes = 0;           // GLBL_STS1_<cp>
     bool stopped = false;
     bool busy = false;
@@ -151,7 +152,11 @@ class Qman : public sc_core::sc_module, public RegisterBlock {
   bool execute_scalars(unsigned cp, bool upper);
   bool predicate_true(const Cp& cp, uint8_t pred) const { return pred == 0 || (cp.predicates >> pred) & 1u; }
   bool send_message(unsigned cp, uint64_t address, uint32_t value);
+  // Engine register writes are posted in order (owner register_owner(cp)); RB, EB and the end of a
+  // command buffer wait for their answers, and a failed one is the CP's register-write error.
   bool write_engine_register(unsigned cp, uint64_t address, uint32_t value);
+  bool registers_answered(unsigned cp);
+  static unsigned register_owner(unsigned cp) { return regs::kQmanCps + 1 + cp; }
   void raise_error(unsigned cp, QmanError cause, const std::string& message);
   // Stream arbitration (ARB_POINT with ARB_CFG_0.EN): grants the critical section to a waiter.
   bool arbitrate(unsigned stream, const qman::ArbPoint& point);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -155,6 +156,70 @@ TEST_F(QmanControlTest, MessageBarrierAppliesToEveryPacket) {
   EXPECT_EQ(recorder.errors[0].first, hw::QmanError::kMessage);
   EXPECT_EQ(sram_read32(0xD200), 0u);
   EXPECT_TRUE(mmio_read(QmanId::DMA5, QmReg::GlblSts1, 0) & regs::qm::kGlblSts1CpMsgWrErr);
+}
+
+// Register writes are posted in order: without barriers each WREG_32 costs one packet time; RB
+// waits for the earlier ones' answers (a fabric round trip), so a command buffer of RB writes is
+// several times slower. Both leave the same values in the registers.
+TEST_F(QmanControlTest, RegisterWritesArePipelinedAndRbWaitsForThem) {
+  open_stream(QmanId::DMA4, 0);
+  const unsigned core = regs::qman_engine(QmanId::DMA4);
+  const auto span_of = [&](size_t first) {
+    const auto writes = recorder.of("DMA4_QM/0", Opcode::WREG_32);
+    return writes.back().end - writes.at(first).start;
+  };
+  CommandBufferBuilder plain, barriers;
+  for (uint32_t i = 0; i < 8; ++i) {
+    plain.wreg32(static_cast<uint16_t>(dc::kWrCompWdata), 0x100 + i, qman::kNoBarriers);
+    barriers.wreg32(static_cast<uint16_t>(dc::kWrCompWdata), 0x200 + i, qman::kRbMb);
+  }
+  submit(QmanId::DMA4, 0, plain.bytes());
+  ASSERT_TRUE(drain(QmanId::DMA4, 0));
+  const hw::Picoseconds pipelined = span_of(0);
+  EXPECT_EQ(dma_read(core, dc::kWrCompWdata), 0x107u);
+  submit(QmanId::DMA4, 0, barriers.bytes());
+  ASSERT_TRUE(drain(QmanId::DMA4, 0));
+  const hw::Picoseconds waited = span_of(8);
+  EXPECT_EQ(dma_read(core, dc::kWrCompWdata), 0x207u);
+  EXPECT_GT(waited, 4 * pipelined) << "pipelined " << pipelined << " ps, with RB " << waited << " ps";
+  EXPECT_TRUE(recorder.errors.empty()) << error_text();
+}
+
+// A posted register write that fails (an offset the engine does not decode) is the CP's
+// register-write error, naming the address, at the end of its command buffer at the latest.
+TEST_F(QmanControlTest, FailedRegisterWriteIsTheCpsRegisterWriteError) {
+  open_stream(QmanId::DMA4, 1);
+  const uint64_t bad = cfg(regs::dma_core_base(regs::qman_engine(QmanId::DMA4)) + 0x200);
+  submit(QmanId::DMA4, 1, CommandBufferBuilder().wreg32(0x200, 1, qman::kNoBarriers).bytes());
+  EXPECT_FALSE(drain(QmanId::DMA4, 1, 50));
+  ASSERT_EQ(recorder.errors.size(), 1u) << error_text();
+  EXPECT_EQ(recorder.errors[0].first, hw::QmanError::kRegisterWrite);
+  std::ostringstream address;
+  address << std::hex << bad;
+  EXPECT_NE(recorder.errors[0].second.find(address.str()), std::string::npos) << error_text();
+  EXPECT_TRUE(mmio_read(QmanId::DMA4, QmReg::GlblSts1, 1) & regs::qm::kGlblSts1CpWregErr);
+}
+
+// LIN_DMAs commit faster than transfers finish, but the CP holds one while the core's commit
+// queue is full: twice the queue's depth in one command buffer, none dropped.
+TEST_F(QmanControlTest, LinDmaWaitsForRoomInTheCommitQueue) {
+  open_stream(QmanId::DMA0, 1);
+  enable_lin_dma(QmanId::DMA0, 1);
+  watch_dma(0);
+  constexpr uint32_t kBytes = 64u << 10;
+  const unsigned transfers = 2 * preset.dma().queue_depth() + 1;
+  const std::vector<uint8_t> data = pattern(kBytes, 7);
+  const uint64_t source = host_alloc(kBytes);
+  host_write(source, data.data(), kBytes);
+  CommandBufferBuilder cb;
+  for (unsigned i = 0; i < transfers; ++i) cb.lin_dma(device_view(source), dram(0x400000 + i * kBytes), kBytes);
+  cb.msg_long(sram(0xD300), 1, kEbRbMb);
+  submit(QmanId::DMA0, 1, cb.bytes());
+  ASSERT_TRUE(drain(QmanId::DMA0, 1, 20000));
+  EXPECT_EQ(dma_events.done.size(), transfers);
+  EXPECT_EQ(sim->on_sim_thread([&] { return card->dma_core(0)->stats().overflows; }), 0u);
+  for (unsigned i = 0; i < transfers; ++i) EXPECT_EQ(dram_read(dram(0x400000 + i * kBytes), kBytes), data) << i;
+  EXPECT_TRUE(recorder.errors.empty()) << error_text();
 }
 
 // With DMA ERR_CFG.STOP_ON_ERR (what the driver sets), a failing LIN_DMA halts the core: no
