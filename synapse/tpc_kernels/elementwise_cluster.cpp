@@ -363,4 +363,30 @@ InstantiateResult KernelLibrary::instantiate_cluster(const ElementwiseCluster& c
   return assembled(std::move(inst), src.str(), "elementwise_cluster");
 }
 
+// A standalone kernel's body runs one op's chain two vectors a step in the order written, so a
+// long chain (gelu's erf polynomial, the backward kernels) waits on its own latencies; the list
+// schedule interleaves the two vectors' chains. One-instruction ops stream at the same speed
+// either way and keep their kernels.
+std::optional<InstantiateResult> KernelLibrary::instantiate_scheduled_single(const std::string& guid,
+                                                                              const KernelParams& params) {
+  const auto it = defs_.find(guid);
+  if (it == defs_.end() || !clusterable(*it->second) || it->second->kind == Kind::Fill) return std::nullopt;
+  if (params.outputs.size() != 1 || !params.outputs[0].strides.empty()) return std::nullopt;
+  if (params.inputs.size() != it->second->input_names.size()) return std::nullopt;
+  for (const TensorParams& in : params.inputs)
+    if (in.shape != params.outputs[0].shape || !in.strides.empty() || in.dtype != DType::F32) return std::nullopt;
+  std::vector<std::string> args{"f32", "V0"};
+  for (size_t k = 0; k < params.inputs.size(); ++k) args.push_back("V" + std::to_string(1 + k));
+  if (schedule::expand_op(it->second->op_macro, args, false).size() < 2) return std::nullopt;
+  ElementwiseCluster cluster;
+  ClusterOp op{guid, {}, params.scalars};
+  for (uint32_t k = 0; k < params.inputs.size(); ++k) op.operands.push_back(k);
+  cluster.ops.push_back(std::move(op));
+  cluster.outputs.push_back(static_cast<uint32_t>(params.inputs.size()));
+  InstantiateResult result = instantiate_cluster(cluster, params);
+  if (!result.ok()) return std::nullopt;   // the kernel's own glue reports what is wrong
+  result.inst->guid = guid;
+  return result;
+}
+
 }  // namespace hpusim::synapse::tpc_kernels

@@ -210,6 +210,11 @@ class KernelLibrary {
   // output of one shape, every input of it or broadcast to it along dims >= 1 or one element.
   bool can_cluster(const std::string& guid) const;
   InstantiateResult instantiate_cluster(const ElementwiseCluster& cluster, const KernelParams& params);
+  // The GUID's own kernel file, never the list-scheduled cluster of one instantiate() picks for a
+  // long f32 elementwise op (instantiate_scheduled_single); the tests compare the two bit for bit.
+  InstantiateResult instantiate_own_kernel(const std::string& guid, const KernelParams& params) {
+    return instantiate_impl(guid, params, {});
+  }
   // The vector registers the cluster's kernel needs for values (inputs one element wide take one,
   // the others two: a step is two vectors); at most kClusterRegisters. nullopt: a malformed cluster.
   std::optional<unsigned> cluster_registers(const ElementwiseCluster& cluster, const KernelParams& params) const;
@@ -236,6 +241,9 @@ class KernelLibrary {
   // paired_rows.cpp: softmax / log_softmax and their backward over f32 rows of one or two whole
   // vectors, two rows a step (nullopt: not such a node).
   std::optional<InstantiateResult> instantiate_paired_rows(const std::string& guid, const KernelParams& params);
+  // One f32 elementwise op of more than one instruction over dense tensors of one shape, as a
+  // cluster of one (elementwise_cluster.cpp): its body list-scheduled, two vectors a step.
+  std::optional<InstantiateResult> instantiate_scheduled_single(const std::string& guid, const KernelParams& params);
   InstantiateResult instantiate_impl(const std::string& guid, const KernelParams& params,
                                      const std::vector<const KernelDef*>& epilogue);
   // `inst` with the program of `source` (assembled once, cached); InternalError naming `key` when

@@ -29,7 +29,12 @@ std::vector<HostTensor> op_by_op(const ElementwiseCluster& cluster, const std::v
     std::vector<HostTensor> operands;
     for (uint32_t v : op.operands) operands.push_back(values.at(v));
     std::vector<HostTensor> result{HostTensor(DType::F32, op.operands.empty() ? std::vector<uint32_t>{1} : shape)};
-    const auto r = testing::run_kernel(op.guid, operands, result, 1, op.scalars);
+    KernelParams params;
+    for (const HostTensor& t : operands) params.inputs.push_back(t.params());
+    params.outputs.push_back(result[0].params());
+    params.scalars = op.scalars;
+    const auto r = testing::run_instantiated(KernelLibrary::instance().instantiate_own_kernel(op.guid, params), operands,
+                                             result, 1, KernelLibrary::kDefaultVectorBits);
     EXPECT_TRUE(r.ok) << op.guid << ": " << r.error;
     values.push_back(result[0]);
   }
@@ -132,6 +137,53 @@ TEST(TpcKernelCluster, LongMacrosInterleavedStayBitIdentical) {
   const std::vector<uint32_t> shape{3072, 3};
   const std::vector<HostTensor> inputs{random_tensor(shape, 8), random_tensor({3072, 1}, 9), random_tensor(shape, 10)};
   expect_cluster_equals_op_by_op(c, inputs, shape);
+}
+
+// A long f32 elementwise op launched on its own runs as a cluster of one (its chain list-scheduled,
+// two vectors interleaved): the same bits as its own kernel, on 1 and 8 cores. One-instruction ops
+// and broadcasts keep their own kernels.
+TEST(TpcKernelCluster, LongOpsAloneRunScheduledAndBitIdentical) {
+  KernelLibrary& library = KernelLibrary::instance();
+  const std::vector<uint32_t> shape{1000, 3};
+  for (const std::string guid : {"gelu_fwd_f32", "gelu_bwd_f32", "silu_fwd_f32", "silu_bwd_f32", "tanh_bwd_f32",
+                                 "gelu_tanh_bwd_f32", "addcdiv_fwd_f32"}) {
+    SCOPED_TRACE(guid);
+    const size_t arity = guid == "addcdiv_fwd_f32" ? 3 : guid.find("_bwd") != std::string::npos ? 2 : 1;
+    std::vector<HostTensor> inputs;
+    for (size_t k = 0; k < arity; ++k) inputs.push_back(random_tensor(shape, 20 + static_cast<uint32_t>(k), 0.5f, 3.0f));
+    const std::vector<float> scalars = guid == "addcdiv_fwd_f32" ? std::vector<float>{0.25f} : std::vector<float>{};
+    ElementwiseCluster alone;
+    alone.ops.push_back({guid, {}, scalars});
+    for (uint32_t k = 0; k < arity; ++k) alone.ops[0].operands.push_back(k);
+    alone.outputs.push_back(static_cast<uint32_t>(arity));
+    const std::vector<HostTensor> expected = op_by_op(alone, inputs, shape);   // the GUID's own kernel
+    KernelParams params;
+    for (const HostTensor& t : inputs) params.inputs.push_back(t.params());
+    params.outputs.push_back({DType::F32, shape, {}});
+    params.scalars = scalars;
+    const InstantiateResult scheduled = library.instantiate(guid, params);
+    ASSERT_TRUE(scheduled.ok()) << scheduled.message;
+    EXPECT_EQ(scheduled.inst->guid, guid);
+    const InstantiateResult own = library.instantiate_own_kernel(guid, params);
+    ASSERT_TRUE(own.ok()) << own.message;
+    EXPECT_NE(scheduled.inst->variant, own.inst->variant) << "expected the scheduled cluster of one, not the kernel file";
+    for (unsigned cores : {1u, 8u}) {
+      std::vector<HostTensor> outputs{HostTensor(DType::F32, shape)};
+      const auto r = testing::run_instantiated(scheduled, inputs, outputs, cores, KernelLibrary::kDefaultVectorBits);
+      ASSERT_TRUE(r.ok) << r.error;
+      EXPECT_TRUE(r.gaps_ok);
+      ASSERT_EQ(outputs[0].data, expected[0].data) << cores << " cores";
+    }
+  }
+  const auto same_kernel = [&](const std::string& guid, const KernelParams& params) {
+    const InstantiateResult chosen = library.instantiate(guid, params);
+    const InstantiateResult own = library.instantiate_own_kernel(guid, params);
+    ASSERT_TRUE(chosen.ok() && own.ok()) << chosen.message << own.message;
+    EXPECT_EQ(chosen.inst->variant, own.inst->variant) << guid;
+  };
+  same_kernel("add_fwd_f32", {{{DType::F32, shape, {}}, {DType::F32, shape, {}}}, {{DType::F32, shape, {}}}, {}});
+  same_kernel("addcdiv_fwd_f32", {{{DType::F32, shape, {}}, {DType::F32, {1000, 1}, {}}, {DType::F32, shape, {}}},
+                                  {{DType::F32, shape, {}}}, {0.5f}});
 }
 
 TEST(TpcKernelCluster, RefusesWhatOneKernelCannotBe) {
