@@ -908,6 +908,10 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
   if (def.kind == Kind::LayerNormFwd) prefetched = p.inputs.size() == 3 ? std::vector<unsigned>{0, 1, 2} : std::vector<unsigned>{0};
   if (def.kind == Kind::LayerNormBwd) prefetched = p.inputs.size() == 5 ? std::vector<unsigned>{0, 1, 4} : std::vector<unsigned>{0, 1};
   if (def.kind == Kind::Permute && permutation_of(def, p)[0] == 0) prefetched = {0};
+  // where's inputs unless broadcast along dim 0.
+  if (def.kind == Kind::Where)
+    for (unsigned k = 0; k < 3; ++k)
+      if (padded(p.inputs[k].shape)[0] != 1 || padded(p.outputs[0].shape)[0] == 1) prefetched.push_back(k);
   // optim.s steps two vectors at a time (two interleaved banks).
   const unsigned unroll = def.kind == Kind::Optim ? 2 : 1;
   src << "// " << def.guid << ": the glue's prelude for the kernel file included at the end\n"
