@@ -885,7 +885,10 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
   inst.guid = def.guid;
   const unsigned lanes = lanes_of(def.out);
   const std::string t = tpc::dtype_name(def.out);
-  const char* io = def.out == DType::BF16 ? "io_bf16.inc" : "io_f32.inc";
+  // optim.s and f32 dropout step two vectors at a time (two interleaved banks; io_f32x2.inc).
+  const bool dropout = def.kind == Kind::DropoutFwd || def.kind == Kind::DropoutBwd;
+  const unsigned unroll = def.kind == Kind::Optim || (dropout && def.out == DType::F32) ? 2 : 1;
+  const char* io = def.out == DType::BF16 ? "io_bf16.inc" : dropout && unroll == 2 ? "io_f32x2.inc" : "io_f32.inc";
   const TensorParams& x = p.inputs.empty() ? p.outputs[0] : p.inputs[0];
   const auto px = padded(x.shape);
   const int32_t L = static_cast<int32_t>(lanes);
@@ -908,12 +911,12 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
   if (def.kind == Kind::LayerNormFwd) prefetched = p.inputs.size() == 3 ? std::vector<unsigned>{0, 1, 2} : std::vector<unsigned>{0};
   if (def.kind == Kind::LayerNormBwd) prefetched = p.inputs.size() == 5 ? std::vector<unsigned>{0, 1, 4} : std::vector<unsigned>{0, 1};
   if (def.kind == Kind::Permute && permutation_of(def, p)[0] == 0) prefetched = {0};
+  if (def.kind == Kind::DropoutFwd) prefetched = {0};
+  if (def.kind == Kind::DropoutBwd) prefetched = {0, 1};
   // where's inputs unless broadcast along dim 0.
   if (def.kind == Kind::Where)
     for (unsigned k = 0; k < 3; ++k)
       if (padded(p.inputs[k].shape)[0] != 1 || padded(p.outputs[0].shape)[0] == 1) prefetched.push_back(k);
-  // optim.s steps two vectors at a time (two interleaved banks).
-  const unsigned unroll = def.kind == Kind::Optim ? 2 : 1;
   src << "// " << def.guid << ": the glue's prelude for the kernel file included at the end\n"
       << width_prelude(prefetched,
                        static_cast<uint32_t>((padded(p.inputs.empty() ? p.outputs[0].shape : p.inputs[0].shape)[0] +
@@ -1311,7 +1314,14 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
             inst.srf[2] = mix32(static_cast<uint32_t>(p.scalars[1]) ^ 0x9e3779b9u);
             src << ".macro KEY_SETUP\n.endm\n.macro XOR_KEY v\n        xor.u32 \\v, \\v, S2\n.endm\n";
           }
-          src << ".include \"dropout_fwd.s\"\n";
+          // Y stored with I2 where it was (the mask's STW_BODY / STW_LAST step it).
+          src << ".macro STORE_Y lo, hi\n";
+          if (unroll == 2)
+            src << "        st_tnsr I2, Y_T, \\lo; iadd_dim I2, F32_LANES dim=0\n"
+                << "        st_tnsr I2, Y_T, \\hi; iadd_dim I2, -F32_LANES dim=0\n";
+          else
+            src << "        NARROW \\lo, \\hi\n        st_tnsr I2, Y_T, V9\n";
+          src << ".endm\n.include \"dropout_fwd.s\"\n";
         } else {
           inst.srf[0] = f32_bits(scale);
           variant << "backward " << def.op_macro << " " << t;

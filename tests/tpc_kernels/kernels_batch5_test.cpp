@@ -348,7 +348,8 @@ TEST(TpcKernelGather, StridedTensors) {
 }
 
 // The cost README.md states (bundles executed, functional): one element per step, 4 bundles each
-// plus the row overhead; a vector kernel (where) moves a vector in ~6.
+// plus the row overhead; a vector kernel (where) moves a vector in ~6, plus its prefetches (one
+// per input a step, and a row's first vectors: ~14 a vector on these rows of 4 vectors).
 TEST(TpcKernelGather, CostsBundlesPerElement) {
   HostTensor x(DType::F32, {256, 64}), idx(DType::I32, {256, 64}), cond(DType::U8, {256, 64});
   for (size_t i = 0; i < idx.count(); ++i) idx.data[i] = static_cast<uint32_t>(i % 64);
@@ -358,7 +359,7 @@ TEST(TpcKernelGather, CostsBundlesPerElement) {
   ASSERT_TRUE(rg.ok && rw.ok) << rg.error << rw.error;
   EXPECT_GE(rg.bundles, 4 * x.count()) << rg.bundles;
   EXPECT_LT(rg.bundles, 5 * x.count()) << rg.bundles;
-  EXPECT_LT(rw.bundles, x.count() / 8) << rw.bundles;
+  EXPECT_LT(rw.bundles, x.count() / 4) << rw.bundles;
 }
 
 // ---- range ----

@@ -7,7 +7,8 @@
 // V30 from the seed tensor; XOR_KEY applies it), u = (h >> 8) * 2^-24 in [0, 1);
 // the element is kept when u >= p. It depends only on (seed, i), so any split of the index space
 // gives the same mask. Y = (X * mask) * scale (PyTorch's order). The index math is done for both
-// halves of a bf16 step (lo: lanes 0 .. F32_LANES-1, hi: the next F32_LANES); f32 uses lo only.
+// halves of a step (lo: lanes 0 .. F32_LANES-1, hi: the next F32_LANES): a bf16 vector's halves,
+// or two f32 vectors (io_f32x2.inc). The glue's STORE_Y stores Y's pair leaving I2 as it was.
 // SRF: S0 = p, S1 = scale = 1 / (1 - p) (0 when p = 1), S2 = key (u32), S3..S6 = sizes of dims 0..3.
 .include "rng.inc"
 // S8 = the dense index of the row's element at dim 0 = 0.
@@ -26,8 +27,7 @@
         add.i32 V21, V17, S9
         XOR_KEY V11
         XOR_KEY V21
-        MIX32 V11
-        MIX32 V21
+        MIX32_PAIR V11, V21
         shr.u32 V11, V11, 8
         shr.u32 V21, V21, 8
         convert.i32.f32 V11, V11
@@ -43,8 +43,7 @@
         LDW V12, V22, I2, 0
         EACH3 mul.f32, V13, V12, V18, V23, V22, V28
         EACH3 mul.f32, V13, V13, S1, V23, V23, S1
-        NARROW V13, V23
-        st_tnsr I2, Y_T, V9
-        NARROW V18, V28
-end_d0: st_tnsr I2, MASK_T, V9; iadd_dim I2, LANES dim=0
+        STORE_Y V13, V23
+        STW_BODY V18, V28, MASK_T
+end_d0: STW_LAST V18, V28, MASK_T
         NEST_END
