@@ -244,6 +244,9 @@ class KernelLibrary {
   // One f32 elementwise op of more than one instruction over dense tensors of one shape, as a
   // cluster of one (elementwise_cluster.cpp): its body list-scheduled, two vectors a step.
   std::optional<InstantiateResult> instantiate_scheduled_single(const std::string& guid, const KernelParams& params);
+  // layernorm_fwd_f32 over rows of at most kShortRowRegisters whole vectors, list-scheduled, two
+  // rows a step when the row count is even (layernorm_rows.cpp); bit-identical to the short kernel.
+  std::optional<InstantiateResult> instantiate_scheduled_layernorm(const std::string& guid, const KernelParams& params);
   InstantiateResult instantiate_impl(const std::string& guid, const KernelParams& params,
                                      const std::vector<const KernelDef*>& epilogue);
   // `inst` with the program of `source` (assembled once, cached); InternalError naming `key` when

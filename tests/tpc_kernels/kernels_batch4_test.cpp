@@ -142,6 +142,11 @@ TEST(TpcKernelPermute, OneVectorRowsAndShortRowVariants) {
   };
   r = ln(DType::F32, 768);
   ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_NE(r.inst->variant.find("scheduled 2 x 12"), std::string::npos) << r.inst->variant;
+  r = lib.instantiate_own_kernel("layernorm_fwd_f32", {{tp(DType::F32, {768, 4})},
+                                                      {tp(DType::F32, {768, 4}), tp(DType::F32, {1, 4}), tp(DType::F32, {1, 4})},
+                                                      {1e-5f}});
+  ASSERT_TRUE(r.ok()) << r.message;
   EXPECT_NE(r.inst->variant.find("short 12"), std::string::npos) << r.inst->variant;
   r = ln(DType::BF16, 769);
   ASSERT_TRUE(r.ok()) << r.message;
@@ -151,6 +156,51 @@ TEST(TpcKernelPermute, OneVectorRowsAndShortRowVariants) {
   ASSERT_TRUE(r.ok()) << r.message;
   EXPECT_NE(r.inst->variant.find("bias-row 1 12"), std::string::npos) << r.inst->variant;
   EXPECT_EQ(r.inst->ispace_geometry, (std::array<int32_t, 5>{1, 1024, 1, 1, 1}));
+}
+
+// layernorm_fwd_f32 over rows of whole vectors is glue-written and list-scheduled, two rows a step
+// for an even row count (layernorm_rows.cpp): Y, mean and rstd bit-identical to the short-row
+// kernel file, with and without gamma / beta, on 1 and 8 cores.
+TEST(TpcKernelLayerNorm, ScheduledRowsAreBitIdenticalToTheShortKernel) {
+  KernelLibrary& lib = KernelLibrary::instance();
+  uint32_t seed = 990;
+  for (uint32_t n0 : {64u, 704u, 768u}) {
+    for (uint32_t rows : {7u, 10u}) {
+      for (bool affine : {false, true}) {
+        SCOPED_TRACE(std::to_string(rows) + " rows of " + std::to_string(n0) + (affine ? " affine" : ""));
+        std::vector<HostTensor> inputs{HostTensor(DType::F32, {n0, rows})};
+        fill_uniform(inputs[0], seed++, -3.0f, 5.0f);
+        if (affine) {
+          for (int k = 0; k < 2; ++k) {
+            inputs.emplace_back(DType::F32, std::vector<uint32_t>{n0});
+            fill_uniform(inputs.back(), seed++, -2.0f, 2.0f);
+          }
+        }
+        KernelParams params;
+        for (const HostTensor& t : inputs) params.inputs.push_back(t.params());
+        params.outputs = {tp(DType::F32, {n0, rows}), tp(DType::F32, {1, rows}), tp(DType::F32, {1, rows})};
+        params.scalars = {1e-5f};
+        const InstantiateResult scheduled = lib.instantiate("layernorm_fwd_f32", params);
+        const InstantiateResult own = lib.instantiate_own_kernel("layernorm_fwd_f32", params);
+        ASSERT_TRUE(scheduled.ok() && own.ok()) << scheduled.message << own.message;
+        EXPECT_NE(scheduled.inst->variant.find(rows % 2 == 0 ? "scheduled 2" : "scheduled 1"), std::string::npos)
+            << scheduled.inst->variant;
+        const auto outputs = [&] {
+          return std::vector<HostTensor>{HostTensor(DType::F32, {n0, rows}), HostTensor(DType::F32, {1, rows}),
+                                         HostTensor(DType::F32, {1, rows})};
+        };
+        std::vector<HostTensor> expected = outputs();
+        ASSERT_TRUE(run_instantiated(own, inputs, expected, 1, KernelLibrary::kDefaultVectorBits).ok);
+        for (unsigned cores : {1u, 8u}) {
+          std::vector<HostTensor> got = outputs();
+          const RunOutcome r = run_instantiated(scheduled, inputs, got, cores, KernelLibrary::kDefaultVectorBits);
+          ASSERT_TRUE(r.ok) << r.error;
+          EXPECT_TRUE(r.gaps_ok) << cores << " cores wrote outside the outputs";
+          for (size_t k = 0; k < got.size(); ++k) EXPECT_EQ(got[k].data, expected[k].data) << "output " << k << ", " << cores << " cores";
+        }
+      }
+    }
+  }
 }
 
 // f32 rows of one or two whole vectors in pairs take two rows a step (paired_rows.cpp): the same

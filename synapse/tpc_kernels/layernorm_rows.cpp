@@ -1,0 +1,174 @@
+// Layernorm forward over f32 rows of at most kShortRowRegisters whole vectors (BERT's 768), the
+// body written by the glue and list-scheduled (body_schedule.h), two rows a step when the row
+// count is even. layernorm_fwd_short.s issues one row's chains in the order written: each sum
+// waits on the one before, and every gamma / beta load waits for memory between a vector's
+// multiply and its add. Scheduled, the loads go out early and two rows' chains fill each other's
+// latency. Every row runs layernorm_fwd_short.s's operations in their order (the masked squares'
+// select is the identity on whole vectors), so the results are bit-identical.
+#include "synapse/tpc_kernels/body_schedule.h"
+#include "synapse/tpc_kernels/glue_util.h"
+#include "synapse/tpc_kernels/kernel_def.h"
+#include "synapse/tpc_kernels/kernel_library.h"
+
+#include <sstream>
+
+namespace hpusim::synapse::tpc_kernels {
+
+using namespace glue;
+
+namespace {
+
+// Tensors: 0 X, [1 gamma, 2 beta,] then Y, mean, rstd. SRF: S1 = the row length (f32), S2 = eps.
+// Registers: V8 zero (shuffle's lane 0), V16 lane ids, VP5 lane 0; I3 X's loads, then the
+// statistics' coordinates; I4 / I6 the rows' stores; I5 gamma / beta.
+std::vector<std::string> layernorm_body(unsigned rows, unsigned vectors, bool affine, size_t out_y) {
+  std::vector<std::string> b;
+  unsigned next = 0;
+  auto reg = [&]() {
+    while (next == 8 || next == 16) ++next;
+    return "V" + std::to_string(next++);
+  };
+  const std::string step = "F32_LANES dim=0";
+  std::vector<std::vector<std::string>> x(rows);
+  b.push_back("imov I3, I2");
+  for (unsigned row = 0; row < rows; ++row)
+    for (unsigned r = 0; r < vectors; ++r) {
+      x[row].push_back(reg());
+      if (row + r > 0) b.push_back("iadd_dim I3, " + step);
+      b.push_back("ld_tnsr " + x[row][r] + ", I3, 0");
+    }
+  std::vector<std::string> acc(rows), mean(rows), rstd(rows), t(rows);
+  for (unsigned row = 0; row < rows; ++row) {
+    acc[row] = reg();
+    mean[row] = reg();
+    rstd[row] = reg();
+    t[row] = reg();
+    const std::string& a = acc[row];
+    b.push_back("mov.f32 " + a + ", 0.0");
+    for (const std::string& v : x[row]) b.push_back("add.f32 " + a + ", " + a + ", " + v);
+    b.push_back("reduce.add.f32 " + a + ", " + a);
+    b.push_back("div.f32 " + a + ", " + a + ", S1");
+    b.push_back("shuffle.f32 " + mean[row] + ", " + a + ", V8");
+    for (const std::string& v : x[row]) b.push_back("sub.f32 " + v + ", " + v + ", " + mean[row]);
+    b.push_back("mov.f32 " + a + ", 0.0");
+    for (const std::string& v : x[row]) {
+      b.push_back("mul.f32 " + t[row] + ", " + v + ", " + v);
+      b.push_back("add.f32 " + a + ", " + a + ", " + t[row]);
+    }
+    b.push_back("reduce.add.f32 " + a + ", " + a);
+    b.push_back("div.f32 " + a + ", " + a + ", S1");
+    b.push_back("add.f32 " + a + ", " + a + ", S2");
+    b.push_back("special.rsqrt.f32 " + a + ", " + a);
+    b.push_back("shuffle.f32 " + rstd[row] + ", " + a + ", V8");
+  }
+  // The statistics: one element per row, lane `row` of one vector at dim 0 = 0.
+  b.push_back("imov I3, I2");
+  b.push_back("imov_dim I3, 0 dim=0");
+  const std::string stat_mean = rows == 2 ? t[0] : mean[0], stat_rstd = rows == 2 ? t[1] : rstd[0];
+  if (rows == 2) {
+    b.push_back("sel.f32 " + stat_mean + ", " + mean[0] + ", " + mean[1] + ", VP5");
+    b.push_back("sel.f32 " + stat_rstd + ", " + rstd[0] + ", " + rstd[1] + ", VP5");
+  }
+  b.push_back("st_tnsr I3, " + std::to_string(out_y + 1) + ", " + stat_mean);
+  b.push_back("st_tnsr I3, " + std::to_string(out_y + 2) + ", " + stat_rstd);
+  // Y = (x - mean) * rstd [* gamma + beta], gamma and beta loaded once for both rows.
+  const std::vector<std::string> store_at{"I4", "I6"};
+  for (unsigned row = 0; row < rows; ++row) {
+    b.push_back("imov " + store_at[row] + ", I2");
+    if (row) b.push_back("iadd_dim " + store_at[row] + ", (" + std::to_string(vectors) + " * F32_LANES) dim=0");
+  }
+  const std::string pool[2][2] = {{reg(), reg()}, {reg(), reg()}};
+  if (affine) b.push_back("imov I5, I2");
+  for (unsigned r = 0; r < vectors; ++r) {
+    const std::string& gamma = pool[r % 2][0];
+    const std::string& beta = pool[r % 2][1];
+    if (affine) {
+      if (r) b.push_back("iadd_dim I5, " + step);
+      b.push_back("ld_tnsr " + gamma + ", I5, 1");
+      b.push_back("ld_tnsr " + beta + ", I5, 2");
+    }
+    for (unsigned row = 0; row < rows; ++row) {
+      const std::string& v = x[row][r];
+      b.push_back("mul.f32 " + v + ", " + v + ", " + rstd[row]);
+      if (affine) {
+        b.push_back("mul.f32 " + v + ", " + v + ", " + gamma);
+        b.push_back("add.f32 " + v + ", " + v + ", " + beta);
+      }
+      if (r) b.push_back("iadd_dim " + store_at[row] + ", " + step);
+      b.push_back("st_tnsr " + store_at[row] + ", " + std::to_string(out_y) + ", " + v);
+    }
+  }
+  return b;
+}
+
+}  // namespace
+
+std::optional<InstantiateResult> KernelLibrary::instantiate_scheduled_layernorm(const std::string& guid,
+                                                                                 const KernelParams& p) {
+  const auto it = defs_.find(guid);
+  if (it == defs_.end() || it->second->kind != Kind::LayerNormFwd || it->second->out != DType::F32) return std::nullopt;
+  const bool affine = p.inputs.size() == 3;
+  if ((p.inputs.size() != 1 && !affine) || p.outputs.size() != 3 || p.scalars.size() != 1) return std::nullopt;
+  const TensorParams& x = p.inputs[0];
+  const auto shape = padded(x.shape);
+  const uint32_t n0 = shape[0];
+  const unsigned lanes = lanes_of(DType::F32);
+  const unsigned vectors = n0 / lanes;
+  if (n0 % lanes != 0 || vectors == 0 || vectors > kShortRowRegisters) return std::nullopt;
+  const uint64_t total_rows = elements(x) / n0;
+  const auto dense = [](const TensorParams& t) { return t.dtype == DType::F32 && flattened(t).shape.size() == 1; };
+  if (!dense(x) || !dense(p.outputs[0]) || padded(p.outputs[0].shape) != shape) return std::nullopt;
+  for (size_t k = 1; k < 3; ++k)
+    if (!dense(p.outputs[k]) || elements(p.outputs[k]) != total_rows) return std::nullopt;
+  for (size_t k = 1; k < p.inputs.size(); ++k)
+    if (!dense(p.inputs[k]) || elements(p.inputs[k]) != n0) return std::nullopt;
+  const unsigned rows = total_rows % 2 == 0 ? 2 : 1;
+  const uint64_t steps = total_rows / rows;
+  if (steps > INT32_MAX || uint64_t{rows} * n0 > INT32_MAX) return std::nullopt;
+
+  Instantiation inst;
+  inst.guid = guid;
+  inst.ispace_geometry = {1, static_cast<int32_t>(steps), 1, 1, 1};
+  const uint32_t width = rows * n0;
+  const TensorParams row_view{DType::F32, {width, static_cast<uint32_t>(steps)}, {}};
+  const TensorParams stat_view{DType::F32, {rows, static_cast<uint32_t>(steps)}, {}};
+  const TensorAccessPattern row_pattern =
+      pattern_of(AccessPatternDim{0, 0, 0, static_cast<int32_t>(width) - 1}, padded(row_view.shape), false);
+  inst.inputs.push_back(descriptor_of(row_view));
+  inst.input_patterns.push_back(row_pattern);
+  for (size_t k = 1; k < p.inputs.size(); ++k) {   // gamma / beta: the same row at every step
+    DescriptorTemplate d = descriptor_of(TensorParams{DType::F32, {n0, static_cast<uint32_t>(steps)}, {}});
+    d.stride[1] = 0;
+    inst.inputs.push_back(d);
+    TensorAccessPattern pattern = pattern_of(AccessPatternDim{0, 0, 0, static_cast<int32_t>(n0) - 1}, shape, false);
+    for (unsigned dim = 1; dim < kMaxDims; ++dim) pattern[dim] = AccessPatternDim{static_cast<uint8_t>(dim), 0, 0, 0};
+    inst.input_patterns.push_back(pattern);
+  }
+  inst.outputs.push_back(descriptor_of(row_view));
+  inst.output_patterns.push_back(row_pattern);
+  for (int k = 0; k < 2; ++k) {
+    inst.outputs.push_back(descriptor_of(stat_view));
+    inst.output_patterns.push_back(
+        pattern_of(AccessPatternDim{0, 0, 0, static_cast<int32_t>(rows) - 1}, padded(stat_view.shape), false));
+  }
+  inst.srf[0] = n0;
+  inst.srf[1] = f32_bits(static_cast<float>(n0));
+  inst.srf[2] = f32_bits(p.scalars[0]);
+
+  std::vector<unsigned> prefetched;
+  for (size_t k = 0; k < p.inputs.size(); ++k) prefetched.push_back(static_cast<unsigned>(k));
+  const std::vector<std::string> bundles =
+      schedule::list_schedule(layernorm_body(rows, vectors, affine, p.inputs.size()), "iadd_dim I2, LANES dim=0");
+  std::ostringstream src;
+  src << "// " << guid << ": " << rows << " row(s) of " << vectors << " f32 vectors a step, list-scheduled\n"
+      << width_prelude(prefetched, rows * vectors, 1) << ".equ LANES " << lanes << "\n"
+      << ".macro ROW_SETUP\n.endm\n.include \"nest.inc\"\n        lane_id.i32 V16\n        mov.f32 V8, 0.0\n"
+      << "        cmp.eq.i32 VP5, V16, 0\n        NEST_BEGIN\n";
+  for (size_t i = 0; i < bundles.size(); ++i) src << (i + 1 == bundles.size() ? "end_d0: " : "        ") << bundles[i] << "\n";
+  src << "        NEST_END\n";
+  inst.variant = "layernorm fwd f32 scheduled " + std::to_string(rows) + " x " + std::to_string(vectors) +
+                 (affine ? " affine" : "");
+  return assembled(std::move(inst), src.str(), guid);
+}
+
+}  // namespace hpusim::synapse::tpc_kernels
