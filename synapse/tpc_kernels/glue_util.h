@@ -92,4 +92,8 @@ inline uint32_t f32_bits(float f) {
 // `decay`: the registers holding weight decay / 1 - lr * wd, or empty (none).
 std::string optim_bank_macros(size_t states, size_t out_base, const std::string& wd, const std::string& decay);
 
+// layernorm_bwd_f32's kernel text after the prelude for rows of `vectors` whole vectors: the
+// short kernel's operations list-scheduled (layernorm_rows.cpp); dx is tensor `out`.
+std::string layernorm_bwd_scheduled(unsigned vectors, bool affine, size_t out);
+
 }  // namespace hpusim::synapse::tpc_kernels::glue

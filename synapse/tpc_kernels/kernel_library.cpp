@@ -879,7 +879,7 @@ uint32_t mix32(uint32_t x) {
 
 }  // namespace
 
-InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const KernelParams& p) {
+InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const KernelParams& p, bool kernel_file) {
   InstantiateResult result;
   Instantiation inst;
   inst.guid = def.guid;
@@ -972,7 +972,10 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
         if (affine) src << "        LDW V13, V23, I3, 4\n        EACH3 mul.f32, \\d, \\d, V13, \\D, \\D, V23\n";
         src << ".endm\n";
         const uint32_t row_vectors = static_cast<uint32_t>((px[0] + lanes - 1) / lanes);
-        if (row_vectors <= (def.out == DType::BF16 ? kShortRowRegisters / 2 : kShortRowRegisters)) {
+        if (!kernel_file && def.out == DType::F32 && px[0] % lanes == 0 && row_vectors <= kShortRowRegisters) {
+          variant << " scheduled " << row_vectors;
+          src << layernorm_bwd_scheduled(row_vectors, affine, p.inputs.size());
+        } else if (row_vectors <= (def.out == DType::BF16 ? kShortRowRegisters / 2 : kShortRowRegisters)) {
           variant << " short " << row_vectors;
           src << layernorm_bwd_row_macros(row_vectors, def.out == DType::BF16) << ".include \"layernorm_bwd_short.s\"\n";
         } else {
@@ -1580,11 +1583,11 @@ InstantiateResult KernelLibrary::instantiate_fused(const std::string& guid, cons
 }
 
 InstantiateResult KernelLibrary::instantiate_impl(const std::string& guid, const KernelParams& given,
-                                                  const std::vector<const KernelDef*>& epilogue) {
+                                                  const std::vector<const KernelDef*>& epilogue, bool kernel_file) {
   InstantiateResult result;
   auto it = defs_.find(guid);
   if (it != defs_.end() && is_batch3(it->second->kind) && !validate(*it->second, given))
-    return instantiate_batch3(*it->second, it->second->kind == Kind::Optim ? as_one_run(given) : given);
+    return instantiate_batch3(*it->second, it->second->kind == Kind::Optim ? as_one_run(given) : given, kernel_file);
   const bool elementwise = it != defs_.end() && (it->second->kind == Kind::Binary || it->second->kind == Kind::Unary ||
                                                  it->second->kind == Kind::Backward || it->second->kind == Kind::UnaryF32 ||
                                                  it->second->kind == Kind::Ternary || it->second->kind == Kind::Cast ||

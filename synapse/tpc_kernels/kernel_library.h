@@ -213,7 +213,7 @@ class KernelLibrary {
   // The GUID's own kernel file, never the list-scheduled cluster of one instantiate() picks for a
   // long f32 elementwise op (instantiate_scheduled_single); the tests compare the two bit for bit.
   InstantiateResult instantiate_own_kernel(const std::string& guid, const KernelParams& params) {
-    return instantiate_impl(guid, params, {});
+    return instantiate_impl(guid, params, {}, true);
   }
   // The vector registers the cluster's kernel needs for values (inputs one element wide take one,
   // the others two: a step is two vectors); at most kClusterRegisters. nullopt: a malformed cluster.
@@ -230,7 +230,8 @@ class KernelLibrary {
   struct KernelDef;   // kernel_library.cpp
 
  private:
-  InstantiateResult instantiate_batch3(const KernelDef& def, const KernelParams& params);
+  // kernel_file: the GUID's kernel file even where the glue would write a scheduled body.
+  InstantiateResult instantiate_batch3(const KernelDef& def, const KernelParams& params, bool kernel_file = false);
   InstantiateResult instantiate_tensor_list(const std::string& guid, const KernelParams& params);   // tensor_list.cpp
   // split_reductions.cpp: layernorm_bwd_gamma_beta_f32 over row chunks (row_chunks.h), then the
   // partials summed (nullopt: not split).
@@ -248,7 +249,7 @@ class KernelLibrary {
   // rows a step when the row count is even (layernorm_rows.cpp); bit-identical to the short kernel.
   std::optional<InstantiateResult> instantiate_scheduled_layernorm(const std::string& guid, const KernelParams& params);
   InstantiateResult instantiate_impl(const std::string& guid, const KernelParams& params,
-                                     const std::vector<const KernelDef*>& epilogue);
+                                     const std::vector<const KernelDef*>& epilogue, bool kernel_file = false);
   // `inst` with the program of `source` (assembled once, cached); InternalError naming `key` when
   // it does not assemble (a bug in the library).
   InstantiateResult assembled(Instantiation inst, const std::string& source, const std::string& key);

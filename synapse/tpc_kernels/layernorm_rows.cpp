@@ -1,6 +1,6 @@
-// Layernorm forward over f32 rows of at most kShortRowRegisters whole vectors (BERT's 768), the
-// body written by the glue and list-scheduled (body_schedule.h), two rows a step when the row
-// count is even. layernorm_fwd_short.s issues one row's chains in the order written: each sum
+// Layernorm over f32 rows of at most kShortRowRegisters whole vectors (BERT's 768), the body
+// written by the glue and list-scheduled (body_schedule.h): the forward two rows a step when the
+// row count is even, the backward (dx) one row a step. layernorm_fwd_short.s issues one row's chains in the order written: each sum
 // waits on the one before, and every gamma / beta load waits for memory between a vector's
 // multiply and its add. Scheduled, the loads go out early and two rows' chains fill each other's
 // latency. Every row runs layernorm_fwd_short.s's operations in their order (the masked squares'
@@ -102,6 +102,73 @@ std::vector<std::string> layernorm_body(unsigned rows, unsigned vectors, bool af
 }
 
 }  // namespace
+
+namespace glue {
+
+// layernorm_bwd_short.s's row, one row a step, as a list-scheduled body: the same operations per
+// vector in the same order. Tensors 0 grad, 1 x, 2 mean, 3 rstd, [4 gamma,] `out` dx.
+std::string layernorm_bwd_scheduled(unsigned vectors, bool affine, size_t out) {
+  std::vector<std::string> b;
+  unsigned next = 0;
+  auto reg = [&]() {
+    while (next == 8) ++next;
+    return "V" + std::to_string(next++);
+  };
+  const std::string mean = reg(), rstd = reg(), sum = reg(), dot = reg(), t = reg(), a = reg(), c = reg();
+  b.push_back("imov I3, I2");
+  b.push_back("imov_dim I3, 0 dim=0");
+  b.push_back("ld_tnsr_s S18, I3, 2");
+  b.push_back("ld_tnsr_s S19, I3, 3");
+  b.push_back("mov.f32 " + mean + ", S18");
+  b.push_back("mov.f32 " + rstd + ", S19");
+  std::vector<std::string> g, x;
+  const std::string pool[4] = {reg(), reg(), reg(), reg()};
+  b.push_back("imov I4, I2");
+  for (unsigned r = 0; r < vectors; ++r) {
+    g.push_back(reg());
+    x.push_back(reg());
+    if (r) b.push_back("iadd_dim I4, F32_LANES dim=0");
+    b.push_back("ld_tnsr " + g[r] + ", I4, 0");
+    b.push_back("ld_tnsr " + x[r] + ", I4, 1");
+    if (affine) {
+      b.push_back("ld_tnsr " + pool[r % 4] + ", I4, 4");
+      b.push_back("mul.f32 " + g[r] + ", " + g[r] + ", " + pool[r % 4]);
+    }
+  }
+  b.push_back("mov.f32 " + sum + ", 0.0");
+  b.push_back("mov.f32 " + dot + ", 0.0");
+  for (unsigned r = 0; r < vectors; ++r) {
+    b.push_back("sub.f32 " + x[r] + ", " + x[r] + ", " + mean);
+    b.push_back("mul.f32 " + x[r] + ", " + x[r] + ", " + rstd);
+    b.push_back("add.f32 " + sum + ", " + sum + ", " + g[r]);
+    b.push_back("mul.f32 " + t + ", " + x[r] + ", " + g[r]);
+    b.push_back("add.f32 " + dot + ", " + dot + ", " + t);
+  }
+  b.push_back("reduce.add.f32 " + sum + ", " + sum);
+  b.push_back("reduce.add.f32 " + dot + ", " + dot);
+  b.push_back("div.f32 " + sum + ", " + sum + ", S1");
+  b.push_back("div.f32 " + dot + ", " + dot + ", S1");
+  b.push_back("shuffle.f32 " + a + ", " + sum + ", V8");
+  b.push_back("shuffle.f32 " + c + ", " + dot + ", V8");
+  b.push_back("imov I5, I2");
+  for (unsigned r = 0; r < vectors; ++r) {
+    const std::string u = pool[r % 4];
+    b.push_back("mul.f32 " + u + ", " + x[r] + ", " + c);
+    b.push_back("sub.f32 " + g[r] + ", " + g[r] + ", " + a);
+    b.push_back("sub.f32 " + g[r] + ", " + g[r] + ", " + u);
+    b.push_back("mul.f32 " + g[r] + ", " + g[r] + ", " + rstd);
+    if (r) b.push_back("iadd_dim I5, F32_LANES dim=0");
+    b.push_back("st_tnsr I5, " + std::to_string(out) + ", " + g[r]);
+  }
+  std::ostringstream src;
+  src << ".macro ROW_SETUP\n.endm\n.include \"nest.inc\"\n        mov.f32 V8, 0.0\n        NEST_BEGIN\n";
+  const std::vector<std::string> bundles = schedule::list_schedule(b, "iadd_dim I2, LANES dim=0");
+  for (size_t i = 0; i < bundles.size(); ++i) src << (i + 1 == bundles.size() ? "end_d0: " : "        ") << bundles[i] << "\n";
+  src << "        NEST_END\n";
+  return src.str();
+}
+
+}  // namespace glue
 
 std::optional<InstantiateResult> KernelLibrary::instantiate_scheduled_layernorm(const std::string& guid,
                                                                                  const KernelParams& p) {

@@ -158,9 +158,9 @@ TEST(TpcKernelPermute, OneVectorRowsAndShortRowVariants) {
   EXPECT_EQ(r.inst->ispace_geometry, (std::array<int32_t, 5>{1, 1024, 1, 1, 1}));
 }
 
-// layernorm_fwd_f32 over rows of whole vectors is glue-written and list-scheduled, two rows a step
-// for an even row count (layernorm_rows.cpp): Y, mean and rstd bit-identical to the short-row
-// kernel file, with and without gamma / beta, on 1 and 8 cores.
+// layernorm over f32 rows of whole vectors is glue-written and list-scheduled (layernorm_rows.cpp;
+// the forward two rows a step for an even row count): Y, mean, rstd and the backward's dx
+// bit-identical to the short-row kernel files, with and without gamma / beta, on 1 and 8 cores.
 TEST(TpcKernelLayerNorm, ScheduledRowsAreBitIdenticalToTheShortKernel) {
   KernelLibrary& lib = KernelLibrary::instance();
   uint32_t seed = 990;
@@ -197,6 +197,28 @@ TEST(TpcKernelLayerNorm, ScheduledRowsAreBitIdenticalToTheShortKernel) {
           ASSERT_TRUE(r.ok) << r.error;
           EXPECT_TRUE(r.gaps_ok) << cores << " cores wrote outside the outputs";
           for (size_t k = 0; k < got.size(); ++k) EXPECT_EQ(got[k].data, expected[k].data) << "output " << k << ", " << cores << " cores";
+        }
+        // The backward's dx from the forward's statistics.
+        HostTensor grad(DType::F32, {n0, rows});
+        fill_uniform(grad, seed++, -1.0f, 1.0f);
+        std::vector<HostTensor> bwd_inputs{grad, inputs[0], expected[1], expected[2]};
+        if (affine) bwd_inputs.push_back(inputs[1]);
+        KernelParams bwd;
+        for (const HostTensor& t : bwd_inputs) bwd.inputs.push_back(t.params());
+        bwd.outputs = {tp(DType::F32, {n0, rows})};
+        const InstantiateResult bwd_scheduled = lib.instantiate("layernorm_bwd_f32", bwd);
+        const InstantiateResult bwd_own = lib.instantiate_own_kernel("layernorm_bwd_f32", bwd);
+        ASSERT_TRUE(bwd_scheduled.ok() && bwd_own.ok()) << bwd_scheduled.message << bwd_own.message;
+        EXPECT_NE(bwd_scheduled.inst->variant.find("scheduled"), std::string::npos) << bwd_scheduled.inst->variant;
+        EXPECT_NE(bwd_own.inst->variant.find("short"), std::string::npos) << bwd_own.inst->variant;
+        std::vector<HostTensor> dx_expected{HostTensor(DType::F32, {n0, rows})};
+        ASSERT_TRUE(run_instantiated(bwd_own, bwd_inputs, dx_expected, 1, KernelLibrary::kDefaultVectorBits).ok);
+        for (unsigned cores : {1u, 8u}) {
+          std::vector<HostTensor> dx{HostTensor(DType::F32, {n0, rows})};
+          const RunOutcome r = run_instantiated(bwd_scheduled, bwd_inputs, dx, cores, KernelLibrary::kDefaultVectorBits);
+          ASSERT_TRUE(r.ok) << r.error;
+          EXPECT_TRUE(r.gaps_ok);
+          EXPECT_EQ(dx[0].data, dx_expected[0].data) << "dx, " << cores << " cores";
         }
       }
     }
