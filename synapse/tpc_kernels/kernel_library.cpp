@@ -972,7 +972,7 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
         if (affine) src << "        LDW V13, V23, I3, 4\n        EACH3 mul.f32, \\d, \\d, V13, \\D, \\D, V23\n";
         src << ".endm\n";
         const uint32_t row_vectors = static_cast<uint32_t>((px[0] + lanes - 1) / lanes);
-        if (!kernel_file && def.out == DType::F32 && px[0] % lanes == 0 && row_vectors <= kShortRowRegisters) {
+        if (!kernel_file && def.out == DType::F32 && row_vectors <= kShortRowRegisters) {
           variant << " scheduled " << row_vectors;
           src << layernorm_bwd_scheduled(row_vectors, affine, p.inputs.size());
         } else if (row_vectors <= (def.out == DType::BF16 ? kShortRowRegisters / 2 : kShortRowRegisters)) {

@@ -1,6 +1,7 @@
-// Layernorm over f32 rows of at most kShortRowRegisters whole vectors (BERT's 768), the body
-// written by the glue and list-scheduled (body_schedule.h): the forward two rows a step when the
-// row count is even, the backward (dx) one row a step. layernorm_fwd_short.s issues one row's chains in the order written: each sum
+// Layernorm over short f32 rows (at most kShortRowRegisters vectors: BERT's 768, a conv's 32
+// channels), the body written by the glue and list-scheduled (body_schedule.h): the forward two
+// rows of whole vectors a step when the row count is even, or several rows narrower than a vector
+// in each vector; the backward (dx) one row a step. layernorm_fwd_short.s issues one row's chains in the order written: each sum
 // waits on the one before, and every gamma / beta load waits for memory between a vector's
 // multiply and its add. Scheduled, the loads go out early and two rows' chains fill each other's
 // latency. Every row runs layernorm_fwd_short.s's operations in their order (the masked squares'
@@ -101,6 +102,82 @@ std::vector<std::string> layernorm_body(unsigned rows, unsigned vectors, bool af
   return b;
 }
 
+// Rows narrower than a vector (n0 = lanes / k, k = 2 or 4: a conv's 32 channels): k rows per
+// vector, `per_step` vectors a step. Each row's sums are its own lanes' (sel with its segment, the
+// other lanes +0, which the pairwise reduce tree adds as the short kernel's padding lanes), and
+// the per-row mean and rstd are spread over their segments by sel, so every lane sees the short
+// kernel's operations. Gamma and beta are loaded once and repeated over the segments (shuffle).
+// Registers: V16 lane ids, V8 zero, V17 gamma's lane (lane mod n0), V18 a row's first lane
+// (lane mod k) * n0, V19 / V20 gamma / beta repeated; VP1.. the segments, VP6 the first k lanes.
+// The statistics of a step's rows are one vector (lane = row), stored once.
+std::vector<std::string> narrow_rows_body(unsigned k, unsigned per_step, bool affine, size_t out_y) {
+  std::vector<std::string> b;
+  unsigned next = 0;
+  auto take = [&]() {
+    while (next == 8 || (next >= 16 && next <= 20)) ++next;
+    return "V" + std::to_string(next++);
+  };
+  std::vector<std::string> stat_mean(per_step), stat_rstd(per_step);
+  std::vector<std::string> at{"I2", "I3"};
+  if (per_step == 2) {
+    b.push_back("imov I3, I2");
+    b.push_back("iadd_dim I3, F32_LANES dim=0");
+  }
+  for (unsigned v = 0; v < per_step; ++v) {
+    const std::string x = take(), d = take(), sq = take(), m = take(), r = take();
+    b.push_back("ld_tnsr " + x + ", " + at[v] + ", 0");
+    std::vector<std::string> mean(k), rstd(k);
+    for (unsigned j = 0; j < k; ++j) {
+      const std::string part = take(), acc = take();
+      mean[j] = take();
+      b.push_back("sel.f32 " + part + ", " + x + ", 0.0, VP" + std::to_string(1 + j));
+      b.push_back("mov.f32 " + acc + ", 0.0");
+      b.push_back("add.f32 " + acc + ", " + acc + ", " + part);
+      b.push_back("reduce.add.f32 " + acc + ", " + acc);
+      b.push_back("div.f32 " + acc + ", " + acc + ", S1");
+      b.push_back("shuffle.f32 " + mean[j] + ", " + acc + ", V8");
+      rstd[j] = acc;   // reused once the mean is out
+    }
+    b.push_back("mov.f32 " + m + ", " + mean[0]);
+    for (unsigned j = 1; j < k; ++j) b.push_back("sel.f32 " + m + ", " + mean[j] + ", " + m + ", VP" + std::to_string(1 + j));
+    b.push_back("sub.f32 " + d + ", " + x + ", " + m);
+    b.push_back("mul.f32 " + sq + ", " + d + ", " + d);
+    for (unsigned j = 0; j < k; ++j) {
+      const std::string& acc = rstd[j];
+      b.push_back("sel.f32 " + mean[j] + ", " + sq + ", 0.0, VP" + std::to_string(1 + j));   // the row's squares
+      b.push_back("mov.f32 " + acc + ", 0.0");
+      b.push_back("add.f32 " + acc + ", " + acc + ", " + mean[j]);
+      b.push_back("reduce.add.f32 " + acc + ", " + acc);
+      b.push_back("div.f32 " + acc + ", " + acc + ", S1");
+      b.push_back("add.f32 " + acc + ", " + acc + ", S2");
+      b.push_back("special.rsqrt.f32 " + acc + ", " + acc);
+      b.push_back("shuffle.f32 " + acc + ", " + acc + ", V8");
+    }
+    b.push_back("mov.f32 " + r + ", " + rstd[0]);
+    for (unsigned j = 1; j < k; ++j) b.push_back("sel.f32 " + r + ", " + rstd[j] + ", " + r + ", VP" + std::to_string(1 + j));
+    b.push_back("mul.f32 " + d + ", " + d + ", " + r);
+    if (affine) {
+      b.push_back("mul.f32 " + d + ", " + d + ", V19");
+      b.push_back("add.f32 " + d + ", " + d + ", V20");
+    }
+    b.push_back("st_tnsr " + at[v] + ", " + std::to_string(out_y) + ", " + d);
+    stat_mean[v] = sq;   // the row statistics, lane j of this vector's rows
+    stat_rstd[v] = x;
+    b.push_back("shuffle.f32 " + sq + ", " + m + ", V18");
+    b.push_back("shuffle.f32 " + x + ", " + r + ", V18");
+  }
+  if (per_step == 2) {   // lanes 0 .. k-1 the first vector's rows, k .. 2k-1 the second's
+    b.push_back("sel.f32 " + stat_mean[0] + ", " + stat_mean[0] + ", " + stat_mean[1] + ", VP6");
+    b.push_back("sel.f32 " + stat_rstd[0] + ", " + stat_rstd[0] + ", " + stat_rstd[1] + ", VP6");
+  }
+  if (next > 40) return {};
+  b.push_back("imov I4, I2");
+  b.push_back("imov_dim I4, 0 dim=0");
+  b.push_back("st_tnsr I4, " + std::to_string(out_y + 1) + ", " + stat_mean[0]);
+  b.push_back("st_tnsr I4, " + std::to_string(out_y + 2) + ", " + stat_rstd[0]);
+  return b;
+}
+
 }  // namespace
 
 namespace glue {
@@ -181,15 +258,28 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_scheduled_layernorm(
   const uint32_t n0 = shape[0];
   const unsigned lanes = lanes_of(DType::F32);
   const unsigned vectors = n0 / lanes;
-  if (n0 % lanes != 0 || vectors == 0 || vectors > kShortRowRegisters) return std::nullopt;
   const uint64_t total_rows = elements(x) / n0;
+  // Rows narrower than a vector: k of them a vector (narrow_rows_body).
+  const unsigned k = n0 < lanes && lanes % n0 == 0 ? lanes / n0 : 0;
+  if (k != 0 && (k > 4 || total_rows % k != 0)) return std::nullopt;
+  if (k == 0 && (n0 % lanes != 0 || vectors == 0 || vectors > kShortRowRegisters)) return std::nullopt;
   const auto dense = [](const TensorParams& t) { return t.dtype == DType::F32 && flattened(t).shape.size() == 1; };
   if (!dense(x) || !dense(p.outputs[0]) || padded(p.outputs[0].shape) != shape) return std::nullopt;
-  for (size_t k = 1; k < 3; ++k)
-    if (!dense(p.outputs[k]) || elements(p.outputs[k]) != total_rows) return std::nullopt;
-  for (size_t k = 1; k < p.inputs.size(); ++k)
-    if (!dense(p.inputs[k]) || elements(p.inputs[k]) != n0) return std::nullopt;
-  const unsigned rows = total_rows % 2 == 0 ? 2 : 1;
+  for (size_t t = 1; t < 3; ++t)
+    if (!dense(p.outputs[t]) || elements(p.outputs[t]) != total_rows) return std::nullopt;
+  for (size_t t = 1; t < p.inputs.size(); ++t)
+    if (!dense(p.inputs[t]) || elements(p.inputs[t]) != n0) return std::nullopt;
+  std::vector<std::string> body;
+  unsigned rows = total_rows % 2 == 0 ? 2 : 1;   // per step
+  if (k != 0) {
+    rows = k;
+    if ((total_rows / k) % 2 == 0) body = narrow_rows_body(k, 2, affine, p.inputs.size());
+    if (!body.empty()) rows = 2 * k;
+    else body = narrow_rows_body(k, 1, affine, p.inputs.size());
+  } else {
+    body = layernorm_body(rows, vectors, affine, p.inputs.size());
+  }
+  if (body.empty()) return std::nullopt;
   const uint64_t steps = total_rows / rows;
   if (steps > INT32_MAX || uint64_t{rows} * n0 > INT32_MAX) return std::nullopt;
 
@@ -224,17 +314,30 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_scheduled_layernorm(
 
   std::vector<unsigned> prefetched;
   for (size_t k = 0; k < p.inputs.size(); ++k) prefetched.push_back(static_cast<unsigned>(k));
-  const std::vector<std::string> bundles =
-      schedule::list_schedule(layernorm_body(rows, vectors, affine, p.inputs.size()), "iadd_dim I2, LANES dim=0");
+  const std::vector<std::string> bundles = schedule::list_schedule(body, "iadd_dim I2, LANES dim=0");
   std::ostringstream src;
-  src << "// " << guid << ": " << rows << " row(s) of " << vectors << " f32 vectors a step, list-scheduled\n"
-      << width_prelude(prefetched, rows * vectors, 1) << ".equ LANES " << lanes << "\n"
-      << ".macro ROW_SETUP\n.endm\n.include \"nest.inc\"\n        lane_id.i32 V16\n        mov.f32 V8, 0.0\n"
-      << "        cmp.eq.i32 VP5, V16, 0\n        NEST_BEGIN\n";
+  const unsigned row_vectors = k != 0 ? rows / k : rows * vectors;
+  src << "// " << guid << ": " << rows << " row(s) of " << n0 << " f32 elements a step, list-scheduled\n"
+      << width_prelude(prefetched, row_vectors, 1) << ".equ LANES " << lanes << "\n"
+      << ".macro ROW_SETUP\n.endm\n.include \"nest.inc\"\n        lane_id.i32 V16\n        mov.f32 V8, 0.0\n";
+  if (k != 0) {
+    unsigned shift = 0;
+    while ((1u << shift) < n0) ++shift;
+    src << "        shr.u32 V18, V16, " << shift << "\n";
+    for (unsigned j = 0; j < k; ++j) src << "        cmp.eq.i32 VP" << 1 + j << ", V18, " << j << "\n";
+    src << "        cmp.lt.i32 VP6, V16, " << k << "\n        and.u32 V17, V16, " << n0 - 1 << "\n"
+        << "        and.u32 V18, V16, " << k - 1 << "\n        shl.u32 V18, V18, " << shift << "\n";
+    if (affine)
+      src << "        imov I3, 0\n        ld_tnsr V19, I3, 1\n        ld_tnsr V20, I3, 2\n"
+          << "        shuffle.f32 V19, V19, V17\n        shuffle.f32 V20, V20, V17\n";
+  } else {
+    src << "        cmp.eq.i32 VP5, V16, 0\n";
+  }
+  src << "        NEST_BEGIN\n";
   for (size_t i = 0; i < bundles.size(); ++i) src << (i + 1 == bundles.size() ? "end_d0: " : "        ") << bundles[i] << "\n";
   src << "        NEST_END\n";
-  inst.variant = "layernorm fwd f32 scheduled " + std::to_string(rows) + " x " + std::to_string(vectors) +
-                 (affine ? " affine" : "");
+  inst.variant = "layernorm fwd f32 scheduled " + std::to_string(rows) + " x " +
+                 (k != 0 ? std::to_string(n0) + " elements" : std::to_string(vectors)) + (affine ? " affine" : "");
   return assembled(std::move(inst), src.str(), guid);
 }
 
