@@ -245,9 +245,12 @@ class KernelLibrary {
   // One f32 elementwise op of more than one instruction over dense tensors of one shape, as a
   // cluster of one (elementwise_cluster.cpp): its body list-scheduled, two vectors a step.
   std::optional<InstantiateResult> instantiate_scheduled_single(const std::string& guid, const KernelParams& params);
-  // layernorm_fwd_f32 over rows of at most kShortRowRegisters whole vectors, list-scheduled, two
-  // rows a step when the row count is even (layernorm_rows.cpp); bit-identical to the short kernel.
+  // layernorm over short f32 rows, list-scheduled (layernorm_rows.cpp): the forward two rows of
+  // whole vectors a step, or k rows narrower than a vector a vector; the backward's narrow rows
+  // (others: instantiate_batch3 schedules one row a step). Bit-identical to the short kernels.
   std::optional<InstantiateResult> instantiate_scheduled_layernorm(const std::string& guid, const KernelParams& params);
+  // layernorm_bwd_f32's dx over rows narrower than a vector, several rows a vector (layernorm_rows.cpp).
+  std::optional<InstantiateResult> instantiate_narrow_layernorm_bwd(const std::string& guid, const KernelParams& params);
   InstantiateResult instantiate_impl(const std::string& guid, const KernelParams& params,
                                      const std::vector<const KernelDef*>& epilogue, bool kernel_file = false);
   // `inst` with the program of `source` (assembled once, cached); InternalError naming `key` when

@@ -178,6 +178,69 @@ std::vector<std::string> narrow_rows_body(unsigned k, unsigned per_step, bool af
   return b;
 }
 
+// layernorm_bwd's dx over rows narrower than a vector, k rows a vector, `per_step` vectors a step:
+// mean and rstd of the step's rows loaded as one vector each (lane = row) and spread over the
+// rows' segments (shuffle by V18, the lane's row; V20 = V18 + k for the second vector), each row's
+// sums over its own lanes (sel, the others +0 as the short kernel's padding lanes). Tensors 0
+// grad, 1 x, 2 mean, 3 rstd, [4 gamma,] `out` dx; V19 gamma repeated; VP1.. the segments.
+std::vector<std::string> narrow_rows_bwd_body(unsigned k, unsigned per_step, bool affine, size_t out) {
+  std::vector<std::string> b;
+  unsigned next = 0;
+  auto take = [&]() {
+    while (next == 8 || (next >= 16 && next <= 20)) ++next;
+    return "V" + std::to_string(next++);
+  };
+  const std::string ms = take(), rs = take();
+  b.push_back("imov I4, I2");
+  b.push_back("imov_dim I4, 0 dim=0");
+  b.push_back("ld_tnsr " + ms + ", I4, 2");
+  b.push_back("ld_tnsr " + rs + ", I4, 3");
+  const std::vector<std::string> at{"I2", "I3"};
+  if (per_step == 2) {
+    b.push_back("imov I3, I2");
+    b.push_back("iadd_dim I3, F32_LANES dim=0");
+  }
+  for (unsigned v = 0; v < per_step; ++v) {
+    const std::string g = take(), x = take(), m = take(), r = take(), t = take(), a = take(), c = take();
+    const std::string spread = v == 0 ? "V18" : "V20";
+    b.push_back("ld_tnsr " + g + ", " + at[v] + ", 0");
+    b.push_back("ld_tnsr " + x + ", " + at[v] + ", 1");
+    if (affine) b.push_back("mul.f32 " + g + ", " + g + ", V19");
+    b.push_back("shuffle.f32 " + m + ", " + ms + ", " + spread);
+    b.push_back("shuffle.f32 " + r + ", " + rs + ", " + spread);
+    b.push_back("sub.f32 " + x + ", " + x + ", " + m);
+    b.push_back("mul.f32 " + x + ", " + x + ", " + r);
+    b.push_back("mul.f32 " + t + ", " + x + ", " + g);
+    std::vector<std::string> sum(k), dot(k);
+    for (unsigned j = 0; j < k; ++j) {
+      sum[j] = take();
+      dot[j] = take();
+      const std::string vp = "VP" + std::to_string(1 + j);
+      b.push_back("sel.f32 " + sum[j] + ", " + g + ", 0.0, " + vp);
+      b.push_back("sel.f32 " + dot[j] + ", " + t + ", 0.0, " + vp);
+      for (const std::string* acc : {&sum[j], &dot[j]}) {
+        b.push_back("add.f32 " + *acc + ", " + *acc + ", 0.0");   // 0 + lane, as the short kernel's first add
+        b.push_back("reduce.add.f32 " + *acc + ", " + *acc);
+        b.push_back("div.f32 " + *acc + ", " + *acc + ", S1");
+        b.push_back("shuffle.f32 " + *acc + ", " + *acc + ", V8");
+      }
+    }
+    b.push_back("mov.f32 " + a + ", " + sum[0]);
+    b.push_back("mov.f32 " + c + ", " + dot[0]);
+    for (unsigned j = 1; j < k; ++j) {
+      b.push_back("sel.f32 " + a + ", " + sum[j] + ", " + a + ", VP" + std::to_string(1 + j));
+      b.push_back("sel.f32 " + c + ", " + dot[j] + ", " + c + ", VP" + std::to_string(1 + j));
+    }
+    b.push_back("mul.f32 " + t + ", " + x + ", " + c);
+    b.push_back("sub.f32 " + g + ", " + g + ", " + a);
+    b.push_back("sub.f32 " + g + ", " + g + ", " + t);
+    b.push_back("mul.f32 " + g + ", " + g + ", " + r);
+    b.push_back("st_tnsr " + at[v] + ", " + std::to_string(out) + ", " + g);
+  }
+  if (next > 40) return {};
+  return b;
+}
+
 }  // namespace
 
 namespace glue {
@@ -250,6 +313,8 @@ std::string layernorm_bwd_scheduled(unsigned vectors, bool affine, size_t out) {
 std::optional<InstantiateResult> KernelLibrary::instantiate_scheduled_layernorm(const std::string& guid,
                                                                                  const KernelParams& p) {
   const auto it = defs_.find(guid);
+  if (it != defs_.end() && it->second->kind == Kind::LayerNormBwd && it->second->out == DType::F32)
+    return instantiate_narrow_layernorm_bwd(guid, p);
   if (it == defs_.end() || it->second->kind != Kind::LayerNormFwd || it->second->out != DType::F32) return std::nullopt;
   const bool affine = p.inputs.size() == 3;
   if ((p.inputs.size() != 1 && !affine) || p.outputs.size() != 3 || p.scalars.size() != 1) return std::nullopt;
@@ -338,6 +403,79 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_scheduled_layernorm(
   src << "        NEST_END\n";
   inst.variant = "layernorm fwd f32 scheduled " + std::to_string(rows) + " x " +
                  (k != 0 ? std::to_string(n0) + " elements" : std::to_string(vectors)) + (affine ? " affine" : "");
+  return assembled(std::move(inst), src.str(), guid);
+}
+
+std::optional<InstantiateResult> KernelLibrary::instantiate_narrow_layernorm_bwd(const std::string& guid,
+                                                                                  const KernelParams& p) {
+  const bool affine = p.inputs.size() == 5;
+  if ((p.inputs.size() != 4 && !affine) || p.outputs.size() != 1 || !p.scalars.empty()) return std::nullopt;
+  const TensorParams& grad = p.inputs[0];
+  const auto shape = padded(grad.shape);
+  const uint32_t n0 = shape[0];
+  const unsigned lanes = lanes_of(DType::F32);
+  const unsigned k = n0 < lanes && lanes % n0 == 0 ? lanes / n0 : 0;
+  const uint64_t total_rows = elements(grad) / n0;
+  if (k == 0 || k > 4 || total_rows % k != 0) return std::nullopt;
+  const auto dense = [](const TensorParams& t) { return t.dtype == DType::F32 && flattened(t).shape.size() == 1; };
+  for (const TensorParams* t : {&p.inputs[0], &p.inputs[1], &p.outputs[0]})
+    if (!dense(*t) || padded(t->shape) != shape) return std::nullopt;
+  for (size_t t = 2; t < 4; ++t)
+    if (!dense(p.inputs[t]) || elements(p.inputs[t]) != total_rows) return std::nullopt;
+  if (affine && (!dense(p.inputs[4]) || elements(p.inputs[4]) != n0)) return std::nullopt;
+  unsigned per_step = 1;
+  std::vector<std::string> body;
+  if ((total_rows / k) % 2 == 0) body = narrow_rows_bwd_body(k, 2, affine, p.inputs.size());
+  if (!body.empty()) per_step = 2;
+  else body = narrow_rows_bwd_body(k, 1, affine, p.inputs.size());
+  if (body.empty()) return std::nullopt;
+  const unsigned rows = k * per_step;
+  const uint64_t steps = total_rows / rows;
+  if (steps > INT32_MAX) return std::nullopt;
+
+  Instantiation inst;
+  inst.guid = guid;
+  inst.ispace_geometry = {1, static_cast<int32_t>(steps), 1, 1, 1};
+  const uint32_t width = per_step * lanes;
+  const TensorParams row_view{DType::F32, {width, static_cast<uint32_t>(steps)}, {}};
+  const TensorParams stat_view{DType::F32, {rows, static_cast<uint32_t>(steps)}, {}};
+  const TensorAccessPattern row_pattern =
+      pattern_of(AccessPatternDim{0, 0, 0, static_cast<int32_t>(width) - 1}, padded(row_view.shape), false);
+  const TensorAccessPattern stat_pattern =
+      pattern_of(AccessPatternDim{0, 0, 0, static_cast<int32_t>(rows) - 1}, padded(stat_view.shape), false);
+  for (size_t t = 0; t < 4; ++t) {
+    inst.inputs.push_back(descriptor_of(t < 2 ? row_view : stat_view));
+    inst.input_patterns.push_back(t < 2 ? row_pattern : stat_pattern);
+  }
+  if (affine) {   // the same row at every step
+    DescriptorTemplate d = descriptor_of(TensorParams{DType::F32, {n0, static_cast<uint32_t>(steps)}, {}});
+    d.stride[1] = 0;
+    inst.inputs.push_back(d);
+    TensorAccessPattern pattern = pattern_of(AccessPatternDim{0, 0, 0, static_cast<int32_t>(n0) - 1}, shape, false);
+    for (unsigned dim = 1; dim < kMaxDims; ++dim) pattern[dim] = AccessPatternDim{static_cast<uint8_t>(dim), 0, 0, 0};
+    inst.input_patterns.push_back(pattern);
+  }
+  inst.outputs.push_back(descriptor_of(row_view));
+  inst.output_patterns.push_back(row_pattern);
+  inst.srf[0] = n0;
+  inst.srf[1] = f32_bits(static_cast<float>(n0));
+
+  const std::vector<std::string> bundles = schedule::list_schedule(body, "iadd_dim I2, LANES dim=0");
+  unsigned shift = 0;
+  while ((1u << shift) < n0) ++shift;
+  std::ostringstream src;
+  src << "// " << guid << ": " << rows << " rows of " << n0 << " f32 elements a step, list-scheduled\n"
+      << width_prelude({0, 1, 2, 3}, per_step, 1) << ".equ LANES " << lanes << "\n"
+      << ".macro ROW_SETUP\n.endm\n.include \"nest.inc\"\n        lane_id.i32 V16\n        mov.f32 V8, 0.0\n"
+      << "        shr.u32 V18, V16, " << shift << "\n        add.i32 V20, V18, " << k << "\n"
+      << "        and.u32 V17, V16, " << n0 - 1 << "\n";
+  for (unsigned j = 0; j < k; ++j) src << "        cmp.eq.i32 VP" << 1 + j << ", V18, " << j << "\n";
+  if (affine) src << "        imov I3, 0\n        ld_tnsr V19, I3, 4\n        shuffle.f32 V19, V19, V17\n";
+  src << "        NEST_BEGIN\n";
+  for (size_t i = 0; i < bundles.size(); ++i) src << (i + 1 == bundles.size() ? "end_d0: " : "        ") << bundles[i] << "\n";
+  src << "        NEST_END\n";
+  inst.variant = "layernorm bwd f32 scheduled " + std::to_string(rows) + " x " + std::to_string(n0) + " elements" +
+                 (affine ? " affine" : "");
   return assembled(std::move(inst), src.str(), guid);
 }
 
