@@ -4,7 +4,7 @@ namespace hpusim::hw {
 
 void TpcPrefetchBuffer::clear() {
   for (Entry& e : entries_) e = Entry{};
-  dropped_ = 0;
+  dropped_ = evicted_ = 0;
 }
 
 bool TpcPrefetchBuffer::covers(uint64_t address, uint32_t bytes) const {
@@ -23,6 +23,19 @@ std::optional<uint32_t> TpcPrefetchBuffer::allocate(uint64_t address, uint32_t b
     e.address = address;
     e.bytes = bytes;
     return static_cast<uint32_t>(i);
+  }
+  // Full: the entry whose data arrived longest ago and no load has taken makes room (a read the
+  // kernel never used, such as rows past this core's share); reads still in flight stay.
+  Entry* oldest = nullptr;
+  for (Entry& e : entries_)
+    if (usable(e) && e.arrival != kPending && (oldest == nullptr || e.arrival < oldest->arrival)) oldest = &e;
+  if (oldest != nullptr) {
+    ++evicted_;
+    *oldest = Entry{};
+    oldest->in_use = true;
+    oldest->address = address;
+    oldest->bytes = bytes;
+    return static_cast<uint32_t>(oldest - entries_.data());
   }
   ++dropped_;
   return std::nullopt;

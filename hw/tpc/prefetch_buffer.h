@@ -23,8 +23,9 @@ class TpcPrefetchBuffer {
   // An untaken entry (arrived or not) already covers [address, address + bytes).
   bool covers(uint64_t address, uint32_t bytes) const;
   // Records a prefetch of [address, address + bytes) in a free entry and returns the entry's id
-  // (the tag its read carries); nullopt when every entry is in use: the prefetch is dropped
-  // (a hint; the entries in use hold reads the kernel asked for earlier, which it needs sooner).
+  // (the tag its read carries). With every entry in use, the one whose data arrived longest ago
+  // unused is evicted for it; when every entry still waits for its read, nullopt: the prefetch is
+  // dropped (a hint; those reads were asked for earlier, and the kernel needs them sooner).
   std::optional<uint32_t> allocate(uint64_t address, uint32_t bytes);
 
   enum class Take { Miss, Arrived, Pending };
@@ -39,6 +40,7 @@ class TpcPrefetchBuffer {
   void invalidate(uint64_t address, uint32_t bytes);
 
   uint64_t dropped() const { return dropped_; }   // since clear()
+  uint64_t evicted() const { return evicted_; }   // since clear()
 
  private:
   struct Entry {
@@ -54,6 +56,7 @@ class TpcPrefetchBuffer {
 
   std::vector<Entry> entries_;
   uint64_t dropped_ = 0;
+  uint64_t evicted_ = 0;
 };
 
 }  // namespace hpusim::hw

@@ -649,6 +649,7 @@ void TpcCore::run_kernel(const Launch& launch, uint64_t epoch) {
   }
   stats_.end_ps = now_ps();
   stats_.prefetch_dropped = prefetch_.dropped();
+  stats_.prefetch_evicted = prefetch_.evicted();
   ++totals_.kernels;
   totals_.bundles += stats_.bundles;
   totals_.cycles += stats_.cycles;

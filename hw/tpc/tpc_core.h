@@ -80,7 +80,8 @@ struct TpcKernelStats {
   uint64_t load_bytes = 0, store_bytes = 0;
   uint64_t prefetches = 0;         // prefetch reads sent (a prefetch of a range already buffered sends none)
   uint64_t prefetch_hits = 0;      // loads served by the prefetch buffer
-  uint64_t prefetch_dropped = 0;   // prefetches dropped because every buffer entry was in use
+  uint64_t prefetch_dropped = 0;   // prefetches dropped because every buffer entry waited for its read
+  uint64_t prefetch_evicted = 0;   // arrived, never-used prefetches a later one replaced
   bool faulted = false;
   bool message_sent = false;       // the sync-object message was answered OK
 };

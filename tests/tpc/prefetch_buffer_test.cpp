@@ -36,19 +36,32 @@ TEST(TpcPrefetchBuffer, ALoadOfAPendingEntryWaitsForItsArrival) {
   EXPECT_TRUE(buffer.allocate(0x3000, 256).has_value()) << "then it is free";
 }
 
-TEST(TpcPrefetchBuffer, APrefetchFindingEveryEntryInUseIsDropped) {
-  TpcPrefetchBuffer buffer(2);
-  ASSERT_TRUE(buffer.allocate(0x0, 256).has_value());
-  const auto second = buffer.allocate(0x100, 256);
-  ASSERT_TRUE(second.has_value());
-  buffer.arrived(*second, 10);   // arrived but unused: still in use
-  EXPECT_FALSE(buffer.allocate(0x200, 256).has_value());
+// A full buffer: a prefetch replaces the entry whose data arrived longest ago unused; when every
+// entry still waits for its read, the prefetch is dropped.
+TEST(TpcPrefetchBuffer, AFullBufferEvictsTheOldestArrivedUnusedEntryOrDrops) {
+  TpcPrefetchBuffer buffer(3);
+  const auto a = buffer.allocate(0x0, 256), b = buffer.allocate(0x100, 256), c = buffer.allocate(0x200, 256);
+  ASSERT_TRUE(a && b && c);
+  EXPECT_FALSE(buffer.allocate(0x300, 256).has_value()) << "every read still in flight";
   EXPECT_EQ(buffer.dropped(), 1u);
+  buffer.arrived(*c, 10);
+  buffer.arrived(*b, 20);
+  const auto d = buffer.allocate(0x300, 256);   // takes c's entry (arrived first)
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(*d, *c);
+  EXPECT_EQ(buffer.evicted(), 1u);
+  EXPECT_FALSE(buffer.covers(0x200, 256));
+  EXPECT_TRUE(buffer.covers(0x100, 256));
+  EXPECT_TRUE(buffer.covers(0x300, 256));
   uint64_t arrival = 0;
   EXPECT_EQ(buffer.take(0x100, 256, 1, arrival), Take::Arrived);
-  EXPECT_TRUE(buffer.allocate(0x200, 256).has_value());
+  EXPECT_EQ(arrival, 20u);
+  EXPECT_TRUE(buffer.allocate(0x400, 256).has_value()) << "then b's entry is free";
+  // A pending entry a load took is never evicted: its read's answer frees it.
+  EXPECT_EQ(buffer.take(0x0, 256, 2, arrival), Take::Pending);
   buffer.clear();
   EXPECT_EQ(buffer.dropped(), 0u);
+  EXPECT_EQ(buffer.evicted(), 0u);
   EXPECT_FALSE(buffer.covers(0x0, 256));
 }
 
