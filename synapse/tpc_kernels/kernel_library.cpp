@@ -1549,6 +1549,7 @@ InstantiateResult KernelLibrary::instantiate(const std::string& guid, const Kern
   if (is_tensor_list(guid)) return instantiate_tensor_list(guid, params);
   if (auto split = instantiate_split_gamma_beta(guid, params)) return std::move(*split);
   if (auto split = instantiate_split_dim0_reduction(guid, params)) return std::move(*split);
+  if (auto split = instantiate_split_outer_reduction(guid, params)) return std::move(*split);
   if (auto paired = instantiate_paired_rows(guid, params)) return std::move(*paired);
   if (auto scheduled = instantiate_scheduled_single(guid, params)) return std::move(*scheduled);
   if (auto scheduled = instantiate_scheduled_layernorm(guid, params)) return std::move(*scheduled);

@@ -239,6 +239,9 @@ class KernelLibrary {
   // reduce_sum / reduce_mean_fwd_f32 over dim 0 into one element, over chunks of the row, then the
   // partials reduced (row_chunks.h; nullopt: not split).
   std::optional<InstantiateResult> instantiate_split_dim0_reduction(const std::string& guid, const KernelParams& params);
+  // reduce_sum / reduce_mean_fwd_f32 over dim 1 of [n, rows] with few outputs (a bias gradient):
+  // the rows in chunks, then the partials summed in chunk order (row_chunks.h; nullopt: not split).
+  std::optional<InstantiateResult> instantiate_split_outer_reduction(const std::string& guid, const KernelParams& params);
   // paired_rows.cpp: softmax / log_softmax and their backward over f32 rows of one or two whole
   // vectors, two rows a step (nullopt: not such a node).
   std::optional<InstantiateResult> instantiate_paired_rows(const std::string& guid, const KernelParams& params);

@@ -1,6 +1,7 @@
 // Reductions split across the cores with a second pass (row_chunks.h): phase 0 reduces chunks of
 // the rows into the node's scratch, phase 1 reduces those partials into the outputs, so a
-// reduction with few outputs (a loss, dgamma / dbeta) uses every core instead of one or a few.
+// reduction with few outputs (a loss, dgamma / dbeta, a bias gradient) uses every core instead of
+// one or a few.
 #include "synapse/tpc_kernels/glue_util.h"
 #include "synapse/tpc_kernels/kernel_library.h"
 #include "synapse/tpc_kernels/row_chunks.h"
@@ -50,6 +51,47 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_split_dim0_reduction
   second.phase = 1;
   result.parts.push_back(std::move(second));
   result.scratch_bytes = {uint64_t{chunks} * 4};
+  return result;
+}
+
+std::optional<InstantiateResult> KernelLibrary::instantiate_split_outer_reduction(const std::string& guid,
+                                                                                   const KernelParams& p) {
+  const bool mean = guid == "reduce_mean_fwd_f32";
+  if ((!mean && guid != "reduce_sum_fwd_f32") || p.inputs.size() != 1 || p.outputs.size() != 1 ||
+      p.scalars != std::vector<float>{1.0f})
+    return std::nullopt;
+  const TensorParams& x = p.inputs[0];
+  const auto px = padded(x.shape);
+  const uint32_t n = px[0], rows = px[1];
+  if (elements(x) != uint64_t{n} * rows || elements(p.outputs[0]) != n || !x.strides.empty() ||
+      !p.outputs[0].strides.empty() || x.dtype != DType::F32 || p.outputs[0].dtype != DType::F32)
+    return std::nullopt;
+  const uint32_t length = split_row_chunk(rows, n);
+  if (length == 0) return std::nullopt;
+  const uint32_t chunks = rows / length;
+  const uint32_t scratch = 2;
+  InstantiateResult result;
+  // Phase 0: the rows as [n, length, chunks], a sum per chunk into the scratch [n, 1, chunks].
+  InstantiateResult partials =
+      instantiate_impl("reduce_sum_fwd_f32", {{f32({n, length, chunks})}, {f32({n, 1, chunks})}, {1.0f}}, {});
+  if (!partials.ok()) return partials;
+  KernelPart first;
+  first.inst = *partials.inst;
+  first.inst.guid = guid;
+  first.inst.variant += ": the rows' chunks";
+  first.tensors = {0, scratch};
+  result.parts.push_back(std::move(first));
+  // Phase 1: the partials summed in chunk order into the output; a mean divides by every row.
+  InstantiateResult total = instantiate_impl(guid, {{f32({n, chunks})}, {f32({n, 1})}, {1.0f}}, {});
+  if (!total.ok()) return total;
+  KernelPart second;
+  second.inst = *total.inst;
+  if (mean) second.inst.srf[1] = f32_bits(static_cast<float>(rows));
+  second.inst.variant += ": the chunks' partials";
+  second.tensors = {scratch, 1};
+  second.phase = 1;
+  result.parts.push_back(std::move(second));
+  result.scratch_bytes = {uint64_t{n} * chunks * 4};
   return result;
 }
 

@@ -152,9 +152,18 @@ T mean_dim0(const T* x, size_t count) {
 }
 
 void sum_outer(const float* x, float* out, size_t rows, size_t n) {
+  // Split as the kernel library splits it (row_chunks.h): a partial per chunk of rows from +0,
+  // then the partials added in chunk order from +0; unsplit, one chunk of every row.
+  const uint32_t split = tpc_kernels::split_row_chunk(rows, n);
+  const size_t length = split != 0 ? split : rows;
+  std::vector<float> part(n);
   for (size_t j = 0; j < n; ++j) out[j] = 0.0f;
-  for (size_t r = 0; r < rows; ++r)
-    for (size_t j = 0; j < n; ++j) out[j] = out[j] + x[r * n + j];
+  for (size_t first = 0; first < rows; first += length) {
+    for (size_t j = 0; j < n; ++j) part[j] = 0.0f;
+    for (size_t r = first; r < first + length; ++r)
+      for (size_t j = 0; j < n; ++j) part[j] = part[j] + x[r * n + j];
+    for (size_t j = 0; j < n; ++j) out[j] = split != 0 ? out[j] + part[j] : part[j];
+  }
 }
 
 template <class T>

@@ -70,7 +70,8 @@ template <class T>
 T sum_dim0(const T* x, size_t count);    // reduce_sum over dim 0 of a 1-D tensor (LaneSum; long f32 rows in chunks)
 template <class T>
 T mean_dim0(const T* x, size_t count);   // reduce_mean: sum_dim0 / f32(count)
-// reduce_sum over dim 1 of [rows, n] (dim 0 = n): out[j] = sum of x[r][j], r = 0, 1, ... from +0.
+// reduce_sum over dim 1 of [rows, n] (dim 0 = n): out[j] = sum of x[r][j], r = 0, 1, ... from +0;
+// with few outputs and many rows in chunks as the kernel library splits it (row_chunks.h).
 void sum_outer(const float* x, float* out, size_t rows, size_t n);
 
 // ---- row kernels over dim 0 ----

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "synapse/tpc_kernels/row_chunks.h"
+#include "synapse/zoo_reference/ops.h"
 #include "tests/tpc_kernels/kernel_test_util.h"
 
 namespace hpusim::synapse::tpc_kernels::testing {
@@ -181,6 +182,41 @@ TEST_P(TpcKernelReduce, IsCloseToTheExactResultAndPropagatesNaN) {
     }
     EXPECT_TRUE(std::isnan(value_of(t, got[0].data[2]))) << guid;
   }
+}
+
+// A reduction over dim 1 with few outputs and many rows (a bias gradient) is split into chunks of
+// rows (row_chunks.h): each chunk's sums from +0 in row order, then the partials from +0 in chunk
+// order; a mean divides by every row. The same bits on 1 and 8 cores, and what the zoo
+// reference's sum_outer computes.
+TEST(TpcKernelReduceSplit, OuterDimWithFewOutputsSumsChunksOfRows) {
+  for (const std::string kind : {"sum", "mean"}) {
+    for (const std::vector<uint32_t>& shape : {std::vector<uint32_t>{768, 1024}, {200, 576}}) {
+      const uint32_t n = shape[0], rows = shape[1];
+      const uint32_t chunk = split_row_chunk(rows, n);
+      ASSERT_GT(chunk, 0u) << rows;
+      HostTensor x(DType::F32, shape), y(DType::F32, {n, 1});
+      fill_random(x, n + rows, -1e3f, 1e3f);
+      std::vector<HostTensor> one{y}, eight{y};
+      const RunOutcome r1 = run_kernel("reduce_" + kind + "_fwd_f32", {x}, one, 1, {1.0f});
+      const RunOutcome r8 = run_kernel("reduce_" + kind + "_fwd_f32", {x}, eight, 8, {1.0f});
+      ASSERT_TRUE(r1.ok && r8.ok) << r1.error << r8.error;
+      EXPECT_EQ(r1.parts, 2u) << "the chunks, then their partials";
+      EXPECT_EQ(r8.cores_used, 8u) << "the chunks spread over the cores";
+      EXPECT_EQ(one[0].data, eight[0].data);
+      std::vector<float> want(n);
+      zoo_reference::sum_outer(reinterpret_cast<const float*>(x.data.data()), want.data(), rows, n);
+      for (uint32_t j = 0; j < n; ++j) {
+        float w = want[j];
+        if (kind == "mean") w = w / static_cast<float>(rows);
+        ASSERT_EQ(one[0].data[j], bits_of(w)) << kind << " " << n << "x" << rows << " column " << j;
+      }
+    }
+  }
+  // Fewer rows than kSplitRowsFrom: one launch.
+  HostTensor x(DType::F32, {768, 128});
+  fill_random(x, 5, -1.0f, 1.0f);
+  std::vector<HostTensor> y{HostTensor(DType::F32, {768, 1})};
+  EXPECT_EQ(run_kernel("reduce_sum_fwd_f32", {x}, y, 8, {1.0f}).parts, 1u);
 }
 
 // A long f32 row into one element (a loss) is split over chunks (row_chunks.h): each chunk's sum
