@@ -14,7 +14,7 @@ bool TpcPrefetchBuffer::covers(uint64_t address, uint32_t bytes) const {
   return false;
 }
 
-std::optional<uint32_t> TpcPrefetchBuffer::allocate(uint64_t address, uint32_t bytes) {
+std::optional<uint32_t> TpcPrefetchBuffer::allocate(uint64_t address, uint32_t bytes, uint64_t now) {
   for (std::size_t i = 0; i < entries_.size(); ++i) {
     Entry& e = entries_[i];
     if (e.in_use) continue;
@@ -24,11 +24,14 @@ std::optional<uint32_t> TpcPrefetchBuffer::allocate(uint64_t address, uint32_t b
     e.bytes = bytes;
     return static_cast<uint32_t>(i);
   }
-  // Full: the entry whose data arrived longest ago and no load has taken makes room (a read the
-  // kernel never used, such as rows past this core's share); reads still in flight stay.
+  // Full: an entry whose data arrived kStaleCycles ago or more and that no load has taken makes
+  // room (a read the kernel will not use, such as rows past this core's share), the oldest first.
+  // Younger entries stay: a stream that prefetches ahead uses its oldest entries next.
   Entry* oldest = nullptr;
   for (Entry& e : entries_)
-    if (usable(e) && e.arrival != kPending && (oldest == nullptr || e.arrival < oldest->arrival)) oldest = &e;
+    if (usable(e) && e.arrival != kPending && e.arrival + kStaleCycles <= now &&
+        (oldest == nullptr || e.arrival < oldest->arrival))
+      oldest = &e;
   if (oldest != nullptr) {
     ++evicted_;
     *oldest = Entry{};

@@ -22,11 +22,15 @@ class TpcPrefetchBuffer {
 
   // An untaken entry (arrived or not) already covers [address, address + bytes).
   bool covers(uint64_t address, uint32_t bytes) const;
-  // Records a prefetch of [address, address + bytes) in a free entry and returns the entry's id
-  // (the tag its read carries). With every entry in use, the one whose data arrived longest ago
-  // unused is evicted for it; when every entry still waits for its read, nullopt: the prefetch is
-  // dropped (a hint; those reads were asked for earlier, and the kernel needs them sooner).
-  std::optional<uint32_t> allocate(uint64_t address, uint32_t bytes);
+  // Records a prefetch of [address, address + bytes) at cycle `now` in a free entry and returns
+  // the entry's id (the tag its read carries). With every entry in use, the oldest entry whose
+  // data arrived at least kStaleCycles ago unused is evicted for it; otherwise nullopt: the
+  // prefetch is dropped (a hint; those reads were asked for earlier, and the kernel needs them
+  // sooner).
+  std::optional<uint32_t> allocate(uint64_t address, uint32_t bytes, uint64_t now);
+  // Far longer than a streaming kernel keeps a prefetched vector waiting (its lookahead over its
+  // issue rate: a few hundred cycles), so only reads it will never use age past it.
+  static constexpr uint64_t kStaleCycles = 8192;
 
   enum class Take { Miss, Arrived, Pending };
   // A load of [address, address + bytes) takes the entry covering it. Arrived: `arrival` is the

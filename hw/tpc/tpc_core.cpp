@@ -546,7 +546,7 @@ void TpcCore::run_kernel(const Launch& launch, uint64_t epoch) {
           uint64_t length = ga.bytes;
           widen(address, length);
           if (prefetch_.covers(address, static_cast<uint32_t>(length))) continue;
-          const std::optional<uint32_t> entry = prefetch_.allocate(address, static_cast<uint32_t>(length));
+          const std::optional<uint32_t> entry = prefetch_.allocate(address, static_cast<uint32_t>(length), issue);
           if (!entry) continue;
           access = &bus_.acquire(false, address, static_cast<uint32_t>(length));
           access->kind = kPrefetch;

@@ -12,7 +12,7 @@ using Take = TpcPrefetchBuffer::Take;
 
 TEST(TpcPrefetchBuffer, ALoadTakesAnArrivedEntryAndFreesIt) {
   TpcPrefetchBuffer buffer(2);
-  const auto id = buffer.allocate(0x1000, 256);
+  const auto id = buffer.allocate(0x1000, 256, 0);
   ASSERT_TRUE(id.has_value());
   EXPECT_TRUE(buffer.covers(0x1000, 256));
   EXPECT_TRUE(buffer.covers(0x1040, 64)) << "a narrower read inside the entry";
@@ -27,26 +27,28 @@ TEST(TpcPrefetchBuffer, ALoadTakesAnArrivedEntryAndFreesIt) {
 
 TEST(TpcPrefetchBuffer, ALoadOfAPendingEntryWaitsForItsArrival) {
   TpcPrefetchBuffer buffer(1);
-  const auto id = buffer.allocate(0x2000, 256);
+  const auto id = buffer.allocate(0x2000, 256, 0);
   ASSERT_TRUE(id.has_value());
   uint64_t arrival = 0;
   EXPECT_EQ(buffer.take(0x2000, 256, 12, arrival), Take::Pending);
-  EXPECT_FALSE(buffer.allocate(0x3000, 256).has_value()) << "the taken entry is in use until it arrives";
+  EXPECT_FALSE(buffer.allocate(0x3000, 256, 0).has_value()) << "the taken entry is in use until it arrives";
   EXPECT_EQ(buffer.arrived(*id, 900), 12);
-  EXPECT_TRUE(buffer.allocate(0x3000, 256).has_value()) << "then it is free";
+  EXPECT_TRUE(buffer.allocate(0x3000, 256, 0).has_value()) << "then it is free";
 }
 
-// A full buffer: a prefetch replaces the entry whose data arrived longest ago unused; when every
-// entry still waits for its read, the prefetch is dropped.
-TEST(TpcPrefetchBuffer, AFullBufferEvictsTheOldestArrivedUnusedEntryOrDrops) {
+// A full buffer: a prefetch replaces the oldest entry whose data arrived kStaleCycles ago or more
+// unused; younger arrived entries and reads in flight stay, and the prefetch is dropped.
+TEST(TpcPrefetchBuffer, AFullBufferEvictsOnlyStaleUnusedEntries) {
+  constexpr uint64_t kStale = TpcPrefetchBuffer::kStaleCycles;
   TpcPrefetchBuffer buffer(3);
-  const auto a = buffer.allocate(0x0, 256), b = buffer.allocate(0x100, 256), c = buffer.allocate(0x200, 256);
+  const auto a = buffer.allocate(0x0, 256, 0), b = buffer.allocate(0x100, 256, 0), c = buffer.allocate(0x200, 256, 0);
   ASSERT_TRUE(a && b && c);
-  EXPECT_FALSE(buffer.allocate(0x300, 256).has_value()) << "every read still in flight";
-  EXPECT_EQ(buffer.dropped(), 1u);
+  EXPECT_FALSE(buffer.allocate(0x300, 256, 100).has_value()) << "every read still in flight";
   buffer.arrived(*c, 10);
   buffer.arrived(*b, 20);
-  const auto d = buffer.allocate(0x300, 256);   // takes c's entry (arrived first)
+  EXPECT_FALSE(buffer.allocate(0x300, 256, 10 + kStale - 1).has_value()) << "arrived, but not stale yet";
+  EXPECT_EQ(buffer.dropped(), 2u);
+  const auto d = buffer.allocate(0x300, 256, 20 + kStale);   // c's and b's are stale: c's arrived first
   ASSERT_TRUE(d.has_value());
   EXPECT_EQ(*d, *c);
   EXPECT_EQ(buffer.evicted(), 1u);
@@ -56,9 +58,7 @@ TEST(TpcPrefetchBuffer, AFullBufferEvictsTheOldestArrivedUnusedEntryOrDrops) {
   uint64_t arrival = 0;
   EXPECT_EQ(buffer.take(0x100, 256, 1, arrival), Take::Arrived);
   EXPECT_EQ(arrival, 20u);
-  EXPECT_TRUE(buffer.allocate(0x400, 256).has_value()) << "then b's entry is free";
-  // A pending entry a load took is never evicted: its read's answer frees it.
-  EXPECT_EQ(buffer.take(0x0, 256, 2, arrival), Take::Pending);
+  EXPECT_TRUE(buffer.allocate(0x400, 256, 30 + kStale).has_value()) << "then b's entry is free";
   buffer.clear();
   EXPECT_EQ(buffer.dropped(), 0u);
   EXPECT_EQ(buffer.evicted(), 0u);
@@ -67,9 +67,9 @@ TEST(TpcPrefetchBuffer, AFullBufferEvictsTheOldestArrivedUnusedEntryOrDrops) {
 
 TEST(TpcPrefetchBuffer, AStoreOverlappingAnEntryDropsIt) {
   TpcPrefetchBuffer buffer(3);
-  const auto arrived = buffer.allocate(0x0, 256);
-  const auto pending = buffer.allocate(0x100, 256);
-  const auto untouched = buffer.allocate(0x200, 256);
+  const auto arrived = buffer.allocate(0x0, 256, 0);
+  const auto pending = buffer.allocate(0x100, 256, 0);
+  const auto untouched = buffer.allocate(0x200, 256, 0);
   ASSERT_TRUE(arrived && pending && untouched);
   buffer.arrived(*arrived, 5);
   buffer.invalidate(0xF0, 0x20);   // the last bytes of the first, the first bytes of the second
@@ -79,9 +79,9 @@ TEST(TpcPrefetchBuffer, AStoreOverlappingAnEntryDropsIt) {
   EXPECT_EQ(buffer.arrived(*pending, 8), TpcPrefetchBuffer::kNoWaiter) << "the stale entry is freed on arrival";
   EXPECT_TRUE(buffer.covers(0x200, 256));
   // Both dropped entries are free again: two allocations fit besides the untouched one.
-  EXPECT_TRUE(buffer.allocate(0x400, 256).has_value());
-  EXPECT_TRUE(buffer.allocate(0x500, 256).has_value());
-  EXPECT_FALSE(buffer.allocate(0x600, 256).has_value());
+  EXPECT_TRUE(buffer.allocate(0x400, 256, 0).has_value());
+  EXPECT_TRUE(buffer.allocate(0x500, 256, 0).has_value());
+  EXPECT_FALSE(buffer.allocate(0x600, 256, 0).has_value());
 }
 
 }  // namespace
