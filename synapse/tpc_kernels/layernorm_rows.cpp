@@ -19,16 +19,47 @@ using namespace glue;
 
 namespace {
 
+// Vector registers for a glue-written body, in order, skipping the ones the kernel keeps for
+// itself (V8 the shuffle's zero, and the listed ones).
+class VectorRegisters {
+ public:
+  explicit VectorRegisters(unsigned reserved_from = 40, unsigned reserved_to = 0)
+      : reserved_from_(reserved_from), reserved_to_(reserved_to) {}
+  std::string take() {
+    while (next_ == 8 || (next_ >= reserved_from_ && next_ <= reserved_to_)) ++next_;
+    return "V" + std::to_string(next_++);
+  }
+  bool fit() const { return next_ <= 40; }
+
+ private:
+  unsigned next_ = 0, reserved_from_, reserved_to_;
+};
+
+// The bundles as the nest's dim-0 loop body: the last one carries end_d0.
+std::string loop_body(const std::vector<std::string>& bundles) {
+  std::string text;
+  for (size_t i = 0; i < bundles.size(); ++i)
+    text += (i + 1 == bundles.size() ? "end_d0: " : "        ") + bundles[i] + "\n";
+  return text;
+}
+
+// Gamma / beta: their row of n0 at every one of `steps` steps (stride 0 along dim 1).
+void add_repeated_row(Instantiation& inst, uint32_t n0, uint64_t steps, const std::array<uint32_t, kMaxDims>& shape) {
+  DescriptorTemplate d = descriptor_of(TensorParams{DType::F32, {n0, static_cast<uint32_t>(steps)}, {}});
+  d.stride[1] = 0;
+  inst.inputs.push_back(d);
+  TensorAccessPattern pattern = pattern_of(AccessPatternDim{0, 0, 0, static_cast<int32_t>(n0) - 1}, shape, false);
+  for (unsigned dim = 1; dim < kMaxDims; ++dim) pattern[dim] = AccessPatternDim{static_cast<uint8_t>(dim), 0, 0, 0};
+  inst.input_patterns.push_back(pattern);
+}
+
 // Tensors: 0 X, [1 gamma, 2 beta,] then Y, mean, rstd. SRF: S1 = the row length (f32), S2 = eps.
 // Registers: V8 zero (shuffle's lane 0), V16 lane ids, VP5 lane 0; I3 X's loads, then the
 // statistics' coordinates; I4 / I6 the rows' stores; I5 gamma / beta.
 std::vector<std::string> layernorm_body(unsigned rows, unsigned vectors, bool affine, size_t out_y) {
   std::vector<std::string> b;
-  unsigned next = 0;
-  auto reg = [&]() {
-    while (next == 8 || next == 16) ++next;
-    return "V" + std::to_string(next++);
-  };
+  VectorRegisters regs(16, 16);
+  const auto reg = [&] { return regs.take(); };
   const std::string step = "F32_LANES dim=0";
   std::vector<std::vector<std::string>> x(rows);
   b.push_back("imov I3, I2");
@@ -112,11 +143,8 @@ std::vector<std::string> layernorm_body(unsigned rows, unsigned vectors, bool af
 // The statistics of a step's rows are one vector (lane = row), stored once.
 std::vector<std::string> narrow_rows_body(unsigned k, unsigned per_step, bool affine, size_t out_y) {
   std::vector<std::string> b;
-  unsigned next = 0;
-  auto take = [&]() {
-    while (next == 8 || (next >= 16 && next <= 20)) ++next;
-    return "V" + std::to_string(next++);
-  };
+  VectorRegisters regs(16, 20);
+  const auto take = [&] { return regs.take(); };
   std::vector<std::string> stat_mean(per_step), stat_rstd(per_step);
   std::vector<std::string> at{"I2", "I3"};
   if (per_step == 2) {
@@ -170,7 +198,7 @@ std::vector<std::string> narrow_rows_body(unsigned k, unsigned per_step, bool af
     b.push_back("sel.f32 " + stat_mean[0] + ", " + stat_mean[0] + ", " + stat_mean[1] + ", VP6");
     b.push_back("sel.f32 " + stat_rstd[0] + ", " + stat_rstd[0] + ", " + stat_rstd[1] + ", VP6");
   }
-  if (next > 40) return {};
+  if (!regs.fit()) return {};
   b.push_back("imov I4, I2");
   b.push_back("imov_dim I4, 0 dim=0");
   b.push_back("st_tnsr I4, " + std::to_string(out_y + 1) + ", " + stat_mean[0]);
@@ -185,11 +213,8 @@ std::vector<std::string> narrow_rows_body(unsigned k, unsigned per_step, bool af
 // grad, 1 x, 2 mean, 3 rstd, [4 gamma,] `out` dx; V19 gamma repeated; VP1.. the segments.
 std::vector<std::string> narrow_rows_bwd_body(unsigned k, unsigned per_step, bool affine, size_t out) {
   std::vector<std::string> b;
-  unsigned next = 0;
-  auto take = [&]() {
-    while (next == 8 || (next >= 16 && next <= 20)) ++next;
-    return "V" + std::to_string(next++);
-  };
+  VectorRegisters regs(16, 20);
+  const auto take = [&] { return regs.take(); };
   const std::string ms = take(), rs = take();
   b.push_back("imov I4, I2");
   b.push_back("imov_dim I4, 0 dim=0");
@@ -237,7 +262,7 @@ std::vector<std::string> narrow_rows_bwd_body(unsigned k, unsigned per_step, boo
     b.push_back("mul.f32 " + g + ", " + g + ", " + r);
     b.push_back("st_tnsr " + at[v] + ", " + std::to_string(out) + ", " + g);
   }
-  if (next > 40) return {};
+  if (!regs.fit()) return {};
   return b;
 }
 
@@ -249,11 +274,8 @@ namespace glue {
 // vector in the same order. Tensors 0 grad, 1 x, 2 mean, 3 rstd, [4 gamma,] `out` dx.
 std::string layernorm_bwd_scheduled(unsigned vectors, bool affine, size_t out) {
   std::vector<std::string> b;
-  unsigned next = 0;
-  auto reg = [&]() {
-    while (next == 8) ++next;
-    return "V" + std::to_string(next++);
-  };
+  VectorRegisters regs;
+  const auto reg = [&] { return regs.take(); };
   const std::string mean = reg(), rstd = reg(), sum = reg(), dot = reg(), t = reg(), a = reg(), c = reg();
   b.push_back("imov I3, I2");
   b.push_back("imov_dim I3, 0 dim=0");
@@ -303,7 +325,7 @@ std::string layernorm_bwd_scheduled(unsigned vectors, bool affine, size_t out) {
   std::ostringstream src;
   src << ".macro ROW_SETUP\n.endm\n.include \"nest.inc\"\n        mov.f32 V8, 0.0\n        NEST_BEGIN\n";
   const std::vector<std::string> bundles = schedule::list_schedule(b, "iadd_dim I2, LANES dim=0");
-  for (size_t i = 0; i < bundles.size(); ++i) src << (i + 1 == bundles.size() ? "end_d0: " : "        ") << bundles[i] << "\n";
+  src << loop_body(bundles);
   src << "        NEST_END\n";
   return src.str();
 }
@@ -358,14 +380,7 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_scheduled_layernorm(
       pattern_of(AccessPatternDim{0, 0, 0, static_cast<int32_t>(width) - 1}, padded(row_view.shape), false);
   inst.inputs.push_back(descriptor_of(row_view));
   inst.input_patterns.push_back(row_pattern);
-  for (size_t k = 1; k < p.inputs.size(); ++k) {   // gamma / beta: the same row at every step
-    DescriptorTemplate d = descriptor_of(TensorParams{DType::F32, {n0, static_cast<uint32_t>(steps)}, {}});
-    d.stride[1] = 0;
-    inst.inputs.push_back(d);
-    TensorAccessPattern pattern = pattern_of(AccessPatternDim{0, 0, 0, static_cast<int32_t>(n0) - 1}, shape, false);
-    for (unsigned dim = 1; dim < kMaxDims; ++dim) pattern[dim] = AccessPatternDim{static_cast<uint8_t>(dim), 0, 0, 0};
-    inst.input_patterns.push_back(pattern);
-  }
+  for (size_t t = 1; t < p.inputs.size(); ++t) add_repeated_row(inst, n0, steps, shape);
   inst.outputs.push_back(descriptor_of(row_view));
   inst.output_patterns.push_back(row_pattern);
   for (int k = 0; k < 2; ++k) {
@@ -399,7 +414,7 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_scheduled_layernorm(
     src << "        cmp.eq.i32 VP5, V16, 0\n";
   }
   src << "        NEST_BEGIN\n";
-  for (size_t i = 0; i < bundles.size(); ++i) src << (i + 1 == bundles.size() ? "end_d0: " : "        ") << bundles[i] << "\n";
+  src << loop_body(bundles);
   src << "        NEST_END\n";
   inst.variant = "layernorm fwd f32 scheduled " + std::to_string(rows) + " x " +
                  (k != 0 ? std::to_string(n0) + " elements" : std::to_string(vectors)) + (affine ? " affine" : "");
@@ -447,14 +462,7 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_narrow_layernorm_bwd
     inst.inputs.push_back(descriptor_of(t < 2 ? row_view : stat_view));
     inst.input_patterns.push_back(t < 2 ? row_pattern : stat_pattern);
   }
-  if (affine) {   // the same row at every step
-    DescriptorTemplate d = descriptor_of(TensorParams{DType::F32, {n0, static_cast<uint32_t>(steps)}, {}});
-    d.stride[1] = 0;
-    inst.inputs.push_back(d);
-    TensorAccessPattern pattern = pattern_of(AccessPatternDim{0, 0, 0, static_cast<int32_t>(n0) - 1}, shape, false);
-    for (unsigned dim = 1; dim < kMaxDims; ++dim) pattern[dim] = AccessPatternDim{static_cast<uint8_t>(dim), 0, 0, 0};
-    inst.input_patterns.push_back(pattern);
-  }
+  if (affine) add_repeated_row(inst, n0, steps, shape);
   inst.outputs.push_back(descriptor_of(row_view));
   inst.output_patterns.push_back(row_pattern);
   inst.srf[0] = n0;
@@ -472,7 +480,7 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_narrow_layernorm_bwd
   for (unsigned j = 0; j < k; ++j) src << "        cmp.eq.i32 VP" << 1 + j << ", V18, " << j << "\n";
   if (affine) src << "        imov I3, 0\n        ld_tnsr V19, I3, 4\n        shuffle.f32 V19, V19, V17\n";
   src << "        NEST_BEGIN\n";
-  for (size_t i = 0; i < bundles.size(); ++i) src << (i + 1 == bundles.size() ? "end_d0: " : "        ") << bundles[i] << "\n";
+  src << loop_body(bundles);
   src << "        NEST_END\n";
   inst.variant = "layernorm bwd f32 scheduled " + std::to_string(rows) + " x " + std::to_string(n0) + " elements" +
                  (affine ? " affine" : "");
