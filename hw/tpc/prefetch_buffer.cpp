@@ -24,12 +24,12 @@ std::optional<uint32_t> TpcPrefetchBuffer::allocate(uint64_t address, uint32_t b
     e.bytes = bytes;
     return static_cast<uint32_t>(i);
   }
-  // Full: an entry whose data arrived kStaleCycles ago or more and that no load has taken makes
+  // Full: an entry whose data arrived stale_cycles_ ago or more and that no load has taken makes
   // room (a read the kernel will not use, such as rows past this core's share), the oldest first.
   // Younger entries stay: a stream that prefetches ahead uses its oldest entries next.
   Entry* oldest = nullptr;
   for (Entry& e : entries_)
-    if (usable(e) && e.arrival != kPending && e.arrival + kStaleCycles <= now &&
+    if (usable(e) && e.arrival != kPending && e.arrival + stale_cycles_ <= now &&
         (oldest == nullptr || e.arrival < oldest->arrival))
       oldest = &e;
   if (oldest != nullptr) {

@@ -15,7 +15,7 @@ class TpcPrefetchBuffer {
   static constexpr uint64_t kPending = ~uint64_t{0};
   static constexpr int kNoWaiter = -1;
 
-  explicit TpcPrefetchBuffer(uint32_t entries) : entries_(entries) {}
+  TpcPrefetchBuffer(uint32_t entries, uint64_t stale_cycles) : entries_(entries), stale_cycles_(stale_cycles) {}
 
   uint32_t capacity() const { return static_cast<uint32_t>(entries_.size()); }
   void clear();
@@ -24,13 +24,10 @@ class TpcPrefetchBuffer {
   bool covers(uint64_t address, uint32_t bytes) const;
   // Records a prefetch of [address, address + bytes) at cycle `now` in a free entry and returns
   // the entry's id (the tag its read carries). With every entry in use, the oldest entry whose
-  // data arrived at least kStaleCycles ago unused is evicted for it; otherwise nullopt: the
-  // prefetch is dropped (a hint; those reads were asked for earlier, and the kernel needs them
-  // sooner).
+  // data arrived at least `stale_cycles` (tpc.prefetch_stale_cycles) ago unused is evicted for it;
+  // otherwise nullopt: the prefetch is dropped (a hint; those reads were asked for earlier, and
+  // the kernel needs them sooner).
   std::optional<uint32_t> allocate(uint64_t address, uint32_t bytes, uint64_t now);
-  // Far longer than a streaming kernel keeps a prefetched vector waiting (its lookahead over its
-  // issue rate: a few hundred cycles), so only reads it will never use age past it.
-  static constexpr uint64_t kStaleCycles = 8192;
 
   enum class Take { Miss, Arrived, Pending };
   // A load of [address, address + bytes) takes the entry covering it. Arrived: `arrival` is the
@@ -59,6 +56,7 @@ class TpcPrefetchBuffer {
   bool usable(const Entry& e) const { return e.in_use && !e.taken && !e.stale; }
 
   std::vector<Entry> entries_;
+  uint64_t stale_cycles_;
   uint64_t dropped_ = 0;
   uint64_t evicted_ = 0;
 };

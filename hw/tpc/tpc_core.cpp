@@ -89,6 +89,7 @@ TpcCoreParams tpc_core_params_from(const preset::Card& card, unsigned index) {
   p.max_outstanding = t.max_outstanding_loads();
   p.prefetch_entries = t.prefetch_entries();
   p.prefetch_hit_latency = t.prefetch_hit_latency();
+  p.prefetch_stale_cycles = t.prefetch_stale_cycles();
   p.launch_queue_depth = t.launch_queue_depth();
   p.max_posted_writes = t.max_posted_writes();
   p.quantum_cycles = t.quantum_cycles();
@@ -173,7 +174,7 @@ class TpcCore::Memory : public tpc::GlobalMemory {
 TpcCore::TpcCore(const TpcCoreParams& params) : TpcCore(sc_core::sc_module_name(params.name.c_str()), params) {}
 
 TpcCore::TpcCore(sc_core::sc_module_name name, const TpcCoreParams& params)
-    : sc_module(name), params_(params), bus_("bus"), prefetch_(params.prefetch_entries), regs_(size_bytes() / 4, 0) {
+    : sc_module(name), params_(params), bus_("bus"), prefetch_(params.prefetch_entries, params.prefetch_stale_cycles), regs_(size_bytes() / 4, 0) {
   const std::string who = "TPC core '" + params_.name + "': ";
   if (params_.cycle_ps == 0) throw std::invalid_argument(who + "cycle_ps must be positive");
   if (params_.icache_line_bytes < tpc::kBundleBytes || !is_power_of_two(params_.icache_line_bytes)) {

@@ -52,6 +52,7 @@ struct TpcCoreParams {
   uint32_t max_posted_writes = 256; // global stores sent and unanswered (posted, as the DMA's are)
   uint32_t prefetch_entries = 64;   // prefetch buffer entries (one prefetch each); 0: prefetch does nothing
   uint32_t prefetch_hit_latency = 4; // a load served by the prefetch buffer: cycles after issue or arrival
+  uint32_t prefetch_stale_cycles = 8192;  // a full buffer evicts entries unused this long after arriving
   // Hook for the cost of narrow accesses: a global read narrower than this is sent to the fabric
   // as a read of this many bytes, aligned down to a multiple of it (the memories then charge the
   // wider access). 0 = every access is charged its own size. Writes are never widened (they carry

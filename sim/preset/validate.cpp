@@ -129,6 +129,7 @@ void resolve_and_validate(Card& card) {
   require_positive(card.mme().read_ports(), "mme.read_ports");
   require_positive(card.mme().write_ports(), "mme.write_ports");
   require_positive(card.tpc().prefetch_hit_latency(), "tpc.prefetch_hit_latency");
+  require_positive(card.tpc().prefetch_stale_cycles(), "tpc.prefetch_stale_cycles");
   require_positive(card.tpc().launch_queue_depth(), "tpc.launch_queue_depth");
   require_positive(card.tpc().max_posted_writes(), "tpc.max_posted_writes");
   require_positive(card.tpc().quantum_cycles(), "tpc.quantum_cycles");

@@ -11,7 +11,7 @@ using hw::TpcPrefetchBuffer;
 using Take = TpcPrefetchBuffer::Take;
 
 TEST(TpcPrefetchBuffer, ALoadTakesAnArrivedEntryAndFreesIt) {
-  TpcPrefetchBuffer buffer(2);
+  TpcPrefetchBuffer buffer(2, 8192);
   const auto id = buffer.allocate(0x1000, 256, 0);
   ASSERT_TRUE(id.has_value());
   EXPECT_TRUE(buffer.covers(0x1000, 256));
@@ -26,7 +26,7 @@ TEST(TpcPrefetchBuffer, ALoadTakesAnArrivedEntryAndFreesIt) {
 }
 
 TEST(TpcPrefetchBuffer, ALoadOfAPendingEntryWaitsForItsArrival) {
-  TpcPrefetchBuffer buffer(1);
+  TpcPrefetchBuffer buffer(1, 8192);
   const auto id = buffer.allocate(0x2000, 256, 0);
   ASSERT_TRUE(id.has_value());
   uint64_t arrival = 0;
@@ -36,11 +36,11 @@ TEST(TpcPrefetchBuffer, ALoadOfAPendingEntryWaitsForItsArrival) {
   EXPECT_TRUE(buffer.allocate(0x3000, 256, 0).has_value()) << "then it is free";
 }
 
-// A full buffer: a prefetch replaces the oldest entry whose data arrived kStaleCycles ago or more
+// A full buffer: a prefetch replaces the oldest entry whose data arrived stale_cycles ago or more
 // unused; younger arrived entries and reads in flight stay, and the prefetch is dropped.
 TEST(TpcPrefetchBuffer, AFullBufferEvictsOnlyStaleUnusedEntries) {
-  constexpr uint64_t kStale = TpcPrefetchBuffer::kStaleCycles;
-  TpcPrefetchBuffer buffer(3);
+  constexpr uint64_t kStale = 100;   // the preset's tpc.prefetch_stale_cycles
+  TpcPrefetchBuffer buffer(3, kStale);
   const auto a = buffer.allocate(0x0, 256, 0), b = buffer.allocate(0x100, 256, 0), c = buffer.allocate(0x200, 256, 0);
   ASSERT_TRUE(a && b && c);
   EXPECT_FALSE(buffer.allocate(0x300, 256, 100).has_value()) << "every read still in flight";
@@ -66,7 +66,7 @@ TEST(TpcPrefetchBuffer, AFullBufferEvictsOnlyStaleUnusedEntries) {
 }
 
 TEST(TpcPrefetchBuffer, AStoreOverlappingAnEntryDropsIt) {
-  TpcPrefetchBuffer buffer(3);
+  TpcPrefetchBuffer buffer(3, 8192);
   const auto arrived = buffer.allocate(0x0, 256, 0);
   const auto pending = buffer.allocate(0x100, 256, 0);
   const auto untouched = buffer.allocate(0x200, 256, 0);
