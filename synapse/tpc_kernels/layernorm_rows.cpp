@@ -43,6 +43,20 @@ std::string loop_body(const std::vector<std::string>& bundles) {
   return text;
 }
 
+// A step's views of the row tensors ([width, steps]) and of the statistics ([rows, steps]: one
+// element per row), with the access patterns of one step each.
+struct StepViews {
+  DescriptorTemplate row, stat;
+  TensorAccessPattern row_pattern, stat_pattern;
+};
+StepViews step_views(uint32_t width, uint32_t rows, uint64_t steps) {
+  const TensorParams row{DType::F32, {width, static_cast<uint32_t>(steps)}, {}};
+  const TensorParams stat{DType::F32, {rows, static_cast<uint32_t>(steps)}, {}};
+  return {descriptor_of(row), descriptor_of(stat),
+          pattern_of(AccessPatternDim{0, 0, 0, static_cast<int32_t>(width) - 1}, padded(row.shape), false),
+          pattern_of(AccessPatternDim{0, 0, 0, static_cast<int32_t>(rows) - 1}, padded(stat.shape), false)};
+}
+
 // Gamma / beta: their row of n0 at every one of `steps` steps (stride 0 along dim 1).
 void add_repeated_row(Instantiation& inst, uint32_t n0, uint64_t steps, const std::array<uint32_t, kMaxDims>& shape) {
   DescriptorTemplate d = descriptor_of(TensorParams{DType::F32, {n0, static_cast<uint32_t>(steps)}, {}});
@@ -374,20 +388,12 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_scheduled_layernorm(
   inst.guid = guid;
   inst.ispace_geometry = {1, static_cast<int32_t>(steps), 1, 1, 1};
   const uint32_t width = rows * n0;
-  const TensorParams row_view{DType::F32, {width, static_cast<uint32_t>(steps)}, {}};
-  const TensorParams stat_view{DType::F32, {rows, static_cast<uint32_t>(steps)}, {}};
-  const TensorAccessPattern row_pattern =
-      pattern_of(AccessPatternDim{0, 0, 0, static_cast<int32_t>(width) - 1}, padded(row_view.shape), false);
-  inst.inputs.push_back(descriptor_of(row_view));
-  inst.input_patterns.push_back(row_pattern);
+  const StepViews views = step_views(width, rows, steps);
+  inst.inputs.push_back(views.row);
+  inst.input_patterns.push_back(views.row_pattern);
   for (size_t t = 1; t < p.inputs.size(); ++t) add_repeated_row(inst, n0, steps, shape);
-  inst.outputs.push_back(descriptor_of(row_view));
-  inst.output_patterns.push_back(row_pattern);
-  for (int k = 0; k < 2; ++k) {
-    inst.outputs.push_back(descriptor_of(stat_view));
-    inst.output_patterns.push_back(
-        pattern_of(AccessPatternDim{0, 0, 0, static_cast<int32_t>(rows) - 1}, padded(stat_view.shape), false));
-  }
+  inst.outputs = {views.row, views.stat, views.stat};
+  inst.output_patterns = {views.row_pattern, views.stat_pattern, views.stat_pattern};
   inst.srf[0] = n0;
   inst.srf[1] = f32_bits(static_cast<float>(n0));
   inst.srf[2] = f32_bits(p.scalars[0]);
@@ -451,20 +457,12 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_narrow_layernorm_bwd
   Instantiation inst;
   inst.guid = guid;
   inst.ispace_geometry = {1, static_cast<int32_t>(steps), 1, 1, 1};
-  const uint32_t width = per_step * lanes;
-  const TensorParams row_view{DType::F32, {width, static_cast<uint32_t>(steps)}, {}};
-  const TensorParams stat_view{DType::F32, {rows, static_cast<uint32_t>(steps)}, {}};
-  const TensorAccessPattern row_pattern =
-      pattern_of(AccessPatternDim{0, 0, 0, static_cast<int32_t>(width) - 1}, padded(row_view.shape), false);
-  const TensorAccessPattern stat_pattern =
-      pattern_of(AccessPatternDim{0, 0, 0, static_cast<int32_t>(rows) - 1}, padded(stat_view.shape), false);
-  for (size_t t = 0; t < 4; ++t) {
-    inst.inputs.push_back(descriptor_of(t < 2 ? row_view : stat_view));
-    inst.input_patterns.push_back(t < 2 ? row_pattern : stat_pattern);
-  }
+  const StepViews views = step_views(per_step * lanes, rows, steps);
+  inst.inputs = {views.row, views.row, views.stat, views.stat};
+  inst.input_patterns = {views.row_pattern, views.row_pattern, views.stat_pattern, views.stat_pattern};
   if (affine) add_repeated_row(inst, n0, steps, shape);
-  inst.outputs.push_back(descriptor_of(row_view));
-  inst.output_patterns.push_back(row_pattern);
+  inst.outputs = {views.row};
+  inst.output_patterns = {views.row_pattern};
   inst.srf[0] = n0;
   inst.srf[1] = f32_bits(static_cast<float>(n0));
 

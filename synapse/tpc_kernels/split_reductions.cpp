@@ -14,6 +14,32 @@ namespace {
 
 TensorParams f32(std::vector<uint32_t> shape) { return TensorParams{DType::F32, std::move(shape), {}}; }
 
+// A sum or mean into tensor 1 from tensor 0 in two phases: `partials` (phase 0: tensor 0's chunks
+// into the scratch, tensor 2) and `total` (phase 1: the partials into the output; a mean's divisor
+// becomes `count`, every element it covers, when non-zero).
+InstantiateResult two_phases(const std::string& guid, const InstantiateResult& partials, const InstantiateResult& total,
+                             uint32_t count, uint64_t scratch_bytes, const std::string& chunks) {
+  if (!partials.ok()) return partials;
+  if (!total.ok()) return total;
+  const uint32_t scratch = 2;
+  InstantiateResult result;
+  KernelPart first;
+  first.inst = *partials.inst;
+  first.inst.guid = guid;
+  first.inst.variant += ": " + chunks;
+  first.tensors = {0, scratch};
+  result.parts.push_back(std::move(first));
+  KernelPart second;
+  second.inst = *total.inst;
+  if (count != 0) second.inst.srf[1] = f32_bits(static_cast<float>(count));
+  second.inst.variant += ": the chunks' partials";
+  second.tensors = {scratch, 1};
+  second.phase = 1;
+  result.parts.push_back(std::move(second));
+  result.scratch_bytes = {scratch_bytes};
+  return result;
+}
+
 }  // namespace
 
 std::optional<InstantiateResult> KernelLibrary::instantiate_split_dim0_reduction(const std::string& guid,
@@ -29,29 +55,11 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_split_dim0_reduction
       !p.outputs[0].strides.empty() || x.dtype != DType::F32 || p.outputs[0].dtype != DType::F32)
     return std::nullopt;
   const uint32_t chunks = px[0] / length;
-  const uint32_t scratch = 2;
-  InstantiateResult result;
-  // Phase 0: the row as [length, chunks], a sum per chunk into the scratch [1, chunks].
-  InstantiateResult partials = instantiate_impl("reduce_sum_fwd_f32", {{f32({length, chunks})}, {f32({1, chunks})}, {0.0f}}, {});
-  if (!partials.ok()) return partials;
-  KernelPart first;
-  first.inst = *partials.inst;
-  first.inst.guid = guid;
-  first.inst.variant += ": the row's chunks";
-  first.tensors = {0, scratch};
-  result.parts.push_back(std::move(first));
-  // Phase 1: the partials reduced the same way into the output; a mean divides by every element.
-  InstantiateResult total = instantiate_impl(guid, {{f32({chunks})}, {f32({1})}, {0.0f}}, {});
-  if (!total.ok()) return total;
-  KernelPart second;
-  second.inst = *total.inst;
-  if (mean) second.inst.srf[1] = f32_bits(static_cast<float>(px[0]));
-  second.inst.variant += ": the chunks' partials";
-  second.tensors = {scratch, 1};
-  second.phase = 1;
-  result.parts.push_back(std::move(second));
-  result.scratch_bytes = {uint64_t{chunks} * 4};
-  return result;
+  // Phase 0: the row as [length, chunks], a sum per chunk into the scratch [1, chunks]; phase 1:
+  // the partials reduced the same way into the output; a mean divides by every element.
+  return two_phases(guid, instantiate_impl("reduce_sum_fwd_f32", {{f32({length, chunks})}, {f32({1, chunks})}, {0.0f}}, {}),
+                    instantiate_impl(guid, {{f32({chunks})}, {f32({1})}, {0.0f}}, {}), mean ? px[0] : 0,
+                    uint64_t{chunks} * 4, "the row's chunks");
 }
 
 std::optional<InstantiateResult> KernelLibrary::instantiate_split_outer_reduction(const std::string& guid,
@@ -69,30 +77,12 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_split_outer_reductio
   const uint32_t length = split_row_chunk(rows, n);
   if (length == 0) return std::nullopt;
   const uint32_t chunks = rows / length;
-  const uint32_t scratch = 2;
-  InstantiateResult result;
-  // Phase 0: the rows as [n, length, chunks], a sum per chunk into the scratch [n, 1, chunks].
-  InstantiateResult partials =
-      instantiate_impl("reduce_sum_fwd_f32", {{f32({n, length, chunks})}, {f32({n, 1, chunks})}, {1.0f}}, {});
-  if (!partials.ok()) return partials;
-  KernelPart first;
-  first.inst = *partials.inst;
-  first.inst.guid = guid;
-  first.inst.variant += ": the rows' chunks";
-  first.tensors = {0, scratch};
-  result.parts.push_back(std::move(first));
-  // Phase 1: the partials summed in chunk order into the output; a mean divides by every row.
-  InstantiateResult total = instantiate_impl(guid, {{f32({n, chunks})}, {f32({n, 1})}, {1.0f}}, {});
-  if (!total.ok()) return total;
-  KernelPart second;
-  second.inst = *total.inst;
-  if (mean) second.inst.srf[1] = f32_bits(static_cast<float>(rows));
-  second.inst.variant += ": the chunks' partials";
-  second.tensors = {scratch, 1};
-  second.phase = 1;
-  result.parts.push_back(std::move(second));
-  result.scratch_bytes = {uint64_t{n} * chunks * 4};
-  return result;
+  // Phase 0: the rows as [n, length, chunks], a sum per chunk into the scratch [n, 1, chunks];
+  // phase 1: the partials summed in chunk order into the output; a mean divides by every row.
+  return two_phases(guid,
+                    instantiate_impl("reduce_sum_fwd_f32", {{f32({n, length, chunks})}, {f32({n, 1, chunks})}, {1.0f}}, {}),
+                    instantiate_impl(guid, {{f32({n, chunks})}, {f32({n, 1})}, {1.0f}}, {}), mean ? rows : 0,
+                    uint64_t{n} * chunks * 4, "the rows' chunks");
 }
 
 std::optional<InstantiateResult> KernelLibrary::instantiate_split_gamma_beta(const std::string& guid,
