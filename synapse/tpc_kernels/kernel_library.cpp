@@ -1550,6 +1550,7 @@ InstantiateResult KernelLibrary::instantiate(const std::string& guid, const Kern
   if (auto split = instantiate_split_gamma_beta(guid, params)) return std::move(*split);
   if (auto split = instantiate_split_dim0_reduction(guid, params)) return std::move(*split);
   if (auto split = instantiate_split_outer_reduction(guid, params)) return std::move(*split);
+  if (auto short_reduce = instantiate_short_outer_reduction(guid, params)) return std::move(*short_reduce);
   if (auto paired = instantiate_paired_rows(guid, params)) return std::move(*paired);
   if (auto scheduled = instantiate_scheduled_single(guid, params)) return std::move(*scheduled);
   if (auto scheduled = instantiate_scheduled_layernorm(guid, params)) return std::move(*scheduled);

@@ -161,6 +161,9 @@ class KernelLibrary {
   // Binary ops with a bias row (one row broadcast over every outer dim) of at most this many
   // vectors keep it in registers (eltwise_binary_row.s).
   static constexpr uint32_t kBiasRowVectors = 12;
+  // Reductions over an outer dim at most this long read a step's inputs straight-line
+  // (short_reductions.cpp) instead of reduce_outer.s's loop along the dim.
+  static constexpr uint32_t kShortReduceLength = 8;
   static unsigned prefetch_ahead(size_t streamed_inputs);
   static bool valid_vector_bits(unsigned bits);   // a power of two in kMin .. kMaxVectorBits
 
@@ -242,6 +245,9 @@ class KernelLibrary {
   // reduce_sum / reduce_mean_fwd_f32 over dim 1 of [n, rows] with few outputs (a bias gradient):
   // the rows in chunks, then the partials summed in chunk order (row_chunks.h; nullopt: not split).
   std::optional<InstantiateResult> instantiate_split_outer_reduction(const std::string& guid, const KernelParams& params);
+  // short_reductions.cpp: f32 reductions over an outer dim of at most kShortReduceLength, several
+  // rows a step, bit-identical to reduce_outer.s (nullopt: not such a node).
+  std::optional<InstantiateResult> instantiate_short_outer_reduction(const std::string& guid, const KernelParams& params);
   // paired_rows.cpp: softmax / log_softmax and their backward over f32 rows of one or two whole
   // vectors, two rows a step (nullopt: not such a node).
   std::optional<InstantiateResult> instantiate_paired_rows(const std::string& guid, const KernelParams& params);

@@ -219,6 +219,54 @@ TEST(TpcKernelReduceSplit, OuterDimWithFewOutputsSumsChunksOfRows) {
   EXPECT_EQ(run_kernel("reduce_sum_fwd_f32", {x}, y, 8, {1.0f}).parts, 1u);
 }
 
+// A reduction over an outer dim of at most kShortReduceLength (a pool's window) reads a step's
+// inputs straight-line, several rows a step, instead of reduce_outer.s's loop along the dim: the
+// same bits as the kernel file on 1 and 8 cores, in a fraction of its bundles.
+TEST(TpcKernelReduceShort, ShortOuterDimsAreBitIdenticalToTheLoopKernelInFewerBundles) {
+  KernelLibrary& lib = KernelLibrary::instance();
+  struct Case {
+    Shape shape;
+    unsigned dim;
+    bool short_form;
+  };
+  const std::vector<Case> cases = {
+      {{32, 2, 8, 2, 64}, 1, true},   // the conv block's pool: half-vector rows, 8 a step
+      {{32, 1, 8, 2, 64}, 3, true},   // its second sum: rows of 4 vectors
+      {{64, 8, 40}, 1, true},         {{16, 3, 5, 7}, 2, true},   // 48-element rows
+      {{128, 5, 3}, 1, true},         // 3 rows: one a step
+      {{70, 2, 6}, 1, false},         // rows not a whole number of vectors: the loop kernel
+      {{64, 9, 4}, 1, false},         // longer than kShortReduceLength
+  };
+  uint32_t seed = 300;
+  for (const std::string kind : {"sum", "mean", "max", "min"}) {
+    const std::string guid = "reduce_" + kind + "_fwd_f32";
+    for (const Case& c : cases) {
+      SCOPED_TRACE(guid + " " + shape_str(c.shape) + " dim " + std::to_string(c.dim));
+      HostTensor x(DType::F32, c.shape);
+      fill_random(x, seed++, -1e3f, 1e3f);
+      Shape ys = c.shape;
+      ys[c.dim] = 1;
+      KernelParams params{{x.params()}, {tp(DType::F32, ys)}, {static_cast<float>(c.dim)}};
+      const InstantiateResult chosen = lib.instantiate(guid, params);
+      const InstantiateResult loop = lib.instantiate_own_kernel(guid, params);
+      ASSERT_TRUE(chosen.ok() && loop.ok()) << chosen.message << loop.message;
+      EXPECT_EQ(chosen.inst->variant.find("short outer") != std::string::npos, c.short_form) << chosen.inst->variant;
+      std::vector<HostTensor> expected{HostTensor(DType::F32, ys)};
+      const RunOutcome ran_loop = run_instantiated(loop, {x}, expected, 8, KernelLibrary::kDefaultVectorBits);
+      ASSERT_TRUE(ran_loop.ok) << ran_loop.error;
+      for (unsigned cores : {1u, 8u}) {
+        std::vector<HostTensor> got{HostTensor(DType::F32, ys)};
+        const RunOutcome r = run_instantiated(chosen, {x}, got, cores, KernelLibrary::kDefaultVectorBits);
+        ASSERT_TRUE(r.ok && r.gaps_ok) << r.error;
+        EXPECT_EQ(got[0].data, expected[0].data) << cores << " cores";
+        if (c.short_form && cores == 8) {
+          EXPECT_LT(r.bundles * 2, ran_loop.bundles) << "bundles against the loop kernel's";
+        }
+      }
+    }
+  }
+}
+
 // A long f32 row into one element (a loss) is split over chunks (row_chunks.h): each chunk's sum
 // in the kernel's order, then the partials summed the same way; a mean divides by every element.
 TEST(TpcKernelReduceSplit, LongRowsIntoOneElementSumTheirChunksInTheKernelsOrder) {
