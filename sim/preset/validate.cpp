@@ -137,6 +137,12 @@ void resolve_and_validate(Card& card) {
   require_positive(card.mme().max_posted_writes(), "mme.max_posted_writes");
   require_positive(card.mme().launch_queue_depth(), "mme.launch_queue_depth");
   require_positive(card.driver().tdr_timeout_ms(), "driver.tdr_timeout_ms");
+  const auto& nic = card.nic();
+  require_positive(nic.gbps_per_port(), "nic.gbps_per_port");
+  require(nic.mtu_bytes() >= 256 && nic.mtu_bytes() <= 65536, "nic.mtu_bytes must be between 256 and 65536");
+  require_positive(nic.rx_buffer_packets(), "nic.rx_buffer_packets");
+  require_positive(nic.tx_window_packets(), "nic.tx_window_packets");
+  require_positive(nic.queue_depth(), "nic.queue_depth");
   require(card.tpc().icache_bytes() >= card.tpc().icache_line_bytes() && card.tpc().icache_bytes() % card.tpc().icache_line_bytes() == 0,
           "tpc.icache_bytes must be a multiple of tpc.icache_line_bytes");
   require_positive(card.mme().cores(), "mme.cores");

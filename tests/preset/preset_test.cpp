@@ -140,10 +140,13 @@ TEST(Preset, SemanticErrorsAreNamed) {
             std::string::npos);
   // The engines' queue and window sizes, the simulation quantum, the TDR and self-refresh.
   for (const char* field : {"tpc.launch_queue_depth", "tpc.max_posted_writes", "tpc.quantum_cycles",
-                            "mme.max_posted_writes", "mme.launch_queue_depth", "driver.tdr_timeout_ms"}) {
+                            "mme.max_posted_writes", "mme.launch_queue_depth", "driver.tdr_timeout_ms",
+                            "nic.gbps_per_port", "nic.rx_buffer_packets", "nic.tx_window_packets", "nic.queue_depth"}) {
     const std::string message = error_of([&] { load_preset("hl205", {std::string(field) + "=0"}); });
     EXPECT_NE(message.find(field), std::string::npos) << field << ": " << message;
   }
+  EXPECT_NE(error_of([] { load_preset("hl205", {"nic.mtu_bytes=100"}); }).find("nic.mtu_bytes must be between 256 and 65536"),
+            std::string::npos);
   EXPECT_NE(error_of([] { load_preset("hl205", {"mme.max_request_bytes=2"}); }).find("mme.max_request_bytes"),
             std::string::npos);
   EXPECT_NE(error_of([] { load_preset("hl205", {"hbm.self_refresh_after_refi=1"}); }).find("hbm.self_refresh_after_refi"),
