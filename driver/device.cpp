@@ -143,7 +143,7 @@ bool HlDevice::queue_exists(unsigned q) const {
     case regs::QueueKind::Dma: return engine < dma_channel_count_;
     case regs::QueueKind::Mme: return qman_present(regs::mme_qman(regs::mme_group_master(engine)));
     case regs::QueueKind::Tpc: return ((tpc_mask_ >> engine) & 1) != 0;
-    case regs::QueueKind::Nic: return false;   // NIC engines are not present ("disabled")
+    case regs::QueueKind::Nic: return ((nic_ports_mask_ >> engine) & 1) != 0;
   }
   return false;
 }
@@ -343,7 +343,7 @@ bool HlDevice::qman_present(regs::QmanId qman) const {
     case regs::QmanFamily::Dma: return engine < dma_channels();
     case regs::QmanFamily::Mme: return engine % 2 == 0 && ((mme_master_mask_ >> (engine / 2)) & 1) != 0;
     case regs::QmanFamily::Tpc: return ((tpc_mask_ >> engine) & 1) != 0;
-    case regs::QmanFamily::Nic: return false;
+    case regs::QmanFamily::Nic: return ((nic_ports_mask_ >> engine) & 1) != 0;
   }
   return false;
 }
@@ -362,6 +362,13 @@ void HlDevice::init_dma_core(unsigned channel) {
   mmio_write(base + dc::kSecureProps, dc::kPropsMmbp);
   mmio_write(base + dc::kNonSecureProps, dc::kPropsMmbp);
   mmio_write(base + dc::kCfg0, dc::kCfg0En);
+}
+
+// A NIC port (hpusim's block): MMU bypass until a context sets its ASID, then enabled.
+void HlDevice::init_nic_port(unsigned port) {
+  const uint64_t base = regs::nic_port_base(port);
+  mmio_write(base + regs::nic_port::kNonSecureProps, regs::dma_core::kPropsMmbp);
+  mmio_write(base + regs::nic_port::kCfg, regs::nic_port::kCfgEn);
 }
 
 void HlDevice::init_queues() {
@@ -383,6 +390,9 @@ void HlDevice::init_queues() {
     mmio_write(regs::qman_reg(qman, regs::QmReg::PqCi, stream), 0);
   }
   for (unsigned ch = 0; ch < dma_channels(); ++ch) init_dma_core(ch);
+  for (unsigned port = 0; port < regs::kMaxNicEngines; ++port) {
+    if (qman_present(regs::nic_qman(port))) init_nic_port(port);
+  }
   for (unsigned i = 0; i < regs::kNumQmans; ++i) {
     if (qman_used[i]) init_qman(regs::qman_from_index(i));
   }
@@ -560,6 +570,7 @@ int HlDevice::do_info(hl_info_args& args) {
       // The engines the card has, as the firmware reported them.
       hw.tpc_enabled_mask_ext = tpc_mask_;
       hw.tpc_enabled_mask = static_cast<uint8_t>(tpc_mask_);
+      hw.nic_ports_mask = nic_ports_mask_;
       hw.edma_enabled_mask = dma_channel_count_ > regs::kNumPciDmaChannels
                                  ? (1u << (dma_channel_count_ - regs::kNumPciDmaChannels)) - 1
                                  : 0;

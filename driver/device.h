@@ -221,6 +221,7 @@ class HlDevice : public DeviceFileOps {
   void init_queues();
   void init_qman(regs::QmanId qman);
   void init_dma_core(unsigned channel);
+  void init_nic_port(unsigned port);
   bool qman_present(regs::QmanId qman) const;
   void build_queue_table();   // queues_ from the make-up the firmware reported
   unsigned dma_channels() const;
@@ -305,6 +306,7 @@ class HlDevice : public DeviceFileOps {
   // number of DMA channels (the PCI pair plus the internal ones) and present MME masters (bit k =
   // MME 2k).
   uint64_t tpc_mask_ = 0;
+  uint64_t nic_ports_mask_ = 0;   // the NIC ports the firmware reports (cpucp info)
   unsigned dma_channel_count_ = 0;
   uint32_t mme_master_mask_ = 0;
   uint16_t tpc_vector_bits_ = 0;   // hpusim's INFO extension

@@ -114,6 +114,7 @@ bool HlDevice::cpucp_info_get() {
     logf("F/W reports no TPC or no MME");
     return false;
   }
+  nic_ports_mask_ = cpucp::parse_nic_ports_mask(block.data(), written).value_or(0);
   tpc_vector_bits_ = static_cast<uint16_t>(block[cpucp::info::kTpcVectorBits] | block[cpucp::info::kTpcVectorBits + 1] << 8);
   mme_geometries_ = block[cpucp::info::kMmeGeometries];
   if (tpc_vector_bits_ == 0 || mme_geometries_ == 0) {

@@ -95,6 +95,10 @@ void HlDevice::prepare_mmu_asid(uint32_t asid) {
     mmio_write(regs::tpc_cfg_base(tpc) + regs::tpc_cfg::kAruserLo, props);
     mmio_write(regs::tpc_cfg_base(tpc) + regs::tpc_cfg::kAwuserLo, props);
   }
+  // The NIC ports in their props word (hpusim's port block).
+  for (unsigned nic = 0; nic < regs::kMaxNicEngines; ++nic) {
+    if (qman_present(regs::nic_qman(nic))) mmio_write(regs::nic_port_base(nic) + regs::nic_port::kNonSecureProps, props);
+  }
   // The MME masters carry it in their props word (hpusim's register).
   for (unsigned mme = 0; mme < regs::kMaxMmeEngines; mme += 2) {
     if (qman_present(regs::mme_qman(mme))) mmio_write(regs::mme_ctrl_base(mme) + mme::desc::kProps, props);

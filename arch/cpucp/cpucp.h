@@ -101,7 +101,10 @@ inline constexpr uint32_t kSramReservedBytes = 1648;
 // The card's generation (u64: 1, 2, 3 for Gaudi, Gaudi2, Gaudi3), which a real driver reads from
 // the PCI device ID.
 inline constexpr uint32_t kCardGeneration = 1656;
-inline constexpr uint32_t kExtendedBytes = 1664;
+// The NIC ports the card has (u64, bit n: port n), which a real driver learns from the NIC
+// firmware's port configuration.
+inline constexpr uint32_t kNicPortsMask = 1664;
+inline constexpr uint32_t kExtendedBytes = 1672;
 }  // namespace info
 
 // The card's memory map as a driver needs it. The defaults are Gaudi 1's (DRAM_PHYS_BASE,
@@ -131,6 +134,7 @@ struct DeviceInfo {
   uint8_t mme_geometries = 1;        // hpusim
   MemoryMap memory_map;              // hpusim's extension
   uint32_t card_generation = 1;      // hpusim's extension
+  uint64_t nic_ports_mask = 0;       // hpusim's extension
 };
 // The binning masks of a card with `tpcs` TPCs, `dma_channels` DMA channels (2 PCI + internal)
 // and `mme_masters` MME masters.
@@ -141,6 +145,7 @@ std::vector<uint8_t> build_info_block(const DeviceInfo& info);
 std::optional<MemoryMap> parse_memory_map(const uint8_t* block, uint64_t bytes);
 // The card generation of an INFO_GET answer of `bytes` bytes; nullopt when it has no extension.
 std::optional<uint32_t> parse_card_generation(const uint8_t* block, uint64_t bytes);
+std::optional<uint64_t> parse_nic_ports_mask(const uint8_t* block, uint64_t bytes);
 
 }  // namespace cpucp
 
@@ -203,7 +208,8 @@ inline constexpr uint32_t kExtMme4Err = 942;       // MME4..15_ERR = 942..953
 inline constexpr uint32_t kExtMmeMaster2Qm = 954;  // the QMs of masters MME4, 6, .. 14 = 954..959
 inline constexpr uint32_t kExtDma8Qm = 960;        // DMA8..9_QM = 960..961
 inline constexpr uint32_t kExtDma8Core = 962;      // DMA8..9_CORE = 962..963
-inline constexpr uint32_t kExtEnd = 964;
+inline constexpr uint32_t kExtNic10Qm = 964;       // the QMs of NIC engines 10..23 = 964..977
+inline constexpr uint32_t kExtEnd = 978;
 
 constexpr uint32_t tpc_qm(unsigned tpc) {
   return tpc < regs::kGaudi1TpcEngines ? kTpc0Qm + tpc : kExtTpc8Qm + (tpc - regs::kGaudi1TpcEngines);
@@ -258,7 +264,8 @@ constexpr uint32_t qman_error_event(regs::QmanId q) {
     case regs::QmanFamily::Dma: return dma_qm(engine);
     case regs::QmanFamily::Mme: return mme_qm(engine);
     case regs::QmanFamily::Tpc: return tpc_qm(engine);
-    case regs::QmanFamily::Nic: return kNic0Qm0 + engine;
+    case regs::QmanFamily::Nic:
+      return engine < regs::kGaudi1NicEngines ? kNic0Qm0 + engine : kExtNic10Qm + (engine - regs::kGaudi1NicEngines);
   }
   return 0;
 }

@@ -50,7 +50,7 @@ inline constexpr unsigned kMaxDmaChannels = 10;    // 2 PCI + 8 internal (cpucp'
 inline constexpr unsigned kMaxMmeEngines = 16;     // 8 masters, each with its slave
 inline constexpr unsigned kMaxMmeMasters = kMaxMmeEngines / 2;
 inline constexpr unsigned kMaxTpcEngines = 64;     // tpc_enabled_mask_ext has 64 bits
-inline constexpr unsigned kMaxNicEngines = kGaudi1NicEngines;   // more come with the NIC model
+inline constexpr unsigned kMaxNicEngines = 24;     // Gaudi 2 and 3: 24 ports (12 macros x 2)
 inline constexpr unsigned kQmanStreams = 4;        // PQ + upper CP per stream
 inline constexpr unsigned kQmanCps = 5;            // CPs 0..3 (upper) and 4 (lower / "CMDQ")
 inline constexpr unsigned kLowerCp = 4;
@@ -94,6 +94,7 @@ inline constexpr uint64_t kPsocTimestampBase = 0xC49000;
 inline constexpr uint64_t kExtTpcCfg8Base = 0x2006000;   // TPC8..63: 0x2000000 + 0x40000 (n - 8) + 0x6000
 inline constexpr uint64_t kExtMmeCtrl4Base = 0x2E00000;  // MME4..15: 0x2E00000 + 0x80000 (n - 4)
 inline constexpr uint64_t kExtDmaCore8Base = 0x3400000;  // DMA8..9:  0x3400000 + 0x20000 (n - 8)
+inline constexpr uint64_t kExtNicMacro5Base = 0x3500000; // NIC macros 5..11 (engines 10..23): + 0x40000 (m - 5)
 inline constexpr uint64_t kTpcQmFromCfg = kTpcQm0Base - kTpcCfg0Base;
 inline constexpr uint64_t kMmeQmFromCtrl = kMmeQm0Base - kMmeCtrl0Base;
 inline constexpr uint64_t kDmaQmFromCore = kDmaQm0Base - kDmaCore0Base;
@@ -119,15 +120,38 @@ constexpr uint64_t tpc_qm_base(unsigned tpc) { return tpc_cfg_base(tpc) + kTpcQm
 // NIC engine n (queues NIC_n_x) is QMAN n%2 of NIC macro n/2.
 constexpr uint64_t nic_qm_base(unsigned nic_engine) {
   if (nic_engine >= kMaxNicEngines) throw std::out_of_range("NIC engine out of range");
-  return kNic0Qm0Base + (nic_engine / 2) * kNicMacroStride + (nic_engine % 2) * kNicQm1Delta;
+  const unsigned macro = nic_engine / 2;
+  const uint64_t macro_base = nic_engine < kGaudi1NicEngines ? kNic0Qm0Base + macro * kNicMacroStride
+                                                             : kExtNicMacro5Base + (macro - kGaudi1NicEngines / 2) * kNicMacroStride;
+  return macro_base + (nic_engine % 2) * kNicQm1Delta;
 }
+// hpusim's NIC port engine block (hw/nic: its own register layout) of engine n: the page above its
+// QMAN's, inside the NIC macro.
+inline constexpr uint64_t kNicPortFromQm = 0x1000;
+constexpr uint64_t nic_port_base(unsigned nic_engine) { return nic_qm_base(nic_engine) + kNicPortFromQm; }
+// The port block's registers (hw/nic/README.md).
+namespace nic_port {
+inline constexpr uint32_t kCfg = 0x000;          // b0 EN
+inline constexpr uint32_t kStatus = 0x004;       // RO: b31 busy, [15:0] sends, [30:16] receives
+inline constexpr uint32_t kErrCause = 0x008;     // W1C
+inline constexpr uint32_t kAddrLo = 0x010, kAddrHi = 0x014, kSize = 0x018;
+inline constexpr uint32_t kCompAddrLo = 0x020, kCompAddrHi = 0x024, kCompWdata = 0x028;
+inline constexpr uint32_t kCommit = 0x030;       // b0 COMP_EN, [2:1] op: 1 SEND, 2 RECV
+inline constexpr uint32_t kNonSecureProps = 0x040;
+inline constexpr uint32_t kCfgEn = 1u << 0;
+inline constexpr uint32_t kCommitCompEn = 1u << 0;
+inline constexpr uint32_t kCommitOpShift = 1, kCommitOpMask = 3u << 1;
+inline constexpr uint32_t kCommitSend = 1u << kCommitOpShift, kCommitRecv = 2u << kCommitOpShift;
+inline constexpr uint32_t kErrReadFailed = 1u << 0, kErrWriteFailed = 1u << 1, kErrCompletionFailed = 1u << 2,
+                          kErrQueueOverflow = 1u << 3, kErrBadCommit = 1u << 4;
+}  // namespace nic_port
 
 // ---------------------------------------------------------------------------------------------
 // QMAN instances
 // ---------------------------------------------------------------------------------------------
 
 // Gaudi 1's 30 QMANs by name; the extension's follow them: DMA8..9 (30, 31), MME4..15 (32..43),
-// TPC8..63 (44..99). A QMAN's index is also its engine's id (enum gaudi_engine_id for Gaudi 1's):
+// TPC8..63 (44..99), NIC engines 10..23 (100..113). A QMAN's index is also its engine's id (enum gaudi_engine_id for Gaudi 1's):
 // the id MMU page-fault captures and RAZWI reports carry.
 enum class QmanId : uint8_t {
   DMA0, DMA1, DMA2, DMA3, DMA4, DMA5, DMA6, DMA7,
@@ -139,7 +163,8 @@ inline constexpr unsigned kNumGaudi1Qmans = 30;
 inline constexpr unsigned kExtDmaQman0 = kNumGaudi1Qmans;                                         // DMA8
 inline constexpr unsigned kExtMmeQman0 = kExtDmaQman0 + kMaxDmaChannels - kGaudi1DmaChannels;    // MME4
 inline constexpr unsigned kExtTpcQman0 = kExtMmeQman0 + kMaxMmeEngines - kGaudi1MmeEngines;      // TPC8
-inline constexpr unsigned kNumQmans = kExtTpcQman0 + kMaxTpcEngines - kGaudi1TpcEngines;
+inline constexpr unsigned kExtNicQman0 = kExtTpcQman0 + kMaxTpcEngines - kGaudi1TpcEngines;      // NIC engine 10
+inline constexpr unsigned kNumQmans = kExtNicQman0 + kMaxNicEngines - kGaudi1NicEngines;
 
 enum class QmanFamily : uint8_t { Dma, Mme, Tpc, Nic };
 
@@ -152,7 +177,7 @@ constexpr QmanFamily qman_family(QmanId q) {
   const unsigned i = to_index(q);
   if (i >= kNumQmans) throw std::out_of_range("QMAN id out of range");
   if (i < kNumGaudi1Qmans) return i < 8 ? QmanFamily::Dma : i < 12 ? QmanFamily::Mme : i < 20 ? QmanFamily::Tpc : QmanFamily::Nic;
-  return i < kExtMmeQman0 ? QmanFamily::Dma : i < kExtTpcQman0 ? QmanFamily::Mme : QmanFamily::Tpc;
+  return i < kExtMmeQman0 ? QmanFamily::Dma : i < kExtTpcQman0 ? QmanFamily::Mme : i < kExtNicQman0 ? QmanFamily::Tpc : QmanFamily::Nic;
 }
 // Engine number inside its family: DMA channel, MME index, TPC index or NIC engine.
 constexpr unsigned qman_engine(QmanId q) {
@@ -162,7 +187,7 @@ constexpr unsigned qman_engine(QmanId q) {
     case QmanFamily::Dma: return gaudi1 ? i : kGaudi1DmaChannels + (i - kExtDmaQman0);
     case QmanFamily::Mme: return gaudi1 ? i - 8 : kGaudi1MmeEngines + (i - kExtMmeQman0);
     case QmanFamily::Tpc: return gaudi1 ? i - 12 : kGaudi1TpcEngines + (i - kExtTpcQman0);
-    case QmanFamily::Nic: return i - 20;
+    case QmanFamily::Nic: return gaudi1 ? i - 20 : kGaudi1NicEngines + (i - kExtNicQman0);
   }
   return 0;
 }
@@ -180,7 +205,7 @@ constexpr QmanId tpc_qman(unsigned tpc) {
 }
 constexpr QmanId nic_qman(unsigned nic_engine) {
   if (nic_engine >= kMaxNicEngines) throw std::out_of_range("NIC engine out of range");
-  return static_cast<QmanId>(20 + nic_engine);
+  return static_cast<QmanId>(nic_engine < kGaudi1NicEngines ? 20 + nic_engine : kExtNicQman0 + (nic_engine - kGaudi1NicEngines));
 }
 // The engine id of a QMAN's engine (enum gaudi_engine_id for Gaudi 1's engines).
 constexpr uint32_t engine_id(QmanId q) {
@@ -202,14 +227,14 @@ constexpr uint64_t qman_base(QmanId q) {
 // The engine block a QMAN drives: WREG_32 / WREG_BULK reg_offset values are offsets inside it
 // (DMA core, MME control block, TPC CFG block), as the public Synapse and hl-thunk command
 // buffers use them (offsetof(block_tpc, qm_tensor_0) = 0xA00, mmDMA0_CORE_SRC_BASE_LO - core
-// base = 0x14, MME address & 0xFFF). NIC QMANs have no modelled engine block: nullopt.
+// base = 0x14, MME address & 0xFFF); a NIC QMAN's is hpusim's NIC port block (nic_port_base).
 constexpr std::optional<uint64_t> qman_engine_block(QmanId q) {
   unsigned e = qman_engine(q);
   switch (qman_family(q)) {
     case QmanFamily::Dma: return dma_core_base(e);
     case QmanFamily::Mme: return mme_ctrl_base(e);
     case QmanFamily::Tpc: return tpc_cfg_base(e);
-    case QmanFamily::Nic: return std::nullopt;
+    case QmanFamily::Nic: return nic_port_base(e);
   }
   return std::nullopt;
 }
@@ -954,11 +979,12 @@ enum class QueueId : uint32_t {
 inline constexpr unsigned kNumGaudi1Queues = 113;   // GAUDI_QUEUE_ID_SIZE
 // hpusim's extension: the queues of engines past Gaudi 1's follow, four streams each:
 // DMA_8_x..DMA_9_x (113..120), MME_2_x..MME_7_x (121..144, MME group g >= 2 runs on master 2g),
-// TPC_8_x..TPC_63_x (145..368).
+// TPC_8_x..TPC_63_x (145..368), NIC_10_x..NIC_23_x (369..424).
 inline constexpr unsigned kExtDmaQueue0 = kNumGaudi1Queues;
 inline constexpr unsigned kExtMmeQueue0 = kExtDmaQueue0 + 4 * (kMaxDmaChannels - kGaudi1DmaChannels);
 inline constexpr unsigned kExtTpcQueue0 = kExtMmeQueue0 + 4 * (kMaxMmeMasters - kGaudi1MmeEngines / 2);
-inline constexpr unsigned kNumQueues = kExtTpcQueue0 + 4 * (kMaxTpcEngines - kGaudi1TpcEngines);
+inline constexpr unsigned kExtNicQueue0 = kExtTpcQueue0 + 4 * (kMaxTpcEngines - kGaudi1TpcEngines);
+inline constexpr unsigned kNumQueues = kExtNicQueue0 + 4 * (kMaxNicEngines - kGaudi1NicEngines);
 
 enum class QueueKind : uint8_t { Dma, Cpu, Mme, Tpc, Nic };
 
@@ -981,7 +1007,8 @@ constexpr QueueId queue_from_index(unsigned i) {
 constexpr QueueKind queue_kind(QueueId q) {
   const unsigned i = to_index(q);
   if (i >= kNumQueues) throw std::out_of_range("queue id out of range");
-  if (i >= kNumGaudi1Queues) return i < kExtMmeQueue0 ? QueueKind::Dma : i < kExtTpcQueue0 ? QueueKind::Mme : QueueKind::Tpc;
+  if (i >= kNumGaudi1Queues)
+    return i < kExtMmeQueue0 ? QueueKind::Dma : i < kExtTpcQueue0 ? QueueKind::Mme : i < kExtNicQueue0 ? QueueKind::Tpc : QueueKind::Nic;
   if (i < 8 || (i >= 9 && i < 33)) return QueueKind::Dma;
   if (i == 8) return QueueKind::Cpu;
   if (i < 41) return QueueKind::Mme;
@@ -999,7 +1026,8 @@ constexpr unsigned first_queue(QueueKind kind, unsigned engine) {
     case QueueKind::Mme: return engine < 2 ? 33 + engine * 4 : kExtMmeQueue0 + (engine - 2) * 4;
     case QueueKind::Tpc:
       return engine < kGaudi1TpcEngines ? 41 + engine * 4 : kExtTpcQueue0 + (engine - kGaudi1TpcEngines) * 4;
-    case QueueKind::Nic: return 73 + engine * 4;
+    case QueueKind::Nic:
+      return engine < kGaudi1NicEngines ? 73 + engine * 4 : kExtNicQueue0 + (engine - kGaudi1NicEngines) * 4;
   }
   return 0;
 }
@@ -1013,7 +1041,7 @@ constexpr unsigned queue_engine(QueueId q) {
     case QueueKind::Cpu: return 0;
     case QueueKind::Mme: return i < kNumGaudi1Queues ? (i - 33) / 4 : 2 + (i - kExtMmeQueue0) / 4;
     case QueueKind::Tpc: return i < kNumGaudi1Queues ? (i - 41) / 4 : kGaudi1TpcEngines + (i - kExtTpcQueue0) / 4;
-    case QueueKind::Nic: return (i - 73) / 4;
+    case QueueKind::Nic: return i < kNumGaudi1Queues ? (i - 73) / 4 : kGaudi1NicEngines + (i - kExtNicQueue0) / 4;
   }
   return 0;
 }

@@ -127,8 +127,8 @@ struct hl_info_hw_ip_info {
   __u8 reserved2;
   __u64 reserved3;
   __u64 device_mem_alloc_default_page_size;
-  __u64 reserved4;
-  __u64 reserved5;
+  __u64 nic_ports_mask;            // the NIC ports the card has (bit n: port n)
+  __u64 nic_ports_external_mask;   // those used for scale-out
   __u32 reserved6;
   __u8 reserved7;
   __u8 revision_id;

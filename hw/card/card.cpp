@@ -17,7 +17,7 @@ bool card_has_qman(const preset::Card& preset, regs::QmanId id) {
     case regs::QmanFamily::Tpc:
       return engine < preset.tpc().count();
     case regs::QmanFamily::Nic:
-      return false;   // NIC engines are not modelled yet
+      return engine < preset.nic().ports();
   }
   return false;
 }
@@ -116,6 +116,18 @@ Card::Card(sc_core::sc_module_name name, const preset::Card& preset, const CardO
     mme_engines_[mme] = std::move(engine);
   }
 
+  // The NIC ports: hpusim's port block above each NIC QMAN, a fabric master through its own MMU.
+  // Their links are joined by the box (sim/platform), per its topology.
+  for (uint32_t n = 0; n < preset.nic().ports(); ++n) {
+    auto port = std::make_unique<NicPort>(nic_port_config_from(preset, n));
+    if (const auto scope = stats_scope("nic.port" + std::to_string(n))) port->register_stats(*scope);
+    memory_.cfg().attach(port->config().name, regs::cfg_address(regs::nic_port_base(n)), NicPort::size_bytes(), *port);
+    NicPort* engine = port.get();
+    port->bus().socket.bind(
+        add_mmu(port->config().name, regs::engine_id(regs::nic_qman(n)), [engine] { return engine->non_secure_props(); }).target);
+    nic_ports_.push_back(std::move(port));
+  }
+
   qmans_.resize(regs::kNumQmans);
   for (unsigned i = 0; i < regs::kNumQmans; ++i) {
     const regs::QmanId id = regs::qman_from_index(i);
@@ -143,6 +155,10 @@ Card::Card(sc_core::sc_module_name name, const preset::Card& preset, const CardO
         mme_engines_[regs::qman_engine(id)]) {
       config.engine = mme_engines_[regs::qman_engine(id)].get();
     }
+    // The EB of a NIC QMAN waits for its port's operations.
+    if (regs::qman_family(id) == regs::QmanFamily::Nic && regs::qman_engine(id) < nic_ports_.size()) {
+      config.engine = nic_ports_[regs::qman_engine(id)].get();
+    }
     auto qman = std::make_unique<Qman>(regs::qman_name(id), config);
     if (const auto scope = stats_scope("qman." + stats::path_component(regs::qman_name(id)))) qman->register_stats(*scope);
     memory_.cfg().attach(regs::qman_name(id), config.block_address, Qman::kBlockBytes, *qman);
@@ -161,6 +177,7 @@ Card::Card(sc_core::sc_module_name name, const preset::Card& preset, const CardO
     fw_if::cpucp::set_make_up(config.info, static_cast<unsigned>(tpc_cores_.size()),
                               static_cast<unsigned>(dma_cores_.size()), masters);
     config.info.tpc_vector_bits = static_cast<uint16_t>(preset.tpc().vector_bits());
+    config.info.nic_ports_mask = nic_ports_.size() >= 64 ? ~0ull : (1ull << nic_ports_.size()) - 1;
     config.info.mme_geometries = static_cast<uint8_t>(std::max(1, preset.mme().geometries_size()));
     const auto& map = preset.memory_map();
     config.info.memory_map = {map.dram_base(), map.dram_user_base(), map.sram_base(), preset.sram().size_bytes(),

@@ -18,6 +18,7 @@
 #include "hw/mme/mme_engine.h"
 #include "hw/mmu/mmu.h"
 #include "hw/mmu/mmu_controller.h"
+#include "hw/nic/nic_port.h"
 #include "hw/pcie/msi_block.h"
 #include "hw/qman/qman.h"
 #include "arch/regs/gaudi1_map.h"
@@ -64,6 +65,9 @@ class Card : public sc_core::sc_module, private RazwiTarget, private ResetTarget
   // The MME master `mme` (0, 2, 4, ...: the masters carry the QMANs); nullptr for the slaves or
   // past the preset's masters.
   MmeEngine* mme_engine(unsigned mme) { return mme < mme_engines_.size() ? mme_engines_[mme].get() : nullptr; }
+  // nullptr when this card has no such port (preset nic.ports).
+  NicPort* nic_port(unsigned port) { return port < nic_ports_.size() ? nic_ports_[port].get() : nullptr; }
+  unsigned nic_ports() const { return static_cast<unsigned>(nic_ports_.size()); }
   // MME numbers 0 .. mme_numbers() - 1 (masters and slaves; mme_engine is nullptr for a slave).
   unsigned mme_numbers() const { return static_cast<unsigned>(mme_engines_.size()); }
 
@@ -96,6 +100,7 @@ class Card : public sc_core::sc_module, private RazwiTarget, private ResetTarget
   std::vector<std::unique_ptr<DmaCore>> dma_cores_;
   std::vector<std::unique_ptr<TpcCore>> tpc_cores_;
   std::vector<std::unique_ptr<MmeEngine>> mme_engines_;   // indexed by MME number (slaves empty)
+  std::vector<std::unique_ptr<NicPort>> nic_ports_;
   std::unique_ptr<MmuController> mmu_controller_;
   std::vector<std::unique_ptr<Mmu>> mmus_;
   MsiBlock msi_;

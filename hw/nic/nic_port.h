@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "arch/regs/gaudi1_map.h"
 #include "card_preset.pb.h"
 #include "hw/cfg/cfg_space.h"
 #include "hw/common/engine_status.h"
@@ -104,18 +105,19 @@ struct NicPortStats {
 
 class NicPort : public sc_core::sc_module, public RegisterBlock, public EngineStatus, private DmaPort::Client {
  public:
-  // Register offsets of the block (hpusim's layout; README.md).
-  static constexpr uint32_t kCfg = 0x000;          // b0 EN
-  static constexpr uint32_t kStatus = 0x004;       // RO: b31 busy, [15:0] sends, [30:16] receives waiting or running
-  static constexpr uint32_t kErrCause = 0x008;     // W1C
-  static constexpr uint32_t kAddrLo = 0x010, kAddrHi = 0x014, kSize = 0x018;
-  static constexpr uint32_t kCompAddrLo = 0x020, kCompAddrHi = 0x024, kCompWdata = 0x028;
-  static constexpr uint32_t kCommit = 0x030;       // b0 COMP_EN, [2:1] op: 1 SEND, 2 RECV
-  static constexpr uint32_t kNonSecureProps = 0x040;   // the ASID and MMU bypass the port's MMU uses
-  static constexpr uint32_t kCommitCompEn = 1u << 0;
-  static constexpr uint32_t kCommitOpShift = 1, kCommitOpMask = 3u << 1;
-  static constexpr uint32_t kErrReadFailed = 1u << 0, kErrWriteFailed = 1u << 1, kErrCompletionFailed = 1u << 2,
-                            kErrQueueOverflow = 1u << 3, kErrBadCommit = 1u << 4;
+  // Register offsets of the block (arch/regs regs::nic_port; README.md).
+  static constexpr uint32_t kCfg = regs::nic_port::kCfg, kStatus = regs::nic_port::kStatus,
+                            kErrCause = regs::nic_port::kErrCause;
+  static constexpr uint32_t kAddrLo = regs::nic_port::kAddrLo, kAddrHi = regs::nic_port::kAddrHi,
+                            kSize = regs::nic_port::kSize;
+  static constexpr uint32_t kCompAddrLo = regs::nic_port::kCompAddrLo, kCompAddrHi = regs::nic_port::kCompAddrHi,
+                            kCompWdata = regs::nic_port::kCompWdata;
+  static constexpr uint32_t kCommit = regs::nic_port::kCommit, kNonSecureProps = regs::nic_port::kNonSecureProps;
+  static constexpr uint32_t kCommitCompEn = regs::nic_port::kCommitCompEn;
+  static constexpr uint32_t kCommitOpShift = regs::nic_port::kCommitOpShift, kCommitOpMask = regs::nic_port::kCommitOpMask;
+  static constexpr uint32_t kErrReadFailed = regs::nic_port::kErrReadFailed, kErrWriteFailed = regs::nic_port::kErrWriteFailed,
+                            kErrCompletionFailed = regs::nic_port::kErrCompletionFailed,
+                            kErrQueueOverflow = regs::nic_port::kErrQueueOverflow, kErrBadCommit = regs::nic_port::kErrBadCommit;
   static constexpr uint64_t size_bytes() { return 0x1000; }
 
   // Throws std::invalid_argument for a bad configuration.

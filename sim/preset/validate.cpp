@@ -108,6 +108,9 @@ void resolve_and_validate(Card& card) {
                                               std::to_string(max_tpcs) + " TPCs" + map_name);
   require(card.mme().masters() <= max_masters, "mme.masters = " + std::to_string(card.mme().masters()) + ": " +
                                                    limit + std::to_string(max_masters) + " MME masters" + map_name);
+  const unsigned max_nics = gaudi1 ? regs::kGaudi1NicEngines : regs::kMaxNicEngines;
+  require(card.nic().ports() <= max_nics, "nic.ports = " + std::to_string(card.nic().ports()) + ": " + limit +
+                                              std::to_string(max_nics) + " NIC ports" + map_name);
   require(card.dma().pci_channels() == regs::kNumPciDmaChannels,
           "dma.pci_channels = " + std::to_string(card.dma().pci_channels()) + ": a card has " +
               std::to_string(regs::kNumPciDmaChannels) + " PCI DMA channels (DMA0 and DMA1, the external queues)");

@@ -336,7 +336,7 @@ TEST_F(DriverTest, ParserAndChunkRejectionsSurfaceFromTheCsIoctl) {
   EXPECT_EQ(dev->submit({ext(QueueId::DMA_0_0, nop.cb_handle, 4)}, &seq), -EINVAL);        // < 8 bytes
   EXPECT_EQ(dev->submit({ext(QueueId::DMA_0_0, nop.cb_handle, 4096)}, &seq), -EINVAL);     // > CB size
   EXPECT_EQ(dev->submit({ext(QueueId::CPU_PQ, nop.cb_handle, 8)}, &seq), -EINVAL);         // driver-only
-  EXPECT_EQ(dev->submit({ext(QueueId::NIC_0_0, nop.cb_handle, 8)}, &seq), -EINVAL);        // disabled
+  EXPECT_EQ(dev->submit({ext(regs::make_queue(regs::QueueKind::Nic, 10, 0), nop.cb_handle, 8)}, &seq), -EINVAL);   // no such port
   hl_cs_chunk beyond = nop;
   beyond.queue_index = GAUDI_QUEUE_ID_SIZE;
   EXPECT_EQ(dev->submit({beyond}, &seq), -EINVAL);

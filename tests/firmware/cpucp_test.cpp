@@ -59,9 +59,12 @@ TEST(FirmwareCpucp, InfoBlockLayout) {
   info.card_name = "HL205-LONG-NAME-TRUNCATED";
   info.dram_size = 32ull << 30;
   info.num_sensors = 2;
+  info.nic_ports_mask = 0x3FF;
   const auto block = cpucp::build_info_block(info);
-  // struct cpucp_info (1616 bytes) and hpusim's extension (memory map, card generation).
-  ASSERT_EQ(block.size(), 1664u);
+  // struct cpucp_info (1616 bytes) and hpusim's extension (memory map, card generation, NIC ports).
+  ASSERT_EQ(block.size(), 1672u);
+  EXPECT_EQ(cpucp::parse_nic_ports_mask(block.data(), block.size()), 0x3FFu);
+  EXPECT_EQ(cpucp::parse_nic_ports_mask(block.data(), 1664), std::nullopt) << "a firmware without the field";
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(block.data() + cpucp::info::kCardName)), "HL205-LONG-NAME");
   uint64_t dram;
   std::memcpy(&dram, block.data() + cpucp::info::kDramSize, 8);

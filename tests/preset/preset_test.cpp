@@ -159,6 +159,10 @@ TEST(Preset, SemanticErrorsAreNamed) {
   EXPECT_NE(error_of([] { load_preset("hl205", {"dma.internal_channels=7"}); }).find("dma.pci_channels + dma.internal_channels = 9"),
             std::string::npos);
   EXPECT_NO_THROW(load_preset("hl225", {"tpc.count=24"}));
+  EXPECT_NE(error_of([] { load_preset("hl205", {"nic.ports=11"}); }).find("nic.ports = 11: a generation 1 card has at most 10 NIC ports"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { load_preset("hl225", {"nic.ports=25"}); }).find("nic.ports = 25: the engine map holds at most 24 NIC ports"),
+            std::string::npos);
   // The TPC's vector width: a power of two the executor and the kernel library take.
   for (const char* bad : {"tpc.vector_bits=768", "tpc.vector_bits=128", "tpc.vector_bits=32768"}) {
     EXPECT_NE(error_of([bad] { load_preset("hl205", {bad}); }).find("the TPC's vector width must be a power of two in 256 .. 16384 bits"),

@@ -139,7 +139,8 @@ TEST(RegsSpot, LdmaOffsets) {
   EXPECT_EQ(qman_ldma_base(QmanId::DMA5), dma_core_base(5));
   EXPECT_EQ(qman_ldma_base(QmanId::MME2), mme_ctrl_base(2));
   EXPECT_EQ(*qman_engine_block(QmanId::TPC2), tpc_cfg_base(2));
-  EXPECT_FALSE(qman_engine_block(QmanId::NIC0_QM0).has_value());
+  EXPECT_EQ(*qman_engine_block(QmanId::NIC0_QM1), nic_port_base(1));
+  EXPECT_EQ(nic_port_base(1), nic_qm_base(1) + 0x1000) << "hpusim's port block, the page above its QMAN";
 }
 
 TEST(RegsSpot, DmaCoreRegisters) {
@@ -451,7 +452,7 @@ TEST(RegsConsistency, QueueNumberingIsContiguous) {
 // ---------------------------------------------------------------------------------------------
 
 TEST(RegsExtension, IdsFollowGaudi1s) {
-  EXPECT_EQ(kNumQueues, 369u);
+  EXPECT_EQ(kNumQueues, 425u);
   EXPECT_EQ(make_queue(QueueKind::Dma, 8, 0), queue_from_index(113));
   EXPECT_EQ(make_queue(QueueKind::Dma, 9, 3), queue_from_index(120));
   EXPECT_EQ(make_queue(QueueKind::Mme, 2, 0), queue_from_index(121));
@@ -459,7 +460,17 @@ TEST(RegsExtension, IdsFollowGaudi1s) {
   EXPECT_EQ(make_queue(QueueKind::Tpc, 8, 0), queue_from_index(145));
   EXPECT_EQ(make_queue(QueueKind::Tpc, 63, 3), queue_from_index(368));
   EXPECT_EQ(queue_name(make_queue(QueueKind::Tpc, 23, 1)), "TPC_23_1");
-  EXPECT_EQ(kNumQmans, 100u);
+  EXPECT_EQ(make_queue(QueueKind::Nic, 9, 3), QueueId::NIC_9_3);
+  EXPECT_EQ(make_queue(QueueKind::Nic, 10, 0), queue_from_index(369));
+  EXPECT_EQ(make_queue(QueueKind::Nic, 23, 3), queue_from_index(424));
+  EXPECT_EQ(queue_name(make_queue(QueueKind::Nic, 17, 2)), "NIC_17_2");
+  EXPECT_EQ(kNumQmans, 114u);
+  EXPECT_EQ(to_index(nic_qman(9)), 29u);
+  EXPECT_EQ(to_index(nic_qman(10)), 100u);
+  EXPECT_EQ(to_index(nic_qman(23)), 113u);
+  EXPECT_STREQ(qman_name(nic_qman(23)), "NIC11_QM1");
+  EXPECT_EQ(nic_qm_base(10), kExtNicMacro5Base);
+  EXPECT_EQ(nic_qm_base(23), kExtNicMacro5Base + 6 * kNicMacroStride + kNicQm1Delta);
   EXPECT_EQ(to_index(dma_qman(8)), 30u);
   EXPECT_EQ(to_index(mme_qman(4)), 32u);
   EXPECT_EQ(to_index(tpc_qman(8)), 44u);
