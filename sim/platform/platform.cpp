@@ -49,7 +49,19 @@ Platform::Platform(const PlatformOptions& options) : options_(options) {
     throw std::invalid_argument("platform: cards = " + std::to_string(options_.cards) + ": a box has 1 to " +
                                 std::to_string(kMaxCards) + " cards");
   }
-  preset_ = options_.resolved_preset ? *options_.resolved_preset : preset::load_preset(options_.preset, options_.overrides);
+  if (!options_.box.empty()) {
+    preset_ = options_.resolved_preset ? *options_.resolved_preset
+                                       : preset::load_preset(preset::box_card_preset(options_.box), options_.overrides);
+    box_ = preset::load_box(options_.box, preset_);
+    if (options_.cards == 1) {
+      options_.cards = box_->cards();
+    } else if (options_.cards > box_->cards()) {
+      throw std::invalid_argument("platform: cards = " + std::to_string(options_.cards) + ": box '" + options_.box +
+                                  "' has " + std::to_string(box_->cards()));
+    }
+  } else {
+    preset_ = options_.resolved_preset ? *options_.resolved_preset : preset::load_preset(options_.preset, options_.overrides);
+  }
   Platform* expected = nullptr;
   if (!g_current.compare_exchange_strong(expected, this)) {
     throw std::runtime_error("platform: this process already has one (SystemC elaborates once per process)");
@@ -91,6 +103,14 @@ Platform::Platform(const PlatformOptions& options) : options_(options) {
         port->socket.bind(card.memory().pcie().host_side);
         card.memory().pcie().msi().bind(*port, kMsiHostAddress);
         if (options_.on_card_built) options_.on_card_built(card);
+      }
+      // The box's links between the cards built (before elaboration ends: they are sockets).
+      if (box_) {
+        for (const preset::NicLink& link : box_->link()) {
+          if (link.a().card() >= cards_.size() || link.b().card() >= cards_.size()) continue;
+          hw::NicPort::connect(*cards_[link.a().card()]->nic_port(link.a().port()),
+                               *cards_[link.b().card()]->nic_port(link.b().port()));
+        }
       }
     });
     for (unsigned i = 0; i < options_.cards; ++i) {

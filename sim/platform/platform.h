@@ -44,6 +44,10 @@ struct PlatformOptions {
   // Cards in the box (1..kMaxCards), all built from the preset. With more than one, module names
   // ("card0", "card1") and trace processes carry the card's index.
   unsigned cards = 1;
+  // A box preset (sim/presets/boxes: a built-in name or a file): the cards are built from its card
+  // preset (with `overrides`; `preset` is not used) and their NIC ports joined by its links. Its
+  // card count unless `cards` asks for fewer (the first ones, and the links between them).
+  std::string box;
   // The run's timeline: the driver's ioctls and interrupts and the card's activity go on it.
   // Either the caller's (it must outlive the platform) or, with trace_path set, the platform's own,
   // written to trace_path by write_trace() (.json: Chrome JSON, else Perfetto).
@@ -103,6 +107,8 @@ class Platform : public HostServices {
   static Platform* current();
 
   const preset::Card& preset() const { return preset_; }
+  // The box preset the cards were joined by, or nullptr.
+  const preset::Box* box() const { return box_ ? &*box_ : nullptr; }
   const PlatformOptions& options() const { return options_; }
   cosim::CoSimulation& cosim() { return *cosim_; }
   unsigned cards() override { return static_cast<unsigned>(cards_.size()); }
@@ -132,6 +138,7 @@ class Platform : public HostServices {
  private:
   PlatformOptions options_;
   preset::Card preset_;
+  std::optional<preset::Box> box_;
   std::unique_ptr<traces::Timeline> own_timeline_;
   traces::Timeline* timeline_ = nullptr;
   std::unique_ptr<cosim::CoSimulation> cosim_;

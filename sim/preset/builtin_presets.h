@@ -12,5 +12,7 @@ struct BuiltinFile {
 };
 
 const std::vector<BuiltinFile>& builtin_files();
+// The box presets of sim/presets/boxes/.
+const std::vector<BuiltinFile>& builtin_box_files();
 
 }  // namespace hpusim::preset

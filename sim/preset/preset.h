@@ -48,4 +48,15 @@ HbmTimingLibrary builtin_timing_sets();
 // Text-format rendering of a card, as `hpusim info` prints it.
 std::string to_text(const Card& card);
 
+// ---- Boxes (sim/presets/boxes): cards joined by their NIC ports ----
+
+// Names of the box presets compiled into the program.
+std::vector<std::string> builtin_box_names();
+// Parses a box by built-in name or path and checks it against `card` (its card preset, as the
+// caller resolved it with any overrides): 1 to 8 cards, every link and scale-out port on a card
+// of the box and a port the card has, no port used twice, no port joined to itself.
+Box load_box(const std::string& name_or_file, const Card& card);
+// The box's card preset name (as the file names it), to load before load_box.
+std::string box_card_preset(const std::string& name_or_file);
+
 }  // namespace hpusim::preset

@@ -1,0 +1,218 @@
+// Boxes of cards joined by their NIC ports: the box presets' port maps (HLS-2's public one, HLS-1's
+// all-to-all), the platform joining the ports of the cards it builds, and a send and its receive
+// on two cards run the real command path: user command buffers on the NIC queues through each
+// card's driver, the ports' completion messages on sync objects, and an external job on each card
+// that waits for its sync object before the CS completes.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <set>
+#include <vector>
+
+#include "arch/packets/nic_ops.h"
+#include "arch/packets/packets.h"
+#include "arch/packets/sync_wait.h"
+#include "arch/uapi/uapi.h"
+#include "driver/device_file.h"
+#include "hw/card/card.h"
+#include "sim/platform/platform.h"
+#include "sim/preset/preset.h"
+#include "synapse/hlthunk/hlthunk.h"
+
+namespace hpusim::testing {
+namespace {
+
+using uapi::hl_cs_chunk;
+
+TEST(NicBoxPreset, Hls2IsThePublicPortMap) {
+  const preset::Card card = preset::load_preset("hl225");
+  const preset::Box box = preset::load_box("hls2", card);
+  EXPECT_EQ(box.cards(), 8u);
+  EXPECT_EQ(box.link_size(), 84) << "8 cards x 21 scale-up ports / 2";
+  EXPECT_EQ(box.scale_out_size(), 24);
+  std::map<std::pair<unsigned, unsigned>, std::pair<unsigned, unsigned>> peer;
+  for (const auto& l : box.link()) {
+    peer[{l.a().card(), l.a().port()}] = {l.b().card(), l.b().port()};
+    peer[{l.b().card(), l.b().port()}] = {l.a().card(), l.a().port()};
+  }
+  for (unsigned c = 0; c < 8; ++c) {
+    std::map<unsigned, unsigned> ports_to;
+    for (unsigned p = 0; p < 24; ++p) {
+      const auto it = peer.find({c, p});
+      if (p == 8 || p == 22 || p == 23) {
+        EXPECT_EQ(it, peer.end()) << "card " << c << " NIC " << p << " is a scale-out port";
+        continue;
+      }
+      ASSERT_NE(it, peer.end()) << "card " << c << " NIC " << p;
+      ++ports_to[it->second.first];
+    }
+    EXPECT_EQ(ports_to.size(), 7u) << "card " << c << " reaches every other card";
+    for (const auto& [other, n] : ports_to) EXPECT_EQ(n, 3u) << "card " << c << " to card " << other;
+  }
+  EXPECT_EQ(peer.at({0, 0}), std::make_pair(3u, 0u));
+  EXPECT_EQ(peer.at({0, 10}), std::make_pair(2u, 16u));
+  EXPECT_EQ(peer.at({6, 12}), std::make_pair(4u, 18u));
+}
+
+TEST(NicBoxPreset, Hls1IsAllToAllWithThreeScaleOutPorts) {
+  const preset::Box box = preset::load_box("hls1", preset::load_preset("hl205"));
+  EXPECT_EQ(box.link_size(), 28);
+  std::set<std::pair<unsigned, unsigned>> pairs;
+  for (const auto& l : box.link()) {
+    EXPECT_LT(l.a().port(), 7u);
+    EXPECT_LT(l.b().port(), 7u);
+    pairs.insert({std::min(l.a().card(), l.b().card()), std::max(l.a().card(), l.b().card())});
+  }
+  EXPECT_EQ(pairs.size(), 28u) << "one link per pair of cards";
+  EXPECT_EQ(box.scale_out_size(), 24);
+}
+
+TEST(NicBoxPreset, BadBoxesAreNamed) {
+  const preset::Card hl205 = preset::load_preset("hl205");
+  const auto error_of = [&](const std::string& text) {
+    const std::string path = ::testing::TempDir() + "/bad_box.textproto";
+    FILE* f = std::fopen(path.c_str(), "w");
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+    try {
+      preset::load_box(path, hl205);
+    } catch (const preset::PresetError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error_of("card: \"hl205\" cards: 2 link { a { card: 0 port: 10 } b { card: 1 port: 0 } }")
+                .find("link card 0 port 10: hl205 has 10 NIC ports (nic.ports)"),
+            std::string::npos);
+  EXPECT_NE(error_of("card: \"hl205\" cards: 2 link { a { card: 0 port: 1 } b { card: 2 port: 0 } }").find("the box has 2 cards"),
+            std::string::npos);
+  EXPECT_NE(error_of("card: \"hl205\" cards: 2 link { a { card: 0 port: 1 } b { card: 1 port: 0 } } scale_out { card: 1 port: 0 }")
+                .find("scale_out card 1 port 0: the port is used twice"),
+            std::string::npos);
+  EXPECT_NE(error_of("card: \"hl205\" cards: 9").find("a box has 1 to 8 cards"), std::string::npos);
+  EXPECT_NE(error_of("cards: 2").find("card (the card preset) is missing"), std::string::npos);
+  try {
+    preset::load_box("hls9", hl205);
+    ADD_FAILURE() << "an unknown box loaded";
+  } catch (const preset::PresetError& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown box 'hls9': not a built-in box (hls1, hls2)"), std::string::npos) << e.what();
+  }
+}
+
+// ---- The command path on a box of two HLS-1 cards ----
+
+constexpr uint64_t kPage = 4096;
+
+struct Device {
+  int fd = -1;
+  uint64_t dram = 0, sram = 0;
+};
+
+// One CS of `jobs`, waited for.
+bool run_cs(int fd, const std::vector<hl_cs_chunk>& jobs, uint64_t* seq_out = nullptr) {
+  uint64_t seq = 0;
+  if (hlthunk::submit(fd, jobs, &seq) != 0) return false;
+  if (seq_out) {
+    *seq_out = seq;
+    return true;
+  }
+  uint32_t status = 0;
+  return hlthunk::wait(fd, seq, 10000000, &status) == 0 && status == uapi::HL_WAIT_CS_STATUS_COMPLETED;
+}
+
+hl_cs_chunk external(int fd, uint32_t queue, const std::vector<uint8_t>& bytes) {
+  uint64_t handle = 0;
+  EXPECT_EQ(hlthunk::cb_create(fd, static_cast<uint32_t>(bytes.size()), &handle), 0);
+  void* memory = nullptr;
+  const uint64_t length = (bytes.size() + kPage - 1) / kPage * kPage;
+  EXPECT_EQ(driver::hl_mmap(fd, length, handle, &memory), 0);
+  std::memcpy(memory, bytes.data(), bytes.size());
+  driver::hl_munmap(memory, length);
+  hl_cs_chunk chunk{};
+  chunk.cb_handle = handle;
+  chunk.queue_index = queue;
+  chunk.cb_size = static_cast<uint32_t>(bytes.size());
+  return chunk;
+}
+
+// Copies host bytes to device memory (or back) through the PCI DMA queues.
+bool copy(int fd, void* host, uint64_t device, uint32_t bytes, bool down) {
+  uint64_t va = 0;
+  if (hlthunk::host_memory_map(fd, host, bytes, &va) != 0) return false;
+  qman::CommandBufferBuilder cb;
+  cb.lin_dma(down ? va : device, down ? device : va, bytes);
+  return run_cs(fd, {external(fd, down ? uapi::GAUDI_QUEUE_ID_DMA_0_0 : uapi::GAUDI_QUEUE_ID_DMA_1_0, cb.take())});
+}
+
+struct Aligned {
+  explicit Aligned(size_t bytes) : p(static_cast<uint8_t*>(std::aligned_alloc(kPage, (bytes + kPage - 1) / kPage * kPage))) {}
+  ~Aligned() { std::free(p); }
+  uint8_t* p;
+};
+
+TEST(NicBox, ASendAndItsReceiveRunThroughTheDriversQueues) {
+  platform::PlatformOptions options;
+  options.box = "hls1";
+  options.cards = 2;
+  options.driver.heartbeat_period_us = 0;
+  platform::Platform box(options);
+  ASSERT_EQ(box.cards(), 2u);
+  // hpusim's HLS-1 map: card 0 port 0 reaches card 1 port 6; nothing else joins these two cards.
+  hw::NicPort& sender = *box.card(0).nic_port(0);
+  hw::NicPort& receiver = *box.card(1).nic_port(6);
+  ASSERT_TRUE(sender.connected() && receiver.connected());
+  EXPECT_FALSE(box.card(0).nic_port(1)->connected()) << "its peer, card 2, is not in this box";
+
+  const uint32_t bytes = (1u << 20) + 4100;
+  Aligned data(bytes), back(bytes), cb_host(kPage);
+  for (uint32_t i = 0; i < bytes; ++i) data.p[i] = static_cast<uint8_t>(i * 13 + 5);
+  std::memset(back.p, 0, bytes);
+  Device d[2];
+  for (unsigned c = 0; c < 2; ++c) {
+    d[c].fd = driver::hl_open(platform::Platform::device_path(c).c_str());
+    ASSERT_GE(d[c].fd, 0);
+    d[c].dram = box.preset().memory_map().dram_user_base() + 0x200000;
+    d[c].sram = box.preset().memory_map().sram_base() + 0x10000;
+  }
+  ASSERT_TRUE(copy(d[0].fd, data.p, d[0].dram, bytes, true));
+
+  // Each card: its NIC queue's command buffer (in its SRAM) posts the operation, completing on
+  // SOB 40 of E_N; its external job waits for the SOB.
+  constexpr uint32_t kSob = 40, kMonitor = 40;
+  const regs::SyncManager sm = regs::SyncManager::E_N;
+  const regs::QueueId queues[2] = {regs::make_queue(regs::QueueKind::Nic, 0, 0), regs::make_queue(regs::QueueKind::Nic, 6, 0)};
+  uint64_t seqs[2] = {};
+  for (const unsigned c : {1u, 0u}) {   // the receive first, as a collective posts its receives
+    qman::CommandBufferBuilder nic;
+    qman::append_nic_operation(nic, c == 0 ? qman::NicOperation::Send : qman::NicOperation::Recv, d[c].dram, bytes, sm, kSob);
+    std::vector<uint8_t> nic_bytes = nic.take();
+    std::memcpy(cb_host.p, nic_bytes.data(), nic_bytes.size());
+    ASSERT_TRUE(copy(d[c].fd, cb_host.p, d[c].sram, static_cast<uint32_t>(nic_bytes.size()), true));
+    qman::CommandBufferBuilder wait;
+    qman::append_sob_wait(wait, regs::QueueId::DMA_0_0, sm, kMonitor, kSob, 1);
+    hl_cs_chunk internal{};
+    internal.cb_handle = d[c].sram;
+    internal.queue_index = regs::to_index(queues[c]);
+    internal.cb_size = static_cast<uint32_t>(nic_bytes.size());
+    ASSERT_TRUE(run_cs(d[c].fd, {internal, external(d[c].fd, uapi::GAUDI_QUEUE_ID_DMA_0_0, wait.take())}, &seqs[c]))
+        << "card " << c;
+  }
+  for (const unsigned c : {1u, 0u}) {
+    uint32_t status = 0;
+    ASSERT_EQ(hlthunk::wait(d[c].fd, seqs[c], 10000000, &status), 0) << "card " << c;
+    EXPECT_EQ(status, uapi::HL_WAIT_CS_STATUS_COMPLETED) << "card " << c;
+  }
+  ASSERT_TRUE(copy(d[1].fd, back.p, d[1].dram, bytes, false));
+  EXPECT_EQ(std::memcmp(data.p, back.p, bytes), 0) << "card 1 received what card 0 sent";
+  EXPECT_EQ(sender.stats().tx_bytes, bytes);
+  EXPECT_EQ(sender.stats().tx_packets, (bytes + 8191) / 8192);
+  EXPECT_EQ(receiver.stats().recvs, 1u);
+  EXPECT_EQ(sender.stats().sends, 1u);
+  for (const Device& dev : d) driver::hl_close(dev.fd);
+}
+
+}  // namespace
+}  // namespace hpusim::testing
