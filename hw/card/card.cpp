@@ -271,6 +271,10 @@ void Card::set_dma_observer(DmaObserver* observer) {
   for (auto& core : dma_cores_) core->set_observer(observer);
 }
 
+void Card::set_nic_observer(NicObserver* observer) {
+  for (auto& port : nic_ports_) port->set_observer(observer);
+}
+
 void Card::set_engine_observers(TpcObserver* tpc, MmeObserver* mme) {
   for (auto& core : tpc_cores_) core->set_observer(tpc);
   for (auto& engine : mme_engines_)
@@ -292,6 +296,7 @@ void Card::reset_blocks() {
     if (qman) qman->reset();
   }
   for (auto& core : dma_cores_) core->reset();
+  for (auto& port : nic_ports_) port->reset();
   for (auto& core : tpc_cores_) core->reset();
   for (auto& engine : mme_engines_) {
     if (engine) engine->reset();

@@ -80,6 +80,7 @@ class Card : public sc_core::sc_module, private RazwiTarget, private ResetTarget
   void set_qman_observer(QmanObserver* observer);
   void set_sync_manager_observer(SyncManagerObserver* observer);
   void set_dma_observer(DmaObserver* observer);
+  void set_nic_observer(NicObserver* observer);   // every NIC port's
   // Every TPC core's kernels and every MME master's jobs.
   void set_engine_observers(TpcObserver* tpc, MmeObserver* mme);
   // Page faults of every MMU (after the MMU controller has captured them).

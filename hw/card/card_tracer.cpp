@@ -24,11 +24,13 @@ CardTracer::CardTracer(traces::Timeline& timeline, Card& card, const std::string
   card.set_dma_observer(this);
   card.set_mmu_observer(this);
   card.set_engine_observers(this, this);
+  card.set_nic_observer(this);
   // Every engine's track from the start: an idle engine shows (and counts) as idle.
   for (unsigned i = 0; card.tpc_core(i) != nullptr; ++i) timeline_.track(device_, "TPC" + std::to_string(i));
   for (unsigned i = 0; i < card.mme_numbers(); ++i)
     if (card.mme_engine(i) != nullptr) timeline_.track(device_, "MME" + std::to_string(i));
   for (unsigned i = 0; card.dma_core(i) != nullptr; ++i) dma_track(i);
+  for (unsigned i = 0; i < card.nic_ports(); ++i) nic_track(i);
 }
 
 CardTracer::~CardTracer() {
@@ -37,9 +39,12 @@ CardTracer::~CardTracer() {
   card_.set_dma_observer(nullptr);
   card_.set_mmu_observer(nullptr);
   card_.set_engine_observers(nullptr, nullptr);
+  card_.set_nic_observer(nullptr);
 }
 
 traces::TrackId CardTracer::dma_track(uint32_t channel) { return timeline_.track(device_, "DMA" + std::to_string(channel) + " core"); }
+
+traces::TrackId CardTracer::nic_track(uint32_t port) { return timeline_.track(device_, "NIC" + std::to_string(port)); }
 
 traces::TrackId CardTracer::cp_track(const std::string& qman, unsigned cp) {
   return timeline_.track(device_, qman + (cp == regs::kLowerCp ? " lower CP" : " stream " + std::to_string(cp)));
@@ -161,6 +166,39 @@ void CardTracer::job_finished(const std::string& engine, const MmeJobStats& job)
                                      {"read bytes", job.read_bytes},
                                      {"write bytes", job.write_bytes}});
   sample_bandwidth(job.start_ps, job.end_ps);
+}
+
+void CardTracer::packet_sent(uint32_t port, uint64_t payload, Picoseconds start, Picoseconds end) {
+  if (!timeline_.enabled() || !timeline_.packets()) return;
+  std::lock_guard<std::mutex> lock(timeline_.mutex());
+  timeline_.writer().complete_slice(timeline_.track(device_, "NIC" + std::to_string(port) + " wire"), ns(start),
+                                    std::max(ns(end), ns(start) + 1), "packet", {{"payload", payload}});
+}
+
+void CardTracer::operation_done(uint32_t port, const NicOperation& op, Picoseconds at) {
+  if (!timeline_.enabled()) return;
+  std::lock_guard<std::mutex> lock(timeline_.mutex());
+  const bool send = op.op == NicOp::Send;
+  timeline_.writer().complete_slice(nic_track(port), ns(op.committed_ps), std::max(ns(at), ns(op.committed_ps) + 1),
+                                    send ? "send" : "recv",
+                                    {{"id", op.id}, {"bytes", op.bytes}, {"buffer", regs::describe_device_address(op.address)}});
+  if (!send) return;
+  // The port's payload sent since its last sample, over [last sample, now].
+  const uint64_t tx = card_.nic_port(port)->stats().tx_bytes, now_ns = ns(at);
+  auto [last_tx, last_ns] = nic_sampled_.count(port) ? nic_sampled_[port] : std::make_pair(uint64_t{0}, ns(op.committed_ps));
+  if (now_ns > last_ns) {
+    const traces::TrackId track = timeline_.counter(device_, "NIC" + std::to_string(port) + " tx", "GB/s");
+    timeline_.writer().counter(track, last_ns, static_cast<double>(tx - last_tx) / static_cast<double>(now_ns - last_ns));
+    timeline_.writer().counter(track, now_ns, 0.0);
+    nic_sampled_[port] = {tx, now_ns};
+  }
+}
+
+void CardTracer::operation_failed(uint32_t port, const NicOperation& op, const std::string& message, Picoseconds at) {
+  if (!timeline_.enabled()) return;
+  std::lock_guard<std::mutex> lock(timeline_.mutex());
+  timeline_.writer().instant(nic_track(port), ns(at), op.op == NicOp::Send ? "send failed" : "recv failed",
+                             {{"message", message}});
 }
 
 void CardTracer::sample_bandwidth(Picoseconds from, Picoseconds to) {

@@ -3,8 +3,10 @@
 // as instants), HBM and PCIe bandwidth counters (the average since the previous sample, sampled
 // as engine work ends), a slice per command buffer (first packet to done) and QMAN errors per QMAN
 // stream, and MMU page faults.
-// With the timeline's packet detail also a slice per QMAN packet, and per sync-manager block its
-// SOB updates and monitor firings.
+// NIC ports: a slice per operation (COMMIT to done) on the port's track and its transmit bandwidth
+// as a counter (sampled as its operations end).
+// With the timeline's packet detail also a slice per QMAN packet and per NIC packet on the wire,
+// and per sync-manager block its SOB updates and monitor firings.
 #pragma once
 
 #include <map>
@@ -20,7 +22,8 @@ class CardTracer : public QmanObserver,
                    public DmaObserver,
                    public MmuObserver,
                    public TpcObserver,
-                   public MmeObserver {
+                   public MmeObserver,
+                   public NicObserver {
  public:
   // The card's tracks go on the process "device (<preset>)", or "device <label> (<preset>)" with
   // a label (the card's index in a box).
@@ -45,10 +48,14 @@ class CardTracer : public QmanObserver,
   void page_fault(const MmuFault& fault) override;
   void kernel_finished(const std::string& core, const TpcKernelStats& kernel) override;
   void job_finished(const std::string& engine, const MmeJobStats& job) override;
+  void packet_sent(uint32_t port, uint64_t payload, Picoseconds start, Picoseconds end) override;
+  void operation_done(uint32_t port, const NicOperation& op, Picoseconds at) override;
+  void operation_failed(uint32_t port, const NicOperation& op, const std::string& message, Picoseconds at) override;
 
  private:
   traces::TrackId cp_track(const std::string& qman, unsigned cp);
   traces::TrackId dma_track(uint32_t channel);
+  traces::TrackId nic_track(uint32_t port);
   // Bandwidth samples for the bytes moved since the last sample, spread over [max(last, from), to].
   // Hold the timeline's mutex.
   void sample_bandwidth(Picoseconds from, Picoseconds to);
@@ -63,6 +70,7 @@ class CardTracer : public QmanObserver,
   Bytes sampled_;
   uint64_t sampled_ns_ = 0;
   std::map<uint32_t, Picoseconds> dma_started_;   // channel -> start of the running transfer
+  std::map<uint32_t, std::pair<uint64_t, uint64_t>> nic_sampled_;   // port -> (tx bytes, ns) at its last sample
   std::map<std::pair<std::string, unsigned>, Picoseconds> cb_started_;   // (QMAN, stream) -> its CB's first packet
 };
 

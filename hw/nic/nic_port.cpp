@@ -192,7 +192,7 @@ void NicPort::fill_window() {
       const uint32_t room = config_.max_burst_bytes - static_cast<uint32_t>(address % config_.max_burst_bytes);
       const uint32_t n = std::min(room, p.bytes - at);
       DmaPort::Access& a = bus_.acquire(false, address, n);
-      a.kind = kPayloadRead;
+      a.kind = kPayloadRead | epoch_ << 8;
       a.tag = reinterpret_cast<uint64_t>(&p);
       a.tag2 = at;
       ++p.reads_left;
@@ -349,7 +349,7 @@ void NicPort::place() {
       const uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(room, n - at));
       DmaPort::Access& a = bus_.acquire(true, address, len);
       std::memcpy(a.buffer.data(), packet->payload.data() + packet->placed + at, len);
-      a.kind = kPayloadWrite;
+      a.kind = kPayloadWrite | epoch_ << 8;
       a.tag = reinterpret_cast<uint64_t>(packet);
       a.tag2 = recv.id;
       ++packet->writes_left;
@@ -359,7 +359,10 @@ void NicPort::place() {
     }
     packet->placed += n;
     recv_filled_ += n;
-    if (packet->placed == packet->payload.size()) rx_buffer_.pop_front();   // its writes still owe the credit
+    if (packet->placed == packet->payload.size()) {   // its writes still owe the credit
+      rx_buffer_.pop_front();
+      writing_.insert(packet);
+    }
   }
   // No receive posted: arrived packets wait in the buffer (their credits with them).
   while (!rx_buffer_.empty() && rx_buffer_.front()->payload.empty()) {
@@ -393,7 +396,11 @@ void NicPort::finish_recv(uint64_t id) {
 // ---------------------------------------------------------------------------------------------
 
 void NicPort::access_done(DmaPort::Access& access) {
-  switch (access.kind) {
+  if ((access.kind >> 8) != epoch_) {   // a request of an operation reset() dropped
+    bus_.release(access);
+    return;
+  }
+  switch (access.kind & 0xFF) {
     case kPayloadRead: {
       TxPacket& p = *reinterpret_cast<TxPacket*>(access.tag);
       if (access.ok()) {
@@ -419,6 +426,7 @@ void NicPort::access_done(DmaPort::Access& access) {
       bus_.release(access);
       if (--packet->writes_left == 0 && packet->placed == packet->payload.size()) {
         send_credit(packet->send_id);
+        writing_.erase(packet);
         delete packet;
       }
       finish_recv(recv);
@@ -456,7 +464,7 @@ void NicPort::complete(const NicOperation& op, bool failed, const std::string& m
   if (op.completion) {
     DmaPort::Access& a = bus_.acquire(true, op.completion_address, 4);
     std::memcpy(a.buffer.data(), &op.completion_data, 4);
-    a.kind = kCompletionWrite;
+    a.kind = kCompletionWrite | epoch_ << 8;
     a.tag = next_completion_++;
     completing_[a.tag] = op;
     bus_.issue(a);
@@ -464,6 +472,33 @@ void NicPort::complete(const NicOperation& op, bool failed, const std::string& m
   }
   ++(op.op == NicOp::Send ? stats_.sends : stats_.recvs);
   if (observer_) observer_->operation_done(config_.port, op, now_ps());
+  notify_if_idle();
+}
+
+void NicPort::reset() {
+  ++epoch_;
+  pending_.clear();
+  std::fill(regs_.begin(), regs_.end(), 0u);
+  sends_.clear();
+  send_offset_ = 0;
+  send_has_packet_ = false;
+  window_.clear();
+  unacked_.clear();
+  recvs_.clear();
+  recv_filled_ = 0;
+  filling_.clear();
+  completing_.clear();
+  for (RxPacket* packet : rx_buffer_) {
+    send_credit(packet->send_id);
+    delete packet;
+  }
+  rx_buffer_.clear();
+  for (RxPacket* packet : writing_) {
+    send_credit(packet->send_id);
+    delete packet;
+  }
+  writing_.clear();
+  tx_event_.notify(sc_core::SC_ZERO_TIME);
   notify_if_idle();
 }
 

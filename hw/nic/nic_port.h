@@ -27,6 +27,7 @@
 #include <deque>
 #include <map>
 #include <queue>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -147,6 +148,12 @@ class NicPort : public sc_core::sc_module, public RegisterBlock, public EngineSt
   // Credits this port holds now (packets the peer's receive buffer can still take).
   uint32_t credits() const { return credits_; }
 
+  // Modelled hard reset at the current simulation time: registers to their reset values (EN = 0),
+  // queued and running operations dropped without completion messages (accesses already in the
+  // fabric complete and are discarded), received packets dropped with their credits returned to
+  // the peer. Packets and credits on the wire still arrive. Statistics are kept.
+  void reset();
+
  private:
   enum AccessKind : uint32_t { kPayloadRead = 1, kPayloadWrite, kCompletionWrite };
   struct TxPacket {             // a send's packet being read from memory
@@ -234,6 +241,8 @@ class NicPort : public sc_core::sc_module, public RegisterBlock, public EngineSt
 
   uint64_t next_send_id_ = 1, next_recv_id_ = 1;
   std::map<uint64_t, NicOperation> completing_;   // completion messages in flight, by access
+  std::set<RxPacket*> writing_;             // placed packets whose writes are in flight
+  uint32_t epoch_ = 0;                      // bumped by reset(): accesses of older epochs are discarded
   uint64_t next_completion_ = 1;
   tlm::tlm_generic_payload wire_;           // the transaction this port puts on its link
   sc_core::sc_event idle_event_, room_event_;

@@ -5,6 +5,7 @@
 // that waits for its sync object before the CS completes.
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -21,6 +22,7 @@
 #include "sim/platform/platform.h"
 #include "sim/preset/preset.h"
 #include "synapse/hlthunk/hlthunk.h"
+#include "traces/trace_reader.h"
 
 namespace hpusim::testing {
 namespace {
@@ -111,6 +113,12 @@ struct Device {
   uint64_t dram = 0, sram = 0;
 };
 
+struct Aligned {
+  explicit Aligned(size_t bytes) : p(static_cast<uint8_t*>(std::aligned_alloc(kPage, (bytes + kPage - 1) / kPage * kPage))) {}
+  ~Aligned() { std::free(p); }
+  uint8_t* p;
+};
+
 // One CS of `jobs`, waited for.
 bool run_cs(int fd, const std::vector<hl_cs_chunk>& jobs, uint64_t* seq_out = nullptr) {
   uint64_t seq = 0;
@@ -144,20 +152,42 @@ bool copy(int fd, void* host, uint64_t device, uint32_t bytes, bool down) {
   if (hlthunk::host_memory_map(fd, host, bytes, &va) != 0) return false;
   qman::CommandBufferBuilder cb;
   cb.lin_dma(down ? va : device, down ? device : va, bytes);
-  return run_cs(fd, {external(fd, down ? uapi::GAUDI_QUEUE_ID_DMA_0_0 : uapi::GAUDI_QUEUE_ID_DMA_1_0, cb.take())});
+  const bool ok = run_cs(fd, {external(fd, down ? uapi::GAUDI_QUEUE_ID_DMA_0_0 : uapi::GAUDI_QUEUE_ID_DMA_1_0, cb.take())});
+  return hlthunk::memory_unmap(fd, va) == 0 && ok;
 }
 
-struct Aligned {
-  explicit Aligned(size_t bytes) : p(static_cast<uint8_t*>(std::aligned_alloc(kPage, (bytes + kPage - 1) / kPage * kPage))) {}
-  ~Aligned() { std::free(p); }
-  uint8_t* p;
-};
+// On card `c` of the two-card HLS-1 box: card 0 sends from its buffer on port 0, card 1 receives
+// into its buffer on port 6. The NIC queue's command buffer (in the card's SRAM) posts the
+// operation, completing on SOB 40 of E_N; the CS's external job waits for the SOB, so the CS ends
+// when the operation has.
+bool post(const Device& d, unsigned c, uint32_t bytes, uint64_t* seq) {
+  constexpr uint32_t kSob = 40, kMonitor = 40;
+  const regs::SyncManager sm = regs::SyncManager::E_N;
+  const regs::QueueId queue = regs::make_queue(regs::QueueKind::Nic, c == 0 ? 0 : 6, 0);
+  qman::CommandBufferBuilder nic;
+  qman::append_nic_operation(nic, c == 0 ? qman::NicOperation::Send : qman::NicOperation::Recv, d.dram, bytes, sm, kSob);
+  const std::vector<uint8_t> nic_bytes = nic.take();
+  Aligned cb_host(nic_bytes.size());
+  std::memcpy(cb_host.p, nic_bytes.data(), nic_bytes.size());
+  if (!copy(d.fd, cb_host.p, d.sram, static_cast<uint32_t>(nic_bytes.size()), true)) return false;
+  // The SOB from 0: a CS that timed out may have left it anywhere.
+  qman::CommandBufferBuilder wait;
+  qman::append_sob_wait(wait, regs::QueueId::DMA_0_0, sm, kMonitor, kSob, 1);
+  qman::append_sob_set(wait, sm, kSob, 0);
+  hl_cs_chunk internal{};
+  internal.cb_handle = d.sram;
+  internal.queue_index = regs::to_index(queue);
+  internal.cb_size = static_cast<uint32_t>(nic_bytes.size());
+  return run_cs(d.fd, {internal, external(d.fd, uapi::GAUDI_QUEUE_ID_DMA_0_0, wait.take())}, seq);
+}
 
 TEST(NicBox, ASendAndItsReceiveRunThroughTheDriversQueues) {
   platform::PlatformOptions options;
   options.box = "hls1";
   options.cards = 2;
   options.driver.heartbeat_period_us = 0;
+  const std::string trace = ::testing::TempDir() + "/nic_box.pftrace";
+  options.trace_path = trace;
   platform::Platform box(options);
   ASSERT_EQ(box.cards(), 2u);
   // hpusim's HLS-1 map: card 0 port 0 reaches card 1 port 6; nothing else joins these two cards.
@@ -167,7 +197,7 @@ TEST(NicBox, ASendAndItsReceiveRunThroughTheDriversQueues) {
   EXPECT_FALSE(box.card(0).nic_port(1)->connected()) << "its peer, card 2, is not in this box";
 
   const uint32_t bytes = (1u << 20) + 4100;
-  Aligned data(bytes), back(bytes), cb_host(kPage);
+  Aligned data(bytes), back(bytes);
   for (uint32_t i = 0; i < bytes; ++i) data.p[i] = static_cast<uint8_t>(i * 13 + 5);
   std::memset(back.p, 0, bytes);
   Device d[2];
@@ -179,27 +209,8 @@ TEST(NicBox, ASendAndItsReceiveRunThroughTheDriversQueues) {
   }
   ASSERT_TRUE(copy(d[0].fd, data.p, d[0].dram, bytes, true));
 
-  // Each card: its NIC queue's command buffer (in its SRAM) posts the operation, completing on
-  // SOB 40 of E_N; its external job waits for the SOB.
-  constexpr uint32_t kSob = 40, kMonitor = 40;
-  const regs::SyncManager sm = regs::SyncManager::E_N;
-  const regs::QueueId queues[2] = {regs::make_queue(regs::QueueKind::Nic, 0, 0), regs::make_queue(regs::QueueKind::Nic, 6, 0)};
   uint64_t seqs[2] = {};
-  for (const unsigned c : {1u, 0u}) {   // the receive first, as a collective posts its receives
-    qman::CommandBufferBuilder nic;
-    qman::append_nic_operation(nic, c == 0 ? qman::NicOperation::Send : qman::NicOperation::Recv, d[c].dram, bytes, sm, kSob);
-    std::vector<uint8_t> nic_bytes = nic.take();
-    std::memcpy(cb_host.p, nic_bytes.data(), nic_bytes.size());
-    ASSERT_TRUE(copy(d[c].fd, cb_host.p, d[c].sram, static_cast<uint32_t>(nic_bytes.size()), true));
-    qman::CommandBufferBuilder wait;
-    qman::append_sob_wait(wait, regs::QueueId::DMA_0_0, sm, kMonitor, kSob, 1);
-    hl_cs_chunk internal{};
-    internal.cb_handle = d[c].sram;
-    internal.queue_index = regs::to_index(queues[c]);
-    internal.cb_size = static_cast<uint32_t>(nic_bytes.size());
-    ASSERT_TRUE(run_cs(d[c].fd, {internal, external(d[c].fd, uapi::GAUDI_QUEUE_ID_DMA_0_0, wait.take())}, &seqs[c]))
-        << "card " << c;
-  }
+  for (const unsigned c : {1u, 0u}) ASSERT_TRUE(post(d[c], c, bytes, &seqs[c])) << "card " << c;   // the receive first
   for (const unsigned c : {1u, 0u}) {
     uint32_t status = 0;
     ASSERT_EQ(hlthunk::wait(d[c].fd, seqs[c], 10000000, &status), 0) << "card " << c;
@@ -211,6 +222,78 @@ TEST(NicBox, ASendAndItsReceiveRunThroughTheDriversQueues) {
   EXPECT_EQ(sender.stats().tx_packets, (bytes + 8191) / 8192);
   EXPECT_EQ(receiver.stats().recvs, 1u);
   EXPECT_EQ(sender.stats().sends, 1u);
+  for (const Device& dev : d) driver::hl_close(dev.fd);
+
+  // The timeline: the send on card 0's NIC0 track, the receive on card 1's NIC6, the sender's
+  // transmit bandwidth as a counter (the payload over the send's time: under the line rate).
+  box.write_trace();
+  const traces::TraceModel model = traces::read_perfetto(trace);
+  const auto on = [&](const std::string& process, const std::string& track) -> const traces::TrackInfo* {
+    const traces::TrackInfo* p = model.find_track(process);
+    return p ? model.find_track(track, p->uuid) : nullptr;
+  };
+  const traces::TrackInfo* nic0 = on("device 0 (hl205)", "NIC0");
+  const traces::TrackInfo* nic6 = on("device 1 (hl205)", "NIC6");
+  ASSERT_TRUE(nic0 && nic6);
+  const auto sends = model.slices_on(nic0->uuid);
+  const auto recvs = model.slices_on(nic6->uuid);
+  ASSERT_EQ(sends.size(), 1u);
+  ASSERT_EQ(recvs.size(), 1u);
+  EXPECT_EQ(sends[0]->name, "send");
+  EXPECT_EQ(recvs[0]->name, "recv");
+  EXPECT_GE(sends[0]->duration_ns(), bytes * 8 / 100) << "at most the line rate";
+  const traces::TrackInfo* counter = on("device 0 (hl205)", "NIC0 tx");
+  ASSERT_NE(counter, nullptr);
+  const auto samples = model.counters_on(counter->uuid);
+  ASSERT_FALSE(samples.empty());
+  EXPECT_GT(samples.front().value, 0.0);
+  EXPECT_LE(samples.front().value, 12.5) << "GB/s";
+}
+
+}  // namespace
+}  // namespace hpusim::testing
+
+namespace hpusim::testing {
+namespace {
+
+// A receive whose peer never sends: the CS waits on its sync object until the driver's TDR
+// resets the device, which drops the port's receive; afterwards the pair runs as before.
+TEST(NicBox, AReceiveWhosePeerNeverSendsEndsInTheTimeoutAndTheDeviceWorksAfter) {
+  platform::PlatformOptions options;
+  options.box = "hls1";
+  options.cards = 2;
+  options.driver.heartbeat_period_us = 0;
+  options.driver.cs_timeout_us = 2000;   // a short TDR: 2 ms
+  platform::Platform box(options);
+  Device d[2];
+  for (unsigned c = 0; c < 2; ++c) {
+    d[c].fd = driver::hl_open(platform::Platform::device_path(c).c_str());
+    ASSERT_GE(d[c].fd, 0);
+    d[c].dram = box.preset().memory_map().dram_user_base() + 0x200000;
+    d[c].sram = box.preset().memory_map().sram_base() + 0x10000;
+  }
+  const uint32_t bytes = 100000;
+  uint64_t seq = 0;
+  ASSERT_TRUE(post(d[1], 1, bytes, &seq));
+  uint32_t status = 0;
+  EXPECT_EQ(hlthunk::wait(d[1].fd, seq, 1000000, &status), -ETIMEDOUT);
+  EXPECT_EQ(status, uapi::HL_WAIT_CS_STATUS_TIMEDOUT);
+  std::string log;
+  for (const std::string& line : box.driver(1).log()) log += line + "\n";
+  EXPECT_NE(log.find("hard reset (TDR)"), std::string::npos) << log;
+  EXPECT_TRUE(box.card(1).nic_port(6)->engine_idle()) << "the reset dropped the receive";
+
+  Aligned data(bytes), back(bytes);
+  for (uint32_t i = 0; i < bytes; ++i) data.p[i] = static_cast<uint8_t>(i * 29 + 1);
+  ASSERT_TRUE(copy(d[0].fd, data.p, d[0].dram, bytes, true));
+  uint64_t seqs[2] = {};
+  for (const unsigned c : {1u, 0u}) ASSERT_TRUE(post(d[c], c, bytes, &seqs[c])) << "card " << c;
+  for (const unsigned c : {1u, 0u}) {
+    ASSERT_EQ(hlthunk::wait(d[c].fd, seqs[c], 10000000, &status), 0) << "card " << c;
+    EXPECT_EQ(status, uapi::HL_WAIT_CS_STATUS_COMPLETED) << "card " << c;
+  }
+  ASSERT_TRUE(copy(d[1].fd, back.p, d[1].dram, bytes, false));
+  EXPECT_EQ(std::memcmp(data.p, back.p, bytes), 0);
   for (const Device& dev : d) driver::hl_close(dev.fd);
 }
 
