@@ -138,6 +138,7 @@ inline constexpr uint32_t kAddrLo = 0x010, kAddrHi = 0x014, kSize = 0x018;
 inline constexpr uint32_t kCompAddrLo = 0x020, kCompAddrHi = 0x024, kCompWdata = 0x028;
 inline constexpr uint32_t kCommit = 0x030;       // b0 COMP_EN, [2:1] op: 1 SEND, 2 RECV
 inline constexpr uint32_t kNonSecureProps = 0x040;
+inline constexpr uint32_t kPeer = 0x044;         // behind a switch: a send's destination, a receive's source
 inline constexpr uint32_t kCfgEn = 1u << 0;
 inline constexpr uint32_t kCommitCompEn = 1u << 0;
 inline constexpr uint32_t kCommitOpShift = 1, kCommitOpMask = 3u << 1;

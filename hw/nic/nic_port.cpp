@@ -16,7 +16,7 @@ bool known_register(uint64_t offset) {
   switch (offset) {
     case NicPort::kCfg: case NicPort::kStatus: case NicPort::kErrCause: case NicPort::kAddrLo: case NicPort::kAddrHi:
     case NicPort::kSize: case NicPort::kCompAddrLo: case NicPort::kCompAddrHi: case NicPort::kCompWdata:
-    case NicPort::kCommit: case NicPort::kNonSecureProps:
+    case NicPort::kCommit: case NicPort::kNonSecureProps: case NicPort::kPeer:
       return true;
     default:
       return false;
@@ -93,11 +93,17 @@ void NicPort::connect(NicPort& a, NicPort& b) {
   b.credits_ = a.config_.rx_buffer_packets;
 }
 
+void NicPort::attach_to_switch(uint32_t credits) {
+  if (peer_ || switched_) throw std::invalid_argument("NIC port '" + config_.name + "' is already joined");
+  switched_ = true;
+  credits_ = credits;
+}
+
 bool NicPort::read_register(uint64_t offset, uint32_t& value, Picoseconds at_ps) {
   if (!known_register(offset)) return false;
   pending_.apply_due(at_ps);
   if (offset == kStatus) {
-    const uint64_t sends = sends_.size() + unacked_.size(), recvs = recvs_.size() + filling_.size();
+    const uint64_t sends = sends_.size() + unacked_.size(), recvs = filling_.size();
     value = (engine_idle() ? 0u : 1u << 31) | (static_cast<uint32_t>(std::min<uint64_t>(recvs, 0x7FFF)) << 16) |
             static_cast<uint32_t>(std::min<uint64_t>(sends, 0xFFFF));
     return true;
@@ -139,28 +145,31 @@ void NicPort::commit(uint32_t value, Picoseconds at) {
   o.completion = (value & kCommitCompEn) != 0;
   o.completion_address = join(regs_[kCompAddrHi / 4], regs_[kCompAddrLo / 4]);
   o.completion_data = regs_[kCompWdata / 4];
+  o.peer = regs_[kPeer / 4];
   o.committed_ps = at;
-  std::deque<NicOperation>& queue = o.op == NicOp::Send ? sends_ : recvs_;
-  if (queue.size() >= config_.queue_depth) {
+  const bool send = o.op == NicOp::Send;
+  if ((send ? sends_.size() : filling_.size()) >= config_.queue_depth) {
     regs_[kErrCause / 4] |= kErrQueueOverflow;
     ++stats_.overflows;
     return;
   }
-  o.id = o.op == NicOp::Send ? next_send_id_++ : next_recv_id_++;
-  queue.push_back(o);
-  if (o.op == NicOp::Send) {
+  o.id = send ? next_send_id_++ : next_recv_id_++;
+  if (send) {
+    sends_.push_back(o);
     tx_event_.notify(sc_core::SC_ZERO_TIME);
   } else {
+    recvs_[recv_key(o.peer)].push_back(o);
+    filling_[o.id] = RecvState{o, 0, false, false};
     place();
   }
 }
 
 bool NicPort::engine_idle() const {
-  return sends_.empty() && unacked_.empty() && recvs_.empty() && filling_.empty() && completing_.empty();
+  return sends_.empty() && unacked_.empty() && filling_.empty() && completing_.empty();
 }
 
 uint32_t NicPort::engine_room() const {
-  const size_t used = std::max(sends_.size(), recvs_.size());
+  const size_t used = std::max(sends_.size(), filling_.size());
   return used >= config_.queue_depth ? 0 : static_cast<uint32_t>(config_.queue_depth - used);
 }
 
@@ -243,14 +252,21 @@ void NicPort::transmitter() {
     --credits_;
     ++state.in_flight;
     state.all_sent = last;
+    NicHeader header;
+    header.kind = NicHeader::Kind::Data;
+    header.send_id = p.send_id;
+    header.source = address_;
+    header.dest = switched_ ? state.op.peer : peer_->address_;
+    wire_.set_extension(&header);
     wire_.set_command(tlm::TLM_WRITE_COMMAND);
-    wire_.set_address(p.send_id);
+    wire_.set_address(0);
     wire_.set_data_ptr(p.payload.data());
     wire_.set_data_length(p.bytes);
     wire_.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
     tlm::tlm_phase phase = tlm::BEGIN_REQ;
     sc_core::sc_time delay = ps_to_time(wire + config_.latency_ps);
     tx->nb_transport_fw(wire_, phase, delay);
+    wire_.clear_extension(&header);
     ++stats_.tx_packets;
     stats_.tx_bytes += p.bytes;
     stats_.tx_wire_bytes += p.bytes + config_.packet_overhead_bytes;
@@ -275,14 +291,17 @@ void NicPort::finish_send(uint64_t id) {
 // ---------------------------------------------------------------------------------------------
 
 tlm::tlm_sync_enum NicPort::receive(tlm::tlm_generic_payload& trans, tlm::tlm_phase&, sc_core::sc_time& delay) {
+  const NicHeader* header = trans.get_extension<NicHeader>();
+  if (header == nullptr) throw std::logic_error("NIC port '" + config_.name + "': a transaction without a NIC header");
   RxPacket* packet = nullptr;
-  if (trans.get_command() == tlm::TLM_WRITE_COMMAND) {
+  if (header->kind == NicHeader::Kind::Data) {
     packet = new RxPacket;
-    packet->send_id = trans.get_address();
+    packet->send_id = header->send_id;
+    packet->source = header->source;
     packet->payload.assign(trans.get_data_ptr(), trans.get_data_ptr() + trans.get_data_length());
   }
   const Picoseconds at = now_ps() + delay.value();
-  arrivals_.push_back(Arrival{at, arrival_seq_++, trans.get_address(), packet});
+  arrivals_.push_back(Arrival{at, arrival_seq_++, header->kind, header->send_id, packet});
   std::push_heap(arrivals_.begin(), arrivals_.end(), std::greater<Arrival>());
   arrival_event_.notify(delay_until(arrivals_.front().at));
   trans.set_response_status(tlm::TLM_OK_RESPONSE);
@@ -295,9 +314,12 @@ void NicPort::arrive() {
     std::pop_heap(arrivals_.begin(), arrivals_.end(), std::greater<Arrival>());
     const Arrival a = arrivals_.back();
     arrivals_.pop_back();
-    if (a.packet == nullptr) {   // a credit: the peer placed one of this port's packets
+    if (a.kind == NicHeader::Kind::Credit) {   // the far end's buffer has room for one more
       ++credits_;
       tx_event_.notify(sc_core::SC_ZERO_TIME);
+      continue;
+    }
+    if (a.kind == NicHeader::Kind::Ack) {   // the destination wrote one of this port's packets
       const auto it = unacked_.find(a.send_id);
       if (it != unacked_.end()) {
         --it->second.in_flight;
@@ -305,7 +327,7 @@ void NicPort::arrive() {
       }
       continue;
     }
-    if (rx_buffer_.size() >= config_.rx_buffer_packets) {
+    if (rx_buffer_.size() + writing_.size() >= config_.rx_buffer_packets) {
       delete a.packet;
       throw std::logic_error("NIC port '" + config_.name + "': a packet arrived without a credit");
     }
@@ -318,69 +340,98 @@ void NicPort::arrive() {
   if (!arrivals_.empty()) arrival_event_.notify(delay_until(arrivals_.front().at));
 }
 
-// Received bytes into the posted receives, in order: each packet's bytes are written through the
-// fabric; a packet whose writes have all completed gives its credit back.
-void NicPort::place() {
-  while (!recvs_.empty()) {
-    NicOperation& recv = recvs_.front();
-    if (recv_filled_ == 0 && !filling_.count(recv.id)) filling_[recv.id] = RecvState{recv, 0, false, false};
-    if (recv_filled_ >= recv.bytes) {   // filled (a 0-byte receive at once)
-      filling_.at(recv.id).filled = true;
-      const uint64_t id = recv.id;
-      recvs_.pop_front();
-      recv_filled_ = 0;
-      room_event_.notify(sc_core::SC_ZERO_TIME);
-      finish_recv(id);
-      continue;
-    }
-    // Fully placed empty packets need no writes: their credit goes back now.
-    while (!rx_buffer_.empty() && rx_buffer_.front()->payload.empty()) {
-      send_credit(rx_buffer_.front()->send_id);
-      delete rx_buffer_.front();
-      rx_buffer_.pop_front();
-    }
-    if (rx_buffer_.empty()) return;
-    RxPacket* packet = rx_buffer_.front();
-    const uint64_t n = std::min<uint64_t>(packet->payload.size() - packet->placed, recv.bytes - recv_filled_);
-    RecvState& state = filling_.at(recv.id);
-    for (uint64_t at = 0; at < n;) {
-      const uint64_t address = recv.address + recv_filled_ + at;
-      const uint32_t room = config_.max_burst_bytes - static_cast<uint32_t>(address % config_.max_burst_bytes);
-      const uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(room, n - at));
-      DmaPort::Access& a = bus_.acquire(true, address, len);
-      std::memcpy(a.buffer.data(), packet->payload.data() + packet->placed + at, len);
-      a.kind = kPayloadWrite | epoch_ << 8;
-      a.tag = reinterpret_cast<uint64_t>(packet);
-      a.tag2 = recv.id;
-      ++packet->writes_left;
-      ++state.writes;
-      bus_.issue(a);
-      at += len;
-    }
-    packet->placed += n;
-    recv_filled_ += n;
-    if (packet->placed == packet->payload.size()) {   // its writes still owe the credit
-      rx_buffer_.pop_front();
-      writing_.insert(packet);
-    }
-  }
-  // No receive posted: arrived packets wait in the buffer (their credits with them).
-  while (!rx_buffer_.empty() && rx_buffer_.front()->payload.empty()) {
-    send_credit(rx_buffer_.front()->send_id);
-    delete rx_buffer_.front();
-    rx_buffer_.pop_front();
+void NicPort::pop_filled(std::deque<NicOperation>& queue, uint64_t& filled) {
+  while (!queue.empty() && filled >= queue.front().bytes) {   // a 0-byte receive at once
+    const uint64_t id = queue.front().id;
+    filling_.at(id).filled = true;
+    queue.pop_front();
+    filled = 0;
+    room_event_.notify(sc_core::SC_ZERO_TIME);
+    finish_recv(id);
   }
 }
 
-void NicPort::send_credit(uint64_t send_id) {
-  if (peer_ == nullptr) return;
-  tlm::tlm_generic_payload credit;
-  credit.set_command(tlm::TLM_IGNORE_COMMAND);
-  credit.set_address(send_id);
-  credit.set_data_length(0);
+// Received bytes into the posted receives: a packet's bytes fill the receives of its source's
+// queue in order and are written through the fabric; a packet whose writes have all completed
+// gives its credit back and is acknowledged. A packet whose source has no receive posted waits in
+// the buffer (holding its credit), and so do the packets of that source behind it.
+void NicPort::place() {
+  std::set<uint32_t> blocked;
+  for (auto it = rx_buffer_.begin(); it != rx_buffer_.end();) {
+    RxPacket* packet = *it;
+    const uint32_t key = recv_key(packet->source);
+    if (blocked.count(key)) {
+      ++it;
+      continue;
+    }
+    std::deque<NicOperation>& queue = recvs_[key];
+    uint64_t& filled = recv_filled_[key];
+    while (packet->placed < packet->payload.size()) {
+      pop_filled(queue, filled);
+      if (queue.empty()) break;
+      const NicOperation& recv = queue.front();
+      RecvState& state = filling_.at(recv.id);
+      const uint64_t n = std::min<uint64_t>(packet->payload.size() - packet->placed, recv.bytes - filled);
+      for (uint64_t at = 0; at < n;) {
+        const uint64_t address = recv.address + filled + at;
+        const uint32_t room = config_.max_burst_bytes - static_cast<uint32_t>(address % config_.max_burst_bytes);
+        const uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(room, n - at));
+        DmaPort::Access& a = bus_.acquire(true, address, len);
+        std::memcpy(a.buffer.data(), packet->payload.data() + packet->placed + at, len);
+        a.kind = kPayloadWrite | epoch_ << 8;
+        a.tag = reinterpret_cast<uint64_t>(packet);
+        a.tag2 = recv.id;
+        ++packet->writes_left;
+        ++state.writes;
+        bus_.issue(a);
+        at += len;
+      }
+      packet->placed += n;
+      filled += n;
+    }
+    pop_filled(queue, filled);
+    if (packet->placed < packet->payload.size()) {
+      blocked.insert(key);
+      ++it;
+      continue;
+    }
+    it = rx_buffer_.erase(it);
+    if (packet->writes_left == 0) {
+      packet_written(packet);   // an empty packet
+    } else {
+      writing_.insert(packet);
+    }
+  }
+  for (auto& [key, queue] : recvs_) pop_filled(queue, recv_filled_[key]);
+}
+
+void NicPort::packet_written(RxPacket* packet) {
+  send_credit();
+  send_ack(packet->source, packet->send_id);
+  writing_.erase(packet);
+  delete packet;
+}
+
+void NicPort::send_credit() { send_control(NicHeader::Kind::Credit, 0, 0); }
+
+void NicPort::send_ack(uint32_t source, uint64_t send_id) { send_control(NicHeader::Kind::Ack, source, send_id); }
+
+// Credits and acknowledgements take the link's latency and no wire time (README.md).
+void NicPort::send_control(NicHeader::Kind kind, uint32_t dest, uint64_t send_id) {
+  if (peer_ == nullptr && !switched_) return;
+  NicHeader header;
+  header.kind = kind;
+  header.send_id = send_id;
+  header.source = address_;
+  header.dest = dest;
+  tlm::tlm_generic_payload message;
+  message.set_command(tlm::TLM_IGNORE_COMMAND);
+  message.set_data_length(0);
+  message.set_extension(&header);
   tlm::tlm_phase phase = tlm::BEGIN_REQ;
   sc_core::sc_time delay = ps_to_time(config_.latency_ps);
-  tx->nb_transport_fw(credit, phase, delay);
+  tx->nb_transport_fw(message, phase, delay);
+  message.clear_extension(&header);
 }
 
 void NicPort::finish_recv(uint64_t id) {
@@ -424,11 +475,7 @@ void NicPort::access_done(DmaPort::Access& access) {
       --state.writes;
       const uint64_t recv = access.tag2;
       bus_.release(access);
-      if (--packet->writes_left == 0 && packet->placed == packet->payload.size()) {
-        send_credit(packet->send_id);
-        writing_.erase(packet);
-        delete packet;
-      }
+      if (--packet->writes_left == 0 && packet->placed == packet->payload.size()) packet_written(packet);
       finish_recv(recv);
       return;
     }
@@ -485,16 +532,17 @@ void NicPort::reset() {
   window_.clear();
   unacked_.clear();
   recvs_.clear();
-  recv_filled_ = 0;
+  recv_filled_.clear();
   filling_.clear();
   completing_.clear();
+  // Dropped packets free their buffer space (credits back), but are not acknowledged.
   for (RxPacket* packet : rx_buffer_) {
-    send_credit(packet->send_id);
+    send_credit();
     delete packet;
   }
   rx_buffer_.clear();
   for (RxPacket* packet : writing_) {
-    send_credit(packet->send_id);
+    send_credit();
     delete packet;
   }
   writing_.clear();

@@ -38,6 +38,7 @@
 #include "hw/common/mem_protocol.h"
 #include "hw/common/timed_writes.h"
 #include "hw/dma/dma_port.h"
+#include "hw/nic/nic_wire.h"
 #include "sim/stats/stats.h"
 
 namespace hpusim::hw {
@@ -67,6 +68,7 @@ enum class NicOp : uint8_t { Send = 1, Recv = 2 };
 struct NicOperation {
   uint64_t id = 0;                  // per port and direction, 1, 2, ... in commit order
   NicOp op = NicOp::Send;
+  uint32_t peer = 0;                // behind a switch: a send's destination, a receive's source
   uint64_t address = 0;
   uint64_t bytes = 0;
   bool completion = false;
@@ -113,7 +115,8 @@ class NicPort : public sc_core::sc_module, public RegisterBlock, public EngineSt
                             kSize = regs::nic_port::kSize;
   static constexpr uint32_t kCompAddrLo = regs::nic_port::kCompAddrLo, kCompAddrHi = regs::nic_port::kCompAddrHi,
                             kCompWdata = regs::nic_port::kCompWdata;
-  static constexpr uint32_t kCommit = regs::nic_port::kCommit, kNonSecureProps = regs::nic_port::kNonSecureProps;
+  static constexpr uint32_t kCommit = regs::nic_port::kCommit, kNonSecureProps = regs::nic_port::kNonSecureProps,
+                            kPeer = regs::nic_port::kPeer;
   static constexpr uint32_t kCommitCompEn = regs::nic_port::kCommitCompEn;
   static constexpr uint32_t kCommitOpShift = regs::nic_port::kCommitOpShift, kCommitOpMask = regs::nic_port::kCommitOpMask;
   static constexpr uint32_t kErrReadFailed = regs::nic_port::kErrReadFailed, kErrWriteFailed = regs::nic_port::kErrWriteFailed,
@@ -130,7 +133,13 @@ class NicPort : public sc_core::sc_module, public RegisterBlock, public EngineSt
   tlm_utils::simple_target_socket_optional<NicPort> rx;
   // Joins two ports (both directions). A port without a peer never gets a credit: its sends wait.
   static void connect(NicPort& a, NicPort& b);
-  bool connected() const { return peer_ != nullptr; }
+  bool connected() const { return peer_ != nullptr || switched_; }
+  // The port's address in its box (nic_address: what a switch routes by and a peer names).
+  void set_address(uint32_t address) { address_ = address; }
+  uint32_t address() const { return address_; }
+  // Joined to a switch port (NicSwitch::attach) whose input buffer holds `credits` packets: the
+  // port's operations then name their peer (PEER register).
+  void attach_to_switch(uint32_t credits);
 
   bool read_register(uint64_t offset, uint32_t& value, Picoseconds at_ps) override;
   bool write_register(uint64_t offset, uint32_t value, Picoseconds at_ps) override;
@@ -166,16 +175,18 @@ class NicPort : public sc_core::sc_module, public RegisterBlock, public EngineSt
   };
   struct RxPacket {             // a received packet in the receive buffer
     uint64_t send_id = 0;
+    uint32_t source = 0;
     std::vector<unsigned char> payload;
     uint64_t placed = 0;        // bytes handed to receives
     uint32_t writes_left = 0;
   };
-  // A packet or a credit on its way to this port.
+  // A packet, a credit or an acknowledgement on its way to this port.
   struct Arrival {
     Picoseconds at;
     uint64_t seq;
+    NicHeader::Kind kind;
     uint64_t send_id;
-    RxPacket* packet;           // nullptr: a credit for one of this port's packets
+    RxPacket* packet;           // data only
     bool operator>(const Arrival& o) const { return at != o.at ? at > o.at : seq > o.seq; }
   };
 
@@ -192,7 +203,18 @@ class NicPort : public sc_core::sc_module, public RegisterBlock, public EngineSt
   void finish_recv(uint64_t id);
   // The operation is done: its completion message (if any, and it did not fail), then the observer.
   void complete(const NicOperation& op, bool failed, const std::string& message);
-  void send_credit(uint64_t send_id);
+  // The link's far end may send one more packet; the data's source that its packet is written.
+  void send_credit();
+  void send_ack(uint32_t source, uint64_t send_id);
+  void send_control(NicHeader::Kind kind, uint32_t dest, uint64_t send_id);
+  // A received packet is written: its credit and acknowledgement go back, and it is freed.
+  void packet_written(RxPacket* packet);
+  // The receives a packet from `source` fills: its own queue behind a switch, the one queue of a
+  // direct link.
+  uint32_t recv_key(uint32_t source) const { return switched_ ? source : kAnySource; }
+  static constexpr uint32_t kAnySource = 0xFFFFFFFF;
+  // Completes the receives at the front of `queue` whose bytes are all handed out.
+  void pop_filled(std::deque<NicOperation>& queue, uint64_t& filled);
   void notify_if_idle();
   tlm::tlm_sync_enum receive(tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase, sc_core::sc_time& delay);
   tlm::tlm_sync_enum backward(tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase, sc_core::sc_time& delay);
@@ -201,6 +223,8 @@ class NicPort : public sc_core::sc_module, public RegisterBlock, public EngineSt
   DmaPort bus_;
   NicObserver* observer_ = nullptr;
   NicPort* peer_ = nullptr;
+  bool switched_ = false;
+  uint32_t address_ = 0;
   std::vector<uint32_t> regs_;
   TimedWrites<> pending_{[this](const RegisterWrite& w, Picoseconds at) {
                            apply(static_cast<uint32_t>(w.offset), w.value, at);
@@ -225,8 +249,8 @@ class NicPort : public sc_core::sc_module, public RegisterBlock, public EngineSt
   sc_core::sc_event tx_event_;              // work, read data or a credit arrived
 
   // Receiving.
-  std::deque<NicOperation> recvs_;          // committed, not yet filled (front: the one filling)
-  uint64_t recv_filled_ = 0;                // bytes handed to recvs_.front()
+  std::map<uint32_t, std::deque<NicOperation>> recvs_;   // by source key: committed, not yet filled
+  std::map<uint32_t, uint64_t> recv_filled_;              // bytes handed to each queue's front
   struct RecvState {
     NicOperation op;
     uint64_t writes = 0;        // payload writes in flight
