@@ -9,6 +9,7 @@
 #include "arch/uapi/uapi.h"
 #include "hw/card/card.h"
 #include "hw/card/card_tracer.h"
+#include "hw/nic/nic_switch.h"
 #include "hw/pcie/host_memory.h"
 #include "sim/cosim/host_port.h"
 #include "sim/platform/card_link.h"
@@ -106,6 +107,25 @@ Platform::Platform(const PlatformOptions& options) : options_(options) {
       }
       // The box's links between the cards built (before elaboration ends: they are sockets).
       if (box_) {
+        for (unsigned c = 0; c < cards_.size(); ++c)
+          for (unsigned p = 0; p < cards_[c]->nic_ports(); ++p) cards_[c]->nic_port(p)->set_address(hw::nic_address(c, p));
+        std::vector<const preset::NicEnd*> scale_out;
+        for (const preset::NicEnd& end : box_->scale_out())
+          if (end.card() < cards_.size()) scale_out.push_back(&end);
+        if (box_->has_switch_() && !scale_out.empty()) {
+          const preset::SwitchConfig& s = box_->switch_();
+          hw::NicSwitchConfig config;
+          config.ports = static_cast<uint32_t>(scale_out.size());
+          config.gbps = s.gbps_per_port();
+          config.packet_overhead_bytes = preset_.nic().packet_overhead_bytes();
+          config.latency_ps = uint64_t{s.latency_ns()} * 1000;
+          config.link_latency_ps = uint64_t{s.link_latency_ns()} * 1000;
+          config.buffer_packets = s.buffer_packets();
+          switch_ = std::make_unique<hw::NicSwitch>(config);
+          switch_->register_stats(stats::Scope(stats_, "switch"));
+          for (unsigned i = 0; i < scale_out.size(); ++i)
+            switch_->attach(*cards_[scale_out[i]->card()]->nic_port(scale_out[i]->port()), i);
+        }
         for (const preset::NicLink& link : box_->link()) {
           if (link.a().card() >= cards_.size() || link.b().card() >= cards_.size()) continue;
           hw::NicPort::connect(*cards_[link.a().card()]->nic_port(link.a().port()),
@@ -193,6 +213,7 @@ void Platform::tear_down() {
   if (cosim_) {
     cosim_->on_sim_thread([this] {
       card_tracers_.clear();
+      switch_.reset();
       cards_.clear();
       host_ports_.clear();
     });

@@ -26,6 +26,7 @@
 
 namespace hpusim::hw {
 class Card;
+class NicSwitch;
 class CardTracer;
 class HostMemory;
 }
@@ -109,6 +110,8 @@ class Platform : public HostServices {
   const preset::Card& preset() const { return preset_; }
   // The box preset the cards were joined by, or nullptr.
   const preset::Box* box() const { return box_ ? &*box_ : nullptr; }
+  // The box's scale-out switch (its scale_out ports on the cards built), or nullptr.
+  hw::NicSwitch* nic_switch() { return switch_.get(); }
   const PlatformOptions& options() const { return options_; }
   cosim::CoSimulation& cosim() { return *cosim_; }
   unsigned cards() override { return static_cast<unsigned>(cards_.size()); }
@@ -139,6 +142,7 @@ class Platform : public HostServices {
   PlatformOptions options_;
   preset::Card preset_;
   std::optional<preset::Box> box_;
+  std::unique_ptr<hw::NicSwitch> switch_;   // the box's scale-out switch, if it has one
   std::unique_ptr<traces::Timeline> own_timeline_;
   traces::Timeline* timeline_ = nullptr;
   std::unique_ptr<cosim::CoSimulation> cosim_;

@@ -86,6 +86,11 @@ Box load_box(const std::string& name_or_file, const Card& card) {
     take(link.b(), "link");
   }
   for (const NicEnd& end : box.scale_out()) take(end, "scale_out");
+  if (box.has_switch_()) {
+    const SwitchConfig& s = box.switch_();
+    if (s.gbps_per_port() == 0) throw PresetError(who + "switch.gbps_per_port must be greater than 0");
+    if (s.buffer_packets() == 0) throw PresetError(who + "switch.buffer_packets must be greater than 0");
+  }
   return box;
 }
 

@@ -19,6 +19,7 @@
 #include "arch/uapi/uapi.h"
 #include "driver/device_file.h"
 #include "hw/card/card.h"
+#include "hw/nic/nic_switch.h"
 #include "sim/platform/platform.h"
 #include "sim/preset/preset.h"
 #include "synapse/hlthunk/hlthunk.h"
@@ -160,12 +161,15 @@ bool copy(int fd, void* host, uint64_t device, uint32_t bytes, bool down) {
 // into its buffer on port 6. The NIC queue's command buffer (in the card's SRAM) posts the
 // operation, completing on SOB 40 of E_N; the CS's external job waits for the SOB, so the CS ends
 // when the operation has.
-bool post(const Device& d, unsigned c, uint32_t bytes, uint64_t* seq) {
+// With `scale_out`, both use port 7, each naming the other behind the box's switch.
+bool post(const Device& d, unsigned c, uint32_t bytes, uint64_t* seq, bool scale_out = false) {
   constexpr uint32_t kSob = 40, kMonitor = 40;
   const regs::SyncManager sm = regs::SyncManager::E_N;
-  const regs::QueueId queue = regs::make_queue(regs::QueueKind::Nic, c == 0 ? 0 : 6, 0);
+  const unsigned port = scale_out ? 7 : c == 0 ? 0 : 6;
+  const regs::QueueId queue = regs::make_queue(regs::QueueKind::Nic, port, 0);
   qman::CommandBufferBuilder nic;
-  qman::append_nic_operation(nic, c == 0 ? qman::NicOperation::Send : qman::NicOperation::Recv, d.dram, bytes, sm, kSob);
+  qman::append_nic_operation(nic, c == 0 ? qman::NicOperation::Send : qman::NicOperation::Recv, d.dram, bytes, sm, kSob, 1,
+                             hw::nic_address(1 - c, 7));
   const std::vector<uint8_t> nic_bytes = nic.take();
   Aligned cb_host(nic_bytes.size());
   std::memcpy(cb_host.p, nic_bytes.data(), nic_bytes.size());
@@ -294,6 +298,48 @@ TEST(NicBox, AReceiveWhosePeerNeverSendsEndsInTheTimeoutAndTheDeviceWorksAfter) 
   }
   ASSERT_TRUE(copy(d[1].fd, back.p, d[1].dram, bytes, false));
   EXPECT_EQ(std::memcmp(data.p, back.p, bytes), 0);
+  for (const Device& dev : d) driver::hl_close(dev.fd);
+}
+
+}  // namespace
+}  // namespace hpusim::testing
+
+namespace hpusim::testing {
+namespace {
+
+// The box's scale-out ports are joined to its switch: card 0's port 7 reaches card 1's port 7
+// through it, by address, on the same command path.
+TEST(NicBox, ScaleOutPortsReachEachOtherThroughTheBoxSwitch) {
+  platform::PlatformOptions options;
+  options.box = "hls1";
+  options.cards = 2;
+  options.driver.heartbeat_period_us = 0;
+  platform::Platform box(options);
+  hw::NicSwitch* fabric = box.nic_switch();
+  ASSERT_NE(fabric, nullptr);
+  EXPECT_EQ(fabric->config().ports, 6u) << "ports 7, 8, 9 of the two cards";
+  EXPECT_TRUE(box.card(0).nic_port(7)->connected());
+  Device d[2];
+  for (unsigned c = 0; c < 2; ++c) {
+    d[c].fd = driver::hl_open(platform::Platform::device_path(c).c_str());
+    ASSERT_GE(d[c].fd, 0);
+    d[c].dram = box.preset().memory_map().dram_user_base() + 0x200000;
+    d[c].sram = box.preset().memory_map().sram_base() + 0x10000;
+  }
+  const uint32_t bytes = 300000;
+  Aligned data(bytes), back(bytes);
+  for (uint32_t i = 0; i < bytes; ++i) data.p[i] = static_cast<uint8_t>(i * 31 + 3);
+  ASSERT_TRUE(copy(d[0].fd, data.p, d[0].dram, bytes, true));
+  uint64_t seqs[2] = {};
+  for (const unsigned c : {1u, 0u}) ASSERT_TRUE(post(d[c], c, bytes, &seqs[c], true)) << "card " << c;
+  for (const unsigned c : {1u, 0u}) {
+    uint32_t status = 0;
+    ASSERT_EQ(hlthunk::wait(d[c].fd, seqs[c], 10000000, &status), 0) << "card " << c;
+    EXPECT_EQ(status, uapi::HL_WAIT_CS_STATUS_COMPLETED) << "card " << c;
+  }
+  ASSERT_TRUE(copy(d[1].fd, back.p, d[1].dram, bytes, false));
+  EXPECT_EQ(std::memcmp(data.p, back.p, bytes), 0);
+  EXPECT_EQ(fabric->port_stats(3).bytes, bytes) << "switch port 3 is card 1's port 7";
   for (const Device& dev : d) driver::hl_close(dev.fd);
 }
 
