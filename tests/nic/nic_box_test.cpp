@@ -120,6 +120,27 @@ struct Aligned {
   uint8_t* p;
 };
 
+// The box's options: `cards` HLS-1 cards, no heartbeat traffic between the submissions.
+platform::PlatformOptions hls1(unsigned cards) {
+  platform::PlatformOptions options;
+  options.box = "hls1";
+  options.cards = cards;
+  options.driver.heartbeat_period_us = 0;
+  return options;
+}
+
+// Each card's device file and the buffers the tests use on it.
+std::vector<Device> open_cards(platform::Platform& box) {
+  std::vector<Device> d(box.cards());
+  for (unsigned c = 0; c < box.cards(); ++c) {
+    d[c].fd = driver::hl_open(platform::Platform::device_path(c).c_str());
+    EXPECT_GE(d[c].fd, 0) << "card " << c;
+    d[c].dram = box.preset().memory_map().dram_user_base() + 0x200000;
+    d[c].sram = box.preset().memory_map().sram_base() + 0x10000;
+  }
+  return d;
+}
+
 // One CS of `jobs`, waited for.
 bool run_cs(int fd, const std::vector<hl_cs_chunk>& jobs, uint64_t* seq_out = nullptr) {
   uint64_t seq = 0;
@@ -186,10 +207,7 @@ bool post(const Device& d, unsigned c, uint32_t bytes, uint64_t* seq, bool scale
 }
 
 TEST(NicBox, ASendAndItsReceiveRunThroughTheDriversQueues) {
-  platform::PlatformOptions options;
-  options.box = "hls1";
-  options.cards = 2;
-  options.driver.heartbeat_period_us = 0;
+  platform::PlatformOptions options = hls1(2);
   const std::string trace = ::testing::TempDir() + "/nic_box.pftrace";
   options.trace_path = trace;
   platform::Platform box(options);
@@ -204,13 +222,7 @@ TEST(NicBox, ASendAndItsReceiveRunThroughTheDriversQueues) {
   Aligned data(bytes), back(bytes);
   for (uint32_t i = 0; i < bytes; ++i) data.p[i] = static_cast<uint8_t>(i * 13 + 5);
   std::memset(back.p, 0, bytes);
-  Device d[2];
-  for (unsigned c = 0; c < 2; ++c) {
-    d[c].fd = driver::hl_open(platform::Platform::device_path(c).c_str());
-    ASSERT_GE(d[c].fd, 0);
-    d[c].dram = box.preset().memory_map().dram_user_base() + 0x200000;
-    d[c].sram = box.preset().memory_map().sram_base() + 0x10000;
-  }
+  const std::vector<Device> d = open_cards(box);
   ASSERT_TRUE(copy(d[0].fd, data.p, d[0].dram, bytes, true));
 
   uint64_t seqs[2] = {};
@@ -254,28 +266,14 @@ TEST(NicBox, ASendAndItsReceiveRunThroughTheDriversQueues) {
   EXPECT_LE(samples.front().value, 12.5) << "GB/s";
 }
 
-}  // namespace
-}  // namespace hpusim::testing
-
-namespace hpusim::testing {
-namespace {
 
 // A receive whose peer never sends: the CS waits on its sync object until the driver's TDR
 // resets the device, which drops the port's receive; afterwards the pair runs as before.
 TEST(NicBox, AReceiveWhosePeerNeverSendsEndsInTheTimeoutAndTheDeviceWorksAfter) {
-  platform::PlatformOptions options;
-  options.box = "hls1";
-  options.cards = 2;
-  options.driver.heartbeat_period_us = 0;
+  platform::PlatformOptions options = hls1(2);
   options.driver.cs_timeout_us = 2000;   // a short TDR: 2 ms
   platform::Platform box(options);
-  Device d[2];
-  for (unsigned c = 0; c < 2; ++c) {
-    d[c].fd = driver::hl_open(platform::Platform::device_path(c).c_str());
-    ASSERT_GE(d[c].fd, 0);
-    d[c].dram = box.preset().memory_map().dram_user_base() + 0x200000;
-    d[c].sram = box.preset().memory_map().sram_base() + 0x10000;
-  }
+  const std::vector<Device> d = open_cards(box);
   const uint32_t bytes = 100000;
   uint64_t seq = 0;
   ASSERT_TRUE(post(d[1], 1, bytes, &seq));
@@ -301,31 +299,16 @@ TEST(NicBox, AReceiveWhosePeerNeverSendsEndsInTheTimeoutAndTheDeviceWorksAfter) 
   for (const Device& dev : d) driver::hl_close(dev.fd);
 }
 
-}  // namespace
-}  // namespace hpusim::testing
-
-namespace hpusim::testing {
-namespace {
 
 // The box's scale-out ports are joined to its switch: card 0's port 7 reaches card 1's port 7
 // through it, by address, on the same command path.
 TEST(NicBox, ScaleOutPortsReachEachOtherThroughTheBoxSwitch) {
-  platform::PlatformOptions options;
-  options.box = "hls1";
-  options.cards = 2;
-  options.driver.heartbeat_period_us = 0;
-  platform::Platform box(options);
+  platform::Platform box(hls1(2));
   hw::NicSwitch* fabric = box.nic_switch();
   ASSERT_NE(fabric, nullptr);
   EXPECT_EQ(fabric->config().ports, 6u) << "ports 7, 8, 9 of the two cards";
   EXPECT_TRUE(box.card(0).nic_port(7)->connected());
-  Device d[2];
-  for (unsigned c = 0; c < 2; ++c) {
-    d[c].fd = driver::hl_open(platform::Platform::device_path(c).c_str());
-    ASSERT_GE(d[c].fd, 0);
-    d[c].dram = box.preset().memory_map().dram_user_base() + 0x200000;
-    d[c].sram = box.preset().memory_map().sram_base() + 0x10000;
-  }
+  const std::vector<Device> d = open_cards(box);
   const uint32_t bytes = 300000;
   Aligned data(bytes), back(bytes);
   for (uint32_t i = 0; i < bytes; ++i) data.p[i] = static_cast<uint8_t>(i * 31 + 3);
@@ -343,11 +326,6 @@ TEST(NicBox, ScaleOutPortsReachEachOtherThroughTheBoxSwitch) {
   for (const Device& dev : d) driver::hl_close(dev.fd);
 }
 
-}  // namespace
-}  // namespace hpusim::testing
-
-namespace hpusim::testing {
-namespace {
 
 // An all_gather on four cards of an HLS-1 box, by direct exchange over the box's links (every card
 // sends its piece to each peer on the port joining them and receives each peer's piece into its
@@ -358,11 +336,7 @@ namespace {
 // goodput, less the start-up latencies.
 TEST(NicBox, AnAllGatherByDirectExchangeRunsEveryPortAtItsLineRate) {
   constexpr unsigned kCards = 4;
-  platform::PlatformOptions options;
-  options.box = "hls1";
-  options.cards = kCards;
-  options.driver.heartbeat_period_us = 0;
-  platform::Platform box(options);
+  platform::Platform box(hls1(kCards));
   const uint32_t piece = 4u << 20;
   const uint64_t dram = box.preset().memory_map().dram_user_base();
   const uint64_t in = dram + 0x100000, out = dram + 0x1000000;
