@@ -97,4 +97,15 @@ struct Side {
   std::unique_ptr<NicPort> nic;
 };
 
+// Simulates in steps of 1 us until every port is idle or `limit_ps` has passed.
+inline void run_until_idle(const std::vector<NicPort*>& ports, Picoseconds limit_ps) {
+  const Picoseconds end = hw::now_ps() + limit_ps;
+  const auto idle = [&] {
+    for (const NicPort* p : ports)
+      if (!p->engine_idle()) return false;
+    return true;
+  };
+  while (hw::now_ps() < end && !idle()) sc_core::sc_start(sc_core::sc_time(1, sc_core::SC_US));
+}
+
 }  // namespace hpusim::testing

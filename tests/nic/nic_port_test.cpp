@@ -25,10 +25,7 @@ struct Bench {
     a.write(NicPort::kCfg, 1);
     b.write(NicPort::kCfg, 1);
   }
-  void run_until_idle(Picoseconds limit_ps) {
-    const Picoseconds end = hw::now_ps() + limit_ps;
-    while (hw::now_ps() < end && !(a.nic->engine_idle() && b.nic->engine_idle())) sc_core::sc_start(sc_core::sc_time(1, sc_core::SC_US));
-  }
+  void run_until_idle(Picoseconds limit_ps) { testing::run_until_idle({a.nic.get(), b.nic.get()}, limit_ps); }
   preset::Card card;
   Side a, b;
   Recorder recorder;
