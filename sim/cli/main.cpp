@@ -152,10 +152,19 @@ std::vector<std::string> split_list(const std::string& text) {
 
 int command_info(const std::vector<std::string>& args) {
   po::options_description options = preset_options();
-  options.add_options()("help,h", "this help");
+  options.add_options()("help,h", "this help")(
+      "box", po::value<std::string>(), "a box preset (built-in name or file): the box, then its card with --set applied");
   po::variables_map vm = parse(args, options);
   if (vm.count("help")) {
     std::cout << "usage: hpusim info [options]\n" << options;
+    return 0;
+  }
+  if (vm.count("box")) {
+    const std::string box = vm["box"].as<std::string>();
+    std::vector<std::string> overrides;
+    if (vm.count("set")) overrides = vm["set"].as<std::vector<std::string>>();
+    const hpusim::preset::Card card = hpusim::preset::load_preset(hpusim::preset::box_card_preset(box), overrides);
+    std::cout << hpusim::preset::to_text(hpusim::preset::load_box(box, card)) << "\n" << hpusim::preset::to_text(card);
     return 0;
   }
   std::cout << hpusim::preset::to_text(load_card(vm));
@@ -166,6 +175,11 @@ int command_presets() {
   for (const std::string& name : hpusim::preset::builtin_preset_names()) {
     auto card = hpusim::preset::load_preset(name);
     std::cout << name << "  " << card.description() << "\n";
+  }
+  std::cout << "\nboxes (hpusim info --box NAME):\n";
+  for (const std::string& name : hpusim::preset::builtin_box_names()) {
+    const std::string card = hpusim::preset::box_card_preset(name);
+    std::cout << name << "  " << hpusim::preset::load_box(name, hpusim::preset::load_preset(card)).description() << "\n";
   }
   return 0;
 }

@@ -68,6 +68,14 @@ std::vector<std::string> builtin_box_names() {
 
 std::string box_card_preset(const std::string& name_or_file) { return parse_box(name_or_file).card(); }
 
+std::string to_text(const Box& box) {
+  google::protobuf::TextFormat::Printer printer;
+  printer.SetSingleLineMode(false);
+  std::string out;
+  printer.PrintToString(box, &out);
+  return out;
+}
+
 Box load_box(const std::string& name_or_file, const Card& card) {
   Box box = parse_box(name_or_file);
   const std::string who = "box '" + (box.name().empty() ? name_or_file : box.name()) + "': ";

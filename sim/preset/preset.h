@@ -58,5 +58,7 @@ std::vector<std::string> builtin_box_names();
 Box load_box(const std::string& name_or_file, const Card& card);
 // The box's card preset name (as the file names it), to load before load_box.
 std::string box_card_preset(const std::string& name_or_file);
+// Text-format rendering of a box, as `hpusim info --box` prints it.
+std::string to_text(const Box& box);
 
 }  // namespace hpusim::preset

@@ -37,6 +37,23 @@ TEST(Cli, InfoPrintsTheResolvedPreset) {
   EXPECT_NE(r.output.find("name: \"HBM2E-3200\""), std::string::npos);  // the resolved timing set
 }
 
+// The box presets: listed beside the cards, printed with their card, refused with the reason.
+TEST(Cli, BoxesAreListedAndPrintedWithTheirCard) {
+  ProgramRun r = run("presets");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("hls1  HLS-1 class: 8 x hl205"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("hls2  HLS-2 class: 8 x hl225"), std::string::npos) << r.output;
+  r = run("info --box hls2 --set nic.latency_ns=700");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("name: \"hls2\""), std::string::npos);
+  EXPECT_NE(r.output.find("name: \"hl225\""), std::string::npos) << "the box's card follows";
+  EXPECT_NE(r.output.find("latency_ns: 700"), std::string::npos) << "with --set applied";
+  r = run("info --box hls2 --set nic.ports=20");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("box 'hls2': link card 0 port 20: hl225 has 20 NIC ports (nic.ports)"), std::string::npos)
+      << r.output;
+}
+
 TEST(Cli, BadSetValueIsAClearErrorWithNonZeroExit) {
   ProgramRun r = run("info --set hbm.stacks=many");
   EXPECT_EQ(r.exit_code, 2);
