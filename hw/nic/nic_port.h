@@ -1,21 +1,22 @@
 // One NIC port: a RoCE-v2-like engine with a register block in the CFG space (programmed by its
 // QMAN, as a DMA core is) and a fabric master that reads send buffers and writes receive buffers,
-// joined to its peer port by a point-to-point link (two TLM sockets).
+// joined either to its peer port by a point-to-point link or to a switch port (NicSwitch), two
+// TLM sockets either way.
 //
-// Software posts operations with register writes (ADDR_LO/HI, SIZE, COMP_WDATA, COMP_ADDR_LO/HI)
-// and a COMMIT naming the operation: SEND moves SIZE bytes from ADDR to the peer; RECV names where
-// the next SIZE bytes the peer sends land. Sends and receives each run in commit order; the bytes
-// of the sends fill the posted receives in order (a reliable-connection byte stream), so a send
-// may fill several receives and a receive may take several sends. A send completes when the peer
-// has written its last packet (the acknowledgement); a receive when its last byte is written. With
+// Software posts operations with register writes (PEER, ADDR_LO/HI, SIZE, COMP_WDATA,
+// COMP_ADDR_LO/HI) and a COMMIT naming the operation: SEND moves SIZE bytes from ADDR to the peer;
+// RECV names where the next SIZE bytes from the peer land (behind a switch PEER names the other
+// port; a direct link ignores it). Sends and receives each run in commit order; the bytes of the
+// sends fill the posted receives in order (a reliable-connection byte stream, per source), so a
+// send may fill several receives and a receive may take several sends. A send completes when the
+// destination has acknowledged its last packet; a receive when its last byte is written. With
 // COMMIT.COMP_EN the operation then writes COMP_WDATA to COMP_ADDR (e.g. a sync-object increment).
 //
 // On the wire a send is packets of at most mtu_bytes of payload, each occupying the link for
 // (payload + packet_overhead_bytes) at the line rate and arriving link latency after its last bit
-// left. A packet leaves only with a credit: the peer's receive buffer holds rx_buffer_packets
-// packets, and a credit returns (link latency later) once a packet's bytes are written into a
-// posted receive, so a slow or absent receiver stalls the sender and nothing is lost. See
-// README.md.
+// left. A packet leaves only with a credit for the far end's buffer, which returns (link latency
+// later) once the packet has left that buffer, so a slow or absent receiver stalls the sender and
+// nothing is lost. See README.md.
 #pragma once
 
 #include <systemc>
