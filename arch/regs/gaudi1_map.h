@@ -585,6 +585,15 @@ inline constexpr uint32_t kErrmsgAddrHi = 0x174;
 inline constexpr uint32_t kErrmsgWdata = 0x178;
 inline constexpr uint32_t kSts0 = 0x190;
 inline constexpr uint32_t kSts1 = 0x194;
+// hpusim's reduction mode (not in Gaudi 1's map; Gaudi 2's engines reduce on the write): with
+// EN set, a copy writes op(destination, source) element by element instead of the source. Latched
+// at COMMIT like the other transfer registers.
+inline constexpr uint32_t kReduceCfg = 0x1A0;
+inline constexpr uint32_t kReduceEn = 1u << 0;
+inline constexpr unsigned kReduceOpShift = 1;               // [2:1]: 0 sum, 1 min, 2 max
+inline constexpr uint32_t kReduceOpMask = 3u << kReduceOpShift;
+inline constexpr unsigned kReduceTypeShift = 4;             // [7:4]: 0 f32, 1 bf16
+inline constexpr uint32_t kReduceTypeMask = 0xFu << kReduceTypeShift;
 inline constexpr unsigned kNumDims = 5;
 
 // Strided transfer: TSIZE_d for d = 0..4, STRIDE_d for d = 1..4.

@@ -80,7 +80,7 @@ bool DmaCore::known_register(uint32_t offset) {
     case dc::kWrMaxOutstand: case dc::kWrMaxAwid: case dc::kWrAwcache: case dc::kWrAwuser: case dc::kWrInflights:
     case dc::kRdRateLimCfg0: case dc::kRdRateLimCfg1: case dc::kWrRateLimCfg0: case dc::kWrRateLimCfg1:
     case dc::kErrCfg: case dc::kErrCause: case dc::kErrmsgAddrLo: case dc::kErrmsgAddrHi: case dc::kErrmsgWdata:
-    case dc::kSts0: case dc::kSts1:
+    case dc::kSts0: case dc::kSts1: case dc::kReduceCfg:
       return true;
   }
   for (unsigned d = 1; d < dc::kNumDims; ++d) {
@@ -148,6 +148,10 @@ void DmaCore::commit(uint32_t value, Picoseconds at) {
   t.commit = value;
   t.memset = (value & dc::kCommitMemSet) != 0;
   t.linear = (value & dc::kCommitLin) != 0;
+  t.reduce_cfg = regs_[dc::kReduceCfg / 4];
+  t.reduce = (t.reduce_cfg & dc::kReduceEn) != 0;
+  t.reduce_op = static_cast<reduction::ReduceOp>((t.reduce_cfg & dc::kReduceOpMask) >> dc::kReduceOpShift);
+  t.reduce_type = static_cast<reduction::ReduceType>((t.reduce_cfg & dc::kReduceTypeMask) >> dc::kReduceTypeShift);
   const auto reg = [this](uint32_t offset) { return regs_[offset / 4]; };
   t.source = join(reg(dc::kSrcBaseHi), reg(dc::kSrcBaseLo));
   t.destination = join(reg(dc::kDstBaseHi) & dc::kDstBaseHiValMask, reg(dc::kDstBaseLo));
@@ -277,6 +281,8 @@ void DmaCore::reset() {
   writes_in_flight_ = 0;
   for (DmaPort::Access* access : parked_) bus_.release(*access);
   parked_.clear();
+  for (DmaPort::Access* access : reduce_arrived_) bus_.release(*access);
+  reduce_arrived_.clear();
   error_halted_ = false;
   go_idle_if_done();
   notify_if_engine_idle();
@@ -309,6 +315,26 @@ bool DmaCore::validate(const DmaTransfer& t, std::string& message) const {
   if (t.bytes > (uint64_t{1} << 48)) {
     message = "strided transfer larger than 2^48 bytes";
     return false;
+  }
+  if (t.reduce) {
+    const uint32_t op = (t.reduce_cfg & dc::kReduceOpMask) >> dc::kReduceOpShift;
+    const uint32_t type = (t.reduce_cfg & dc::kReduceTypeMask) >> dc::kReduceTypeShift;
+    if (t.memset || !reduction::valid_op(op) || !reduction::valid_type(type)) {
+      message = "REDUCE_CFG " + hex(t.reduce_cfg) + (t.memset ? " with a memset" : " names no reduction (op 0..2, type 0..1)");
+      return false;
+    }
+    // Whole elements only: every row and stride, both bases.
+    const uint64_t e = reduction::element_bytes(t.reduce_type);
+    bool whole = t.source % e == 0 && t.destination % e == 0 && t.bytes % e == 0;
+    if (!t.linear) {
+      whole = whole && t.src_size[0] % e == 0 && t.dst_size[0] % e == 0;
+      for (unsigned d = 1; d < dc::kNumDims; ++d) whole = whole && t.src_stride[d] % e == 0 && t.dst_stride[d] % e == 0;
+    }
+    if (!whole) {
+      message = std::string("a ") + reduction::name(t.reduce_type) + " reduction needs addresses, sizes and strides in whole " +
+                std::to_string(e) + "-byte elements";
+      return false;
+    }
   }
   if (!t.linear && !t.memset) {
     uint64_t total = t.src_size[0];
@@ -381,6 +407,8 @@ void DmaCore::run(const DmaTransfer& t, uint64_t epoch) {
   fail_message_.clear();
   if (!wait_or_reset(epoch, ps_to_time(config_.setup_cycles * config_.cycle_ps))) return;
 
+  reduce_op_ = t.reduce_op;
+  reduce_type_ = t.reduce_type;
   std::string message;
   if (!validate(t, message)) {
     note_failure(kDmaErrCauseBadCommit, t.destination, message);
@@ -431,12 +459,28 @@ void DmaCore::run(const DmaTransfer& t, uint64_t epoch) {
         if (failed_) break;
         const uint64_t address = src.address();
         const uint64_t chunk = std::min({burst - address % burst, src.row_left(), dst.row_left(), left});
-        DmaPort::Access& access = bus_.acquire(false, address, static_cast<uint32_t>(chunk));
-        access.kind = kDataRead;
-        access.tag = dst.address();
-        access.tag2 = epoch;
-        ++reads_in_flight_;
-        bus_.issue(access);
+        if (t.reduce) {
+          // Both operands are read; the write of op(destination, source) follows the later one.
+          // Two requests: two cycles.
+          DmaPort::Access& source = bus_.acquire(false, address, static_cast<uint32_t>(chunk));
+          DmaPort::Access& destination = bus_.acquire(false, dst.address(), static_cast<uint32_t>(chunk));
+          source.kind = kReduceSourceRead;
+          destination.kind = kReduceDestinationRead;
+          source.tag = reinterpret_cast<uint64_t>(&destination);
+          destination.tag = reinterpret_cast<uint64_t>(&source);
+          source.tag2 = destination.tag2 = epoch;
+          reads_in_flight_ += 2;
+          bus_.issue(source);
+          if (!wait_or_reset(epoch, cycle)) return;
+          bus_.issue(destination);
+        } else {
+          DmaPort::Access& access = bus_.acquire(false, address, static_cast<uint32_t>(chunk));
+          access.kind = kDataRead;
+          access.tag = dst.address();
+          access.tag2 = epoch;
+          ++reads_in_flight_;
+          bus_.issue(access);
+        }
         src.advance(chunk);
         dst.advance(chunk);
         left -= chunk;
@@ -476,6 +520,45 @@ void DmaCore::issue_write(DmaPort::Access& access) {
   bus_.issue(access);
 }
 
+void DmaCore::write_or_park(DmaPort::Access& access) {
+  if (writes_in_flight_ < config_.posted_writes) {
+    issue_write(access);
+  } else {
+    parked_.push_back(&access);
+  }
+}
+
+void DmaCore::reduce_read_done(DmaPort::Access& access) {
+  const uint64_t address = access.get_address();
+  --reads_in_flight_;
+  ++stats_.read_bursts;
+  stats_.read_latency_ps += access.done_ps - access.issued_ps;
+  if (!access.ok()) {
+    note_failure(dc::kErrCauseHbwRdErr, address, "read of " + std::to_string(access.get_data_length()) +
+                                                     " bytes at " + hex(address) + " failed");
+  }
+  auto* partner = reinterpret_cast<DmaPort::Access*>(access.tag);
+  const auto waiting = reduce_arrived_.find(partner);
+  if (waiting == reduce_arrived_.end()) {
+    reduce_arrived_.insert(&access);   // the partner is still in flight
+    return;
+  }
+  reduce_arrived_.erase(waiting);
+  if (failed_) {
+    bus_.release(access);
+    bus_.release(*partner);
+    return;
+  }
+  DmaPort::Access& destination = access.kind == kReduceDestinationRead ? access : *partner;
+  DmaPort::Access& source = access.kind == kReduceDestinationRead ? *partner : access;
+  reduction::reduce_into(destination.get_data_ptr(), source.get_data_ptr(), destination.get_data_length(), reduce_op_,
+                         reduce_type_);
+  bus_.release(source);
+  DmaPort::retarget(destination, true, destination.get_address());
+  destination.kind = kDataWrite;
+  write_or_park(destination);
+}
+
 void DmaCore::access_done(DmaPort::Access& access) {
   if (access.tag2 != epoch_ || access.kind == kErrorMessage) {
     bus_.release(access);   // a request of a transfer reset() abandoned, or an error message
@@ -496,12 +579,12 @@ void DmaCore::access_done(DmaPort::Access& access) {
       } else {
         DmaPort::retarget(access, true, access.tag);
         access.kind = kDataWrite;
-        if (writes_in_flight_ < config_.posted_writes) {
-          issue_write(access);
-        } else {
-          parked_.push_back(&access);
-        }
+        write_or_park(access);
       }
+      break;
+    case kReduceSourceRead:
+    case kReduceDestinationRead:
+      reduce_read_done(access);
       break;
     case kDataWrite:
     case kFillWrite:

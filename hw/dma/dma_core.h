@@ -14,9 +14,11 @@
 
 #include <cstdint>
 #include <deque>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "arch/reduction/reduction.h"
 #include "card_preset.pb.h"
 #include "hw/cfg/cfg_space.h"
 #include "hw/common/engine_status.h"
@@ -59,6 +61,10 @@ struct DmaTransfer {
   uint32_t commit = 0;              // the COMMIT word
   bool memset = false;
   bool linear = true;
+  bool reduce = false;              // REDUCE_CFG.EN: destination = op(destination, source)
+  reduction::ReduceOp reduce_op = reduction::ReduceOp::Sum;
+  reduction::ReduceType reduce_type = reduction::ReduceType::F32;
+  uint32_t reduce_cfg = 0;          // REDUCE_CFG as latched (validated when the transfer runs)
   uint64_t source = 0;              // source address, or the 64-bit fill value for memset
   uint64_t destination = 0;
   uint64_t bytes = 0;               // total bytes written
@@ -178,7 +184,10 @@ class DmaCore : public sc_core::sc_module, public RegisterBlock, public EngineSt
     uint64_t row_left() const { return size[0] - index[0]; }
     void advance(uint64_t bytes);
   };
-  enum AccessKind : uint32_t { kDataRead = 1, kDataWrite, kFillWrite, kCompletionWrite, kErrorMessage };
+  enum AccessKind : uint32_t {
+    kDataRead = 1, kDataWrite, kFillWrite, kCompletionWrite, kErrorMessage,
+    kReduceSourceRead, kReduceDestinationRead   // a reducing copy's pair of reads (tag: the partner)
+  };
 
   DmaCore(sc_core::sc_module_name name, const DmaCoreConfig& config);
 
@@ -204,6 +213,10 @@ class DmaCore : public sc_core::sc_module, public RegisterBlock, public EngineSt
   void send_error_message();
   void access_done(DmaPort::Access& access) override;
   void issue_write(DmaPort::Access& access);
+  // A reducing copy's read arrived: once its partner has too, the reduced bytes are written.
+  void reduce_read_done(DmaPort::Access& access);
+  // Sends read data on as a write now, or parks it until the posted-write window has room.
+  void write_or_park(DmaPort::Access& access);
 
   DmaCoreConfig config_;
   DmaPort bus_;
@@ -233,6 +246,9 @@ class DmaCore : public sc_core::sc_module, public RegisterBlock, public EngineSt
   uint32_t reads_in_flight_ = 0;
   uint32_t writes_in_flight_ = 0;
   std::deque<DmaPort::Access*> parked_;   // read data waiting for a write slot
+  std::set<DmaPort::Access*> reduce_arrived_;   // reducing reads whose partner is still in flight
+  reduction::ReduceOp reduce_op_ = reduction::ReduceOp::Sum;   // the running transfer's
+  reduction::ReduceType reduce_type_ = reduction::ReduceType::F32;
   bool failed_ = false;
   uint64_t fail_address_ = 0;
   std::string fail_message_;

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "arch/packets/dma_ops.h"
+#include "arch/reduction/reduction.h"
 #include "tests/dma/dma_bench.h"
 
 namespace hpusim::testing {
@@ -678,6 +680,94 @@ TEST(Dma, PciChannelsReachThePcieLinkPayloadBandwidth) {
   EXPECT_LE(down, 1.001 * pcie);
   EXPECT_GE(up, 0.9 * pcie);
   EXPECT_LE(up, 1.001 * pcie);
+}
+
+}  // namespace
+}  // namespace hpusim::testing
+
+namespace hpusim::testing {
+namespace {
+
+// hpusim's reduction mode: with REDUCE_CFG set, a copy writes op(destination, source), element by
+// element, the same bits as the host reduction (arch/reduction) computes; each burst reads both
+// operands. Bad configurations and partial elements are refused without touching the data.
+TEST(DmaReduce, ACopyWithReduceCfgWritesTheReductionOfBothOperands) {
+  DmaBench b(DmaBench::channels({2}));
+  b.enable(0);
+  namespace dc = regs::dma_core;
+  using reduction::ReduceOp;
+  using reduction::ReduceType;
+  constexpr uint32_t kSob = 12;
+  struct Case {
+    ReduceOp op;
+    ReduceType type;
+    uint64_t src, dst;
+    uint32_t bytes;
+  };
+  const Case cases[] = {
+      {ReduceOp::Sum, ReduceType::F32, b.dram(0x10004), b.dram(0x200000), 100000},   // unaligned bursts
+      {ReduceOp::Sum, ReduceType::Bf16, b.dram(0x40002), b.sram(0x1000), 33334},
+      {ReduceOp::Max, ReduceType::F32, b.sram(0x80000), b.dram(0x300000), 4096},
+      {ReduceOp::Min, ReduceType::Bf16, b.dram(0x50000), b.dram(0x400006), 770},
+  };
+  uint64_t k = 0, reduced = 0;
+  for (const Case& c : cases) {
+    std::vector<uint8_t> x = pattern_bytes(c.bytes, 40 + k), acc = pattern_bytes(c.bytes, 50 + k);
+    // Finite values of a sensible range: exponent bits cleared to a band (f32 and bf16 alike).
+    const uint32_t e = reduction::element_bytes(c.type);
+    for (uint32_t i = e - 1; i < c.bytes; i += e) {
+      x[i] = static_cast<uint8_t>((x[i] & 0x83) | 0x3C);
+      acc[i] = static_cast<uint8_t>((acc[i] & 0x83) | 0x3C);
+    }
+    b.poke(c.src, x);
+    b.poke(c.dst, acc);
+    guard(b, c.dst, c.bytes);
+    b.probe.write32(b.reg(0, dc::kReduceCfg), qman::reduce_cfg_value(c.op, c.type));
+    copy_and_wait(b, 0, c.src, c.dst, c.bytes, kSob);
+    b.probe.write32(b.reg(0, dc::kReduceCfg), 0);
+    reduction::reduce_into(acc.data(), x.data(), c.bytes, c.op, c.type);
+    EXPECT_TRUE(b.peek(c.dst, c.bytes) == acc) << reduction::name(c.op) << " " << reduction::name(c.type) << " of "
+                                               << c.bytes << " bytes";
+    EXPECT_TRUE(guard_intact(b, c.dst, c.bytes));
+    EXPECT_TRUE(b.peek(c.src, c.bytes) == x) << "the source is only read";
+    reduced += c.bytes;
+    ++k;
+  }
+  EXPECT_TRUE(b.recorder.failed.empty());
+  EXPECT_EQ(b.sm.sob_value(kSob), 4u);
+  EXPECT_EQ(b.core(0).stats().bytes, reduced);
+  EXPECT_EQ(b.core(0).stats().read_bursts, 2 * b.core(0).stats().write_bursts) << "two reads per written burst";
+
+  // With REDUCE_CFG clear again, a copy is a copy.
+  const std::vector<uint8_t> plain = seed(b, b.dram(0x600000), 1000, 7);
+  copy_and_wait(b, 0, b.dram(0x600000), b.dram(0x700000), 1000, kSob);
+  EXPECT_TRUE(b.peek(b.dram(0x700000), 1000) == plain);
+
+  // Refused: a bf16 reduction over an odd byte count, an f32 one at a 2-byte address, an unknown
+  // op; each fails with BAD_COMMIT, writes nothing and sends no completion.
+  const std::vector<uint8_t> before = b.peek(b.dram(0x800000), 64);
+  const struct {
+    uint32_t cfg;
+    uint64_t dst;
+    uint32_t bytes;
+    const char* message;
+  } bad[] = {
+      {qman::reduce_cfg_value(ReduceOp::Sum, ReduceType::Bf16), b.dram(0x800000), 63, "whole 2-byte elements"},
+      {qman::reduce_cfg_value(ReduceOp::Sum, ReduceType::F32), b.dram(0x800002), 32, "whole 4-byte elements"},
+      {dc::kReduceEn | (3u << dc::kReduceOpShift), b.dram(0x800000), 32, "names no reduction"},
+  };
+  size_t failures = b.recorder.failed.size();
+  for (const auto& c : bad) {
+    b.probe.write32(b.reg(0, dc::kErrCause), 0xFFFFFFFFu);
+    b.probe.write32(b.reg(0, dc::kReduceCfg), c.cfg);
+    copy_and_wait(b, 0, b.dram(0x600000), c.dst, c.bytes, kSob);
+    ASSERT_EQ(b.recorder.failed.size(), ++failures);
+    EXPECT_NE(b.recorder.failed.back().message.find(c.message), std::string::npos) << b.recorder.failed.back().message;
+    EXPECT_EQ(b.core(0).err_cause(), hw::kDmaErrCauseBadCommit);
+  }
+  b.probe.write32(b.reg(0, dc::kReduceCfg), 0);
+  EXPECT_TRUE(b.peek(b.dram(0x800000), 64) == before);
+  EXPECT_EQ(b.sm.sob_value(kSob), 5u) << "no completion for a refused reduction";
 }
 
 }  // namespace
