@@ -158,6 +158,7 @@ Card::Card(sc_core::sc_module_name name, const preset::Card& preset, const CardO
     // The EB of a NIC QMAN waits for its port's operations.
     if (regs::qman_family(id) == regs::QmanFamily::Nic && regs::qman_engine(id) < nic_ports_.size()) {
       config.engine = nic_ports_[regs::qman_engine(id)].get();
+      config.commit_register = regs::nic_port::kCommit;
     }
     auto qman = std::make_unique<Qman>(regs::qman_name(id), config);
     if (const auto scope = stats_scope("qman." + stats::path_component(regs::qman_name(id)))) qman->register_stats(*scope);

@@ -443,6 +443,18 @@ bool Qman::write_engine_register(unsigned cp, uint64_t address, uint32_t value) 
   return true;
 }
 
+bool Qman::await_engine_room(unsigned cp_index) {
+  Cp& cp = cps_[cp_index];
+  if (config_.engine == nullptr || config_.engine->engine_room() > cp.commits_unanswered) return true;
+  if (!registers_answered(cp_index)) return false;
+  const uint64_t generation = generation_;
+  while (config_.engine->engine_room() == 0) {
+    sc_core::wait(config_.engine->engine_room_event() | cp.wake);
+    if (generation != generation_ || cp.stopped) return false;
+  }
+  return true;
+}
+
 bool Qman::registers_answered(unsigned cp) {
   const uint64_t generation = generation_;
   uint64_t address = 0;
@@ -470,6 +482,10 @@ bool Qman::execute_packet(unsigned cp_index, const qman::Packet& packet) {
           return false;
         } else if constexpr (std::is_same_v<T, qman::Wreg32>) {
           if (!predicate_true(cp, p.pred)) return true;
+          if (config_.commit_register && p.reg_offset == *config_.commit_register) {
+            if (!await_engine_room(cp_index)) return false;
+            ++cp.commits_unanswered;
+          }
           return write_engine_register(cp_index, config_.engine_block_address + p.reg_offset, p.value);
         } else if constexpr (std::is_same_v<T, qman::WregBulk>) {
           if (!predicate_true(cp, p.pred)) return true;
@@ -506,14 +522,7 @@ bool Qman::execute_packet(unsigned cp_index, const qman::Packet& packet) {
         } else if constexpr (std::is_same_v<T, qman::LinDma>) {
           // Program the engine through the CP_LDMA offsets, then commit. The engine's commit queue
           // pushes back: once the earlier commits have arrived, the CP waits for a free slot.
-          if (config_.engine != nullptr && config_.engine->engine_room() <= cp.commits_unanswered) {
-            if (!registers_answered(cp_index)) return false;
-            const uint64_t generation = generation_;
-            while (config_.engine->engine_room() == 0) {
-              sc_core::wait(config_.engine->engine_room_event() | cp.wake);
-              if (generation != generation_ || cp.stopped) return false;
-            }
-          }
+          if (!await_engine_room(cp_index)) return false;
           ++cp.commits_unanswered;
           const uint64_t base = config_.ldma_block_address;
           uint32_t commit = 0;

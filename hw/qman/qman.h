@@ -43,6 +43,10 @@ struct QmanConfig {
   uint32_t lower_cp_fifo = 8;          // CP_DMA descriptors the lower CP can hold
   uint32_t max_cb_bytes = 2u << 20;    // larger buffer sizes are a fetch error (the driver's CB limit)
   EngineStatus* engine = nullptr;      // the engine behind this QMAN for EB; nullptr = always idle
+  // The offset in the engine block of a register whose writes commit operations to the engine's
+  // queue (the NIC ports' COMMIT), if any: a WREG_32 to it waits for room in that queue, as a
+  // LIN_DMA's commit does.
+  std::optional<uint32_t> commit_register;
 };
 
 // Why a CP stopped; the bit values are those of GLBL_STS1.
@@ -156,6 +160,9 @@ class Qman : public sc_core::sc_module, public RegisterBlock {
   // command buffer wait for their answers, and a failed one is the CP's register-write error.
   bool write_engine_register(unsigned cp, uint64_t address, uint32_t value);
   bool registers_answered(unsigned cp);
+  // Before a commit to the engine: once the commits already posted have arrived, waits for a free
+  // slot in the engine's queue. False if a reset or a stop ended the wait.
+  bool await_engine_room(unsigned cp);
   static unsigned register_owner(unsigned cp) { return regs::kQmanCps + 1 + cp; }
   void raise_error(unsigned cp, QmanError cause, const std::string& message);
   // Stream arbitration (ARB_POINT with ARB_CFG_0.EN): grants the critical section to a waiter.

@@ -12,7 +12,8 @@ std::string boot_platform(const BootRequest& request) {
   PlatformOptions options;
   if (!request.preset.empty()) options.preset = request.preset;
   options.overrides = request.overrides;
-  options.cards = request.cards != 0 ? request.cards : 1;
+  options.box = request.box;
+  options.cards = request.cards != 0 ? request.cards : 1;   // with a box, 1 is the box's count
   options.trace_path = request.trace_path;
   options.trace_packets = request.trace_packets;
   try {

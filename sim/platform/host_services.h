@@ -35,6 +35,7 @@ struct BootRequest {
   std::string preset;                  // empty: the running platform's, or the default preset
   std::vector<std::string> overrides;
   unsigned cards = 0;                  // cards in the box; 0: the running platform's, or 1
+  std::string box;                     // a box preset (HPUSIM_BOX); empty: the running platform's, or none
   std::string trace_path;   // empty: not traced
   std::string host_time;    // "modeled" | "measured" (HPUSIM_HOST_TIME); empty: the running platform's, or modeled
   bool trace_packets = false;   // packet-level events in the trace (HPUSIM_TRACE_DETAIL=packets)
@@ -54,6 +55,10 @@ class HostServices {
   virtual traces::Timeline* timeline() = 0;
   // The cards of the box (device files /dev/hl0 .. /dev/hl<cards-1>).
   virtual unsigned cards() = 0;
+  // The box preset the cards are joined by, as text (sim/preset's Box, its links between the cards
+  // built), or "" when the cards are not in a box: what a collective library reads as the
+  // server's connectivity (the real HCL has it compiled in per server type).
+  virtual std::string box_text() = 0;
   // Locks host threads take in host-time order (ties in track order), so which thread gets one
   // never depends on how the OS schedules them, and a thread waiting for one does not hold the
   // device back while the holder waits for it. Recursive for the holding thread; unlock by

@@ -274,6 +274,22 @@ void Platform::write_trace() {
   }
 }
 
+std::string Platform::box_text() {
+  if (!box_) return "";
+  preset::Box built = *box_;
+  built.clear_link();
+  built.clear_scale_out();
+  const auto on_card_built = [&](const preset::NicEnd& end) { return end.card() < cards(); };
+  for (const preset::NicLink& link : box_->link()) {
+    if (on_card_built(link.a()) && on_card_built(link.b())) *built.add_link() = link;
+  }
+  for (const preset::NicEnd& end : box_->scale_out()) {
+    if (on_card_built(end)) *built.add_scale_out() = end;
+  }
+  built.set_cards(cards());
+  return preset::to_text(built);
+}
+
 std::string Platform::accepts(const BootRequest& request) {
   // No preset and no overrides: whatever card is there. Overrides alone apply to the default preset.
   const bool any_card = request.preset.empty() && request.overrides.empty();
@@ -286,6 +302,10 @@ std::string Platform::accepts(const BootRequest& request) {
     };
     return "this process runs a card built from " + described(options_.preset, options_.overrides) +
            "; another, from " + described(preset, request.overrides) + ", cannot be built (one platform per process)";
+  }
+  if (!request.box.empty() && request.box != options_.box) {
+    return "this process runs " + (options_.box.empty() ? std::string("no box") : "box '" + options_.box + "'") +
+           "; box '" + request.box + "' cannot be built (one platform per process)";
   }
   if (request.cards != 0 && request.cards != cards()) {
     return "this process runs a box of " + std::to_string(cards()) + (cards() == 1 ? " card" : " cards") + "; one of " +

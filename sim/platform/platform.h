@@ -115,6 +115,7 @@ class Platform : public HostServices {
   const PlatformOptions& options() const { return options_; }
   cosim::CoSimulation& cosim() { return *cosim_; }
   unsigned cards() override { return static_cast<unsigned>(cards_.size()); }
+  std::string box_text() override;
   hw::Card& card(unsigned index = 0);
   // The driver instance of card `index` (its debug view: log, counters); throws without a driver.
   driver::HlDevice& driver(unsigned index = 0);

@@ -202,7 +202,6 @@ synStatus synDeviceGetInfo(synDeviceId deviceId, synDeviceInfo* info) {
 
 synStatus synStreamCreate(synStreamHandle* stream, synDeviceId deviceId, synStreamType type, uint32_t flags) {
   if (type > STREAM_TYPE_NETWORK_COLLECTIVE) return fail(synInvalidArgument, "synStreamCreate: unknown stream type");
-  if (type == STREAM_TYPE_NETWORK_COLLECTIVE) return fail(synUnsupported, "synStreamCreate: no collective streams (no NIC model yet)");
   return create_stream(stream, deviceId, queue_of(type), flags, "synStreamCreate");
 }
 

@@ -125,6 +125,13 @@ synStatus cards_from_environment(const char* function, unsigned* cards) {
   return synSuccess;
 }
 
+// HPUSIM_BOX: the box preset a program brings up (a built-in name or a file; empty: not set). The
+// platform checks it and names what is wrong.
+std::string box_from_environment() {
+  const char* value = std::getenv("HPUSIM_BOX");
+  return value != nullptr ? value : "";
+}
+
 // HPUSIM_HOST_TIME: where host time comes from (empty: not set).
 synStatus host_time_from_environment(const char* function, std::string* source) {
   source->clear();
@@ -179,6 +186,7 @@ synStatus acquire(const char* function, synDeviceId* id, const std::string& pres
       request.preset = preset;
       request.trace_path = s.trace_path;
       if (const synStatus st = cards_from_environment(function, &request.cards); st != synSuccess) return st;
+      request.box = box_from_environment();
       if (const synStatus st = host_time_from_environment(function, &request.host_time); st != synSuccess) return st;
       if (const synStatus st = trace_detail_from_environment(function, &request.trace_packets); st != synSuccess) {
         return st;
@@ -304,6 +312,7 @@ QueueId queue_of(synStreamType type) {
     case STREAM_TYPE_COPY_HOST_TO_DEVICE: return QueueId::DMA_0_1;
     case STREAM_TYPE_COPY_DEVICE_TO_HOST: return QueueId::DMA_1_0;
     case STREAM_TYPE_COPY_DEVICE_TO_DEVICE: return QueueId::DMA_0_2;
+    case STREAM_TYPE_NETWORK_COLLECTIVE: return QueueId::DMA_1_1;   // collectives, beside the compute stream
     default: return QueueId::DMA_0_0;
   }
 }

@@ -551,6 +551,74 @@ Result Runtime::launch(LoadedRecipe& loaded, const std::vector<uint64_t>& persis
   return Result::success();
 }
 
+Result Runtime::submit_program(regs::QueueId external_queue, uint32_t sob_count, const ProgramBuilder& build,
+                               uint64_t* seq) {
+  if (Result r = check_copy_queue(external_queue); !r.ok()) return r;
+  uint32_t first_sob = 0;
+  if (Result r = take_sync_range(sob_count, &first_sob); !r.ok()) return r;
+  std::vector<QueueJob> jobs = build(first_sob);
+  std::vector<hl_cs_chunk> chunks;
+  std::vector<uint64_t> handles;
+  std::vector<std::unique_ptr<StagingBuffer>> internal;
+  const auto give_back = [&] {
+    for (uint64_t handle : handles) hlthunk::cb_destroy(fd_, handle);
+    for (auto& buffer : internal) return_staging(std::move(buffer));
+  };
+  bool waits_taken = false;
+  for (QueueJob& job : jobs) {
+    if (job.bytes.empty()) continue;
+    hl_cs_chunk chunk{};
+    chunk.queue_index = queue_index(job.queue);
+    if (regs::to_index(job.queue) < kExternalQueues) {
+      if (job.queue == external_queue && !waits_taken) {
+        std::vector<uint8_t> waits = take_device_waits(external_queue);
+        job.bytes.insert(job.bytes.begin(), waits.begin(), waits.end());
+        waits_taken = true;
+      }
+      if (Result r = external_cb(job.bytes.data(), job.bytes.size(), &chunk.cb_handle); !r.ok()) {
+        give_back();
+        return r;
+      }
+      handles.push_back(chunk.cb_handle);
+    } else {
+      std::unique_ptr<StagingBuffer> buffer;
+      if (Result r = take_staging(job.bytes.size(), &buffer); !r.ok()) {
+        give_back();
+        return r;
+      }
+      std::copy(job.bytes.begin(), job.bytes.end(), buffer->bytes.begin());
+      chunk.cb_handle = buffer->device_va;
+      internal.push_back(std::move(buffer));
+    }
+    chunk.cb_size = static_cast<uint32_t>(job.bytes.size());
+    chunks.push_back(chunk);
+  }
+  uint64_t s = 0;
+  int rc = hlthunk::submit(fd_, chunks, &s);
+  while (rc == -EAGAIN && !launch_ranges_.empty()) {   // a queue is full: the oldest in flight frees room
+    if (Result r = wait(launch_ranges_.front().seq); !r.ok()) break;
+    launch_ranges_.pop_front();
+    rc = hlthunk::submit(fd_, chunks, &s);
+  }
+  for (uint64_t handle : handles) hlthunk::cb_destroy(fd_, handle);
+  handles.clear();
+  if (rc != 0) {
+    give_back();
+    return Result::error(Status::CommandSubmissionFailure, "program submission: " + errno_text(rc));
+  }
+  last_seq_ = s;
+  queue_of_[s] = external_queue;
+  for (auto& buffer : internal) {
+    StagedCopy held;
+    held.queue = external_queue;
+    held.buffer = std::move(buffer);
+    staged_copies_.emplace(s, std::move(held));
+  }
+  launch_ranges_.push_back({s, first_sob, sync_range_size(sob_count)});
+  if (seq) *seq = s;
+  return Result::success();
+}
+
 // Drops the host mappings of a completed submission and of every earlier one on its queue (a
 // copy whose own seq is never waited for is done once anything after it on its queue is), and
 // keeps the completion time of a launch for the trace.

@@ -19,6 +19,7 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <cstdlib>
 #include <new>
 #include <optional>
@@ -137,6 +138,21 @@ class Runtime {
   // `persistent[i]`: the device address of the recipe's persistent tensor i; `workspace`: at
   // least recipe.workspace_bytes() of device memory (ignored when that is 0).
   Result launch(LoadedRecipe& loaded, const std::vector<uint64_t>& persistent, uint64_t workspace, uint64_t* seq);
+
+  // ---- programs over several queues (collectives) ----
+  struct QueueJob {
+    regs::QueueId queue = kLaunchQueue;
+    std::vector<uint8_t> bytes;
+  };
+  // Submits one command submission of the jobs `build(first_sob)` writes for the E_N sync
+  // objects [first_sob, first_sob + sob_count), a range of the launches' pool that no submission
+  // in flight holds (so the program may leave them anywhere but must not count on their values
+  // at its start). The jobs run in their order per queue; jobs on the external DMA queues get
+  // external command buffers, the others command buffers in mapped host memory, held until the
+  // submission completes. The first job on `external_queue` carries the device waits that queue
+  // owes (synStreamWaitEvent). *seq: the submission, complete when its external jobs are.
+  using ProgramBuilder = std::function<std::vector<QueueJob>(uint32_t first_sob)>;
+  Result submit_program(regs::QueueId external_queue, uint32_t sob_count, const ProgramBuilder& build, uint64_t* seq);
 
   // ---- ordering between queues, on the device ----
   // A point in an external queue's work: the sync object that queue's signals count on and the

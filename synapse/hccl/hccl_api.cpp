@@ -1,0 +1,361 @@
+// The HCCL-style C API over the Synapse session: communicators on the session's devices, and each
+// collective planned (schedule.h), written as command buffers (emit.h) and submitted on the
+// stream's device as one command submission, through the runtime and the device file.
+#include "hccl_api.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "sim/platform/host_services.h"
+#include "synapse/api/session.h"
+#include "synapse/hccl/emit.h"
+#include "synapse/hccl/schedule.h"
+#include "synapse/hccl/topology.h"
+
+namespace api = hpusim::synapse::api;
+namespace hccl = hpusim::synapse::hccl;
+namespace rt = hpusim::synapse::runtime;
+using hpusim::reduction::ReduceOp;
+using hpusim::reduction::ReduceType;
+
+struct hcclOpaqueComm {
+  synDeviceId device = 0;
+  unsigned rank = 0, ranks = 0;
+  hccl::Topology topology;
+  hccl::Config config;
+  // The last collective submitted and its queue: the next one on another stream waits for it on
+  // the device (a communicator's collectives share its scratch memory and its links' byte streams).
+  uint64_t last_seq = 0;
+  hpusim::regs::QueueId last_queue = hpusim::regs::QueueId::DMA_0_0;
+};
+
+namespace {
+
+std::mutex registry_mutex;
+std::set<hcclComm_t>& registry() {
+  static std::set<hcclComm_t> live;
+  return live;
+}
+bool live(hcclComm_t comm) {
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  return registry().count(comm) != 0;
+}
+
+constexpr char kIdPrefix[] = "hpusim-hccl:";
+
+hcclResult_t result_of(synStatus status) {
+  switch (status) {
+    case synSuccess: return hcclSuccess;
+    case synInvalidArgument: return hcclInvalidArgument;
+    case synObjectNotInitialized: case synNoDeviceFound: case synDeviceAlreadyAcquired: return hcclInvalidUsage;
+    case synOutOfHostMemory: return hcclSystemError;
+    default: return hcclUnhandledSynapseError;
+  }
+}
+hcclResult_t fail(hcclResult_t result, const std::string& message) {
+  api::fail(result == hcclInvalidArgument ? synInvalidArgument : synFail, message);
+  return result;
+}
+
+// HPUSIM_HCCL_SLICE_BYTES: the slice collectives are cut in (default HCCL's 512 KiB).
+bool slice_from_environment(const char* function, uint64_t* bytes, std::string* error) {
+  const char* value = std::getenv("HPUSIM_HCCL_SLICE_BYTES");
+  if (value == nullptr || *value == '\0') return true;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long n = std::strtoull(value, &end, 10);
+  if (errno != 0 || *end != '\0' || value[0] == '-' || n < 256 || n > (64ull << 20) || n % 256 != 0) {
+    *error = std::string(function) + ": HPUSIM_HCCL_SLICE_BYTES='" + value +
+             "': the bytes collectives are cut in, a multiple of 256 from 256 to 67108864";
+    return false;
+  }
+  *bytes = n;
+  return true;
+}
+
+bool supported_type(hcclDataType_t type, ReduceType* out) {
+  if (type == hcclFloat32) *out = ReduceType::F32;
+  else if (type == hcclBfloat16) *out = ReduceType::Bf16;
+  else return false;
+  return true;
+}
+bool supported_op(hcclRedOp_t op, ReduceOp* out) {
+  if (op == hcclSum) *out = ReduceOp::Sum;
+  else if (op == hcclMin) *out = ReduceOp::Min;
+  else if (op == hcclMax) *out = ReduceOp::Max;
+  else return false;
+  return true;
+}
+
+const char* function_of(hccl::Collective c) {
+  switch (c) {
+    case hccl::Collective::AllReduce: return "hcclAllReduce";
+    case hccl::Collective::ReduceScatter: return "hcclReduceScatter";
+    case hccl::Collective::AllGather: return "hcclAllGather";
+    case hccl::Collective::Broadcast: return "hcclBroadcast";
+    case hccl::Collective::Reduce: return "hcclReduce";
+    case hccl::Collective::AllToAll: return "hcclAlltoAll";
+    case hccl::Collective::Barrier: return "hcclBarrier";
+  }
+  return "hccl";
+}
+
+// Bytes of the send and receive buffers of `q` on `rank`, and whether they may overlap as HCCL's
+// in-place forms do.
+struct Extent {
+  uint64_t send = 0, recv = 0;
+  bool in_place = false;
+};
+Extent extent_of(const hccl::Request& q, unsigned rank, unsigned ranks) {
+  const uint64_t es = hpusim::reduction::element_bytes(q.type);
+  const uint64_t b = es * q.count;
+  Extent e;
+  switch (q.collective) {
+    case hccl::Collective::AllReduce: e = {b, b, q.send == q.recv}; break;
+    case hccl::Collective::ReduceScatter: e = {b * ranks, b, q.recv == q.send + b * rank}; break;
+    case hccl::Collective::AllGather: e = {b, b * ranks, q.send == q.recv + b * rank}; break;
+    case hccl::Collective::Broadcast: e = {rank == q.root ? b : 0, b, q.send == q.recv}; break;
+    case hccl::Collective::Reduce: e = {b, rank == q.root ? b : 0, q.send == q.recv}; break;
+    case hccl::Collective::AllToAll: e = {b * ranks, b * ranks, false}; break;   // a chunk is received where one is still to be sent
+    case hccl::Collective::Barrier: break;
+  }
+  return e;
+}
+
+hcclResult_t run(hccl::Collective collective, const void* sendbuff, void* recvbuff, size_t count,
+                 hcclDataType_t datatype, hcclRedOp_t reduce_op, int root, hcclComm_t comm, synStreamHandle stream) {
+  const char* function = function_of(collective);
+  if (!live(comm)) return fail(hcclInvalidArgument, std::string(function) + (comm ? ": not a live communicator" : ": comm is NULL"));
+  hccl::Request q;
+  q.collective = collective;
+  q.count = collective == hccl::Collective::Barrier ? 0 : count;
+  q.send = reinterpret_cast<uintptr_t>(sendbuff);
+  q.recv = reinterpret_cast<uintptr_t>(recvbuff);
+  if (collective != hccl::Collective::Barrier && !supported_type(datatype, &q.type)) {
+    return fail(hcclInvalidArgument, std::string(function) + ": data type " + std::to_string(datatype) +
+                                         " is not supported (hcclFloat32, hcclBfloat16)");
+  }
+  const bool reduces = collective == hccl::Collective::AllReduce || collective == hccl::Collective::ReduceScatter ||
+                       collective == hccl::Collective::Reduce;
+  if (reduces && !supported_op(reduce_op, &q.op)) {
+    return fail(hcclInvalidArgument, std::string(function) + ": reduction " + std::to_string(reduce_op) +
+                                         " is not supported (hcclSum, hcclMin, hcclMax)");
+  }
+  if (root < 0 || static_cast<unsigned>(root) >= comm->ranks) {
+    return fail(hcclInvalidArgument, std::string(function) + ": root " + std::to_string(root) + " of a communicator of " +
+                                         std::to_string(comm->ranks) + " ranks");
+  }
+  q.root = static_cast<unsigned>(root);
+  if (collective != hccl::Collective::Barrier && count == 0) return hcclSuccess;
+  const Extent extent = extent_of(q, comm->rank, comm->ranks);
+  const synStatus status = api::on_stream(function, stream, [&](api::Device& d, api::Stream& st) {
+    if (d.id != comm->device) {
+      return api::fail(synInvalidArgument, std::string(function) + ": the stream is on device " + std::to_string(d.id) +
+                                               ", the communicator's rank " + std::to_string(comm->rank) + " on device " +
+                                               std::to_string(comm->device));
+    }
+    const auto inside = [&](uint64_t address, uint64_t bytes, const char* what) -> synStatus {
+      if (bytes == 0 || d.runtime->allocator().owner(address, bytes)) return synSuccess;
+      return api::fail(synInvalidArgument, std::string(function) + ": " + what + " (" + std::to_string(bytes) +
+                                               " bytes) is not inside a device allocation");
+    };
+    if (const synStatus s = inside(q.send, extent.send, "sendbuff"); s != synSuccess) return s;
+    if (const synStatus s = inside(q.recv, extent.recv, "recvbuff"); s != synSuccess) return s;
+    if (extent.send > 0 && extent.recv > 0 && !extent.in_place && q.send < q.recv + extent.recv &&
+        q.recv < q.send + extent.send) {
+      return api::fail(synInvalidArgument, std::string(function) +
+                                               ": sendbuff and recvbuff overlap other than in HCCL's in-place form");
+    }
+    hccl::Program program;
+    if (const std::string why = hccl::plan(comm->topology, comm->rank, q, comm->config, &program); !why.empty()) {
+      return api::fail(synInvalidArgument, std::string(function) + ": " + why);
+    }
+    if (std::getenv("HPUSIM_HCCL_DUMP") != nullptr) {
+      std::fprintf(stderr, "%s rank %u:\n%s", function, comm->rank, hccl::to_text(program).c_str());
+    }
+    const uint64_t start_ps = d.runtime->host_now_ps();
+    api::charge(hpusim::platform::HostWork::kLaunch);
+    // After the communicator's previous collective, wherever it ran.
+    if (comm->last_seq != 0 && comm->last_queue != st.queue && !d.runtime->completed(comm->last_seq)) {
+      rt::Runtime::Signal before;
+      if (const auto r = d.runtime->signal(comm->last_queue, &before, nullptr); !r.ok()) return api::finish(r);
+      if (const auto r = d.runtime->wait_on_device(st.queue, before); !r.ok()) return api::finish(r);
+    }
+    const uint32_t monitor = rt::Runtime::kWaitMonitorBase + hpusim::regs::to_index(st.queue);
+    uint64_t seq = 0;
+    const auto submitted = d.runtime->submit_program(
+        st.queue, program.sob_count, [&](uint32_t first_sob) { return hccl::emit(program, first_sob, st.queue, monitor); },
+        &seq);
+    if (!submitted.ok()) return api::fail(synFail, std::string(function) + ": " + submitted.message);
+    st.last_seq = seq;
+    st.waits.clear();   // the device orders the collective after them
+    comm->last_seq = seq;
+    comm->last_queue = st.queue;
+    api::host_span(d, function, start_ps, true,
+                   {{"bytes", std::to_string(program.nic_bytes)}, {"rank", std::to_string(comm->rank)}});
+    return api::succeed();
+  });
+  return result_of(status);
+}
+
+}  // namespace
+
+extern "C" {
+
+hcclResult_t hcclGetVersion(int* version) {
+  if (!version) return fail(hcclInvalidArgument, "hcclGetVersion: version is NULL");
+  *version = HCCL_VERSION_CODE;
+  return hcclSuccess;
+}
+
+const char* hcclGetErrorString(hcclResult_t result) {
+  switch (result) {
+    case hcclSuccess: return "success";
+    case hcclUnhandledSynapseError: return "unhandled Synapse error";
+    case hcclSystemError: return "system error";
+    case hcclInternalError: return "internal error";
+    case hcclInvalidArgument: return "invalid argument";
+    case hcclInvalidUsage: return "invalid usage";
+    default: return "unknown result";
+  }
+}
+
+const char* hcclGetLastErrorMessage(void) { return api::last_error().c_str(); }
+
+hcclResult_t hcclGetUniqueId(hcclUniqueId* uniqueId) {
+  if (!uniqueId) return fail(hcclInvalidArgument, "hcclGetUniqueId: uniqueId is NULL");
+  static std::atomic<uint64_t> next{1};
+  std::memset(uniqueId, 0, sizeof(*uniqueId));
+  const std::string id = kIdPrefix + std::to_string(::getpid()) + ":" + std::to_string(next++);
+  std::memcpy(uniqueId->internal, id.data(), id.size());
+  uniqueId->length = id.size();
+  return hcclSuccess;
+}
+
+hcclResult_t hcclCommInitRank(hcclComm_t* comm, int nranks, hcclUniqueId commId, int rank) {
+  const char* function = "hcclCommInitRank";
+  if (!comm) return fail(hcclInvalidArgument, std::string(function) + ": comm is NULL");
+  if (commId.length < sizeof(kIdPrefix) - 1 || commId.length > HCCL_UNIQUE_ID_BYTES ||
+      std::memcmp(commId.internal, kIdPrefix, sizeof(kIdPrefix) - 1) != 0) {
+    return fail(hcclInvalidArgument, std::string(function) + ": commId is not one hcclGetUniqueId made");
+  }
+  if (nranks < 1 || nranks > static_cast<int>(api::kMaxDevices) || rank < 0 || rank >= nranks) {
+    return fail(hcclInvalidArgument, std::string(function) + ": rank " + std::to_string(rank) + " of " +
+                                         std::to_string(nranks) + " ranks (1 .. " + std::to_string(api::kMaxDevices) +
+                                         " ranks, rank 0 .. nranks-1)");
+  }
+  auto created = std::make_unique<hcclOpaqueComm>();
+  created->rank = static_cast<unsigned>(rank);
+  created->ranks = static_cast<unsigned>(nranks);
+  created->device = static_cast<synDeviceId>(rank);
+  std::string error;
+  if (!slice_from_environment(function, &created->config.slice_bytes, &error)) return fail(hcclInvalidArgument, error);
+  hpusim::platform::HostServices* host = hpusim::platform::host_services();
+  if (const std::string why = hccl::topology_from_box(host ? host->box_text() : "", created->ranks, &created->topology);
+      !why.empty()) {
+    return fail(hcclInvalidUsage, std::string(function) + ": " + why);
+  }
+  const synStatus status = api::on_device(function, created->device, [&](api::Device& d) {
+    for (const hpusim::regs::QueueId q : d.runtime->target().dma_queues) {
+      created->config.engines.push_back(hpusim::regs::make_queue(hpusim::regs::QueueKind::Dma, hpusim::regs::queue_engine(q), 3));
+    }
+    return api::finish(d.runtime->device_malloc(created->config.scratch_bytes(created->ranks), &created->config.scratch));
+  });
+  if (status != synSuccess) {
+    const std::string why = api::last_error();
+    return fail(result_of(status), std::string(function) + ": rank " + std::to_string(rank) + " runs on device " +
+                                       std::to_string(rank) + ": " + why);
+  }
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  *comm = created.release();
+  registry().insert(*comm);
+  return hcclSuccess;
+}
+
+hcclResult_t hcclCommInitAll(hcclComm_t* comms, int ndev, const int* devlist) {
+  if (!comms) return fail(hcclInvalidArgument, "hcclCommInitAll: comms is NULL");
+  hcclUniqueId id;
+  hcclGetUniqueId(&id);
+  for (int i = 0; i < ndev; ++i) {
+    if (devlist && devlist[i] != i) {
+      return fail(hcclInvalidArgument, "hcclCommInitAll: rank " + std::to_string(i) + " must be on device " +
+                                           std::to_string(i) + " (the box's card " + std::to_string(i) + "), not " +
+                                           std::to_string(devlist[i]));
+    }
+    if (const hcclResult_t r = hcclCommInitRank(&comms[i], ndev, id, i); r != hcclSuccess) {
+      for (int k = 0; k < i; ++k) hcclCommDestroy(comms[k]);
+      return r;
+    }
+  }
+  return hcclSuccess;
+}
+
+hcclResult_t hcclCommDestroy(hcclComm_t comm) {
+  {
+    std::lock_guard<std::mutex> lock(registry_mutex);
+    if (registry().erase(comm) == 0) return fail(hcclInvalidArgument, comm ? "hcclCommDestroy: not a live communicator" : "hcclCommDestroy: comm is NULL");
+  }
+  std::unique_ptr<hcclOpaqueComm> owned(comm);
+  const synStatus status = api::on_device("hcclCommDestroy", owned->device, [&](api::Device& d) {
+    if (const auto r = d.wait(owned->last_seq); !r.ok()) return api::finish(r);
+    return api::finish(d.runtime->device_free(owned->config.scratch));
+  });
+  return status == synSuccess || status == synNoDeviceFound ? hcclSuccess : result_of(status);
+}
+
+hcclResult_t hcclCommCount(hcclComm_t comm, int* count) {
+  if (!live(comm) || !count) return fail(hcclInvalidArgument, "hcclCommCount: not a live communicator, or count is NULL");
+  *count = static_cast<int>(comm->ranks);
+  return hcclSuccess;
+}
+
+hcclResult_t hcclCommUserRank(hcclComm_t comm, int* rank) {
+  if (!live(comm) || !rank) return fail(hcclInvalidArgument, "hcclCommUserRank: not a live communicator, or rank is NULL");
+  *rank = static_cast<int>(comm->rank);
+  return hcclSuccess;
+}
+
+hcclResult_t hcclCommSynDevice(hcclComm_t comm, int* device) {
+  if (!live(comm) || !device) return fail(hcclInvalidArgument, "hcclCommSynDevice: not a live communicator, or device is NULL");
+  *device = static_cast<int>(comm->device);
+  return hcclSuccess;
+}
+
+hcclResult_t hcclAllReduce(const void* sendbuff, void* recvbuff, size_t count, hcclDataType_t datatype,
+                           hcclRedOp_t reduceOp, hcclComm_t comm, synStreamHandle stream) {
+  return run(hccl::Collective::AllReduce, sendbuff, recvbuff, count, datatype, reduceOp, 0, comm, stream);
+}
+hcclResult_t hcclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, hcclDataType_t datatype,
+                               hcclRedOp_t reduceOp, hcclComm_t comm, synStreamHandle stream) {
+  return run(hccl::Collective::ReduceScatter, sendbuff, recvbuff, recvcount, datatype, reduceOp, 0, comm, stream);
+}
+hcclResult_t hcclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, hcclDataType_t datatype,
+                           hcclComm_t comm, synStreamHandle stream) {
+  return run(hccl::Collective::AllGather, sendbuff, recvbuff, sendcount, datatype, hcclSum, 0, comm, stream);
+}
+hcclResult_t hcclBroadcast(const void* sendbuff, void* recvbuff, size_t count, hcclDataType_t datatype, int root,
+                           hcclComm_t comm, synStreamHandle stream) {
+  return run(hccl::Collective::Broadcast, sendbuff, recvbuff, count, datatype, hcclSum, root, comm, stream);
+}
+hcclResult_t hcclReduce(const void* sendbuff, void* recvbuff, size_t count, hcclDataType_t datatype,
+                        hcclRedOp_t reduceOp, int root, hcclComm_t comm, synStreamHandle stream) {
+  return run(hccl::Collective::Reduce, sendbuff, recvbuff, count, datatype, reduceOp, root, comm, stream);
+}
+hcclResult_t hcclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, hcclDataType_t datatype,
+                          hcclComm_t comm, synStreamHandle stream) {
+  return run(hccl::Collective::AllToAll, sendbuff, recvbuff, count, datatype, hcclSum, 0, comm, stream);
+}
+hcclResult_t hcclBarrier(hcclComm_t comm, synStreamHandle stream) {
+  return run(hccl::Collective::Barrier, nullptr, nullptr, 0, hcclFloat32, hcclSum, 0, comm, stream);
+}
+
+}  // extern "C"

@@ -1,0 +1,448 @@
+#include "synapse/hccl/schedule.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <tuple>
+
+namespace hpusim::synapse::hccl {
+namespace {
+
+constexpr uint64_t kMaxDmaPiece = 1ull << 30;   // a LIN_DMA moves at most 4 GiB - 1: copies go in 1 GiB pieces
+constexpr uint16_t kMaxCount = 0x7FFF;          // a sync object counts to 15 bits
+
+struct Span {
+  uint64_t begin = 0, end = 0;   // elements
+  uint64_t size() const { return end - begin; }
+};
+// Slice s of `count` elements cut in `slices`, and its piece j of `stripes`.
+Span slice_of(uint64_t count, unsigned slices, unsigned s) { return {count * s / slices, count * (s + 1) / slices}; }
+Span piece_of(uint64_t count, unsigned slices, unsigned s, unsigned stripes, unsigned j) {
+  const Span slice = slice_of(count, slices, s);
+  return {slice.begin + slice.size() * j / stripes, slice.begin + slice.size() * (j + 1) / stripes};
+}
+
+// What a message carries.
+enum class Tag : uint8_t {
+  Scatter,      // reduce phase: `from`'s data of the chunk `to` owns
+  Gather,       // all_reduce: `from`'s reduced chunk to everyone
+  AllGather,    // `from`'s piece
+  AllToAll,     // `from`'s chunk for `to`
+  RootChunk,    // broadcast: chunk `to` from the root
+  RootOwn,      // broadcast: the root's own chunk
+  PassOn,       // broadcast: `from` passes the chunk it got from the root on
+  Barrier,
+};
+struct Message {
+  Tag tag;
+  unsigned from, to, slice, link;
+};
+struct Cond {
+  uint32_t sob = 0;
+  uint16_t target = 0;
+};
+
+class Planner {
+ public:
+  Planner(const Topology& t, unsigned rank, const Request& q, const Config& c)
+      : t_(t), r_(rank), n_(t.ranks), q_(q), c_(c), es_(reduction::element_bytes(q.type)),
+        stripes_(t.stripes()), slots_(std::max(1u, c.slots)), engines_(static_cast<unsigned>(c.engines.size())) {}
+
+  std::string run(Program* out);
+
+ private:
+  // ---- sync objects and queues ----
+  uint32_t new_sob() {
+    counts_.push_back(0);
+    return static_cast<uint32_t>(counts_.size() - 1);
+  }
+  uint16_t bump(uint32_t sob) {
+    if (counts_[sob] == kMaxCount) {
+      if (error_.empty()) {
+        error_ = std::string(name(q_.collective)) + " of " + std::to_string(q_.count) +
+                 " elements needs more than 32767 operations on one sync object; a larger slice "
+                 "(HPUSIM_HCCL_SLICE_BYTES) takes fewer";
+      }
+      return kMaxCount;
+    }
+    return ++counts_[sob];
+  }
+  QueueOps& queue(regs::QueueId id) {
+    const auto [it, fresh] = queue_index_.emplace(id, p_.queues.size());
+    if (fresh) {
+      p_.queues.push_back({id, {}});
+      p_.queues.back().ops.push_back({OpKind::Wait, p_.start_sob, 1});
+    }
+    return p_.queues[it->second];
+  }
+  QueueOps& nic(unsigned peer, unsigned link) {
+    return queue(regs::make_queue(regs::QueueKind::Nic, t_.links[r_][peer][link].port, 0));
+  }
+  QueueOps& engine(unsigned e) { return queue(c_.engines[e % engines_]); }
+  static void wait(QueueOps& q, const Cond& c) {
+    if (c.target > 0) q.ops.push_back({OpKind::Wait, c.sob, c.target});
+  }
+  void send(unsigned peer, unsigned link, uint64_t source, uint64_t bytes) {
+    Op op{OpKind::Send, sends_sob_, 0, source, 0, bytes};
+    nic(peer, link).ops.push_back(op);
+    bump(sends_sob_);
+    p_.nic_bytes += bytes;
+  }
+  Cond recv(unsigned peer, unsigned link, uint64_t destination, uint64_t bytes) {
+    auto [it, fresh] = recv_sob_.emplace(std::make_pair(peer, link), 0);
+    if (fresh) it->second = new_sob();
+    Op op{OpKind::Recv, it->second, 0, 0, destination, bytes};
+    nic(peer, link).ops.push_back(op);
+    return {it->second, bump(it->second)};
+  }
+  void copy(unsigned e, uint64_t source, uint64_t destination, uint64_t bytes) {
+    for (uint64_t done = 0; done < bytes; done += kMaxDmaPiece) {
+      engine(e).ops.push_back({OpKind::Copy, 0, 0, source + done, destination + done, std::min(kMaxDmaPiece, bytes - done)});
+    }
+  }
+  void reduce(unsigned e, uint64_t source, uint64_t destination, uint64_t bytes) {
+    for (uint64_t done = 0; done < bytes; done += kMaxDmaPiece) {
+      engine(e).ops.push_back({OpKind::Reduce, 0, 0, source + done, destination + done, std::min(kMaxDmaPiece, bytes - done)});
+    }
+  }
+  Cond signal(unsigned e, uint32_t sob) {
+    engine(e).ops.push_back({OpKind::Signal, sob});
+    return {sob, bump(sob)};
+  }
+
+  // ---- the layout of the collective's data ----
+  unsigned peer_index(unsigned x) const { return x < r_ ? x : x - 1; }
+  uint64_t slot_bytes() const { return (c_.slice_bytes + 2 * 256 - 1) / 256 * 256; }
+  uint64_t slot(unsigned x, unsigned s) const {
+    return c_.scratch + (uint64_t{peer_index(x)} * slots_ + s % slots_) * slot_bytes();
+  }
+  // Chunks of the reduce phase and of broadcast: elements of chunk k and its offset in the buffer.
+  uint64_t chunk_count(unsigned k) const {
+    switch (q_.collective) {
+      case Collective::ReduceScatter: return q_.count;
+      case Collective::Reduce: return k == q_.root ? q_.count : 0;
+      default: return q_.count * (k + 1) / n_ - q_.count * k / n_;
+    }
+  }
+  uint64_t chunk_offset(unsigned k) const {
+    switch (q_.collective) {
+      case Collective::ReduceScatter: return uint64_t{k} * q_.count;
+      case Collective::Reduce: return 0;
+      default: return q_.count * k / n_;
+    }
+  }
+  // Where the owner accumulates its chunk (the result's place).
+  uint64_t accumulator() const {
+    return q_.collective == Collective::AllReduce ? q_.recv + es_ * chunk_offset(r_) : q_.recv;
+  }
+  bool owns_chunk(unsigned x) const { return q_.collective != Collective::Reduce || x == q_.root; }
+  bool in_place() const { return accumulator() == q_.send + es_ * chunk_offset(r_); }
+  // Elements a message carries and its slice partition.
+  uint64_t carried(const Message& m) const {
+    switch (m.tag) {
+      case Tag::Scatter: return chunk_count(m.to);
+      case Tag::Gather: return chunk_count(m.from);
+      case Tag::RootChunk: return chunk_count(m.to);
+      case Tag::RootOwn: return chunk_count(q_.root);
+      case Tag::PassOn: return chunk_count(m.from);
+      case Tag::Barrier: return 1;
+      default: return q_.count;
+    }
+  }
+  Span piece(const Message& m) const { return piece_of(carried(m), slices_, m.slice, stripes_, m.link); }
+  uint64_t bytes(const Message& m) const {
+    return m.tag == Tag::Barrier ? 4 : es_ * piece(m).size();
+  }
+
+  // ---- conversations ----
+  // The messages between ranks a < b on link j, in the order both post them.
+  std::vector<Message> conversation(unsigned a, unsigned b, unsigned j) const;
+  // This rank's side of a message.
+  void post_send(const Message& m);
+  void post_recv(const Message& m);
+  void reduce_phase();
+  Cond reduced(unsigned s) const { return {reduced_sob_[s % engines_], static_cast<uint16_t>(s / engines_ + 1)}; }
+
+  const Topology& t_;
+  const unsigned r_, n_;
+  const Request& q_;
+  const Config& c_;
+  const uint64_t es_;
+  const unsigned stripes_, slots_, engines_;
+  unsigned slices_ = 1;
+  Program p_;
+  std::map<regs::QueueId, size_t> queue_index_;
+  std::vector<uint16_t> counts_;
+  uint32_t sends_sob_ = 0, copies_sob_ = 0;
+  std::map<std::pair<unsigned, unsigned>, uint32_t> recv_sob_;   // (peer, link)
+  std::vector<uint32_t> reduced_sob_;                            // per engine
+  std::map<std::tuple<Tag, unsigned, unsigned, unsigned>, Cond> received_;   // (tag, from, slice, link)
+  std::string error_;
+};
+
+std::vector<Message> Planner::conversation(unsigned a, unsigned b, unsigned j) const {
+  std::vector<Message> out;
+  const auto both = [&](Tag tag, unsigned s) {
+    out.push_back({tag, a, b, s, j});
+    out.push_back({tag, b, a, s, j});
+  };
+  switch (q_.collective) {
+    case Collective::AllReduce: {
+      // The gather of slice g follows the scatter of slice g + slots: by then it is reduced.
+      unsigned gathered = 0;
+      for (unsigned s = 0; s < slices_; ++s) {
+        both(Tag::Scatter, s);
+        for (; gathered + slots_ <= s; ++gathered) both(Tag::Gather, gathered);
+      }
+      for (; gathered < slices_; ++gathered) both(Tag::Gather, gathered);
+      break;
+    }
+    case Collective::ReduceScatter:
+      for (unsigned s = 0; s < slices_; ++s) both(Tag::Scatter, s);
+      break;
+    case Collective::Reduce:
+      for (unsigned s = 0; s < slices_; ++s) {
+        if (a == q_.root) out.push_back({Tag::Scatter, b, a, s, j});
+        if (b == q_.root) out.push_back({Tag::Scatter, a, b, s, j});
+      }
+      break;
+    case Collective::AllGather:
+      for (unsigned s = 0; s < slices_; ++s) both(Tag::AllGather, s);
+      break;
+    case Collective::AllToAll:
+      for (unsigned s = 0; s < slices_; ++s) both(Tag::AllToAll, s);
+      break;
+    case Collective::Broadcast:
+      for (unsigned s = 0; s < slices_; ++s) {
+        if (a == q_.root || b == q_.root) {
+          const unsigned other = a == q_.root ? b : a;
+          out.push_back({Tag::RootChunk, q_.root, other, s, j});
+          out.push_back({Tag::RootOwn, q_.root, other, s, j});
+        } else {
+          both(Tag::PassOn, s);
+        }
+      }
+      break;
+    case Collective::Barrier:
+      if (j == 0) both(Tag::Barrier, 0);
+      break;
+  }
+  return out;
+}
+
+void Planner::post_send(const Message& m) {
+  const Span pc = piece(m);
+  uint64_t source = 0;
+  switch (m.tag) {
+    case Tag::Scatter: source = q_.send + es_ * (chunk_offset(m.to) + pc.begin); break;
+    case Tag::Gather:
+      wait(nic(m.to, m.link), reduced(m.slice));
+      source = q_.recv + es_ * (chunk_offset(r_) + pc.begin);
+      break;
+    case Tag::AllGather: source = q_.send + es_ * pc.begin; break;
+    case Tag::AllToAll: source = q_.send + es_ * (uint64_t{m.to} * q_.count + pc.begin); break;
+    case Tag::RootChunk: source = q_.send + es_ * (chunk_offset(m.to) + pc.begin); break;
+    case Tag::RootOwn: source = q_.send + es_ * (chunk_offset(q_.root) + pc.begin); break;
+    case Tag::PassOn: {
+      const auto got = received_.find({Tag::RootChunk, q_.root, m.slice, m.link});
+      if (got != received_.end()) wait(nic(m.to, m.link), got->second);
+      source = q_.recv + es_ * (chunk_offset(r_) + pc.begin);
+      break;
+    }
+    case Tag::Barrier: source = c_.scratch + c_.scratch_bytes(n_) - Config::kBarrierBytes; break;
+  }
+  send(m.to, m.link, source, bytes(m));
+}
+
+void Planner::post_recv(const Message& m) {
+  const Span pc = piece(m);
+  uint64_t destination = 0;
+  switch (m.tag) {
+    case Tag::Scatter: {
+      const Span slice = slice_of(carried(m), slices_, m.slice);
+      if (m.from == 0 && !in_place()) {
+        destination = accumulator() + es_ * pc.begin;   // the first term lands where the sum is made
+      } else {
+        if (m.slice >= slots_) wait(nic(m.from, m.link), reduced(m.slice - slots_));   // the slot is free
+        destination = slot(m.from, m.slice) + es_ * (pc.begin - slice.begin);
+      }
+      break;
+    }
+    case Tag::Gather: destination = q_.recv + es_ * (chunk_offset(m.from) + pc.begin); break;
+    case Tag::AllGather: destination = q_.recv + es_ * (uint64_t{m.from} * q_.count + pc.begin); break;
+    case Tag::AllToAll: destination = q_.recv + es_ * (uint64_t{m.from} * q_.count + pc.begin); break;
+    case Tag::RootChunk: destination = q_.recv + es_ * (chunk_offset(r_) + pc.begin); break;
+    case Tag::RootOwn: destination = q_.recv + es_ * (chunk_offset(q_.root) + pc.begin); break;
+    case Tag::PassOn: destination = q_.recv + es_ * (chunk_offset(m.from) + pc.begin); break;
+    case Tag::Barrier: destination = c_.scratch + c_.scratch_bytes(n_) - Config::kBarrierBytes + 8; break;
+  }
+  received_[{m.tag, m.from, m.slice, m.link}] = recv(m.from, m.link, destination, bytes(m));
+}
+
+// The owner's reductions, slice by slice (slice s on engine s % engines), in rank order.
+void Planner::reduce_phase() {
+  if (!owns_chunk(r_)) return;
+  const uint64_t count = chunk_count(r_);
+  const uint64_t own = q_.send + es_ * chunk_offset(r_);
+  for (unsigned s = 0; s < slices_; ++s) {
+    const unsigned e = s % engines_;
+    const Span slice = slice_of(count, slices_, s);
+    const uint64_t bytes = es_ * slice.size();
+    const uint64_t acc = accumulator() + es_ * slice.begin;
+    const auto received = [&](unsigned k) {
+      for (unsigned j = 0; j < stripes_; ++j) {
+        const auto got = received_.find({Tag::Scatter, k, s, j});
+        if (got != received_.end()) wait(engine(e), got->second);
+      }
+    };
+    if (bytes > 0) {
+      // The sum is made in the result's place, but for an in-place rank other than 0, whose own
+      // data sits there: it is made in rank 0's slot and copied over.
+      const bool in_slot = in_place() && r_ != 0;
+      const uint64_t sum = in_slot ? slot(0, s) : acc;
+      if (r_ == 0) {
+        if (!in_place()) copy(e, own + es_ * slice.begin, sum, bytes);
+      } else {
+        received(0);
+      }
+      for (unsigned k = 1; k < n_; ++k) {
+        if (k == r_) {
+          reduce(e, own + es_ * slice.begin, sum, bytes);
+        } else {
+          received(k);
+          reduce(e, slot(k, s), sum, bytes);
+        }
+      }
+      if (in_slot) copy(e, sum, acc, bytes);
+    }
+    signal(e, reduced_sob_[e]);
+  }
+}
+
+std::string Planner::run(Program* out) {
+  if (engines_ == 0) return "no DMA engine to copy and reduce with";
+  p_.start_sob = new_sob();
+  counts_[p_.start_sob] = 1;
+  p_.op = q_.op;
+  p_.type = q_.type;
+  sends_sob_ = new_sob();
+  copies_sob_ = new_sob();
+  for (unsigned e = 0; e < engines_; ++e) reduced_sob_.push_back(new_sob());
+  // Every chunk is cut into the same number of slices, so both ends of a link agree on them.
+  uint64_t largest = 0;
+  switch (q_.collective) {
+    case Collective::AllGather: case Collective::AllToAll: largest = q_.count; break;
+    case Collective::Barrier: largest = 1; break;
+    default:
+      for (unsigned k = 0; k < n_; ++k) largest = std::max(largest, chunk_count(k));
+  }
+  slices_ = static_cast<unsigned>(std::max<uint64_t>(1, (largest * es_ + c_.slice_bytes - 1) / c_.slice_bytes));
+  if (slices_ > kMaxCount) return std::string(name(q_.collective)) + ": " + std::to_string(slices_) + " slices are too many";
+
+  // The conversations, the root's first (broadcast's pass-on waits for what came from the root).
+  std::vector<unsigned> peers;
+  if (q_.collective == Collective::Broadcast && r_ != q_.root) peers.push_back(q_.root);
+  for (unsigned p = 0; p < n_; ++p)
+    if (p != r_ && std::find(peers.begin(), peers.end(), p) == peers.end()) peers.push_back(p);
+  for (const unsigned p : peers) {
+    for (unsigned j = 0; j < stripes_; ++j) {
+      for (const Message& m : conversation(std::min(r_, p), std::max(r_, p), j)) {
+        if (bytes(m) == 0) continue;
+        if (m.from == r_) post_send(m);
+        if (m.to == r_) post_recv(m);
+      }
+    }
+  }
+  // Engine work: the reductions, or the rank's own part copied into place.
+  switch (q_.collective) {
+    case Collective::AllReduce: case Collective::ReduceScatter: case Collective::Reduce:
+      reduce_phase();
+      break;
+    case Collective::AllGather:
+      if (q_.send != q_.recv + es_ * r_ * q_.count) {
+        copy(0, q_.send, q_.recv + es_ * r_ * q_.count, es_ * q_.count);
+        signal(0, copies_sob_);
+      }
+      break;
+    case Collective::AllToAll:
+      if (q_.send != q_.recv) {
+        copy(0, q_.send + es_ * r_ * q_.count, q_.recv + es_ * r_ * q_.count, es_ * q_.count);
+        signal(0, copies_sob_);
+      }
+      break;
+    case Collective::Broadcast:
+      if (r_ == q_.root && q_.send != q_.recv) {
+        copy(0, q_.send, q_.recv, es_ * q_.count);
+        signal(0, copies_sob_);
+      }
+      break;
+    case Collective::Barrier: break;
+  }
+  if (!error_.empty()) return error_;
+  for (uint32_t sob = 0; sob < counts_.size(); ++sob)
+    if (counts_[sob] > 0) p_.final_values.push_back({sob, counts_[sob]});
+  p_.sob_count = static_cast<uint32_t>(counts_.size());
+  *out = std::move(p_);
+  return "";
+}
+
+}  // namespace
+
+const char* name(Collective c) {
+  switch (c) {
+    case Collective::AllReduce: return "all_reduce";
+    case Collective::ReduceScatter: return "reduce_scatter";
+    case Collective::AllGather: return "all_gather";
+    case Collective::Broadcast: return "broadcast";
+    case Collective::Reduce: return "reduce";
+    case Collective::AllToAll: return "all_to_all";
+    case Collective::Barrier: return "barrier";
+  }
+  return "?";
+}
+
+uint64_t Config::scratch_bytes(unsigned ranks) const {
+  const uint64_t slot = (slice_bytes + 2 * 256 - 1) / 256 * 256;
+  return uint64_t{ranks > 0 ? ranks - 1 : 0} * std::max(1u, slots) * slot + kBarrierBytes;
+}
+
+std::string plan(const Topology& topology, unsigned rank, const Request& request, const Config& config, Program* out) {
+  if (rank >= topology.ranks) return "rank " + std::to_string(rank) + " of " + std::to_string(topology.ranks);
+  if (request.root >= topology.ranks) {
+    return "root " + std::to_string(request.root) + ": the communicator has " + std::to_string(topology.ranks) + " ranks";
+  }
+  Planner planner(topology, rank, request, config);
+  return planner.run(out);
+}
+
+}  // namespace hpusim::synapse::hccl
+
+namespace hpusim::synapse::hccl {
+
+std::string to_text(const Program& program) {
+  std::string out;
+  const auto hexa = [](uint64_t v) {
+    char b[24];
+    std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
+    return std::string(b);
+  };
+  for (const QueueOps& q : program.queues) {
+    out += regs::queue_name(q.queue) + ":\n";
+    for (const Op& op : q.ops) {
+      switch (op.kind) {
+        case OpKind::Wait: out += "  wait sob " + std::to_string(op.sob) + " >= " + std::to_string(op.target) + "\n"; break;
+        case OpKind::Send: out += "  send " + hexa(op.source) + " " + std::to_string(op.bytes) + " -> sob " + std::to_string(op.sob) + "\n"; break;
+        case OpKind::Recv: out += "  recv " + hexa(op.destination) + " " + std::to_string(op.bytes) + " -> sob " + std::to_string(op.sob) + "\n"; break;
+        case OpKind::Copy: out += "  copy " + hexa(op.source) + " -> " + hexa(op.destination) + " " + std::to_string(op.bytes) + "\n"; break;
+        case OpKind::Reduce: out += "  reduce " + hexa(op.source) + " -> " + hexa(op.destination) + " " + std::to_string(op.bytes) + "\n"; break;
+        case OpKind::Signal: out += "  signal sob " + std::to_string(op.sob) + "\n"; break;
+      }
+    }
+  }
+  out += "final:";
+  for (const auto& [sob, v] : program.final_values) out += " sob " + std::to_string(sob) + "=" + std::to_string(v);
+  return out + "\n";
+}
+
+}  // namespace hpusim::synapse::hccl

@@ -1,0 +1,29 @@
+// The links a communicator's ranks reach each other by: from the box's port map (the platform's
+// box preset, as the real HCL reads its server type's connectivity), rank i on card i.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hpusim::synapse::hccl {
+
+struct LinkPorts {
+  uint32_t port = 0;        // this rank's NIC port
+  uint32_t peer_port = 0;   // the peer's port at the other end
+};
+
+struct Topology {
+  unsigned ranks = 0;
+  // links[r][p]: the links joining rank r's card to rank p's, in an order both ends share (by the
+  // lower rank's port), so the j-th link of r to p is the j-th of p to r.
+  std::vector<std::vector<std::vector<LinkPorts>>> links;
+  // The fewest links between any two ranks (the stripes a message is split into).
+  unsigned stripes() const;
+};
+
+// The topology of `ranks` ranks on cards 0 .. ranks-1 of the box `box_text` (sim/preset's Box in
+// text form). "" or why not: no box, a box with fewer cards, a pair of ranks with no link.
+std::string topology_from_box(const std::string& box_text, unsigned ranks, Topology* out);
+
+}  // namespace hpusim::synapse::hccl

@@ -1,0 +1,275 @@
+// hpusim's HCCL on a box: every collective, f32 and bf16, on 2, 4 and 8 cards, with counts the
+// card count does not divide, in and out of place, against a host reference that reduces in rank
+// order with the device's arithmetic (arch/reduction): the bits must be the same. Small slices
+// (HPUSIM_HCCL_SLICE_BYTES) make even small buffers take many slices and reuse the scratch slots.
+// Then the errors a caller can make, and a collective whose peer never arrives.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "arch/reduction/reduction.h"
+#include "hccl_api.h"
+#include "hw/card/card.h"
+#include "hw/nic/nic_port.h"
+#include "sim/platform/platform.h"
+#include "synapse_api.h"
+
+namespace hpusim::testing {
+namespace {
+
+using reduction::ReduceOp;
+using reduction::ReduceType;
+using Bytes = std::vector<uint8_t>;
+
+std::string error() { return hcclGetLastErrorMessage(); }
+
+// Finite values with varied exponents, so sums round and their order shows.
+Bytes values(uint64_t count, ReduceType type, uint64_t seed) {
+  const uint32_t es = reduction::element_bytes(type);
+  Bytes out(count * es);
+  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 77;
+  for (uint64_t i = 0; i < count; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    // sign, an exponent in [2^-6, 2^6), a random mantissa
+    const uint32_t f = static_cast<uint32_t>(((x >> 40) & 1) << 31) | static_cast<uint32_t>((121 + (x >> 8) % 12) << 23) |
+                       static_cast<uint32_t>(x & 0x7FFFFF);
+    if (type == ReduceType::F32) {
+      std::memcpy(out.data() + 4 * i, &f, 4);
+    } else {
+      const uint16_t b = static_cast<uint16_t>(f >> 16);
+      std::memcpy(out.data() + 2 * i, &b, 2);
+    }
+  }
+  return out;
+}
+
+// A box of `cards` HLS-1 (or HLS-2) cards, every card a Synapse device with a collective stream
+// and a communicator rank.
+class Box {
+ public:
+  Box(const char* box, unsigned cards, uint32_t cs_timeout_us = 0) : platform_(options(box, cards, cs_timeout_us)) {
+    EXPECT_EQ(synInitialize(), synSuccess);
+    for (unsigned c = 0; c < cards; ++c) {
+      synDeviceId id = 99;
+      EXPECT_EQ(synDeviceAcquire(&id, nullptr), synSuccess);
+      EXPECT_EQ(id, c);
+      synStreamHandle s = nullptr;
+      EXPECT_EQ(synStreamCreate(&s, id, STREAM_TYPE_NETWORK_COLLECTIVE, 0), synSuccess);
+      streams.push_back(s);
+    }
+    comms.resize(cards);
+    EXPECT_EQ(hcclCommInitAll(comms.data(), static_cast<int>(cards), nullptr), hcclSuccess) << error();
+  }
+  ~Box() {
+    for (hcclComm_t c : comms) hcclCommDestroy(c);
+    for (synDeviceId d = 0; d < streams.size(); ++d) synDeviceRelease(d);
+    synDestroy();
+  }
+  unsigned cards() const { return static_cast<unsigned>(streams.size()); }
+  uint64_t alloc(unsigned card, uint64_t bytes) {
+    uint64_t address = 0;
+    EXPECT_EQ(synDeviceMalloc(card, std::max<uint64_t>(bytes, 4), 0, 0, &address), synSuccess);
+    allocations.push_back({card, address});
+    return address;
+  }
+  void put(unsigned card, uint64_t address, const Bytes& data) {
+    if (data.empty()) return;
+    EXPECT_EQ(synMemCopyAsync(streams[card], reinterpret_cast<uint64_t>(data.data()), data.size(), address, HOST_TO_DRAM),
+              synSuccess);
+    EXPECT_EQ(synStreamSynchronize(streams[card]), synSuccess);
+  }
+  Bytes get(unsigned card, uint64_t address, uint64_t bytes) {
+    Bytes out(bytes);
+    if (bytes == 0) return out;
+    EXPECT_EQ(synMemCopyAsync(streams[card], address, bytes, reinterpret_cast<uint64_t>(out.data()), DRAM_TO_HOST),
+              synSuccess);
+    EXPECT_EQ(synStreamSynchronize(streams[card]), synSuccess);
+    return out;
+  }
+  void synchronize() {
+    for (synStreamHandle s : streams) EXPECT_EQ(synStreamSynchronize(s), synSuccess) << error();
+  }
+  platform::Platform& platform() { return platform_; }
+
+  std::vector<synStreamHandle> streams;
+  std::vector<hcclComm_t> comms;
+
+ private:
+  static platform::PlatformOptions options(const char* box, unsigned cards, uint32_t cs_timeout_us) {
+    setenv("HPUSIM_HCCL_SLICE_BYTES", "1024", 1);
+    platform::PlatformOptions o;
+    o.box = box;
+    o.cards = cards;
+    o.driver.heartbeat_period_us = 0;
+    if (cs_timeout_us != 0) o.driver.cs_timeout_us = cs_timeout_us;
+    return o;
+  }
+  platform::Platform platform_;
+  std::vector<std::pair<unsigned, uint64_t>> allocations;
+};
+
+hcclDataType_t hccl_type(ReduceType t) { return t == ReduceType::F32 ? hcclFloat32 : hcclBfloat16; }
+hcclRedOp_t hccl_op(ReduceOp op) { return op == ReduceOp::Sum ? hcclSum : op == ReduceOp::Max ? hcclMax : hcclMin; }
+
+// acc = x_0, then op(acc, x_k) for k = 1 .. n-1: the device's order.
+Bytes fold(const std::vector<Bytes>& x, uint64_t offset, uint64_t bytes, ReduceOp op, ReduceType type) {
+  Bytes acc(x[0].begin() + offset, x[0].begin() + offset + bytes);
+  for (size_t k = 1; k < x.size(); ++k) reduction::reduce_into(acc.data(), x[k].data() + offset, bytes, op, type);
+  return acc;
+}
+Bytes part(const Bytes& b, uint64_t offset, uint64_t bytes) { return Bytes(b.begin() + offset, b.begin() + offset + bytes); }
+
+// Every collective on `box`, with `count` elements, in and out of place.
+void every_collective(Box& box, ReduceType type, uint64_t count, bool in_place) {
+  const unsigned n = box.cards();
+  const uint64_t es = reduction::element_bytes(type);
+  const std::string what = std::string(reduction::name(type)) + (in_place ? " in place" : "") + " on " +
+                           std::to_string(n) + " cards, count " + std::to_string(count);
+  std::vector<Bytes> x(n);
+  std::vector<uint64_t> send(n), recv(n);
+  const auto setup = [&](uint64_t send_count, uint64_t recv_count, uint64_t seed) {
+    for (unsigned r = 0; r < n; ++r) {
+      x[r] = values(send_count, type, seed * 31 + r);
+      recv[r] = box.alloc(r, recv_count * es);
+      send[r] = in_place ? 0 : box.alloc(r, send_count * es);
+    }
+  };
+  const auto run = [&](const char* name, const auto& call) {
+    for (unsigned r = 0; r < n; ++r) ASSERT_EQ(call(r), hcclSuccess) << name << " rank " << r << ": " << error();
+    box.synchronize();
+  };
+
+  // all_reduce: sum and max.
+  for (const ReduceOp op : {ReduceOp::Sum, ReduceOp::Max}) {
+    setup(count, count, 1 + static_cast<int>(op));
+    for (unsigned r = 0; r < n; ++r) {
+      if (in_place) send[r] = recv[r];
+      box.put(r, send[r], x[r]);
+    }
+    run("all_reduce", [&](unsigned r) {
+      return hcclAllReduce(reinterpret_cast<void*>(send[r]), reinterpret_cast<void*>(recv[r]), count, hccl_type(type),
+                           hccl_op(op), box.comms[r], box.streams[r]);
+    });
+    const Bytes want = fold(x, 0, count * es, op, type);
+    for (unsigned r = 0; r < n; ++r)
+      EXPECT_TRUE(box.get(r, recv[r], count * es) == want) << "all_reduce " << reduction::name(op) << " " << what << " rank " << r;
+  }
+  // reduce_scatter: each rank's `count` of the sum of n x count.
+  setup(n * count, count, 3);
+  for (unsigned r = 0; r < n; ++r) {
+    if (in_place) {
+      send[r] = box.alloc(r, n * count * es);
+      recv[r] = send[r] + r * count * es;
+    }
+    box.put(r, send[r], x[r]);
+  }
+  run("reduce_scatter", [&](unsigned r) {
+    return hcclReduceScatter(reinterpret_cast<void*>(send[r]), reinterpret_cast<void*>(recv[r]), count, hccl_type(type),
+                             hcclSum, box.comms[r], box.streams[r]);
+  });
+  for (unsigned r = 0; r < n; ++r)
+    EXPECT_TRUE(box.get(r, recv[r], count * es) == fold(x, r * count * es, count * es, ReduceOp::Sum, type))
+        << "reduce_scatter " << what << " rank " << r;
+  // all_gather: every rank's count, in rank order.
+  setup(count, n * count, 4);
+  for (unsigned r = 0; r < n; ++r) {
+    if (in_place) send[r] = recv[r] + r * count * es;
+    box.put(r, send[r], x[r]);
+  }
+  run("all_gather", [&](unsigned r) {
+    return hcclAllGather(reinterpret_cast<void*>(send[r]), reinterpret_cast<void*>(recv[r]), count, hccl_type(type),
+                         box.comms[r], box.streams[r]);
+  });
+  Bytes gathered;
+  for (unsigned r = 0; r < n; ++r) gathered.insert(gathered.end(), x[r].begin(), x[r].end());
+  for (unsigned r = 0; r < n; ++r) EXPECT_TRUE(box.get(r, recv[r], n * count * es) == gathered) << "all_gather " << what << " rank " << r;
+  // broadcast and reduce from the last rank.
+  const unsigned root = n - 1;
+  setup(count, count, 5);
+  for (unsigned r = 0; r < n; ++r) {
+    if (in_place) send[r] = recv[r];
+    box.put(r, send[r], x[r]);
+  }
+  run("broadcast", [&](unsigned r) {
+    return hcclBroadcast(reinterpret_cast<void*>(send[r]), reinterpret_cast<void*>(recv[r]), count, hccl_type(type),
+                         static_cast<int>(root), box.comms[r], box.streams[r]);
+  });
+  for (unsigned r = 0; r < n; ++r) EXPECT_TRUE(box.get(r, recv[r], count * es) == x[root]) << "broadcast " << what << " rank " << r;
+  setup(count, count, 6);
+  for (unsigned r = 0; r < n; ++r) {
+    if (in_place) send[r] = recv[r];
+    box.put(r, send[r], x[r]);
+  }
+  run("reduce", [&](unsigned r) {
+    return hcclReduce(reinterpret_cast<void*>(send[r]), reinterpret_cast<void*>(recv[r]), count, hccl_type(type), hcclSum,
+                      static_cast<int>(root), box.comms[r], box.streams[r]);
+  });
+  EXPECT_TRUE(box.get(root, recv[root], count * es) == fold(x, 0, count * es, ReduceOp::Sum, type)) << "reduce " << what;
+  // all_to_all: chunk p of rank r's send lands in chunk r of rank p's receive.
+  setup(n * count, n * count, 7);
+  if (in_place) {   // refused: a chunk would be received where one is still to be sent
+    EXPECT_EQ(hcclAlltoAll(reinterpret_cast<void*>(recv[0]), reinterpret_cast<void*>(recv[0]), count, hccl_type(type),
+                           box.comms[0], box.streams[0]),
+              hcclInvalidArgument);
+    EXPECT_NE(error().find("hcclAlltoAll: sendbuff and recvbuff overlap other than in HCCL's in-place form"), std::string::npos)
+        << error();
+    for (unsigned r = 0; r < n; ++r) send[r] = box.alloc(r, n * count * es);
+  }
+  for (unsigned r = 0; r < n; ++r) box.put(r, send[r], x[r]);
+  run("all_to_all", [&](unsigned r) {
+    return hcclAlltoAll(reinterpret_cast<void*>(send[r]), reinterpret_cast<void*>(recv[r]), count, hccl_type(type),
+                        box.comms[r], box.streams[r]);
+  });
+  for (unsigned p = 0; p < n; ++p) {
+    Bytes want;
+    for (unsigned r = 0; r < n; ++r) {
+      const Bytes piece = part(x[r], p * count * es, count * es);
+      want.insert(want.end(), piece.begin(), piece.end());
+    }
+    EXPECT_TRUE(box.get(p, recv[p], n * count * es) == want) << "all_to_all " << what << " rank " << p;
+  }
+  // barrier
+  run("barrier", [&](unsigned r) { return hcclBarrier(box.comms[r], box.streams[r]); });
+}
+
+TEST(Hccl, EveryCollectiveIsBitExactOnTwoCards) {
+  Box box("hls1", 2);
+  for (const ReduceType type : {ReduceType::F32, ReduceType::Bf16}) {
+    every_collective(box, type, 3001, false);
+    every_collective(box, type, 777, true);
+  }
+}
+
+TEST(Hccl, EveryCollectiveIsBitExactOnFourCards) {
+  Box box("hls1", 4);
+  for (const ReduceType type : {ReduceType::F32, ReduceType::Bf16}) {
+    every_collective(box, type, 2503, false);
+    every_collective(box, type, 1, true);
+  }
+}
+
+TEST(Hccl, EveryCollectiveIsBitExactOnEightCards) {
+  Box box("hls1", 8);
+  for (const ReduceType type : {ReduceType::F32, ReduceType::Bf16}) {
+    every_collective(box, type, 2011, false);
+    every_collective(box, type, 9, true);
+  }
+}
+
+// HLS-2: three links between every pair, each message striped over them.
+TEST(Hccl, MessagesAreStripedOverTheThreeLinksOfAnHls2Pair) {
+  Box box("hls2", 4);
+  every_collective(box, ReduceType::F32, 1999, false);
+  for (unsigned p = 0; p < 24; ++p) {
+    hw::NicPort* port = box.platform().card(0).nic_port(p);
+    if (port->connected() && p != 8 && p != 22 && p != 23) EXPECT_GT(port->stats().tx_bytes, 0u) << "card 0 NIC " << p;
+  }
+}
+
+}  // namespace
+}  // namespace hpusim::testing
