@@ -89,14 +89,14 @@ void NicPort::connect(NicPort& a, NicPort& b) {
   b.tx.bind(a.rx);
   a.peer_ = &b;
   b.peer_ = &a;
-  a.credits_ = b.config_.rx_buffer_packets;
-  b.credits_ = a.config_.rx_buffer_packets;
+  a.credits_ = a.initial_credits_ = b.config_.rx_buffer_packets;
+  b.credits_ = b.initial_credits_ = a.config_.rx_buffer_packets;
 }
 
 void NicPort::attach_to_switch(uint32_t credits) {
   if (peer_ || switched_) throw std::invalid_argument("NIC port '" + config_.name + "' is already joined");
   switched_ = true;
-  credits_ = credits;
+  credits_ = initial_credits_ = credits;
 }
 
 bool NicPort::read_register(uint64_t offset, uint32_t& value, Picoseconds at_ps) {
@@ -254,6 +254,7 @@ void NicPort::transmitter() {
     state.all_sent = last;
     NicHeader header;
     header.kind = NicHeader::Kind::Data;
+    header.epoch = connection_;
     header.send_id = p.send_id;
     header.source = address_;
     header.dest = switched_ ? state.op.peer : peer_->address_;
@@ -298,10 +299,11 @@ tlm::tlm_sync_enum NicPort::receive(tlm::tlm_generic_payload& trans, tlm::tlm_ph
     packet = new RxPacket;
     packet->send_id = header->send_id;
     packet->source = header->source;
+    packet->epoch = header->epoch;
     packet->payload.assign(trans.get_data_ptr(), trans.get_data_ptr() + trans.get_data_length());
   }
   const Picoseconds at = now_ps() + delay.value();
-  arrivals_.push_back(Arrival{at, arrival_seq_++, header->kind, header->send_id, packet});
+  arrivals_.push_back(Arrival{at, arrival_seq_++, header->kind, header->send_id, packet, header->source, header->epoch, false});
   std::push_heap(arrivals_.begin(), arrivals_.end(), std::greater<Arrival>());
   arrival_event_.notify(delay_until(arrivals_.front().at));
   trans.set_response_status(tlm::TLM_OK_RESPONSE);
@@ -314,12 +316,21 @@ void NicPort::arrive() {
     std::pop_heap(arrivals_.begin(), arrivals_.end(), std::greater<Arrival>());
     const Arrival a = arrivals_.back();
     arrivals_.pop_back();
+    // A direct link's credits and acknowledgements of a connection before this port's reset
+    // answer packets it has forgotten (a switch's credits are its own: they count on).
+    const bool current = switched_ || a.epoch == connection_;
     if (a.kind == NicHeader::Kind::Credit) {   // the far end's buffer has room for one more
+      if (!current) continue;
       ++credits_;
       tx_event_.notify(sc_core::SC_ZERO_TIME);
       continue;
     }
+    if (a.kind == NicHeader::Kind::Reset) {
+      peer_reset(a.source, a.epoch);
+      continue;
+    }
     if (a.kind == NicHeader::Kind::Ack) {   // the destination wrote one of this port's packets
+      if (!current) continue;
       const auto it = unacked_.find(a.send_id);
       if (it != unacked_.end()) {
         --it->second.in_flight;
@@ -327,7 +338,16 @@ void NicPort::arrive() {
       }
       continue;
     }
-    if (rx_buffer_.size() + writing_.size() >= config_.rx_buffer_packets) {
+    if (a.dropped) {   // on the wire when this port was reset: its room goes back to the sender
+      send_credit(a.packet->epoch);
+      delete a.packet;
+      continue;
+    }
+    if (!switched_ && a.packet->epoch < peer_connection_[a.packet->source]) {   // its sender was reset since
+      delete a.packet;
+      continue;
+    }
+    if (rx_buffer_.size() + writing_.size() - stale_writing_ >= config_.rx_buffer_packets) {
       delete a.packet;
       throw std::logic_error("NIC port '" + config_.name + "': a packet arrived without a credit");
     }
@@ -406,21 +426,54 @@ void NicPort::place() {
 }
 
 void NicPort::packet_written(RxPacket* packet) {
-  send_credit();
-  send_ack(packet->source, packet->send_id);
+  if (packet->stale) {
+    --stale_writing_;
+  } else {
+    send_credit(packet->epoch);
+    send_ack(packet->source, packet->send_id, packet->epoch);
+  }
   writing_.erase(packet);
   delete packet;
 }
 
-void NicPort::send_credit() { send_control(NicHeader::Kind::Credit, 0, 0); }
+void NicPort::send_credit(uint32_t epoch) { send_control(NicHeader::Kind::Credit, 0, 0, epoch); }
 
-void NicPort::send_ack(uint32_t source, uint64_t send_id) { send_control(NicHeader::Kind::Ack, source, send_id); }
+void NicPort::send_ack(uint32_t source, uint64_t send_id, uint32_t epoch) {
+  send_control(NicHeader::Kind::Ack, source, send_id, epoch);
+}
+
+void NicPort::peer_reset(uint32_t source, uint32_t epoch) {
+  peer_connection_[source] = std::max(peer_connection_[source], epoch);
+  // Its packets waiting here are dropped without credits (its credits started again); those being
+  // written finish, unanswered.
+  for (auto it = rx_buffer_.begin(); it != rx_buffer_.end();) {
+    RxPacket* packet = *it;
+    if (packet->source != source || packet->epoch >= epoch) {
+      ++it;
+    } else if (packet->writes_left == 0) {
+      delete packet;
+      it = rx_buffer_.erase(it);
+    } else {   // partly written: the rest of it is not placed
+      packet->payload.resize(packet->placed);
+      packet->stale = true;
+      ++stale_writing_;
+      ++it;
+    }
+  }
+  for (RxPacket* packet : writing_) {
+    if (packet->source == source && packet->epoch < epoch && !packet->stale) {
+      packet->stale = true;
+      ++stale_writing_;
+    }
+  }
+}
 
 // Credits and acknowledgements take the link's latency and no wire time (README.md).
-void NicPort::send_control(NicHeader::Kind kind, uint32_t dest, uint64_t send_id) {
+void NicPort::send_control(NicHeader::Kind kind, uint32_t dest, uint64_t send_id, uint32_t epoch) {
   if (peer_ == nullptr && !switched_) return;
   NicHeader header;
   header.kind = kind;
+  header.epoch = epoch;
   header.send_id = send_id;
   header.source = address_;
   header.dest = dest;
@@ -535,17 +588,26 @@ void NicPort::reset() {
   recv_filled_.clear();
   filling_.clear();
   completing_.clear();
-  // Dropped packets free their buffer space (credits back), but are not acknowledged.
+  // Dropped packets free their buffer space (credits back), but are not acknowledged; so do the
+  // packets still on the wire to this port when they arrive.
   for (RxPacket* packet : rx_buffer_) {
-    send_credit();
+    if (!packet->stale) send_credit(packet->epoch);
     delete packet;
   }
   rx_buffer_.clear();
   for (RxPacket* packet : writing_) {
-    send_credit();
+    if (!packet->stale) send_credit(packet->epoch);
     delete packet;
   }
   writing_.clear();
+  stale_writing_ = 0;
+  for (Arrival& a : arrivals_)
+    if (a.kind == NicHeader::Kind::Data) a.dropped = true;
+  if (!switched_) {   // a new connection: the peer drops what it holds of the old one
+    ++connection_;
+    credits_ = initial_credits_;
+    send_control(NicHeader::Kind::Reset, 0, 0, connection_);
+  }
   tx_event_.notify(sc_core::SC_ZERO_TIME);
   notify_if_idle();
 }

@@ -160,8 +160,11 @@ class NicPort : public sc_core::sc_module, public RegisterBlock, public EngineSt
 
   // Modelled hard reset at the current simulation time: registers to their reset values (EN = 0),
   // queued and running operations dropped without completion messages (accesses already in the
-  // fabric complete and are discarded), received packets dropped with their credits returned to
-  // the peer. Packets and credits on the wire still arrive. Statistics are kept.
+  // fabric complete and are discarded), received packets (and those still on the wire to it)
+  // dropped with their credits returned to the peer. On a direct link the connection starts again:
+  // the port tells its peer (a Reset on the wire), which drops what it holds of the port's older
+  // packets, and credits and acknowledgements of the older connection are ignored. Statistics are
+  // kept.
   void reset();
 
  private:
@@ -180,6 +183,8 @@ class NicPort : public sc_core::sc_module, public RegisterBlock, public EngineSt
     std::vector<unsigned char> payload;
     uint64_t placed = 0;        // bytes handed to receives
     uint32_t writes_left = 0;
+    uint32_t epoch = 0;         // the sender's connection epoch
+    bool stale = false;         // its sender was reset while it was written: no credit, no acknowledgement
   };
   // A packet, a credit or an acknowledgement on its way to this port.
   struct Arrival {
@@ -188,6 +193,9 @@ class NicPort : public sc_core::sc_module, public RegisterBlock, public EngineSt
     NicHeader::Kind kind;
     uint64_t send_id;
     RxPacket* packet;           // data only
+    uint32_t source;
+    uint32_t epoch;
+    bool dropped;               // data on the wire when this port was reset
     bool operator>(const Arrival& o) const { return at != o.at ? at > o.at : seq > o.seq; }
   };
 
@@ -205,9 +213,11 @@ class NicPort : public sc_core::sc_module, public RegisterBlock, public EngineSt
   // The operation is done: its completion message (if any, and it did not fail), then the observer.
   void complete(const NicOperation& op, bool failed, const std::string& message);
   // The link's far end may send one more packet; the data's source that its packet is written.
-  void send_credit();
-  void send_ack(uint32_t source, uint64_t send_id);
-  void send_control(NicHeader::Kind kind, uint32_t dest, uint64_t send_id);
+  void send_credit(uint32_t epoch);
+  void send_ack(uint32_t source, uint64_t send_id, uint32_t epoch);
+  void send_control(NicHeader::Kind kind, uint32_t dest, uint64_t send_id, uint32_t epoch);
+  // A Reset from `source`: its packets of older connections are dropped.
+  void peer_reset(uint32_t source, uint32_t epoch);
   // A received packet is written: its credit and acknowledgement go back, and it is freed.
   void packet_written(RxPacket* packet);
   // The receives a packet from `source` fills: its own queue behind a switch, the one queue of a
@@ -246,6 +256,10 @@ class NicPort : public sc_core::sc_module, public RegisterBlock, public EngineSt
   };
   std::map<uint64_t, SendState> unacked_;
   uint32_t credits_ = 0;
+  uint32_t initial_credits_ = 0;            // the far end's receive buffer
+  uint32_t connection_ = 0;                 // this port's connection epoch, bumped by reset()
+  std::map<uint32_t, uint32_t> peer_connection_;   // the newest epoch each source announced
+  uint32_t stale_writing_ = 0;              // packets of writing_ whose sender was reset
   Picoseconds wire_free_ps_ = 0;
   sc_core::sc_event tx_event_;              // work, read data or a credit arrived
 

@@ -14,8 +14,11 @@ namespace hpusim::hw {
 constexpr uint32_t nic_address(uint32_t card, uint32_t port) { return card * 256 + port; }
 
 struct NicHeader : tlm::tlm_extension<NicHeader> {
-  enum class Kind : uint8_t { Data, Credit, Ack };
+  // Reset: the source port was reset; its packets sent before are dropped at the far end (a
+  // direct link's connection starts again, as RoCE queue pairs are re-created).
+  enum class Kind : uint8_t { Data, Credit, Ack, Reset };
   Kind kind = Kind::Data;
+  uint32_t epoch = 0;     // the sender's connection epoch (Data, Reset; a direct link's Credit and Ack echo it)
   uint64_t send_id = 0;   // the source port's send the data belongs to (Data, Ack)
   uint32_t source = 0;    // the sending port's address (Data)
   uint32_t dest = 0;      // where it goes (Data: the receiving port; Ack: the data's source)

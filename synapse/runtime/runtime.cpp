@@ -679,8 +679,12 @@ Result Runtime::finish_wait(uint64_t seq, const WaitOutcome& outcome) {
       for (const SyncRange& r : launch_ranges_) queue_of_.erase(r.seq);
       launch_ranges_.clear();
     }
-    return Result::error(Status::Fail, "submission " + std::to_string(seq) + " did not complete (" + errno_text(rc) +
-                                           ", wait status " + std::to_string(status) + ")");
+    const char* why = status == HL_WAIT_CS_STATUS_TIMEDOUT ? ": it timed out and the driver reset the device (TDR); "
+                                                             "its work and everything in flight are lost"
+                      : status == HL_WAIT_CS_STATUS_ABORTED ? ": the device was reset; its work is lost"
+                                                            : "";
+    return Result::error(Status::Fail, "submission " + std::to_string(seq) + " did not complete" + why + " (" +
+                                           errno_text(rc) + ", wait status " + std::to_string(status) + ")");
   }
   release_finished(seq, done_ns);
   return Result::success();

@@ -273,3 +273,141 @@ TEST(Hccl, MessagesAreStripedOverTheThreeLinksOfAnHls2Pair) {
 
 }  // namespace
 }  // namespace hpusim::testing
+
+namespace hpusim::testing {
+namespace {
+
+// A collective whose peer never arrives: rank 0's command submission waits for data that never
+// comes until the driver's TDR resets card 0; the stream reports it, and afterwards the pair runs
+// the collective correctly (card 0's ports started new connections, so card 1 dropped what it
+// held of the old ones).
+TEST(Hccl, ACollectiveWhosePeerNeverArrivesEndsInTheTimeoutAndTheCardsWorkAfter) {
+  Box box("hls1", 2, /*cs_timeout_us=*/3000);
+  const uint64_t count = 50000;   // more than the peer's receive buffer holds
+  std::vector<uint64_t> buffer(2);
+  std::vector<Bytes> x(2);
+  for (unsigned r = 0; r < 2; ++r) {
+    buffer[r] = box.alloc(r, count * 4);
+    x[r] = values(count, ReduceType::F32, 90 + r);
+    box.put(r, buffer[r], x[r]);
+  }
+  const auto all_reduce = [&](unsigned r) {
+    return hcclAllReduce(reinterpret_cast<void*>(buffer[r]), reinterpret_cast<void*>(buffer[r]), count, hcclFloat32, hcclSum,
+                         box.comms[r], box.streams[r]);
+  };
+  ASSERT_EQ(all_reduce(0), hcclSuccess) << error();
+  EXPECT_EQ(synStreamSynchronize(box.streams[0]), synFail);
+  const std::string message = error();
+  EXPECT_NE(message.find("it timed out and the driver reset the device (TDR)"), std::string::npos) << message;
+  std::string log;
+  for (const std::string& line : box.platform().driver(0).log()) log += line + "\n";
+  EXPECT_NE(log.find("hard reset (TDR)"), std::string::npos) << log;
+  EXPECT_GT(box.platform().card(0).nic_port(0)->stats().tx_packets, 0u) << "it had sent part of its data";
+
+  // Both ranks now: the same bits as the host's rank-order sum.
+  box.put(0, buffer[0], x[0]);
+  for (unsigned r = 0; r < 2; ++r) ASSERT_EQ(all_reduce(r), hcclSuccess) << error();
+  box.synchronize();
+  const Bytes want = fold(x, 0, count * 4, ReduceOp::Sum, ReduceType::F32);
+  for (unsigned r = 0; r < 2; ++r) EXPECT_TRUE(box.get(r, buffer[r], count * 4) == want) << "rank " << r;
+}
+
+// What a caller can get wrong, each refused with a message naming it.
+TEST(Hccl, BadCallsAreRefusedWithTheReason) {
+  Box box("hls1", 2);
+  const uint64_t a = box.alloc(0, 4096), b = box.alloc(0, 4096);
+  void* const pa = reinterpret_cast<void*>(a);
+  void* const pb = reinterpret_cast<void*>(b);
+  const auto refused = [&](hcclResult_t got, hcclResult_t want, const std::string& text) {
+    EXPECT_EQ(got, want) << text;
+    EXPECT_NE(error().find(text), std::string::npos) << "'" << error() << "' does not say '" << text << "'";
+  };
+  refused(hcclAllReduce(pa, pb, 16, hcclInt32, hcclSum, box.comms[0], box.streams[0]), hcclInvalidArgument,
+          "hcclAllReduce: data type 2 is not supported (hcclFloat32, hcclBfloat16)");
+  refused(hcclAllReduce(pa, pb, 16, hcclFloat32, hcclProd, box.comms[0], box.streams[0]), hcclInvalidArgument,
+          "hcclAllReduce: reduction 1 is not supported (hcclSum, hcclMin, hcclMax)");
+  refused(hcclBroadcast(pa, pb, 16, hcclFloat32, 2, box.comms[0], box.streams[0]), hcclInvalidArgument,
+          "hcclBroadcast: root 2 of a communicator of 2 ranks");
+  refused(hcclAllReduce(pa, pb, 16, hcclFloat32, hcclSum, box.comms[0], box.streams[1]), hcclInvalidArgument,
+          "hcclAllReduce: the stream is on device 1, the communicator's rank 0 on device 0");
+  refused(hcclAllReduce(pa, pb, 2000, hcclFloat32, hcclSum, box.comms[0], box.streams[0]), hcclInvalidArgument,
+          "hcclAllReduce: sendbuff (8000 bytes) is not inside a device allocation");
+  refused(hcclAllGather(pa, reinterpret_cast<void*>(a + 8), 16, hcclFloat32, box.comms[0], box.streams[0]),
+          hcclInvalidArgument, "hcclAllGather: sendbuff and recvbuff overlap other than in HCCL's in-place form");
+  refused(hcclAllReduce(pa, pb, 16, hcclFloat32, hcclSum, nullptr, box.streams[0]), hcclInvalidArgument,
+          "hcclAllReduce: comm is NULL");
+  refused(hcclAllReduce(pa, pb, 16, hcclFloat32, hcclSum, box.comms[0], nullptr), hcclInvalidArgument,
+          "hcclAllReduce: stream is NULL");
+  // Communicators.
+  hcclUniqueId id;
+  ASSERT_EQ(hcclGetUniqueId(&id), hcclSuccess);
+  hcclComm_t comm = nullptr;
+  refused(hcclCommInitRank(&comm, 3, id, 0), hcclInvalidUsage, "the box has 2 cards, the communicator 3 ranks");
+  refused(hcclCommInitRank(&comm, 2, id, 2), hcclInvalidArgument, "hcclCommInitRank: rank 2 of 2 ranks");
+  hcclUniqueId forged{};
+  std::strcpy(forged.internal, "not an id");
+  forged.length = 9;
+  refused(hcclCommInitRank(&comm, 2, forged, 0), hcclInvalidArgument, "commId is not one hcclGetUniqueId made");
+  hcclComm_t gone = nullptr;
+  ASSERT_EQ(hcclCommInitRank(&gone, 2, id, 1), hcclSuccess) << error();
+  int rank = -1, count = -1, device = -1;
+  EXPECT_EQ(hcclCommUserRank(gone, &rank), hcclSuccess);
+  EXPECT_EQ(hcclCommCount(gone, &count), hcclSuccess);
+  EXPECT_EQ(hcclCommSynDevice(gone, &device), hcclSuccess);
+  EXPECT_EQ(rank, 1);
+  EXPECT_EQ(count, 2);
+  EXPECT_EQ(device, 1);
+  ASSERT_EQ(hcclCommDestroy(gone), hcclSuccess);
+  refused(hcclBarrier(gone, box.streams[1]), hcclInvalidArgument, "hcclBarrier: not a live communicator");
+  EXPECT_EQ(hcclCommDestroy(gone), hcclInvalidArgument);
+  setenv("HPUSIM_HCCL_SLICE_BYTES", "1000", 1);
+  refused(hcclCommInitRank(&comm, 2, id, 0), hcclInvalidArgument,
+          "HPUSIM_HCCL_SLICE_BYTES='1000': the bytes collectives are cut in, a multiple of 256 from 256 to 67108864");
+  setenv("HPUSIM_HCCL_SLICE_BYTES", "1024", 1);
+  // A call with nothing to move is done at once.
+  EXPECT_EQ(hcclAllReduce(pa, pb, 0, hcclFloat32, hcclSum, box.comms[0], box.streams[0]), hcclSuccess);
+  EXPECT_STREQ(hcclGetErrorString(hcclInvalidUsage), "invalid usage");
+  int version = 0;
+  EXPECT_EQ(hcclGetVersion(&version), hcclSuccess);
+  EXPECT_EQ(version, HCCL_VERSION_CODE);
+}
+
+// Cards without a box have no links between them: a communicator over them is refused.
+TEST(Hccl, CardsOutsideABoxCannotFormACommunicator) {
+  platform::PlatformOptions options;
+  options.cards = 2;
+  platform::Platform platform(options);
+  ASSERT_EQ(synInitialize(), synSuccess);
+  synDeviceId id = 0;
+  ASSERT_EQ(synDeviceAcquire(&id, nullptr), synSuccess);
+  ASSERT_EQ(synDeviceAcquire(&id, nullptr), synSuccess);
+  hcclComm_t comms[2] = {};
+  EXPECT_EQ(hcclCommInitAll(comms, 2, nullptr), hcclInvalidUsage);
+  EXPECT_NE(error().find("the cards are not in a box (no NIC links between them): bring the platform up with a box "
+                         "(HPUSIM_BOX=hls1 or hls2)"),
+            std::string::npos)
+      << error();
+  // One rank needs no links.
+  hcclUniqueId unique;
+  hcclGetUniqueId(&unique);
+  ASSERT_EQ(hcclCommInitRank(&comms[0], 1, unique, 0), hcclSuccess) << error();
+  synStreamHandle stream = nullptr;
+  ASSERT_EQ(synStreamCreate(&stream, 0, STREAM_TYPE_NETWORK_COLLECTIVE, 0), synSuccess);
+  uint64_t a = 0, b = 0;
+  ASSERT_EQ(synDeviceMalloc(0, 4096, 0, 0, &a), synSuccess);
+  ASSERT_EQ(synDeviceMalloc(0, 4096, 0, 0, &b), synSuccess);
+  const Bytes x = values(1000, ReduceType::F32, 5);
+  ASSERT_EQ(synMemCopyAsync(stream, reinterpret_cast<uint64_t>(x.data()), x.size(), a, HOST_TO_DRAM), synSuccess);
+  ASSERT_EQ(hcclAllReduce(reinterpret_cast<void*>(a), reinterpret_cast<void*>(b), 1000, hcclFloat32, hcclSum, comms[0], stream),
+            hcclSuccess)
+      << error();
+  Bytes back(x.size());
+  ASSERT_EQ(synMemCopyAsync(stream, b, back.size(), reinterpret_cast<uint64_t>(back.data()), DRAM_TO_HOST), synSuccess);
+  ASSERT_EQ(synStreamSynchronize(stream), synSuccess) << error();
+  EXPECT_TRUE(back == x) << "a sum over one rank is a copy";
+  EXPECT_EQ(hcclCommDestroy(comms[0]), hcclSuccess);
+  synDestroy();
+}
+
+}  // namespace
+}  // namespace hpusim::testing
