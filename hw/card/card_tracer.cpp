@@ -30,7 +30,10 @@ CardTracer::CardTracer(traces::Timeline& timeline, Card& card, const std::string
   for (unsigned i = 0; i < card.mme_numbers(); ++i)
     if (card.mme_engine(i) != nullptr) timeline_.track(device_, "MME" + std::to_string(i));
   for (unsigned i = 0; card.dma_core(i) != nullptr; ++i) dma_track(i);
-  for (unsigned i = 0; i < card.nic_ports(); ++i) nic_track(i);
+  for (unsigned i = 0; i < card.nic_ports(); ++i) {
+    timeline_.track(device_, "NIC" + std::to_string(i) + " send");
+    timeline_.track(device_, "NIC" + std::to_string(i) + " recv");
+  }
 }
 
 CardTracer::~CardTracer() {
@@ -44,7 +47,15 @@ CardTracer::~CardTracer() {
 
 traces::TrackId CardTracer::dma_track(uint32_t channel) { return timeline_.track(device_, "DMA" + std::to_string(channel) + " core"); }
 
-traces::TrackId CardTracer::nic_track(uint32_t port) { return timeline_.track(device_, "NIC" + std::to_string(port)); }
+traces::TrackId CardTracer::nic_track(uint32_t port, bool send, uint64_t start_ns, uint64_t end_ns) {
+  std::vector<uint64_t>& lanes = nic_lane_ends_[{port, send}];
+  size_t lane = 0;
+  while (lane < lanes.size() && lanes[lane] > start_ns) ++lane;
+  if (lane == lanes.size()) lanes.push_back(0);
+  lanes[lane] = std::max(lanes[lane], end_ns);
+  const std::string name = "NIC" + std::to_string(port) + (send ? " send" : " recv");
+  return timeline_.track(device_, lane == 0 ? name : name + " (" + std::to_string(lane + 1) + ")");
+}
 
 traces::TrackId CardTracer::cp_track(const std::string& qman, unsigned cp) {
   return timeline_.track(device_, qman + (cp == regs::kLowerCp ? " lower CP" : " stream " + std::to_string(cp)));
@@ -179,7 +190,8 @@ void CardTracer::operation_done(uint32_t port, const NicOperation& op, Picosecon
   if (!timeline_.enabled()) return;
   std::lock_guard<std::mutex> lock(timeline_.mutex());
   const bool send = op.op == NicOp::Send;
-  timeline_.writer().complete_slice(nic_track(port), ns(op.committed_ps), std::max(ns(at), ns(op.committed_ps) + 1),
+  const uint64_t start_ns = ns(op.committed_ps), end_ns = std::max(ns(at), start_ns + 1);
+  timeline_.writer().complete_slice(nic_track(port, send, start_ns, end_ns), start_ns, end_ns,
                                     send ? "send" : "recv",
                                     {{"id", op.id}, {"bytes", op.bytes}, {"buffer", regs::describe_device_address(op.address)}});
   if (!send) return;
@@ -197,7 +209,8 @@ void CardTracer::operation_done(uint32_t port, const NicOperation& op, Picosecon
 void CardTracer::operation_failed(uint32_t port, const NicOperation& op, const std::string& message, Picoseconds at) {
   if (!timeline_.enabled()) return;
   std::lock_guard<std::mutex> lock(timeline_.mutex());
-  timeline_.writer().instant(nic_track(port), ns(at), op.op == NicOp::Send ? "send failed" : "recv failed",
+  timeline_.writer().instant(nic_track(port, op.op == NicOp::Send, ns(at), ns(at)), ns(at),
+                             op.op == NicOp::Send ? "send failed" : "recv failed",
                              {{"message", message}});
 }
 

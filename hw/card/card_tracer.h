@@ -55,7 +55,10 @@ class CardTracer : public QmanObserver,
  private:
   traces::TrackId cp_track(const std::string& qman, unsigned cp);
   traces::TrackId dma_track(uint32_t channel);
-  traces::TrackId nic_track(uint32_t port);
+  // Port `port`'s sends or receives: "NIC<port> send" / "recv", and "... (2)", "... (3)" for an
+  // operation that starts before the one on the track ended (operations are queued and complete on
+  // acknowledgement, so one direction's can overlap).
+  traces::TrackId nic_track(uint32_t port, bool send, uint64_t start_ns = 0, uint64_t end_ns = 0);
   // Bandwidth samples for the bytes moved since the last sample, spread over [max(last, from), to].
   // Hold the timeline's mutex.
   void sample_bandwidth(Picoseconds from, Picoseconds to);
@@ -70,6 +73,7 @@ class CardTracer : public QmanObserver,
   Bytes sampled_;
   uint64_t sampled_ns_ = 0;
   std::map<uint32_t, Picoseconds> dma_started_;   // channel -> start of the running transfer
+  std::map<std::pair<uint32_t, bool>, std::vector<uint64_t>> nic_lane_ends_;   // (port, send) -> each lane's last end
   std::map<uint32_t, std::pair<uint64_t, uint64_t>> nic_sampled_;   // port -> (tx bytes, ns) at its last sample
   std::map<std::pair<std::string, unsigned>, Picoseconds> cb_started_;   // (QMAN, stream) -> its CB's first packet
 };

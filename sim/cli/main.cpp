@@ -36,6 +36,7 @@
 #include "arch/tpc/asm/assembler.h"
 #include "arch/tpc/asm/disassembler.h"
 #include "arch/tpc/asm/program.h"
+#include "sim/bench/collectives_bench.h"
 #include "sim/bench/compile_bench.h"
 #include "sim/bench/kernels_bench.h"
 #include "sim/analyze/report_writers.h"
@@ -90,6 +91,7 @@ void print_usage(std::ostream& out) {
          "  bench gemm           GEMMs on the MME engines against the MME peak (hl205 and hl225 by default)\n"
          "  bench compile        compile time per node, host cost per launch and the zoo's modeled step times\n"
          "  bench kernels        every TPC kernel-library GUID on the zoo's shapes against the HBM and VPU rooflines\n"
+         "  bench collectives    HCCL collectives on a box (hccl_demo / nccl-tests): time, algorithm and bus bandwidth\n"
          "  bench bridge         the PyTorch bridge's host cost per op and per MNIST step against native runs\n"
          "  bench modes          host and device time per step in each PyTorch execution mode (lazy, eager,\n"
          "                       torch.compile, HPU graphs)\n"
@@ -558,6 +560,81 @@ int command_bench_compile(const std::vector<std::string>& args) {
   return 0;
 }
 
+// A byte count with an optional unit: 8, 64K, 32M, 1G (KiB, MiB, GiB; a trailing B or iB is allowed).
+uint64_t parse_bytes(const std::string& option, const std::string& text) {
+  size_t used = 0;
+  unsigned long long value = 0;
+  try {
+    value = std::stoull(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  std::string unit = text.substr(used);
+  for (const char* suffix : {"iB", "B"}) {
+    if (unit.size() > std::strlen(suffix) && unit.compare(unit.size() - std::strlen(suffix), std::string::npos, suffix) == 0) {
+      unit.resize(unit.size() - std::strlen(suffix));
+      break;
+    }
+  }
+  const int shift = unit.empty() || unit == "B" ? 0 : unit == "K" || unit == "k" ? 10 : unit == "M" ? 20 : unit == "G" ? 30 : -1;
+  if (used == 0 || text[0] == '-' || shift < 0 || value > (~0ull >> shift)) {
+    throw UsageError("--" + option + " '" + text + "': a byte count such as 8, 64K, 32M or 1G");
+  }
+  return static_cast<uint64_t>(value) << shift;
+}
+
+int command_bench_collectives(const std::vector<std::string>& args) {
+  po::options_description options("bench collectives");
+  options.add_options()("help,h", "this help")
+      ("box", po::value<std::string>()->default_value("hls2"), "box preset: hls1, hls2 or a file")
+      ("cards", count_value(0), "cards of the box to use (the first ones; 0: all)")
+      ("set", po::value<std::vector<std::string>>()->composing(), "override PATH=VALUE of the box's card (repeatable)")
+      ("collectives", po::value<std::string>()->default_value("all_reduce,all_gather,reduce_scatter"),
+       "comma separated: all_reduce, all_gather, reduce_scatter, broadcast, reduce, all_to_all")
+      ("min-bytes,b", po::value<std::string>()->default_value("8"), "smallest size (nccl-tests -b)")
+      ("max-bytes,e", po::value<std::string>()->default_value("32M"), "largest size (nccl-tests -e)")
+      ("factor,f", count_value(8), "size multiplier (nccl-tests -f)")
+      ("sizes", po::value<std::string>(), "comma separated sizes instead of the range, e.g. 32M,1G")
+      ("dtype", po::value<std::string>()->default_value("f32"), "f32 or bf16")
+      ("op", po::value<std::string>()->default_value("sum"), "sum, min or max")
+      ("warmup", count_value(1), "untimed calls first")
+      ("iterations,n", count_value(2), "timed calls")
+      ("out-of-place", "separate send and receive buffers (twice the device memory)")
+      ("trace", po::value<std::string>(), "write the timeline: NIC, DMA and host tracks (.json: Chrome JSON, else Perfetto)")
+      ("json", po::value<std::string>(), "write the rows as a JSON array");
+  po::variables_map vm = parse(args, options);
+  if (vm.count("help")) {
+    std::cout << "usage: hpusim bench collectives [options]\n" << options;
+    return 0;
+  }
+  hpusim::bench::CollectivesBenchOptions bench;
+  bench.box = vm["box"].as<std::string>();
+  bench.cards = vm["cards"].as<Count>().value;
+  if (vm.count("set")) bench.overrides = vm["set"].as<std::vector<std::string>>();
+  bench.collectives = split_list(vm["collectives"].as<std::string>());
+  bench.min_bytes = parse_bytes("min-bytes", vm["min-bytes"].as<std::string>());
+  bench.max_bytes = parse_bytes("max-bytes", vm["max-bytes"].as<std::string>());
+  bench.factor = vm["factor"].as<Count>().value;
+  if (vm.count("sizes"))
+    for (const std::string& s : split_list(vm["sizes"].as<std::string>())) bench.sizes.push_back(parse_bytes("sizes", s));
+  bench.dtype = vm["dtype"].as<std::string>();
+  bench.op = vm["op"].as<std::string>();
+  bench.warmup = vm["warmup"].as<Count>().value;
+  bench.iterations = vm["iterations"].as<Count>().value;
+  bench.in_place = vm.count("out-of-place") == 0;
+  if (vm.count("trace")) bench.trace_path = vm["trace"].as<std::string>();
+  if (vm.count("json")) bench.json_path = vm["json"].as<std::string>();
+  try {
+    hpusim::preset::load_box(bench.box, hpusim::preset::load_preset(hpusim::preset::box_card_preset(bench.box), bench.overrides));
+    hpusim::bench::run_collectives_bench(bench, std::cout);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  } catch (const hpusim::preset::PresetError& e) {
+    throw UsageError(e.what());
+  }
+  return 0;
+}
+
 int command_bench_kernels(const std::vector<std::string>& args) {
   po::options_description options = preset_options();
   options.add_options()("help,h", "this help")
@@ -745,6 +822,7 @@ int dispatch(const std::vector<std::string>& argv) {
     if (which == "gemm") return command_bench_gemm(bench_args);
     if (which == "compile") return command_bench_compile(bench_args);
     if (which == "kernels") return command_bench_kernels(bench_args);
+    if (which == "collectives") return command_bench_collectives(bench_args);
     if (which == "bridge") return command_bench_python("bench_bridge.py", "bridge", bench_args);
     if (which == "modes") return command_bench_python("bench_modes.py", "modes", bench_args);
     throw UsageError("unknown benchmark '" + which + "' (available: memory, submit, tpc, gemm, compile, kernels, bridge, modes)");

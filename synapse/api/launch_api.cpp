@@ -297,8 +297,9 @@ synStatus hpusim_hostWork(synDeviceId deviceId, hpusim_HostWork work, uint64_t c
     charge(kind, count);
     if (d.tracing()) {
       const uint64_t end_ps = d.runtime->host_now_ps();
+      const std::string track_name = d.track_name("ops");   // before the timeline's lock: it takes the host clock's
       std::lock_guard<std::mutex> lock(d.timeline->mutex());
-      const auto track = d.timeline->track(d.timeline->process("host: framework"), d.track_name("ops"));
+      const auto track = d.timeline->track(d.timeline->process("host: framework"), track_name);
       d.timeline->writer().complete_slice(track, start_ps / 1000, std::max(end_ps / 1000, start_ps / 1000 + 1),
                                           what && *what ? what : "host work", {}, {});
     }
@@ -315,8 +316,9 @@ synStatus hpusim_traceSpan(synDeviceId deviceId, const char* name, uint64_t star
       return fail(synInvalidArgument, "hpusim_traceSpan: start " + std::to_string(startNanoseconds) +
                                           " ns is after the host time now (" + std::to_string(end_ns) + " ns)");
     }
+    const std::string track_name = d.track_name("ops");   // before the timeline's lock: it takes the host clock's
     std::lock_guard<std::mutex> lock(d.timeline->mutex());
-    const auto track = d.timeline->track(d.timeline->process("host: framework"), d.track_name("ops"));
+    const auto track = d.timeline->track(d.timeline->process("host: framework"), track_name);
     d.timeline->writer().complete_slice(track, startNanoseconds, std::max(end_ns, startNanoseconds + 1), name, {}, {});
     return succeed();
   });

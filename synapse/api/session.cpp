@@ -273,11 +273,12 @@ uint64_t host_span(Device& d, const std::string& name, uint64_t start_ps, bool w
                    std::vector<hpusim::traces::Arg> args) {
   if (!d.tracing()) return 0;
   const uint64_t end_ps = d.runtime->host_now_ps();
+  const std::string track_name = d.track_name("api");   // before the timeline's lock: it takes the host clock's
   std::lock_guard<std::mutex> lock(d.timeline->mutex());
   auto& w = d.timeline->writer();
   // The flow the driver started for the CS this thread just submitted (the launch's).
   const uint64_t flow = with_flow ? hpusim::traces::Timeline::last_submitted_flow() : 0;
-  const auto track = d.timeline->track(d.timeline->process("host: synapse"), d.track_name("api"));
+  const auto track = d.timeline->track(d.timeline->process("host: synapse"), track_name);
   w.complete_slice(track, start_ps / 1000, std::max(end_ps / 1000, start_ps / 1000 + 1), name, std::move(args),
                    flow ? std::vector<hpusim::traces::FlowId>{flow} : std::vector<hpusim::traces::FlowId>{});
   return flow;
@@ -298,8 +299,9 @@ void flush_spans(Device& d, bool wait_all) {
     const uint64_t start_ns = std::max(p.submit_ps / 1000, d.launch_span_end_ns);
     const uint64_t end_ns = std::max(*done / 1000, start_ns + 1);
     d.launch_span_end_ns = end_ns;
+    const std::string track_name = d.track_name("launches");   // before the timeline's lock: it takes the host clock's
     std::lock_guard<std::mutex> lock(d.timeline->mutex());
-    const auto track = d.timeline->track(d.timeline->process("device: recipes"), d.track_name("launches"));
+    const auto track = d.timeline->track(d.timeline->process("device: recipes"), track_name);
     d.timeline->writer().complete_slice(track, start_ns, end_ns, p.name, {},
                                         p.flow ? std::vector<hpusim::traces::FlowId>{p.flow}
                                                : std::vector<hpusim::traces::FlowId>{});

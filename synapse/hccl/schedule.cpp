@@ -162,7 +162,10 @@ class Planner {
   void post_send(const Message& m);
   void post_recv(const Message& m);
   void reduce_phase();
-  Cond reduced(unsigned s) const { return {reduced_sob_[s % engines_], static_cast<uint16_t>(s / engines_ + 1)}; }
+  // Slice s is reduced once every engine has done its part of it.
+  void wait_reduced(QueueOps& q, unsigned s) const {
+    for (unsigned e = 0; e < engines_; ++e) wait(q, {reduced_sob_[e], static_cast<uint16_t>(s + 1)});
+  }
 
   const Topology& t_;
   const unsigned r_, n_;
@@ -237,7 +240,7 @@ void Planner::post_send(const Message& m) {
   switch (m.tag) {
     case Tag::Scatter: source = q_.send + es_ * (chunk_offset(m.to) + pc.begin); break;
     case Tag::Gather:
-      wait(nic(m.to, m.link), reduced(m.slice));
+      wait_reduced(nic(m.to, m.link), m.slice);
       source = q_.recv + es_ * (chunk_offset(r_) + pc.begin);
       break;
     case Tag::AllGather: source = q_.send + es_ * pc.begin; break;
@@ -264,7 +267,7 @@ void Planner::post_recv(const Message& m) {
       if (m.from == 0 && !in_place()) {
         destination = accumulator() + es_ * pc.begin;   // the first term lands where the sum is made
       } else {
-        if (m.slice >= slots_) wait(nic(m.from, m.link), reduced(m.slice - slots_));   // the slot is free
+        if (m.slice >= slots_) wait_reduced(nic(m.from, m.link), m.slice - slots_);   // the slot is free
         destination = slot(m.from, m.slice) + es_ * (pc.begin - slice.begin);
       }
       break;
@@ -280,43 +283,47 @@ void Planner::post_recv(const Message& m) {
   received_[{m.tag, m.from, m.slice, m.link}] = recv(m.from, m.link, destination, bytes(m));
 }
 
-// The owner's reductions, slice by slice (slice s on engine s % engines), in rank order.
+// The owner's reductions, slice by slice, each slice cut across every engine (engine e reduces
+// its part of every slice, in order), each part in rank order.
 void Planner::reduce_phase() {
   if (!owns_chunk(r_)) return;
   const uint64_t count = chunk_count(r_);
   const uint64_t own = q_.send + es_ * chunk_offset(r_);
   for (unsigned s = 0; s < slices_; ++s) {
-    const unsigned e = s % engines_;
     const Span slice = slice_of(count, slices_, s);
-    const uint64_t bytes = es_ * slice.size();
-    const uint64_t acc = accumulator() + es_ * slice.begin;
-    const auto received = [&](unsigned k) {
-      for (unsigned j = 0; j < stripes_; ++j) {
-        const auto got = received_.find({Tag::Scatter, k, s, j});
-        if (got != received_.end()) wait(engine(e), got->second);
-      }
-    };
-    if (bytes > 0) {
-      // The sum is made in the result's place, but for an in-place rank other than 0, whose own
-      // data sits there: it is made in rank 0's slot and copied over.
-      const bool in_slot = in_place() && r_ != 0;
-      const uint64_t sum = in_slot ? slot(0, s) : acc;
-      if (r_ == 0) {
-        if (!in_place()) copy(e, own + es_ * slice.begin, sum, bytes);
-      } else {
-        received(0);
-      }
-      for (unsigned k = 1; k < n_; ++k) {
-        if (k == r_) {
-          reduce(e, own + es_ * slice.begin, sum, bytes);
-        } else {
-          received(k);
-          reduce(e, slot(k, s), sum, bytes);
+    for (unsigned e = 0; e < engines_; ++e) {
+      const Span part{slice.begin + slice.size() * e / engines_, slice.begin + slice.size() * (e + 1) / engines_};
+      const uint64_t bytes = es_ * part.size();
+      const uint64_t at = es_ * (part.begin - slice.begin);   // in the slice
+      const uint64_t acc = accumulator() + es_ * part.begin;
+      const auto received = [&](unsigned k) {
+        for (unsigned j = 0; j < stripes_; ++j) {
+          const auto got = received_.find({Tag::Scatter, k, s, j});
+          if (got != received_.end()) wait(engine(e), got->second);
         }
+      };
+      if (bytes > 0) {
+        // The sum is made in the result's place, but for an in-place rank other than 0, whose own
+        // data sits there: it is made in rank 0's slot and copied over.
+        const bool in_slot = in_place() && r_ != 0;
+        const uint64_t sum = in_slot ? slot(0, s) + at : acc;
+        if (r_ == 0) {
+          if (!in_place()) copy(e, own + es_ * part.begin, sum, bytes);
+        } else {
+          received(0);
+        }
+        for (unsigned k = 1; k < n_; ++k) {
+          if (k == r_) {
+            reduce(e, own + es_ * part.begin, sum, bytes);
+          } else {
+            received(k);
+            reduce(e, slot(k, s) + at, sum, bytes);
+          }
+        }
+        if (in_slot) copy(e, sum, acc, bytes);
       }
-      if (in_slot) copy(e, sum, acc, bytes);
+      signal(e, reduced_sob_[e]);
     }
-    signal(e, reduced_sob_[e]);
   }
 }
 

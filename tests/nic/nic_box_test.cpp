@@ -248,8 +248,8 @@ TEST(NicBox, ASendAndItsReceiveRunThroughTheDriversQueues) {
     const traces::TrackInfo* p = model.find_track(process);
     return p ? model.find_track(track, p->uuid) : nullptr;
   };
-  const traces::TrackInfo* nic0 = on("device 0 (hl205)", "NIC0");
-  const traces::TrackInfo* nic6 = on("device 1 (hl205)", "NIC6");
+  const traces::TrackInfo* nic0 = on("device 0 (hl205)", "NIC0 send");
+  const traces::TrackInfo* nic6 = on("device 1 (hl205)", "NIC6 recv");
   ASSERT_TRUE(nic0 && nic6);
   const auto sends = model.slices_on(nic0->uuid);
   const auto recvs = model.slices_on(nic6->uuid);

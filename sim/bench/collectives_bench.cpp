@@ -1,0 +1,256 @@
+#include "sim/bench/collectives_bench.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <stdexcept>
+#include <thread>
+
+#include "hccl_api.h"
+#include "hw/card/card.h"
+#include "hw/nic/nic_port.h"
+#include "sim/platform/platform.h"
+#include "synapse_api.h"
+
+namespace hpusim::bench {
+namespace {
+
+void check(synStatus s, const char* what) {
+  if (s != synSuccess) throw std::runtime_error(std::string("bench collectives: ") + what + " failed (" + std::to_string(s) + ")");
+}
+void check(hcclResult_t r, const char* what) {
+  if (r != hcclSuccess) {
+    throw std::runtime_error(std::string("bench collectives: ") + what + ": " + hcclGetLastErrorMessage());
+  }
+}
+
+// nccl-tests' bus-bandwidth factors.
+double bus_factor(const std::string& c, unsigned n) {
+  if (c == "all_reduce") return 2.0 * (n - 1) / n;
+  if (c == "all_gather" || c == "reduce_scatter" || c == "all_to_all") return double(n - 1) / n;
+  return 1.0;
+}
+
+// Published hccl_demo figures (reference: collectives-and-scale-out, 1.6).
+struct Published {
+  double busbw;
+  const char* source;
+};
+const Published* published(const std::string& box, unsigned cards, const std::string& c, uint64_t bytes) {
+  static const Published ar32{258.26, "HabanaAI vllm-fork DeepSeek-on-Gaudi guide, hccl_demo 8 x Gaudi 2"};
+  static const Published ar1g{258.20, "third-party hccl_demo note, 8 x Gaudi 2"};
+  if (box != "hls2" || cards != 8 || c != "all_reduce") return nullptr;
+  if (bytes == (32ull << 20)) return &ar32;
+  if (bytes == (1ull << 30)) return &ar1g;
+  return nullptr;
+}
+
+struct Case {
+  std::string collective;
+  uint64_t bytes;
+};
+
+// Everything one card's thread needs.
+struct Rank {
+  synDeviceId device = 0;
+  synStreamHandle stream = nullptr;
+  synEventHandle start = nullptr, end = nullptr;
+  hcclComm_t comm = nullptr;
+  uint64_t send = 0, recv = 0;
+};
+
+// One call of `c` with `bytes` (nccl-tests' size) on `r`.
+hcclResult_t call(const std::string& c, uint64_t bytes, unsigned n, unsigned es, hcclDataType_t type, hcclRedOp_t op,
+                  bool in_place, unsigned rank, const Rank& r) {
+  void* const recv = reinterpret_cast<void*>(r.recv);
+  if (c == "all_reduce") return hcclAllReduce(in_place ? recv : reinterpret_cast<void*>(r.send), recv, bytes / es, type, op, r.comm, r.stream);
+  if (c == "broadcast") return hcclBroadcast(in_place ? recv : reinterpret_cast<void*>(r.send), recv, bytes / es, type, 0, r.comm, r.stream);
+  if (c == "reduce") return hcclReduce(in_place ? recv : reinterpret_cast<void*>(r.send), recv, bytes / es, type, op, 0, r.comm, r.stream);
+  const uint64_t per_rank = bytes / n;
+  if (c == "all_gather") {
+    void* send = in_place ? reinterpret_cast<void*>(r.recv + rank * per_rank) : reinterpret_cast<void*>(r.send);
+    return hcclAllGather(send, recv, per_rank / es, type, r.comm, r.stream);
+  }
+  if (c == "reduce_scatter") {
+    // In place: the input is the receive buffer, the result lands in this rank's part of it.
+    void* send = in_place ? recv : reinterpret_cast<void*>(r.send);
+    void* out = in_place ? reinterpret_cast<void*>(r.recv + rank * per_rank) : recv;
+    return hcclReduceScatter(send, out, per_rank / es, type, op, r.comm, r.stream);
+  }
+  return hcclAlltoAll(reinterpret_cast<void*>(r.send), recv, per_rank / es, type, r.comm, r.stream);
+}
+
+std::string size_text(uint64_t b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB"};
+  unsigned u = 0;
+  while (u < 3 && b >= 1024 && b % 1024 == 0) b /= 1024, ++u;
+  return std::to_string(b) + " " + units[u];
+}
+
+}  // namespace
+
+std::vector<CollectivesBenchRow> run_collectives_bench(const CollectivesBenchOptions& o, std::ostream& out) {
+  static const std::vector<std::string> known = {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "all_to_all"};
+  for (const std::string& c : o.collectives)
+    if (std::find(known.begin(), known.end(), c) == known.end())
+      throw std::invalid_argument("unknown collective '" + c + "' (all_reduce, all_gather, reduce_scatter, broadcast, reduce, all_to_all)");
+  if (o.dtype != "f32" && o.dtype != "bf16") throw std::invalid_argument("--dtype '" + o.dtype + "': f32 or bf16");
+  if (o.op != "sum" && o.op != "min" && o.op != "max") throw std::invalid_argument("--op '" + o.op + "': sum, min or max");
+  if (o.iterations == 0) throw std::invalid_argument("--iterations must be at least 1");
+  if (o.factor < 2 && o.sizes.empty()) throw std::invalid_argument("--factor must be at least 2");
+  if (o.min_bytes == 0 || o.min_bytes > o.max_bytes) throw std::invalid_argument("--min-bytes must be from 1 to --max-bytes");
+  const unsigned es = o.dtype == "f32" ? 4 : 2;
+  const hcclDataType_t type = o.dtype == "f32" ? hcclFloat32 : hcclBfloat16;
+  const hcclRedOp_t op = o.op == "sum" ? hcclSum : o.op == "min" ? hcclMin : hcclMax;
+
+  platform::PlatformOptions po;
+  po.box = o.box;
+  po.cards = o.cards == 0 ? 1 : o.cards;   // 1: the box's count
+  po.overrides = o.overrides;
+  po.driver.heartbeat_period_us = 0;
+  po.trace_path = o.trace_path;
+  platform::Platform box(po);
+  const unsigned n = box.cards();
+  if (n < 2) throw std::invalid_argument("a collective bench needs at least 2 cards");
+
+  // The sizes: each a multiple of the ranks and the element (nccl-tests rounds the same way).
+  std::vector<uint64_t> sizes = o.sizes;
+  if (sizes.empty())
+    for (uint64_t b = o.min_bytes; b <= o.max_bytes; b = b > o.max_bytes / o.factor ? o.max_bytes + 1 : b * o.factor) sizes.push_back(b);
+  for (uint64_t& b : sizes) b = std::max<uint64_t>(uint64_t{n} * es, b / (uint64_t{n} * es) * (uint64_t{n} * es));
+  const uint64_t largest = *std::max_element(sizes.begin(), sizes.end());
+
+  check(synInitialize(), "synInitialize");
+  std::vector<Rank> ranks(n);
+  for (unsigned r = 0; r < n; ++r) {
+    check(synDeviceAcquire(&ranks[r].device, nullptr), "synDeviceAcquire");
+    check(synStreamCreate(&ranks[r].stream, ranks[r].device, STREAM_TYPE_NETWORK_COLLECTIVE, 0), "synStreamCreate");
+    check(synEventCreate(&ranks[r].start, ranks[r].device, EVENT_COLLECT_TIME), "synEventCreate");
+    check(synEventCreate(&ranks[r].end, ranks[r].device, EVENT_COLLECT_TIME), "synEventCreate");
+    check(synDeviceMalloc(ranks[r].device, largest, 0, 0, &ranks[r].recv), "synDeviceMalloc");
+    const bool needs_send = !o.in_place || std::find(o.collectives.begin(), o.collectives.end(), "all_to_all") != o.collectives.end();
+    if (needs_send) check(synDeviceMalloc(ranks[r].device, largest, 0, 0, &ranks[r].send), "synDeviceMalloc");
+  }
+  std::vector<hcclComm_t> comms(n);
+  check(hcclCommInitAll(comms.data(), static_cast<int>(n), nullptr), "hcclCommInitAll");
+  for (unsigned r = 0; r < n; ++r) ranks[r].comm = comms[r];
+
+  const hw::NicPortConfig& port = box.card(0).nic_port(0)->config();
+  const double goodput = port.gbps / 8.0 * port.mtu_bytes / (port.mtu_bytes + port.packet_overhead_bytes);   // GB/s
+  unsigned links_per_peer = 0;
+  for (const auto& l : box.box()->link())
+    if ((l.a().card() == 0 && l.b().card() == 1) || (l.a().card() == 1 && l.b().card() == 0)) ++links_per_peer;
+  const double egress = goodput * links_per_peer * (n - 1);
+
+  out << "hpusim bench collectives: box " << o.box << ", " << n << " x " << box.preset().name() << ", " << links_per_peer
+      << (links_per_peer == 1 ? " link" : " links") << " per pair of cards at " << port.gbps << " Gb/s ("
+      << std::fixed << std::setprecision(2) << goodput << " GB/s goodput each), " << o.dtype << " " << o.op << ", "
+      << (o.in_place ? "in place" : "out of place") << ", " << o.warmup << " warm-up + " << o.iterations << " timed calls\n";
+  out << std::left << std::setw(16) << "collective" << std::right << std::setw(12) << "size" << std::setw(12) << "count"
+      << std::setw(12) << "time_us" << std::setw(12) << "algbw" << std::setw(12) << "busbw" << std::setw(12) << "bound"
+      << std::setw(12) << "published" << std::setw(12) << "sim_MB/s" << std::setw(10) << "wall_s" << "\n";
+
+  std::vector<CollectivesBenchRow> rows;
+  for (const std::string& c : o.collectives) {
+    for (const uint64_t bytes : sizes) {
+      const auto wall_start = std::chrono::steady_clock::now();
+      const uint64_t nic_before = box.cosim().on_sim_thread([&] {
+        uint64_t sum = 0;
+        for (unsigned k = 0; k < n; ++k)
+          for (unsigned p = 0; p < box.card(k).nic_ports(); ++p) sum += box.card(k).nic_port(p)->stats().tx_bytes;
+        return sum;
+      });
+      // Every card on its own host thread, their tracks starting together.
+      std::vector<unsigned> tracks;
+      const uint64_t start_ps = box.host_now_ps();
+      for (unsigned r = 0; r < n; ++r) tracks.push_back(box.reserve_host_track("rank " + std::to_string(r), start_ps));
+      std::vector<std::string> errors(n);
+      std::vector<uint64_t> elapsed_ns(n, 0);
+      std::vector<std::thread> threads;
+      for (unsigned r = 0; r < n; ++r) {
+        threads.emplace_back([&, r] {
+          platform::HostThread on(box, tracks[r]);
+          try {
+            const Rank& me = ranks[r];
+            check(hcclBarrier(me.comm, me.stream), "hcclBarrier");
+            for (unsigned i = 0; i < o.warmup; ++i) check(call(c, bytes, n, es, type, op, o.in_place, r, me), c.c_str());
+            check(synEventRecord(me.start, me.stream), "synEventRecord");
+            for (unsigned i = 0; i < o.iterations; ++i) check(call(c, bytes, n, es, type, op, o.in_place, r, me), c.c_str());
+            check(synEventRecord(me.end, me.stream), "synEventRecord");
+            check(synStreamSynchronize(me.stream), "synStreamSynchronize");
+            check(synEventElapsedTime(&elapsed_ns[r], me.start, me.end), "synEventElapsedTime");
+          } catch (const std::exception& e) {
+            errors[r] = e.what();
+          }
+        });
+      }
+      for (std::thread& t : threads) t.join();
+      for (const std::string& e : errors)
+        if (!e.empty()) throw std::runtime_error(e);
+      const uint64_t nic_after = box.cosim().on_sim_thread([&] {
+        uint64_t sum = 0;
+        for (unsigned k = 0; k < n; ++k)
+          for (unsigned p = 0; p < box.card(k).nic_ports(); ++p) sum += box.card(k).nic_port(p)->stats().tx_bytes;
+        return sum;
+      });
+      CollectivesBenchRow row;
+      row.collective = c;
+      row.bytes = bytes;
+      row.ranks = n;
+      row.count = (c == "all_reduce" || c == "broadcast" || c == "reduce") ? bytes / es : bytes / n / es;
+      row.time_us = double(*std::max_element(elapsed_ns.begin(), elapsed_ns.end())) / o.iterations / 1e3;
+      row.algbw = row.time_us > 0 ? double(bytes) / row.time_us / 1e3 : 0;
+      row.busbw = row.algbw * bus_factor(c, n);
+      row.hccl_algbw = c == "all_gather" ? row.algbw / n : row.algbw;
+      row.bound_busbw = egress * (c == "all_reduce" || c == "all_gather" || c == "reduce_scatter" || c == "all_to_all"
+                                      ? 1.0
+                                      : c == "reduce" ? 1.0 : double(n) / (2.0 * (n - 1)));
+      if (const Published* p = published(o.box, n, c, bytes)) {
+        row.published_busbw = p->busbw;
+        row.published_source = p->source;
+      }
+      row.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+      row.simulated_mb_per_wall_s = row.wall_s > 0 ? double(nic_after - nic_before) / 1e6 / row.wall_s : 0;
+      rows.push_back(row);
+      out << std::left << std::setw(16) << c << std::right << std::setw(12) << size_text(bytes) << std::setw(12) << row.count
+          << std::setw(12) << std::setprecision(1) << row.time_us << std::setw(12) << std::setprecision(2) << row.algbw
+          << std::setw(12) << row.busbw << std::setw(12) << row.bound_busbw << std::setw(12)
+          << (row.published_busbw > 0 ? std::to_string(row.published_busbw).substr(0, 6) : std::string("-")) << std::setw(12)
+          << std::setprecision(1) << row.simulated_mb_per_wall_s << std::setw(10) << std::setprecision(1) << row.wall_s
+          << std::endl;
+    }
+  }
+  out << "algbw = size / time, busbw = algbw x factor (nccl-tests; hccl_demo's NW BW), GB = 1e9 B; time: device time per "
+         "call of the slowest rank; bound: the ports' goodput a rank sends at"
+      << (std::find(o.collectives.begin(), o.collectives.end(), "broadcast") != o.collectives.end()
+              ? " (broadcast: as its scatter + all_gather uses it)"
+              : "")
+      << "\n";
+  if (!o.trace_path.empty()) box.write_trace();
+  for (hcclComm_t comm : comms) hcclCommDestroy(comm);
+  for (const Rank& r : ranks) synDeviceRelease(r.device);
+  synDestroy();
+
+  if (!o.json_path.empty()) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const CollectivesBenchRow& r : rows) {
+      j.push_back({{"collective", r.collective}, {"bytes", r.bytes}, {"count", r.count}, {"ranks", r.ranks},
+                   {"box", o.box}, {"dtype", o.dtype}, {"op", o.op}, {"time_us", r.time_us}, {"algbw_gbps", r.algbw},
+                   {"busbw_gbps", r.busbw}, {"hccl_demo_algbw_gbps", r.hccl_algbw}, {"bound_busbw_gbps", r.bound_busbw},
+                   {"published_busbw_gbps", r.published_busbw}, {"published_source", r.published_source},
+                   {"simulated_mb_per_wall_s", r.simulated_mb_per_wall_s}, {"wall_s", r.wall_s}});
+    }
+    std::ofstream f(o.json_path);
+    f << j.dump(2) << "\n";
+    if (!f) throw std::runtime_error("bench collectives: cannot write '" + o.json_path + "'");
+  }
+  return rows;
+}
+
+}  // namespace hpusim::bench
