@@ -559,17 +559,27 @@ Result Runtime::submit_program(regs::QueueId external_queue, uint32_t sob_count,
   std::vector<QueueJob> jobs = build(first_sob);
   std::vector<hl_cs_chunk> chunks;
   std::vector<uint64_t> handles;
-  std::vector<std::unique_ptr<StagingBuffer>> internal;
+  // The internal jobs' command buffers share one mapped buffer (one mapping at most per program).
+  constexpr uint64_t kCbAlign = 128;
+  const auto external = [&](const QueueJob& job) { return regs::to_index(job.queue) < kExternalQueues; };
+  uint64_t internal_bytes = 0;
+  for (const QueueJob& job : jobs)
+    if (!external(job)) internal_bytes += (job.bytes.size() + kCbAlign - 1) / kCbAlign * kCbAlign;
+  std::unique_ptr<StagingBuffer> internal;
+  if (internal_bytes > 0) {
+    if (Result r = take_staging(internal_bytes, &internal); !r.ok()) return r;
+  }
+  uint64_t internal_used = 0;
   const auto give_back = [&] {
     for (uint64_t handle : handles) hlthunk::cb_destroy(fd_, handle);
-    for (auto& buffer : internal) return_staging(std::move(buffer));
+    if (internal) return_staging(std::move(internal));
   };
   bool waits_taken = false;
   for (QueueJob& job : jobs) {
     if (job.bytes.empty()) continue;
     hl_cs_chunk chunk{};
     chunk.queue_index = queue_index(job.queue);
-    if (regs::to_index(job.queue) < kExternalQueues) {
+    if (external(job)) {
       if (job.queue == external_queue && !waits_taken) {
         std::vector<uint8_t> waits = take_device_waits(external_queue);
         job.bytes.insert(job.bytes.begin(), waits.begin(), waits.end());
@@ -581,14 +591,9 @@ Result Runtime::submit_program(regs::QueueId external_queue, uint32_t sob_count,
       }
       handles.push_back(chunk.cb_handle);
     } else {
-      std::unique_ptr<StagingBuffer> buffer;
-      if (Result r = take_staging(job.bytes.size(), &buffer); !r.ok()) {
-        give_back();
-        return r;
-      }
-      std::copy(job.bytes.begin(), job.bytes.end(), buffer->bytes.begin());
-      chunk.cb_handle = buffer->device_va;
-      internal.push_back(std::move(buffer));
+      std::copy(job.bytes.begin(), job.bytes.end(), internal->bytes.begin() + static_cast<std::ptrdiff_t>(internal_used));
+      chunk.cb_handle = internal->device_va + internal_used;
+      internal_used += (job.bytes.size() + kCbAlign - 1) / kCbAlign * kCbAlign;
     }
     chunk.cb_size = static_cast<uint32_t>(job.bytes.size());
     chunks.push_back(chunk);
@@ -608,10 +613,10 @@ Result Runtime::submit_program(regs::QueueId external_queue, uint32_t sob_count,
   }
   last_seq_ = s;
   queue_of_[s] = external_queue;
-  for (auto& buffer : internal) {
+  if (internal) {
     StagedCopy held;
     held.queue = external_queue;
-    held.buffer = std::move(buffer);
+    held.buffer = std::move(internal);
     staged_copies_.emplace(s, std::move(held));
   }
   launch_ranges_.push_back({s, first_sob, sync_range_size(sob_count)});
