@@ -37,10 +37,14 @@ class SimThread {
     std::future<Result> result = task->get_future();
     post([task] { (*task)(); });
     // Most calls take microseconds: spin briefly before sleeping, since a futex sleep and wake
-    // costs more than the work itself.
-    for (unsigned i = 0; i < kSpinIterations && result.wait_for(std::chrono::seconds(0)) != std::future_status::ready; ++i) {
-      relax();
+    // costs more than the work itself. One caller spins at a time: with many host threads (a box's
+    // ranks) spinning callers would take the cores the simulation needs.
+    if (spinners_.fetch_add(1, std::memory_order_relaxed) == 0) {
+      for (unsigned i = 0; i < kSpinIterations && result.wait_for(std::chrono::seconds(0)) != std::future_status::ready; ++i) {
+        relax();
+      }
     }
+    spinners_.fetch_sub(1, std::memory_order_relaxed);
     return result.get();
   }
 
@@ -55,6 +59,7 @@ class SimThread {
   std::condition_variable ready_;
   std::deque<std::function<void()>> jobs_;
   std::atomic<uint64_t> posted_{0};   // jobs posted so far, read without the lock while spinning
+  std::atomic<unsigned> spinners_{0}; // callers waiting for their call's result
   bool stopping_ = false;
   std::thread thread_;
 };
