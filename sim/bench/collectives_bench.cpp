@@ -208,9 +208,10 @@ std::vector<CollectivesBenchRow> run_collectives_bench(const CollectivesBenchOpt
       row.algbw = row.time_us > 0 ? double(bytes) / row.time_us / 1e3 : 0;
       row.busbw = row.algbw * bus_factor(c, n);
       row.hccl_algbw = c == "all_gather" ? row.algbw / n : row.algbw;
-      row.bound_busbw = egress * (c == "all_reduce" || c == "all_gather" || c == "reduce_scatter" || c == "all_to_all"
-                                      ? 1.0
-                                      : c == "reduce" ? 1.0 : double(n) / (2.0 * (n - 1)));
+      // What the algorithm's busiest ports allow: a rank's links to all peers, but for broadcast
+      // (the root sends each peer its chunk and the root's: n / 2(n-1) of them) and reduce (every
+      // rank sends all to the root over its links to it).
+      row.bound_busbw = c == "broadcast" ? egress * n / (2.0 * (n - 1)) : c == "reduce" ? egress / (n - 1) : egress;
       if (const Published* p = published(o.box, n, c, bytes)) {
         row.published_busbw = p->busbw;
         row.published_source = p->source;
@@ -228,10 +229,7 @@ std::vector<CollectivesBenchRow> run_collectives_bench(const CollectivesBenchOpt
   }
   out << "algbw = size / time, busbw = algbw x factor (nccl-tests; hccl_demo's NW BW), GB = 1e9 B; time: device time per "
          "call of the slowest rank; bound: the ports' goodput a rank sends at"
-      << (std::find(o.collectives.begin(), o.collectives.end(), "broadcast") != o.collectives.end()
-              ? " (broadcast: as its scatter + all_gather uses it)"
-              : "")
-      << "\n";
+      << " (broadcast: as its scatter + all_gather uses them; reduce: its links to the root)\n";
   if (!o.trace_path.empty()) box.write_trace();
   for (hcclComm_t comm : comms) hcclCommDestroy(comm);
   for (const Rank& r : ranks) synDeviceRelease(r.device);

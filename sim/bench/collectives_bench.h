@@ -20,7 +20,7 @@ struct CollectivesBenchOptions {
   std::vector<std::string> overrides; // of the box's card preset
   std::vector<std::string> collectives = {"all_reduce", "all_gather", "reduce_scatter"};
   uint64_t min_bytes = 8, max_bytes = 32ull << 20;   // nccl-tests' -b, -e
-  uint64_t factor = 8;                               // nccl-tests' -f
+  uint64_t factor = 4;                               // nccl-tests -f
   std::vector<uint64_t> sizes;        // instead of the range, when not empty
   std::string dtype = "f32";          // f32 | bf16
   std::string op = "sum";             // sum | min | max

@@ -593,7 +593,7 @@ int command_bench_collectives(const std::vector<std::string>& args) {
        "comma separated: all_reduce, all_gather, reduce_scatter, broadcast, reduce, all_to_all")
       ("min-bytes,b", po::value<std::string>()->default_value("8"), "smallest size (nccl-tests -b)")
       ("max-bytes,e", po::value<std::string>()->default_value("32M"), "largest size (nccl-tests -e)")
-      ("factor,f", count_value(8), "size multiplier (nccl-tests -f)")
+      ("factor,f", count_value(4), "size multiplier (nccl-tests -f)")
       ("sizes", po::value<std::string>(), "comma separated sizes instead of the range, e.g. 32M,1G")
       ("dtype", po::value<std::string>()->default_value("f32"), "f32 or bf16")
       ("op", po::value<std::string>()->default_value("sum"), "sum, min or max")

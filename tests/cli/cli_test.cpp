@@ -443,3 +443,57 @@ TEST(Cli, BenchGemmUsageErrors) {
 }
 
 }  // namespace
+
+namespace {
+
+// hccl_demo / nccl-tests columns on a box of four HLS-1 cards: bus bandwidth is the algorithm
+// bandwidth times each collective's factor, no row passes the ports' goodput, and the NIC tracks
+// of the trace carry the collectives' sends and receives.
+TEST(Cli, BenchCollectivesPrintsBusBandwidthUnderTheLineRate) {
+  const std::string json = temp_path("collectives.json"), trace = temp_path("collectives.pftrace");
+  ProgramRun r = run("bench collectives --box hls1 --cards 4 --sizes 64K,1M --collectives all_reduce,all_gather,reduce_scatter,"
+                     "broadcast,reduce,all_to_all --dtype bf16 --json " + json + " --trace " + trace);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("box hls1, 4 x hl205, 1 link per pair of cards at 100 Gb/s (12.38 GB/s goodput each), bf16 sum"),
+            std::string::npos)
+      << r.output;
+  boost::property_tree::ptree rows;
+  boost::property_tree::read_json(json, rows);
+  const std::map<std::string, double> factor = {{"all_reduce", 1.5}, {"all_gather", 0.75}, {"reduce_scatter", 0.75},
+                                                {"broadcast", 1.0},  {"reduce", 1.0},      {"all_to_all", 0.75}};
+  std::set<std::string> seen;
+  for (const auto& [key, row] : rows) {
+    const std::string c = row.get<std::string>("collective");
+    seen.insert(c);
+    const double time = row.get<double>("time_us"), algbw = row.get<double>("algbw_gbps");
+    const double bytes = row.get<double>("bytes");
+    EXPECT_GT(time, 0.0) << c;
+    EXPECT_NEAR(algbw, bytes / time / 1e3, 1e-9 * algbw) << c;
+    EXPECT_NEAR(row.get<double>("busbw_gbps"), algbw * factor.at(c), 1e-9 * algbw) << c;
+    EXPECT_LE(row.get<double>("busbw_gbps"), row.get<double>("bound_busbw_gbps")) << c << " " << bytes;
+    EXPECT_NEAR(row.get<double>("bound_busbw_gbps"), 3 * 12.5 * 8192 / 8274 * (c == "broadcast" ? 4.0 / 6 : c == "reduce" ? 1.0 / 3 : 1.0),
+                1e-6) << c;
+    EXPECT_EQ(row.get<unsigned>("ranks"), 4u);
+    if (c == "all_gather") EXPECT_NEAR(row.get<double>("hccl_demo_algbw_gbps"), algbw / 4, 1e-9 * algbw);
+  }
+  EXPECT_EQ(seen.size(), 6u);
+  const hpusim::traces::TraceModel model = hpusim::traces::read_perfetto(trace);
+  const hpusim::traces::TrackInfo* card = model.find_track("device 1 (hl205)");
+  ASSERT_NE(card, nullptr);
+  size_t nic_slices = 0;
+  for (const char* track : {"NIC0 send", "NIC0 recv"})
+    if (const hpusim::traces::TrackInfo* t = model.find_track(track, card->uuid)) nic_slices += model.slices_on(t->uuid).size();
+  EXPECT_GT(nic_slices, 0u) << "card 1's port 0 (to card 2) carries the collectives";
+
+  ProgramRun bad = run("bench collectives --box hls1 --cards 2 --collectives all_reduce,gossip");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("unknown collective 'gossip'"), std::string::npos) << bad.output;
+  ProgramRun size = run("bench collectives --box hls1 --cards 2 --sizes 3X");
+  EXPECT_EQ(size.exit_code, 2) << size.output;
+  EXPECT_NE(size.output.find("--sizes '3X': a byte count such as 8, 64K, 32M or 1G"), std::string::npos) << size.output;
+  ProgramRun box = run("bench collectives --box hls9");
+  EXPECT_EQ(box.exit_code, 2) << box.output;
+  EXPECT_NE(box.output.find("unknown box 'hls9'"), std::string::npos) << box.output;
+}
+
+}  // namespace
