@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
 #include <iomanip>
@@ -103,6 +104,7 @@ std::vector<CollectivesBenchRow> run_collectives_bench(const CollectivesBenchOpt
   if (o.dtype != "f32" && o.dtype != "bf16") throw std::invalid_argument("--dtype '" + o.dtype + "': f32 or bf16");
   if (o.op != "sum" && o.op != "min" && o.op != "max") throw std::invalid_argument("--op '" + o.op + "': sum, min or max");
   if (o.iterations == 0) throw std::invalid_argument("--iterations must be at least 1");
+  if (o.algorithm != "direct" && o.algorithm != "ring") throw std::invalid_argument("--algorithm '" + o.algorithm + "': direct or ring");
   if (o.factor < 2 && o.sizes.empty()) throw std::invalid_argument("--factor must be at least 2");
   if (o.min_bytes == 0 || o.min_bytes > o.max_bytes) throw std::invalid_argument("--min-bytes must be from 1 to --max-bytes");
   const unsigned es = o.dtype == "f32" ? 4 : 2;
@@ -138,6 +140,7 @@ std::vector<CollectivesBenchRow> run_collectives_bench(const CollectivesBenchOpt
     if (needs_send) check(synDeviceMalloc(ranks[r].device, largest, 0, 0, &ranks[r].send), "synDeviceMalloc");
   }
   std::vector<hcclComm_t> comms(n);
+  setenv("HPUSIM_HCCL_ALGORITHM", o.algorithm.c_str(), 1);   // how the library takes it
   check(hcclCommInitAll(comms.data(), static_cast<int>(n), nullptr), "hcclCommInitAll");
   for (unsigned r = 0; r < n; ++r) ranks[r].comm = comms[r];
 
@@ -151,6 +154,7 @@ std::vector<CollectivesBenchRow> run_collectives_bench(const CollectivesBenchOpt
   out << "hpusim bench collectives: box " << o.box << ", " << n << " x " << box.preset().name() << ", " << links_per_peer
       << (links_per_peer == 1 ? " link" : " links") << " per pair of cards at " << port.gbps << " Gb/s ("
       << std::fixed << std::setprecision(2) << goodput << " GB/s goodput each), " << o.dtype << " " << o.op << ", "
+      << (o.algorithm == "ring" ? "ring all_reduce, " : "")
       << (o.in_place ? "in place" : "out of place") << ", " << o.warmup << " warm-up + " << o.iterations << " timed calls\n";
   out << std::left << std::setw(16) << "collective" << std::right << std::setw(12) << "size" << std::setw(12) << "count"
       << std::setw(12) << "time_us" << std::setw(12) << "algbw" << std::setw(12) << "busbw" << std::setw(12) << "bound"
@@ -209,9 +213,10 @@ std::vector<CollectivesBenchRow> run_collectives_bench(const CollectivesBenchOpt
       row.busbw = row.algbw * bus_factor(c, n);
       row.hccl_algbw = c == "all_gather" ? row.algbw / n : row.algbw;
       // What the algorithm's busiest ports allow: a rank's links to all peers, but for broadcast
-      // (the root sends each peer its chunk and the root's: n / 2(n-1) of them) and reduce (every
-      // rank sends all to the root over its links to it).
-      row.bound_busbw = c == "broadcast" ? egress * n / (2.0 * (n - 1)) : c == "reduce" ? egress / (n - 1) : egress;
+      // (the root sends each peer its chunk and the root's: n / 2(n-1) of them), reduce (every
+      // rank sends all to the root over its links to it) and the ring (to its successor only).
+      const bool ring = c == "all_reduce" && o.algorithm == "ring";
+      row.bound_busbw = c == "broadcast" ? egress * n / (2.0 * (n - 1)) : (c == "reduce" || ring) ? egress / (n - 1) : egress;
       if (const Published* p = published(o.box, n, c, bytes)) {
         row.published_busbw = p->busbw;
         row.published_source = p->source;
@@ -239,7 +244,7 @@ std::vector<CollectivesBenchRow> run_collectives_bench(const CollectivesBenchOpt
     nlohmann::json j = nlohmann::json::array();
     for (const CollectivesBenchRow& r : rows) {
       j.push_back({{"collective", r.collective}, {"bytes", r.bytes}, {"count", r.count}, {"ranks", r.ranks},
-                   {"box", o.box}, {"dtype", o.dtype}, {"op", o.op}, {"time_us", r.time_us}, {"algbw_gbps", r.algbw},
+                   {"box", o.box}, {"dtype", o.dtype}, {"op", o.op}, {"algorithm", r.collective == "all_reduce" ? o.algorithm : "direct"}, {"time_us", r.time_us}, {"algbw_gbps", r.algbw},
                    {"busbw_gbps", r.busbw}, {"hccl_demo_algbw_gbps", r.hccl_algbw}, {"bound_busbw_gbps", r.bound_busbw},
                    {"published_busbw_gbps", r.published_busbw}, {"published_source", r.published_source},
                    {"simulated_mb_per_wall_s", r.simulated_mb_per_wall_s}, {"wall_s", r.wall_s}});

@@ -24,6 +24,7 @@ struct CollectivesBenchOptions {
   std::vector<uint64_t> sizes;        // instead of the range, when not empty
   std::string dtype = "f32";          // f32 | bf16
   std::string op = "sum";             // sum | min | max
+  std::string algorithm = "direct";   // all_reduce's: direct (HCCL's) | ring
   unsigned warmup = 1, iterations = 2;
   bool in_place = true;               // false: separate send and receive buffers (more memory)
   std::string json_path;

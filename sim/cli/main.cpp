@@ -597,6 +597,7 @@ int command_bench_collectives(const std::vector<std::string>& args) {
       ("sizes", po::value<std::string>(), "comma separated sizes instead of the range, e.g. 32M,1G")
       ("dtype", po::value<std::string>()->default_value("f32"), "f32 or bf16")
       ("op", po::value<std::string>()->default_value("sum"), "sum, min or max")
+      ("algorithm", po::value<std::string>()->default_value("direct"), "all_reduce's: direct (HCCL's in-box exchange) or ring")
       ("warmup", count_value(1), "untimed calls first")
       ("iterations,n", count_value(2), "timed calls")
       ("out-of-place", "separate send and receive buffers (twice the device memory)")
@@ -619,6 +620,7 @@ int command_bench_collectives(const std::vector<std::string>& args) {
     for (const std::string& s : split_list(vm["sizes"].as<std::string>())) bench.sizes.push_back(parse_bytes("sizes", s));
   bench.dtype = vm["dtype"].as<std::string>();
   bench.op = vm["op"].as<std::string>();
+  bench.algorithm = vm["algorithm"].as<std::string>();
   bench.warmup = vm["warmup"].as<Count>().value;
   bench.iterations = vm["iterations"].as<Count>().value;
   bench.in_place = vm.count("out-of-place") == 0;

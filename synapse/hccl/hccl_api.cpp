@@ -82,6 +82,19 @@ bool slice_from_environment(const char* function, uint64_t* bytes, std::string* 
   return true;
 }
 
+// HPUSIM_HCCL_ALGORITHM: all_reduce's algorithm, direct (default) or ring.
+bool algorithm_from_environment(const char* function, hccl::Algorithm* algorithm, std::string* error) {
+  const char* value = std::getenv("HPUSIM_HCCL_ALGORITHM");
+  if (value == nullptr || *value == '\0' || std::string(value) == "direct") return true;
+  if (std::string(value) == "ring") {
+    *algorithm = hccl::Algorithm::Ring;
+    return true;
+  }
+  *error = std::string(function) + ": HPUSIM_HCCL_ALGORITHM='" + value +
+           "': all_reduce's algorithm, direct (HCCL's direct exchange) or ring";
+  return false;
+}
+
 bool supported_type(hcclDataType_t type, ReduceType* out) {
   if (type == hcclFloat32) *out = ReduceType::F32;
   else if (type == hcclBfloat16) *out = ReduceType::Bf16;
@@ -258,7 +271,10 @@ hcclResult_t hcclCommInitRank(hcclComm_t* comm, int nranks, hcclUniqueId commId,
   created->ranks = static_cast<unsigned>(nranks);
   created->device = static_cast<synDeviceId>(rank);
   std::string error;
-  if (!slice_from_environment(function, &created->config.slice_bytes, &error)) return fail(hcclInvalidArgument, error);
+  if (!slice_from_environment(function, &created->config.slice_bytes, &error) ||
+      !algorithm_from_environment(function, &created->config.algorithm, &error)) {
+    return fail(hcclInvalidArgument, error);
+  }
   hpusim::platform::HostServices* host = hpusim::platform::host_services();
   if (const std::string why = hccl::topology_from_box(host ? host->box_text() : "", created->ranks, &created->topology);
       !why.empty()) {

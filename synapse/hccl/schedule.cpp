@@ -33,10 +33,13 @@ enum class Tag : uint8_t {
   RootOwn,      // broadcast: the root's own chunk
   PassOn,       // broadcast: `from` passes the chunk it got from the root on
   Barrier,
+  RingScatter,  // ring all_reduce, step t: `from`'s partial sum of chunk from - t to from + 1
+  RingGather,   // ring all_reduce, step t: the reduced chunk from + 1 - t to from + 1
 };
 struct Message {
   Tag tag;
   unsigned from, to, slice, link;
+  unsigned step = 0;   // ring steps
 };
 struct Cond {
   uint32_t sob = 0;
@@ -147,6 +150,7 @@ class Planner {
       case Tag::RootOwn: return chunk_count(q_.root);
       case Tag::PassOn: return chunk_count(m.from);
       case Tag::Barrier: return 1;
+      case Tag::RingScatter: case Tag::RingGather: return chunk_count(ring_chunk(m));
       default: return q_.count;
     }
   }
@@ -162,6 +166,20 @@ class Planner {
   void post_send(const Message& m);
   void post_recv(const Message& m);
   void reduce_phase();
+  // The ring all_reduce (Algorithm::Ring).
+  bool ring() const { return q_.collective == Collective::AllReduce && c_.algorithm == Algorithm::Ring && n_ > 1; }
+  unsigned ring_chunk(const Message& m) const {
+    return m.tag == Tag::RingScatter ? (m.from + n_ - m.step % n_) % n_ : (m.from + 1 + n_ - m.step % n_) % n_;
+  }
+  unsigned ring_index(unsigned step, unsigned s) const { return step * slices_ + s; }   // reduced counters' order
+  uint64_t ring_slot(unsigned step, unsigned s) const {
+    return c_.scratch + (uint64_t{step} * slots_ + s % slots_) * slot_bytes();
+  }
+  void ring_reductions();
+  Cond received(Tag tag, unsigned from, unsigned step, unsigned s, unsigned j) const {
+    const auto got = received_.find({tag, from, step, s, j});
+    return got == received_.end() ? Cond{} : got->second;
+  }
   // Slice s is reduced once every engine has done its part of it.
   void wait_reduced(QueueOps& q, unsigned s) const {
     for (unsigned e = 0; e < engines_; ++e) wait(q, {reduced_sob_[e], static_cast<uint16_t>(s + 1)});
@@ -180,7 +198,7 @@ class Planner {
   uint32_t sends_sob_ = 0, copies_sob_ = 0;
   std::map<std::pair<unsigned, unsigned>, uint32_t> recv_sob_;   // (peer, link)
   std::vector<uint32_t> reduced_sob_;                            // per engine
-  std::map<std::tuple<Tag, unsigned, unsigned, unsigned>, Cond> received_;   // (tag, from, slice, link)
+  std::map<std::tuple<Tag, unsigned, unsigned, unsigned, unsigned>, Cond> received_;   // (tag, from, step, slice, link)
   std::string error_;
 };
 
@@ -190,6 +208,15 @@ std::vector<Message> Planner::conversation(unsigned a, unsigned b, unsigned j) c
     out.push_back({tag, a, b, s, j});
     out.push_back({tag, b, a, s, j});
   };
+  if (ring()) {
+    // Each direction of the pair that is a ring edge, step by step and slice by slice.
+    for (const Tag tag : {Tag::RingScatter, Tag::RingGather})
+      for (unsigned t = 0; t + 1 < n_; ++t)
+        for (unsigned s = 0; s < slices_; ++s)
+          for (const auto& [from, to] : {std::make_pair(a, b), std::make_pair(b, a)})
+            if ((from + 1) % n_ == to) out.push_back({tag, from, to, s, j, t});
+    return out;
+  }
   switch (q_.collective) {
     case Collective::AllReduce: {
       // The gather of slice g follows the scatter of slice g + slots: by then it is reduced.
@@ -248,12 +275,27 @@ void Planner::post_send(const Message& m) {
     case Tag::RootChunk: source = q_.send + es_ * (chunk_offset(m.to) + pc.begin); break;
     case Tag::RootOwn: source = q_.send + es_ * (chunk_offset(q_.root) + pc.begin); break;
     case Tag::PassOn: {
-      const auto got = received_.find({Tag::RootChunk, q_.root, m.slice, m.link});
-      if (got != received_.end()) wait(nic(m.to, m.link), got->second);
+      wait(nic(m.to, m.link), received(Tag::RootChunk, q_.root, 0, m.slice, m.link));
       source = q_.recv + es_ * (chunk_offset(r_) + pc.begin);
       break;
     }
     case Tag::Barrier: source = c_.scratch + c_.scratch_bytes(n_) - Config::kBarrierBytes; break;
+    case Tag::RingScatter:   // step 0 its own data, then the partial sum the last step made
+      if (m.step == 0) {
+        source = q_.send + es_ * (chunk_offset(ring_chunk(m)) + pc.begin);
+      } else {
+        wait_reduced(nic(m.to, m.link), ring_index(m.step - 1, m.slice));
+        source = q_.recv + es_ * (chunk_offset(ring_chunk(m)) + pc.begin);
+      }
+      break;
+    case Tag::RingGather:   // step 0 the chunk it reduced last, then what the last step brought
+      if (m.step == 0) {
+        wait_reduced(nic(m.to, m.link), ring_index(n_ - 2, m.slice));
+      } else {
+        wait(nic(m.to, m.link), received(Tag::RingGather, (r_ + n_ - 1) % n_, m.step - 1, m.slice, m.link));
+      }
+      source = q_.recv + es_ * (chunk_offset(ring_chunk(m)) + pc.begin);
+      break;
   }
   send(m.to, m.link, source, bytes(m));
 }
@@ -279,8 +321,20 @@ void Planner::post_recv(const Message& m) {
     case Tag::RootOwn: destination = q_.recv + es_ * (chunk_offset(q_.root) + pc.begin); break;
     case Tag::PassOn: destination = q_.recv + es_ * (chunk_offset(m.from) + pc.begin); break;
     case Tag::Barrier: destination = c_.scratch + c_.scratch_bytes(n_) - Config::kBarrierBytes + 8; break;
+    case Tag::RingScatter:
+      // Out of place straight into the result's place (the own data is added there); in place
+      // into a slot (the own data sits in the result's place until the sum is copied over it).
+      if (in_place()) {
+        const Span slice = slice_of(carried(m), slices_, m.slice);
+        if (m.slice >= slots_) wait_reduced(nic(m.from, m.link), ring_index(m.step, m.slice - slots_));
+        destination = ring_slot(m.step, m.slice) + es_ * (pc.begin - slice.begin);
+      } else {
+        destination = q_.recv + es_ * (chunk_offset(ring_chunk(m)) + pc.begin);
+      }
+      break;
+    case Tag::RingGather: destination = q_.recv + es_ * (chunk_offset(ring_chunk(m)) + pc.begin); break;
   }
-  received_[{m.tag, m.from, m.slice, m.link}] = recv(m.from, m.link, destination, bytes(m));
+  received_[{m.tag, m.from, m.step, m.slice, m.link}] = recv(m.from, m.link, destination, bytes(m));
 }
 
 // The owner's reductions, slice by slice, each slice cut across every engine (engine e reduces
@@ -296,11 +350,8 @@ void Planner::reduce_phase() {
       const uint64_t bytes = es_ * part.size();
       const uint64_t at = es_ * (part.begin - slice.begin);   // in the slice
       const uint64_t acc = accumulator() + es_ * part.begin;
-      const auto received = [&](unsigned k) {
-        for (unsigned j = 0; j < stripes_; ++j) {
-          const auto got = received_.find({Tag::Scatter, k, s, j});
-          if (got != received_.end()) wait(engine(e), got->second);
-        }
+      const auto received_all = [&](unsigned k) {
+        for (unsigned j = 0; j < stripes_; ++j) wait(engine(e), received(Tag::Scatter, k, 0, s, j));
       };
       if (bytes > 0) {
         // The sum is made in the result's place, but for an in-place rank other than 0, whose own
@@ -310,19 +361,50 @@ void Planner::reduce_phase() {
         if (r_ == 0) {
           if (!in_place()) copy(e, own + es_ * part.begin, sum, bytes);
         } else {
-          received(0);
+          received_all(0);
         }
         for (unsigned k = 1; k < n_; ++k) {
           if (k == r_) {
             reduce(e, own + es_ * part.begin, sum, bytes);
           } else {
-            received(k);
+            received_all(k);
             reduce(e, slot(k, s) + at, sum, bytes);
           }
         }
         if (in_slot) copy(e, sum, acc, bytes);
       }
       signal(e, reduced_sob_[e]);
+    }
+  }
+}
+
+// The ring's reductions: at step t the partial sum of chunk r - t - 1 from the predecessor, plus
+// this rank's data (received first, so a chunk's sum runs along the ring from the chunk's rank),
+// every slice cut across the engines.
+void Planner::ring_reductions() {
+  const unsigned pred = (r_ + n_ - 1) % n_;
+  for (unsigned t = 0; t + 1 < n_; ++t) {
+    const unsigned chunk = (r_ + 2 * n_ - t - 1) % n_;
+    const uint64_t count = chunk_count(chunk);
+    for (unsigned s = 0; s < slices_; ++s) {
+      const Span slice = slice_of(count, slices_, s);
+      for (unsigned e = 0; e < engines_; ++e) {
+        const Span part{slice.begin + slice.size() * e / engines_, slice.begin + slice.size() * (e + 1) / engines_};
+        const uint64_t bytes = es_ * part.size();
+        const uint64_t place = q_.recv + es_ * (chunk_offset(chunk) + part.begin);   // the result's place
+        const uint64_t own = q_.send + es_ * (chunk_offset(chunk) + part.begin);
+        if (bytes > 0) {
+          for (unsigned j = 0; j < stripes_; ++j) wait(engine(e), received(Tag::RingScatter, pred, t, s, j));
+          if (in_place()) {
+            const uint64_t sum = ring_slot(t, s) + es_ * (part.begin - slice.begin);
+            reduce(e, own, sum, bytes);
+            copy(e, sum, place, bytes);
+          } else {
+            reduce(e, own, place, bytes);
+          }
+        }
+        signal(e, reduced_sob_[e]);
+      }
     }
   }
 }
@@ -347,9 +429,11 @@ std::string Planner::run(Program* out) {
   slices_ = static_cast<unsigned>(std::max<uint64_t>(1, (largest * es_ + c_.slice_bytes - 1) / c_.slice_bytes));
   if (slices_ > kMaxCount) return std::string(name(q_.collective)) + ": " + std::to_string(slices_) + " slices are too many";
 
-  // The conversations, the root's first (broadcast's pass-on waits for what came from the root).
+  // The conversations whose receives others' sends wait for come first: the root's (broadcast
+  // passes on what came from the root), the predecessor's (the ring passes on what came from it).
   std::vector<unsigned> peers;
   if (q_.collective == Collective::Broadcast && r_ != q_.root) peers.push_back(q_.root);
+  if (ring()) peers.push_back((r_ + n_ - 1) % n_);
   for (unsigned p = 0; p < n_; ++p)
     if (p != r_ && std::find(peers.begin(), peers.end(), p) == peers.end()) peers.push_back(p);
   for (const unsigned p : peers) {
@@ -364,7 +448,11 @@ std::string Planner::run(Program* out) {
   // Engine work: the reductions, or the rank's own part copied into place.
   switch (q_.collective) {
     case Collective::AllReduce: case Collective::ReduceScatter: case Collective::Reduce:
-      reduce_phase();
+      if (ring()) {
+        ring_reductions();
+      } else {
+        reduce_phase();
+      }
       break;
     case Collective::AllGather:
       if (q_.send != q_.recv + es_ * r_ * q_.count) {
@@ -395,6 +483,8 @@ std::string Planner::run(Program* out) {
 }
 
 }  // namespace
+
+const char* name(Algorithm a) { return a == Algorithm::Ring ? "ring" : "direct"; }
 
 const char* name(Collective c) {
   switch (c) {

@@ -46,7 +46,14 @@ struct Request {
   uint64_t send = 0, recv = 0;   // device addresses
 };
 
+// all_reduce's algorithm: HCCL's direct exchange, or a ring for comparison (rank r sends to r + 1:
+// a reduce-scatter of n - 1 steps, each chunk summed along the ring from its first rank, then an
+// all-gather of n - 1 steps). The other collectives always exchange directly.
+enum class Algorithm { Direct, Ring };
+const char* name(Algorithm a);
+
 struct Config {
+  Algorithm algorithm = Algorithm::Direct;
   uint64_t slice_bytes = 512 * 1024;   // HCCL's slice (HCL_SLICE_SIZE)
   unsigned slots = 4;                  // scratch slots per peer
   std::vector<regs::QueueId> engines;  // the DMA queues that copy and reduce

@@ -411,3 +411,51 @@ TEST(Hccl, CardsOutsideABoxCannotFormACommunicator) {
 
 }  // namespace
 }  // namespace hpusim::testing
+
+namespace hpusim::testing {
+namespace {
+
+// The ring all_reduce (HPUSIM_HCCL_ALGORITHM=ring): chunk k is summed along the ring from rank k
+// (x_k + x_{k+1} + ... + x_{k-1}), the same bits on every rank, in and out of place.
+void ring_all_reduce(unsigned cards, const char* box_name) {
+  setenv("HPUSIM_HCCL_ALGORITHM", "ring", 1);
+  Box box(box_name, cards);
+  unsetenv("HPUSIM_HCCL_ALGORITHM");
+  for (const ReduceType type : {ReduceType::F32, ReduceType::Bf16}) {
+    for (const bool in_place : {false, true}) {
+      const uint64_t count = in_place ? 2501 : 4099, es = reduction::element_bytes(type);
+      std::vector<Bytes> x(cards);
+      std::vector<uint64_t> send(cards), recv(cards);
+      for (unsigned r = 0; r < cards; ++r) {
+        x[r] = values(count, type, 300 + r + (in_place ? 50 : 0));
+        recv[r] = box.alloc(r, count * es);
+        send[r] = in_place ? recv[r] : box.alloc(r, count * es);
+        box.put(r, send[r], x[r]);
+      }
+      for (unsigned r = 0; r < cards; ++r)
+        ASSERT_EQ(hcclAllReduce(reinterpret_cast<void*>(send[r]), reinterpret_cast<void*>(recv[r]), count, hccl_type(type),
+                                hcclSum, box.comms[r], box.streams[r]),
+                  hcclSuccess)
+            << error();
+      box.synchronize();
+      Bytes want(count * es);
+      for (unsigned k = 0; k < cards; ++k) {
+        const uint64_t begin = count * k / cards * es, bytes = (count * (k + 1) / cards - count * k / cards) * es;
+        Bytes acc = part(x[k], begin, bytes);
+        for (unsigned i = 1; i < cards; ++i)
+          reduction::reduce_into(acc.data(), x[(k + i) % cards].data() + begin, bytes, ReduceOp::Sum, type);
+        std::copy(acc.begin(), acc.end(), want.begin() + static_cast<std::ptrdiff_t>(begin));
+      }
+      for (unsigned r = 0; r < cards; ++r)
+        EXPECT_TRUE(box.get(r, recv[r], count * es) == want)
+            << "ring " << reduction::name(type) << (in_place ? " in place" : "") << " rank " << r << " of " << cards;
+    }
+  }
+}
+
+TEST(Hccl, TheRingAllReduceSumsEachChunkAlongTheRingOnTwoCards) { ring_all_reduce(2, "hls1"); }
+TEST(Hccl, TheRingAllReduceSumsEachChunkAlongTheRingOnFiveCards) { ring_all_reduce(5, "hls1"); }
+TEST(Hccl, TheRingAllReduceSumsEachChunkAlongTheRingOnEightHls2Cards) { ring_all_reduce(8, "hls2"); }
+
+}  // namespace
+}  // namespace hpusim::testing
