@@ -9,6 +9,7 @@ packages=(
   libboost-dev libboost-program-options-dev
   libprotobuf-dev protobuf-compiler
   nlohmann-json3-dev
+  libopenmpi-dev openmpi-bin
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-venv python3-dev
   chromium

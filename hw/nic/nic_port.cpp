@@ -93,8 +93,15 @@ void NicPort::connect(NicPort& a, NicPort& b) {
   b.credits_ = b.initial_credits_ = a.config_.rx_buffer_packets;
 }
 
+void NicPort::mark_remote(uint32_t peer_address, uint32_t peer_rx_buffer_packets) {
+  if (peer_ || switched_ || remote_) throw std::invalid_argument("NIC port '" + config_.name + "' is already joined");
+  remote_ = true;
+  remote_address_ = peer_address;
+  credits_ = initial_credits_ = peer_rx_buffer_packets;
+}
+
 void NicPort::attach_to_switch(uint32_t credits) {
-  if (peer_ || switched_) throw std::invalid_argument("NIC port '" + config_.name + "' is already joined");
+  if (peer_ || switched_ || remote_) throw std::invalid_argument("NIC port '" + config_.name + "' is already joined");
   switched_ = true;
   credits_ = initial_credits_ = credits;
 }
@@ -257,7 +264,7 @@ void NicPort::transmitter() {
     header.epoch = connection_;
     header.send_id = p.send_id;
     header.source = address_;
-    header.dest = switched_ ? state.op.peer : peer_->address_;
+    header.dest = switched_ ? state.op.peer : peer_ != nullptr ? peer_->address_ : remote_address_;
     wire_.set_extension(&header);
     wire_.set_command(tlm::TLM_WRITE_COMMAND);
     wire_.set_address(0);
@@ -470,7 +477,7 @@ void NicPort::peer_reset(uint32_t source, uint32_t epoch) {
 
 // Credits and acknowledgements take the link's latency and no wire time (README.md).
 void NicPort::send_control(NicHeader::Kind kind, uint32_t dest, uint64_t send_id, uint32_t epoch) {
-  if (peer_ == nullptr && !switched_) return;
+  if (!connected()) return;
   NicHeader header;
   header.kind = kind;
   header.epoch = epoch;

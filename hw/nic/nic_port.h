@@ -134,7 +134,10 @@ class NicPort : public sc_core::sc_module, public RegisterBlock, public EngineSt
   tlm_utils::simple_target_socket_optional<NicPort> rx;
   // Joins two ports (both directions). A port without a peer never gets a credit: its sends wait.
   static void connect(NicPort& a, NicPort& b);
-  bool connected() const { return peer_ != nullptr || switched_; }
+  bool connected() const { return peer_ != nullptr || switched_ || remote_; }
+  // Joined to a port simulated elsewhere (another process) through `tx` and `rx` (NicRemoteEnd
+  // binds them): the far port's address and its receive buffer (this port's credits).
+  void mark_remote(uint32_t peer_address, uint32_t peer_rx_buffer_packets);
   // The port's address in its box (nic_address: what a switch routes by and a peer names).
   void set_address(uint32_t address) { address_ = address; }
   uint32_t address() const { return address_; }
@@ -234,6 +237,8 @@ class NicPort : public sc_core::sc_module, public RegisterBlock, public EngineSt
   DmaPort bus_;
   NicObserver* observer_ = nullptr;
   NicPort* peer_ = nullptr;
+  bool remote_ = false;                     // the peer is in another process
+  uint32_t remote_address_ = 0;
   bool switched_ = false;
   uint32_t address_ = 0;
   std::vector<uint32_t> regs_;
