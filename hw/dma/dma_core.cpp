@@ -528,15 +528,19 @@ void DmaCore::write_or_park(DmaPort::Access& access) {
   }
 }
 
-void DmaCore::reduce_read_done(DmaPort::Access& access) {
-  const uint64_t address = access.get_address();
+bool DmaCore::read_returned(DmaPort::Access& access) {
   --reads_in_flight_;
   ++stats_.read_bursts;
   stats_.read_latency_ps += access.done_ps - access.issued_ps;
-  if (!access.ok()) {
-    note_failure(dc::kErrCauseHbwRdErr, address, "read of " + std::to_string(access.get_data_length()) +
-                                                     " bytes at " + hex(address) + " failed");
-  }
+  if (access.ok()) return true;
+  const uint64_t address = access.get_address();
+  note_failure(dc::kErrCauseHbwRdErr, address, "read of " + std::to_string(access.get_data_length()) + " bytes at " +
+                                                   hex(address) + " failed");
+  return false;
+}
+
+void DmaCore::reduce_read_done(DmaPort::Access& access) {
+  read_returned(access);
   auto* partner = reinterpret_cast<DmaPort::Access*>(access.tag);
   const auto waiting = reduce_arrived_.find(partner);
   if (waiting == reduce_arrived_.end()) {
@@ -567,12 +571,7 @@ void DmaCore::access_done(DmaPort::Access& access) {
   const uint64_t address = access.get_address();
   switch (access.kind) {
     case kDataRead:
-      --reads_in_flight_;
-      ++stats_.read_bursts;
-      stats_.read_latency_ps += access.done_ps - access.issued_ps;
-      if (!access.ok()) {
-        note_failure(dc::kErrCauseHbwRdErr, address, "read of " + std::to_string(access.get_data_length()) +
-                                                         " bytes at " + hex(address) + " failed");
+      if (!read_returned(access)) {
         bus_.release(access);
       } else if (failed_) {
         bus_.release(access);   // the transfer stopped: no more writes

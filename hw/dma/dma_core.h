@@ -213,6 +213,8 @@ class DmaCore : public sc_core::sc_module, public RegisterBlock, public EngineSt
   void send_error_message();
   void access_done(DmaPort::Access& access) override;
   void issue_write(DmaPort::Access& access);
+  // A data read's response: counted, and a failure noted; true if it brought data.
+  bool read_returned(DmaPort::Access& access);
   // A reducing copy's read arrived: once its partner has too, the reduced bytes are written.
   void reduce_read_done(DmaPort::Access& access);
   // Sends read data on as a write now, or parks it until the posted-write window has room.
