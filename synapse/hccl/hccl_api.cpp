@@ -118,6 +118,8 @@ const char* function_of(hccl::Collective c) {
     case hccl::Collective::Reduce: return "hcclReduce";
     case hccl::Collective::AllToAll: return "hcclAlltoAll";
     case hccl::Collective::Barrier: return "hcclBarrier";
+    case hccl::Collective::Send: return "hcclSend";
+    case hccl::Collective::Recv: return "hcclRecv";
   }
   return "hccl";
 }
@@ -139,6 +141,8 @@ Extent extent_of(const hccl::Request& q, unsigned rank, unsigned ranks) {
     case hccl::Collective::Broadcast: e = {rank == q.root ? b : 0, b, q.send == q.recv}; break;
     case hccl::Collective::Reduce: e = {b, rank == q.root ? b : 0, q.send == q.recv}; break;
     case hccl::Collective::AllToAll: e = {b * ranks, b * ranks, false}; break;   // a chunk is received where one is still to be sent
+    case hccl::Collective::Send: e = {b, 0, false}; break;
+    case hccl::Collective::Recv: e = {0, b, false}; break;
     case hccl::Collective::Barrier: break;
   }
   return e;
@@ -163,9 +167,12 @@ hcclResult_t run(hccl::Collective collective, const void* sendbuff, void* recvbu
     return fail(hcclInvalidArgument, std::string(function) + ": reduction " + std::to_string(reduce_op) +
                                          " is not supported (hcclSum, hcclMin, hcclMax)");
   }
-  if (root < 0 || static_cast<unsigned>(root) >= comm->ranks) {
-    return fail(hcclInvalidArgument, std::string(function) + ": root " + std::to_string(root) + " of a communicator of " +
-                                         std::to_string(comm->ranks) + " ranks");
+  const bool point_to_point = collective == hccl::Collective::Send || collective == hccl::Collective::Recv;
+  if (root < 0 || static_cast<unsigned>(root) >= comm->ranks || (point_to_point && static_cast<unsigned>(root) == comm->rank)) {
+    return fail(hcclInvalidArgument, std::string(function) + (point_to_point ? ": peer " : ": root ") + std::to_string(root) +
+                                         (point_to_point && root >= 0 && static_cast<unsigned>(root) == comm->rank
+                                              ? " is this rank"
+                                              : " of a communicator of " + std::to_string(comm->ranks) + " ranks"));
   }
   q.root = static_cast<unsigned>(root);
   if (collective != hccl::Collective::Barrier && count == 0) return hcclSuccess;
@@ -369,6 +376,14 @@ hcclResult_t hcclReduce(const void* sendbuff, void* recvbuff, size_t count, hccl
 hcclResult_t hcclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, hcclDataType_t datatype,
                           hcclComm_t comm, synStreamHandle stream) {
   return run(hccl::Collective::AllToAll, sendbuff, recvbuff, count, datatype, hcclSum, 0, comm, stream);
+}
+hcclResult_t hcclSend(const void* sendbuff, size_t count, hcclDataType_t datatype, int peer, hcclComm_t comm,
+                      synStreamHandle stream) {
+  return run(hccl::Collective::Send, sendbuff, nullptr, count, datatype, hcclSum, peer, comm, stream);
+}
+hcclResult_t hcclRecv(void* recvbuff, size_t count, hcclDataType_t datatype, int peer, hcclComm_t comm,
+                      synStreamHandle stream) {
+  return run(hccl::Collective::Recv, nullptr, recvbuff, count, datatype, hcclSum, peer, comm, stream);
 }
 hcclResult_t hcclBarrier(hcclComm_t comm, synStreamHandle stream) {
   return run(hccl::Collective::Barrier, nullptr, nullptr, 0, hcclFloat32, hcclSum, 0, comm, stream);

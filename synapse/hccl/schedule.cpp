@@ -35,6 +35,7 @@ enum class Tag : uint8_t {
   Barrier,
   RingScatter,  // ring all_reduce, step t: `from`'s partial sum of chunk from - t to from + 1
   RingGather,   // ring all_reduce, step t: the reduced chunk from + 1 - t to from + 1
+  PointToPoint, // send / recv
 };
 struct Message {
   Tag tag;
@@ -257,6 +258,13 @@ std::vector<Message> Planner::conversation(unsigned a, unsigned b, unsigned j) c
     case Collective::Barrier:
       if (j == 0) both(Tag::Barrier, 0);
       break;
+    case Collective::Send: case Collective::Recv: {
+      const unsigned from = q_.collective == Collective::Send ? r_ : q_.root;
+      const unsigned to = q_.collective == Collective::Send ? q_.root : r_;
+      if ((a == from && b == to) || (a == to && b == from))
+        for (unsigned s = 0; s < slices_; ++s) out.push_back({Tag::PointToPoint, from, to, s, j});
+      break;
+    }
   }
   return out;
 }
@@ -280,6 +288,7 @@ void Planner::post_send(const Message& m) {
       break;
     }
     case Tag::Barrier: source = c_.scratch + c_.scratch_bytes(n_) - Config::kBarrierBytes; break;
+    case Tag::PointToPoint: source = q_.send + es_ * pc.begin; break;
     case Tag::RingScatter:   // step 0 its own data, then the partial sum the last step made
       if (m.step == 0) {
         source = q_.send + es_ * (chunk_offset(ring_chunk(m)) + pc.begin);
@@ -333,6 +342,7 @@ void Planner::post_recv(const Message& m) {
       }
       break;
     case Tag::RingGather: destination = q_.recv + es_ * (chunk_offset(ring_chunk(m)) + pc.begin); break;
+    case Tag::PointToPoint: destination = q_.recv + es_ * pc.begin; break;
   }
   received_[{m.tag, m.from, m.step, m.slice, m.link}] = recv(m.from, m.link, destination, bytes(m));
 }
@@ -421,7 +431,9 @@ std::string Planner::run(Program* out) {
   // Every chunk is cut into the same number of slices, so both ends of a link agree on them.
   uint64_t largest = 0;
   switch (q_.collective) {
-    case Collective::AllGather: case Collective::AllToAll: largest = q_.count; break;
+    case Collective::AllGather: case Collective::AllToAll: case Collective::Send: case Collective::Recv:
+      largest = q_.count;
+      break;
     case Collective::Barrier: largest = 1; break;
     default:
       for (unsigned k = 0; k < n_; ++k) largest = std::max(largest, chunk_count(k));
@@ -472,7 +484,7 @@ std::string Planner::run(Program* out) {
         signal(0, copies_sob_);
       }
       break;
-    case Collective::Barrier: break;
+    case Collective::Barrier: case Collective::Send: case Collective::Recv: break;
   }
   if (!error_.empty()) return error_;
   for (uint32_t sob = 0; sob < counts_.size(); ++sob)
@@ -495,6 +507,8 @@ const char* name(Collective c) {
     case Collective::Reduce: return "reduce";
     case Collective::AllToAll: return "all_to_all";
     case Collective::Barrier: return "barrier";
+    case Collective::Send: return "send";
+    case Collective::Recv: return "recv";
   }
   return "?";
 }
@@ -508,6 +522,9 @@ std::string plan(const Topology& topology, unsigned rank, const Request& request
   if (rank >= topology.ranks) return "rank " + std::to_string(rank) + " of " + std::to_string(topology.ranks);
   if (request.root >= topology.ranks) {
     return "root " + std::to_string(request.root) + ": the communicator has " + std::to_string(topology.ranks) + " ranks";
+  }
+  if ((request.collective == Collective::Send || request.collective == Collective::Recv) && request.root == rank) {
+    return "peer " + std::to_string(rank) + " is this rank";
   }
   Planner planner(topology, rank, request, config);
   return planner.run(out);

@@ -11,6 +11,8 @@
 // - broadcast: the root scatters the chunks and every rank passes its own on (scatter +
 //   all_gather), the root's own chunk straight from the root.
 // - barrier: a small message from every rank to every other.
+// - send / recv: the buffer to the peer, striped over their links (a pair's sends and receives
+//   pair up in the order both ranks issue them).
 // Reductions run on the owner of a chunk, in rank order: acc = x0, then acc = op(acc, x1), ...,
 // op(acc, x_{n-1}), each step one DMA reducing copy (arch/reduction's arithmetic), so the result
 // is bit-exact against that sequence on the host. Received slices wait in `slots` slots per peer
@@ -32,7 +34,8 @@
 
 namespace hpusim::synapse::hccl {
 
-enum class Collective { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce, AllToAll, Barrier };
+// Send and Recv: point to point with the peer in Request::root.
+enum class Collective { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce, AllToAll, Barrier, Send, Recv };
 const char* name(Collective c);
 
 struct Request {
@@ -42,7 +45,7 @@ struct Request {
   uint64_t count = 0;
   reduction::ReduceType type = reduction::ReduceType::F32;
   reduction::ReduceOp op = reduction::ReduceOp::Sum;
-  unsigned root = 0;
+  unsigned root = 0;           // broadcast, reduce: the root; send, recv: the peer
   uint64_t send = 0, recv = 0;   // device addresses
 };
 

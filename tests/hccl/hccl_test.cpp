@@ -461,3 +461,41 @@ TEST(Hccl, TheRingAllReduceSumsEachChunkAlongTheRingOnEightHls2Cards) { ring_all
 
 }  // namespace
 }  // namespace hpusim::testing
+
+namespace hpusim::testing {
+namespace {
+
+// Point to point on an HLS-2 box (each message striped over the three links of its pair): a
+// chain 0 -> 3 -> 1, rank 3 receiving before it passes its own buffer on; a rank sending to
+// itself is refused. (Calls on one stream run in order, so a cycle of sends would wait on itself:
+// without group calls, a cycle needs a stream per direction.)
+TEST(Hccl, SendAndRecvMoveBuffersBetweenRanks) {
+  Box box("hls2", 4);
+  const uint64_t count = 70001, es = 2;
+  std::vector<Bytes> x(4);
+  std::vector<uint64_t> send(4), recv(4);
+  for (unsigned r = 0; r < 4; ++r) {
+    x[r] = values(count, ReduceType::Bf16, 700 + r);
+    send[r] = box.alloc(r, count * es);
+    recv[r] = box.alloc(r, count * es);
+    box.put(r, send[r], x[r]);
+  }
+  const auto send_to = [&](unsigned r, unsigned peer) {
+    return hcclSend(reinterpret_cast<void*>(send[r]), count, hcclBfloat16, static_cast<int>(peer), box.comms[r], box.streams[r]);
+  };
+  const auto recv_from = [&](unsigned r, unsigned peer) {
+    return hcclRecv(reinterpret_cast<void*>(recv[r]), count, hcclBfloat16, static_cast<int>(peer), box.comms[r], box.streams[r]);
+  };
+  ASSERT_EQ(send_to(0, 3), hcclSuccess) << error();
+  ASSERT_EQ(recv_from(3, 0), hcclSuccess) << error();
+  ASSERT_EQ(send_to(3, 1), hcclSuccess) << error();
+  ASSERT_EQ(recv_from(1, 3), hcclSuccess) << error();
+  box.synchronize();
+  EXPECT_TRUE(box.get(3, recv[3], count * es) == x[0]) << "rank 3 got rank 0's buffer";
+  EXPECT_TRUE(box.get(1, recv[1], count * es) == x[3]) << "rank 1 got rank 3's buffer";
+  EXPECT_EQ(send_to(2, 2), hcclInvalidArgument);
+  EXPECT_NE(error().find("hcclSend: peer 2 is this rank"), std::string::npos) << error();
+}
+
+}  // namespace
+}  // namespace hpusim::testing

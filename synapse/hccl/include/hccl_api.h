@@ -85,6 +85,12 @@ hcclResult_t hcclReduce(const void* sendbuff, void* recvbuff, size_t count, hccl
 /* `count` elements to each rank: sendbuff holds nranks x count, so does recvbuff. */
 hcclResult_t hcclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, hcclDataType_t datatype,
                           hcclComm_t comm, synStreamHandle stream);
+/* Point to point: `count` elements to / from rank `peer`, striped over the links joining the two
+ * cards. A pair's sends and receives pair up in the order both ranks issue them. */
+hcclResult_t hcclSend(const void* sendbuff, size_t count, hcclDataType_t datatype, int peer, hcclComm_t comm,
+                      synStreamHandle stream);
+hcclResult_t hcclRecv(void* recvbuff, size_t count, hcclDataType_t datatype, int peer, hcclComm_t comm,
+                      synStreamHandle stream);
 /* hpusim: the stream goes on once every rank's stream has reached its barrier. */
 hcclResult_t hcclBarrier(hcclComm_t comm, synStreamHandle stream);
 
