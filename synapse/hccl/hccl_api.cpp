@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -148,6 +149,46 @@ Extent extent_of(const hccl::Request& q, unsigned rank, unsigned ranks) {
   return e;
 }
 
+// Submits `program` on the stream, after each communicator's previous call wherever it ran.
+synStatus submit(api::Device& d, api::Stream& st, const std::vector<hcclComm_t>& comms, const hccl::Program& program,
+                 const char* function) {
+  if (std::getenv("HPUSIM_HCCL_DUMP") != nullptr) {
+    std::fprintf(stderr, "%s on device %u:\n%s", function, d.id, hccl::to_text(program).c_str());
+  }
+  const uint64_t start_ps = d.runtime->host_now_ps();
+  api::charge(hpusim::platform::HostWork::kLaunch);
+  for (hcclComm_t comm : comms) {
+    if (comm->last_seq != 0 && comm->last_queue != st.queue && !d.runtime->completed(comm->last_seq)) {
+      rt::Runtime::Signal before;
+      if (const auto r = d.runtime->signal(comm->last_queue, &before, nullptr); !r.ok()) return api::finish(r);
+      if (const auto r = d.runtime->wait_on_device(st.queue, before); !r.ok()) return api::finish(r);
+    }
+  }
+  const uint32_t monitor = rt::Runtime::kWaitMonitorBase + hpusim::regs::to_index(st.queue);
+  uint64_t seq = 0;
+  const auto submitted = d.runtime->submit_program(
+      st.queue, program.sob_count, [&](uint32_t first_sob) { return hccl::emit(program, first_sob, st.queue, monitor); },
+      &seq);
+  if (!submitted.ok()) return api::fail(synFail, std::string(function) + ": " + submitted.message);
+  st.last_seq = seq;
+  st.waits.clear();   // the device orders the collective after them
+  for (hcclComm_t comm : comms) {
+    comm->last_seq = seq;
+    comm->last_queue = st.queue;
+  }
+  api::host_span(d, function, start_ps, true, {{"bytes", std::to_string(program.nic_bytes)}});
+  return api::succeed();
+}
+
+// hcclGroupStart / End: the calling thread's grouped calls, submitted together at the end.
+struct Grouped {
+  hcclComm_t comm;
+  synStreamHandle stream;
+  hccl::Program program;
+};
+thread_local int group_depth = 0;
+thread_local std::vector<Grouped> grouped;
+
 hcclResult_t run(hccl::Collective collective, const void* sendbuff, void* recvbuff, size_t count,
                  hcclDataType_t datatype, hcclRedOp_t reduce_op, int root, hcclComm_t comm, synStreamHandle stream) {
   const char* function = function_of(collective);
@@ -202,27 +243,14 @@ hcclResult_t run(hccl::Collective collective, const void* sendbuff, void* recvbu
     if (std::getenv("HPUSIM_HCCL_DUMP") != nullptr) {
       std::fprintf(stderr, "%s rank %u:\n%s", function, comm->rank, hccl::to_text(program).c_str());
     }
-    const uint64_t start_ps = d.runtime->host_now_ps();
-    api::charge(hpusim::platform::HostWork::kLaunch);
-    // After the communicator's previous collective, wherever it ran.
-    if (comm->last_seq != 0 && comm->last_queue != st.queue && !d.runtime->completed(comm->last_seq)) {
-      rt::Runtime::Signal before;
-      if (const auto r = d.runtime->signal(comm->last_queue, &before, nullptr); !r.ok()) return api::finish(r);
-      if (const auto r = d.runtime->wait_on_device(st.queue, before); !r.ok()) return api::finish(r);
+    if (group_depth > 0) {
+      if (!point_to_point) {
+        return api::fail(synInvalidArgument, std::string(function) + ": only hcclSend and hcclRecv may be grouped");
+      }
+      grouped.push_back({comm, stream, std::move(program)});
+      return api::succeed();
     }
-    const uint32_t monitor = rt::Runtime::kWaitMonitorBase + hpusim::regs::to_index(st.queue);
-    uint64_t seq = 0;
-    const auto submitted = d.runtime->submit_program(
-        st.queue, program.sob_count, [&](uint32_t first_sob) { return hccl::emit(program, first_sob, st.queue, monitor); },
-        &seq);
-    if (!submitted.ok()) return api::fail(synFail, std::string(function) + ": " + submitted.message);
-    st.last_seq = seq;
-    st.waits.clear();   // the device orders the collective after them
-    comm->last_seq = seq;
-    comm->last_queue = st.queue;
-    api::host_span(d, function, start_ps, true,
-                   {{"bytes", std::to_string(program.nic_bytes)}, {"rank", std::to_string(comm->rank)}});
-    return api::succeed();
+    return submit(d, st, {comm}, program, function);
   });
   return result_of(status);
 }
@@ -377,6 +405,39 @@ hcclResult_t hcclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, hc
                           hcclComm_t comm, synStreamHandle stream) {
   return run(hccl::Collective::AllToAll, sendbuff, recvbuff, count, datatype, hcclSum, 0, comm, stream);
 }
+hcclResult_t hcclGroupStart(void) {
+  ++group_depth;
+  return hcclSuccess;
+}
+
+hcclResult_t hcclGroupEnd(void) {
+  if (group_depth == 0) return fail(hcclInvalidUsage, "hcclGroupEnd: no hcclGroupStart before it");
+  if (--group_depth > 0) return hcclSuccess;
+  const std::vector<Grouped> calls = std::move(grouped);
+  grouped.clear();
+  // One submission per stream, streams in the order of their first call.
+  std::vector<synStreamHandle> streams;
+  for (const Grouped& g : calls)
+    if (std::find(streams.begin(), streams.end(), g.stream) == streams.end()) streams.push_back(g.stream);
+  hcclResult_t result = hcclSuccess;
+  for (const synStreamHandle stream : streams) {
+    std::vector<hccl::Program> parts;
+    std::vector<hcclComm_t> comms;
+    for (const Grouped& g : calls) {
+      if (g.stream != stream) continue;
+      if (!live(g.comm)) return fail(hcclInvalidUsage, "hcclGroupEnd: a grouped call's communicator was destroyed");
+      parts.push_back(g.program);
+      if (std::find(comms.begin(), comms.end(), g.comm) == comms.end()) comms.push_back(g.comm);
+    }
+    const hccl::Program merged = hccl::merge(parts);
+    const synStatus status = api::on_stream("hcclGroupEnd", stream, [&](api::Device& d, api::Stream& st) {
+      return submit(d, st, comms, merged, "hcclGroupEnd");
+    });
+    if (status != synSuccess && result == hcclSuccess) result = result_of(status);
+  }
+  return result;
+}
+
 hcclResult_t hcclSend(const void* sendbuff, size_t count, hcclDataType_t datatype, int peer, hcclComm_t comm,
                       synStreamHandle stream) {
   return run(hccl::Collective::Send, sendbuff, nullptr, count, datatype, hcclSum, peer, comm, stream);

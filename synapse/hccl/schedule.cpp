@@ -534,6 +534,34 @@ std::string plan(const Topology& topology, unsigned rank, const Request& request
 
 namespace hpusim::synapse::hccl {
 
+Program merge(const std::vector<Program>& parts) {
+  Program out;
+  out.start_sob = 0;
+  out.sob_count = 1;
+  std::map<regs::QueueId, size_t> index;
+  std::map<uint32_t, uint16_t> finals{{0, 1}};
+  for (const Program& p : parts) {
+    const uint32_t offset = out.sob_count;
+    const auto renumbered = [&](uint32_t sob) { return sob == p.start_sob ? 0 : offset + sob; };
+    for (const QueueOps& q : p.queues) {
+      const auto [it, fresh] = index.emplace(q.queue, out.queues.size());
+      if (fresh) out.queues.push_back({q.queue, {}});
+      for (Op op : q.ops) {
+        op.sob = renumbered(op.sob);
+        out.queues[it->second].ops.push_back(op);
+      }
+    }
+    for (const auto& [sob, value] : p.final_values)
+      if (sob != p.start_sob) finals[renumbered(sob)] = value;
+    out.sob_count = offset + p.sob_count;
+    out.nic_bytes += p.nic_bytes;
+    out.op = p.op;
+    out.type = p.type;
+  }
+  out.final_values.assign(finals.begin(), finals.end());
+  return out;
+}
+
 std::string to_text(const Program& program) {
   std::string out;
   const auto hexa = [](uint64_t v) {

@@ -98,6 +98,9 @@ std::string plan(const Topology& topology, unsigned rank, const Request& request
 }  // namespace hpusim::synapse::hccl
 
 namespace hpusim::synapse::hccl {
+// One program that runs `parts` together (a group of calls: hcclGroupStart / End): their ops
+// appended per queue in order, every part started by one start sync object, the others renumbered.
+Program merge(const std::vector<Program>& parts);
 // The program as text, one op per line under its queue (HPUSIM_HCCL_DUMP prints it per call).
 std::string to_text(const Program& program);
 }  // namespace hpusim::synapse::hccl

@@ -467,8 +467,8 @@ namespace {
 
 // Point to point on an HLS-2 box (each message striped over the three links of its pair): a
 // chain 0 -> 3 -> 1, rank 3 receiving before it passes its own buffer on; a rank sending to
-// itself is refused. (Calls on one stream run in order, so a cycle of sends would wait on itself:
-// without group calls, a cycle needs a stream per direction.)
+// itself is refused; then a cycle of sends and receives, each rank's pair grouped (calls on one
+// stream run in order, so ungrouped the cycle would wait on itself).
 TEST(Hccl, SendAndRecvMoveBuffersBetweenRanks) {
   Box box("hls2", 4);
   const uint64_t count = 70001, es = 2;
@@ -495,6 +495,24 @@ TEST(Hccl, SendAndRecvMoveBuffersBetweenRanks) {
   EXPECT_TRUE(box.get(1, recv[1], count * es) == x[3]) << "rank 1 got rank 3's buffer";
   EXPECT_EQ(send_to(2, 2), hcclInvalidArgument);
   EXPECT_NE(error().find("hcclSend: peer 2 is this rank"), std::string::npos) << error();
+
+  // A cycle 0 -> 1 -> 2 -> 3 -> 0 in one group per rank (each rank's send and receive go in one
+  // submission, so neither waits behind the other).
+  for (unsigned r = 0; r < 4; ++r) {
+    ASSERT_EQ(hcclGroupStart(), hcclSuccess);
+    ASSERT_EQ(send_to(r, (r + 1) % 4), hcclSuccess) << error();
+    ASSERT_EQ(recv_from(r, (r + 3) % 4), hcclSuccess) << error();
+    ASSERT_EQ(hcclGroupEnd(), hcclSuccess) << error();
+  }
+  box.synchronize();
+  for (unsigned r = 0; r < 4; ++r) EXPECT_TRUE(box.get(r, recv[r], count * es) == x[(r + 3) % 4]) << "rank " << r;
+  // Only sends and receives group; an end needs a start.
+  ASSERT_EQ(hcclGroupStart(), hcclSuccess);
+  EXPECT_EQ(hcclBarrier(box.comms[0], box.streams[0]), hcclInvalidArgument);
+  EXPECT_NE(error().find("hcclBarrier: only hcclSend and hcclRecv may be grouped"), std::string::npos) << error();
+  ASSERT_EQ(hcclGroupEnd(), hcclSuccess);
+  EXPECT_EQ(hcclGroupEnd(), hcclInvalidUsage);
+  EXPECT_NE(error().find("hcclGroupEnd: no hcclGroupStart before it"), std::string::npos) << error();
 }
 
 }  // namespace

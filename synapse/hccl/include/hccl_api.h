@@ -86,7 +86,12 @@ hcclResult_t hcclReduce(const void* sendbuff, void* recvbuff, size_t count, hccl
 hcclResult_t hcclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, hcclDataType_t datatype,
                           hcclComm_t comm, synStreamHandle stream);
 /* Point to point: `count` elements to / from rank `peer`, striped over the links joining the two
- * cards. A pair's sends and receives pair up in the order both ranks issue them. */
+ * cards. A pair's sends and receives pair up in the order both ranks issue them. Between
+ * hcclGroupStart and hcclGroupEnd they are gathered and submitted together at the end, one
+ * submission per stream, so sends and receives in a cycle do not wait on each other (only sends
+ * and receives may be grouped). */
+hcclResult_t hcclGroupStart(void);
+hcclResult_t hcclGroupEnd(void);
 hcclResult_t hcclSend(const void* sendbuff, size_t count, hcclDataType_t datatype, int peer, hcclComm_t comm,
                       synStreamHandle stream);
 hcclResult_t hcclRecv(void* recvbuff, size_t count, hcclDataType_t datatype, int peer, hcclComm_t comm,
