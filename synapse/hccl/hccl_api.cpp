@@ -209,11 +209,13 @@ hcclResult_t run(hccl::Collective collective, const void* sendbuff, void* recvbu
                                          " is not supported (hcclSum, hcclMin, hcclMax)");
   }
   const bool point_to_point = collective == hccl::Collective::Send || collective == hccl::Collective::Recv;
-  if (root < 0 || static_cast<unsigned>(root) >= comm->ranks || (point_to_point && static_cast<unsigned>(root) == comm->rank)) {
-    return fail(hcclInvalidArgument, std::string(function) + (point_to_point ? ": peer " : ": root ") + std::to_string(root) +
-                                         (point_to_point && root >= 0 && static_cast<unsigned>(root) == comm->rank
-                                              ? " is this rank"
-                                              : " of a communicator of " + std::to_string(comm->ranks) + " ranks"));
+  const std::string role = point_to_point ? ": peer " : ": root ";
+  if (root < 0 || static_cast<unsigned>(root) >= comm->ranks) {
+    return fail(hcclInvalidArgument, std::string(function) + role + std::to_string(root) + " of a communicator of " +
+                                         std::to_string(comm->ranks) + " ranks");
+  }
+  if (point_to_point && static_cast<unsigned>(root) == comm->rank) {
+    return fail(hcclInvalidArgument, std::string(function) + role + std::to_string(root) + " is this rank");
   }
   q.root = static_cast<unsigned>(root);
   if (collective != hccl::Collective::Barrier && count == 0) return hcclSuccess;
