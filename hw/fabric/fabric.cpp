@@ -36,6 +36,64 @@ Fabric::Fabric(sc_core::sc_module_name name, const FabricConfig& config)
   masters_socket.register_nb_transport_fw(this, &Fabric::forward);
   masters_socket.register_transport_dbg(this, &Fabric::debug_transport);
   targets_socket.register_nb_transport_bw(this, &Fabric::backward);
+  end_of_delta_.on_update = [this] { pass_entered(); };
+}
+
+void Fabric::enter(bool forward, int port, tlm::tlm_generic_payload& trans, Picoseconds at) {
+  // From outside the kernel's evaluation (the host's access between runs) nothing else is running:
+  // it goes through at once, and a target's error reaches the host synchronously.
+  if (sc_core::sc_get_status() != sc_core::SC_RUNNING) {
+    if (forward) {
+      pass_forward(port, trans, at);
+    } else {
+      pass_backward(port, trans, at);
+    }
+    return;
+  }
+  if (passing_now_) {   // entered while the delta's entries pass (a target answering at once)
+    late_.push_back({forward, port, entered_seq_++, &trans, at});
+    return;
+  }
+  entered_.push_back({forward, port, entered_seq_++, &trans, at});
+  if (entered_.size() == 1) end_of_delta_.request_update();
+}
+
+void Fabric::pass_entered() {
+  passing_.swap(entered_);
+  entered_.clear();
+  // A round-robin arbiter: each port's k-th transaction of the cycle goes after every port's
+  // (k-1)-th, and among the k-th ones the first in line moves on by one port each pass.
+  const int masters = static_cast<int>(masters_.size()), targets = static_cast<int>(targets_.size());
+  const int first_master = static_cast<int>(passes_ % static_cast<uint64_t>(masters));
+  const int first_target = static_cast<int>(passes_ % static_cast<uint64_t>(targets));
+  ++passes_;
+  turns_.assign(masters_.size() + targets_.size(), 0);
+  for (Entered& e : passing_) {   // in order of entry
+    e.turn = turns_[static_cast<size_t>(e.forward ? e.port : masters + e.port)]++;
+    e.in_line = e.forward ? (e.port - first_master + masters) % masters : (e.port - first_target + targets) % targets;
+  }
+  std::sort(passing_.begin(), passing_.end(), [](const Entered& a, const Entered& b) {
+    if (a.forward != b.forward) return a.forward;
+    if (a.turn != b.turn) return a.turn < b.turn;
+    if (a.in_line != b.in_line) return a.in_line < b.in_line;
+    return a.seq < b.seq;
+  });
+  // Passing one on may make another enter (a target that answers at once): it is caused by the
+  // one passing, so it passes right after the delta's own, in the order they came.
+  passing_now_ = true;
+  for (size_t i = 0; i < passing_.size(); ++i) pass(passing_[i]);
+  for (size_t i = 0; i < late_.size(); ++i) pass(late_[i]);   // late_ may grow while passing
+  late_.clear();
+  passing_now_ = false;
+  passing_.clear();
+}
+
+void Fabric::pass(const Entered& e) {
+  if (e.forward) {
+    pass_forward(e.port, *e.trans, e.at);
+  } else {
+    pass_backward(e.port, *e.trans, e.at);
+  }
 }
 
 unsigned Fabric::add_port(std::vector<Port>& ports, const std::string& name, double bytes_per_cycle) {
@@ -80,7 +138,11 @@ bool Fabric::fits_in_range(uint64_t address, uint64_t length) const {
 tlm::tlm_sync_enum Fabric::forward(int master, tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase,
                                    sc_core::sc_time& delay) {
   if (phase != tlm::BEGIN_REQ) throw std::logic_error("fabric: unexpected phase on the forward path");
-  const Picoseconds arrival = now_ps() + delay.value();
+  enter(true, master, trans, now_ps() + delay.value());
+  return tlm::TLM_ACCEPTED;
+}
+
+void Fabric::pass_forward(int master, tlm::tlm_generic_payload& trans, Picoseconds arrival) {
   const uint64_t length = trans.get_data_length();
   const int target = decode(trans.get_address());
   FabricRoute& route = route_of(trans);
@@ -97,7 +159,7 @@ tlm::tlm_sync_enum Fabric::forward(int master, tlm::tlm_generic_payload& trans, 
     tlm::tlm_phase response = tlm::BEGIN_RESP;
     sc_core::sc_time back = delay_until(arrival + 2 * latency_ps());
     masters_socket[master]->nb_transport_bw(trans, response, back);
-    return tlm::TLM_ACCEPTED;
+    return;
   }
 
   Port& out = targets_[target];
@@ -111,7 +173,6 @@ tlm::tlm_sync_enum Fabric::forward(int master, tlm::tlm_generic_payload& trans, 
   tlm::tlm_phase request = tlm::BEGIN_REQ;
   sc_core::sc_time forward_delay = delay_until(at_target);
   targets_socket[target]->nb_transport_fw(trans, request, forward_delay);
-  return tlm::TLM_ACCEPTED;
 }
 
 tlm::tlm_sync_enum Fabric::backward(int target, tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase,
@@ -121,7 +182,12 @@ tlm::tlm_sync_enum Fabric::backward(int target, tlm::tlm_generic_payload& trans,
   if (route.target != target || route.master < 0) {
     throw std::logic_error("fabric: response from " + targets_[target].name + " for a transaction it never received");
   }
-  const Picoseconds ready = now_ps() + delay.value();
+  enter(false, target, trans, now_ps() + delay.value());
+  return tlm::TLM_COMPLETED;
+}
+
+void Fabric::pass_backward(int target, tlm::tlm_generic_payload& trans, Picoseconds ready) {
+  FabricRoute& route = route_of(trans);
   const uint64_t data = trans.is_read() ? trans.get_data_length() : 0;
   Port& out = targets_[target];
   Port& in = masters_[route.master];
@@ -133,7 +199,6 @@ tlm::tlm_sync_enum Fabric::backward(int target, tlm::tlm_generic_payload& trans,
   int master = route.master;
   route.master = -1;
   masters_socket[master]->nb_transport_bw(trans, response, back);
-  return tlm::TLM_COMPLETED;
 }
 
 unsigned Fabric::debug_transport(int, tlm::tlm_generic_payload& trans) {

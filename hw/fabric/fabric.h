@@ -1,7 +1,11 @@
 // The on-chip fabric: routes memory-protocol transactions from master ports (engines, DMA, the
 // PCIe endpoint, bench traffic) to target ports (HBM, SRAM, CFG space, the PCIe host window) by
 // address. Each port direction is a bandwidth server, so traffic through a shared port contends;
-// each traversal adds a fixed latency.
+// each traversal adds a fixed latency. Transactions that enter in the same delta cycle reserve
+// the ports as a round-robin arbiter grants them (one transaction of each port in turn, requests
+// by master port and responses by target port, the first in line moving on each cycle), not in
+// the order the kernel happened to run their initiators: same-time contention resolves the same way
+// whatever else the process simulates (another card, or a card's peer in another process).
 #pragma once
 
 #include <systemc>
@@ -90,11 +94,36 @@ class Fabric : public sc_core::sc_module {
     unsigned target;
   };
 
+  // A transaction as it entered, to pass on once its delta cycle's processes have run.
+  struct Entered {
+    bool forward;               // towards a target (else a response towards its master)
+    int port;                   // the master port it came by (forward) or the target port
+    uint64_t seq;               // order of entry
+    tlm::tlm_generic_payload* trans;
+    Picoseconds at;             // when it reached the fabric (now + the caller's delay)
+    uint32_t turn = 0;          // its port's how-manieth in the cycle (0: first)
+    int in_line = 0;            // its port's place in the round-robin this cycle
+  };
+
   unsigned add_port(std::vector<Port>& ports, const std::string& name, double bytes_per_cycle);
   tlm::tlm_sync_enum forward(int master, tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase,
                              sc_core::sc_time& delay);
   tlm::tlm_sync_enum backward(int target, tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase,
                               sc_core::sc_time& delay);
+  void enter(bool forward, int port, tlm::tlm_generic_payload& trans, Picoseconds at);
+  // The update phase of the delta cycle: passes on what entered in it, in a fixed order.
+  void pass_entered();
+  void pass(const Entered& e);
+  // Calls back in the update phase of a delta cycle in which it was asked to (a primitive
+  // channel's update: after every process of the cycle has run).
+  struct EndOfDelta : sc_core::sc_prim_channel {
+    EndOfDelta() : sc_core::sc_prim_channel(sc_core::sc_gen_unique_name("end_of_delta")) {}
+    std::function<void()> on_update;
+    void request_update() { sc_core::sc_prim_channel::request_update(); }
+    void update() override { on_update(); }
+  };
+  void pass_forward(int master, tlm::tlm_generic_payload& trans, Picoseconds arrival);
+  void pass_backward(int target, tlm::tlm_generic_payload& trans, Picoseconds ready);
   unsigned debug_transport(int master, tlm::tlm_generic_payload& trans);
   bool fits_in_range(uint64_t address, uint64_t length) const;
   static FabricPortStats stats_of(const Port& port);
@@ -105,6 +134,14 @@ class Fabric : public sc_core::sc_module {
   std::vector<Range> ranges_;   // sorted by base
   uint64_t unmapped_accesses_ = 0;
   RazwiPort razwi_{"razwi"};
+  std::vector<Entered> entered_;
+  std::vector<Entered> passing_;
+  std::vector<Entered> late_;
+  bool passing_now_ = false;
+  uint64_t entered_seq_ = 0;
+  uint64_t passes_ = 0;
+  std::vector<uint32_t> turns_;   // per port (masters, then targets): transactions this cycle
+  EndOfDelta end_of_delta_;
 };
 
 }  // namespace hpusim::hw
