@@ -138,6 +138,7 @@ class NicPort : public sc_core::sc_module, public RegisterBlock, public EngineSt
   // Joined to a port simulated elsewhere (another process) through `tx` and `rx` (NicRemoteEnd
   // binds them): the far port's address and its receive buffer (this port's credits).
   void mark_remote(uint32_t peer_address, uint32_t peer_rx_buffer_packets);
+  bool remote() const { return remote_; }
   // The port's address in its box (nic_address: what a switch routes by and a peer names).
   void set_address(uint32_t address) { address_ = address; }
   uint32_t address() const { return address_; }

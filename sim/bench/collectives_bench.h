@@ -28,7 +28,10 @@ struct CollectivesBenchOptions {
   unsigned warmup = 1, iterations = 2;
   bool in_place = true;               // false: separate send and receive buffers (more memory)
   std::string json_path;
-  std::string trace_path;             // the run's timeline (.json: Chrome JSON, else Perfetto)
+  std::string trace_path;             // the run's timeline (.json: Chrome JSON, else Perfetto; a split
+                                      // box's processes each write theirs, name.rank<r>.json)
+  bool distributed = false;           // the box split between the processes of an MPI run (mpirun
+                                      // -np N hpusim bench collectives --mpi): rank 0 prints
 };
 
 struct CollectivesBenchRow {
@@ -37,6 +40,7 @@ struct CollectivesBenchRow {
   uint64_t count = 0;                 // elements per call's count argument
   unsigned ranks = 0;
   double time_us = 0;                 // per call, the slowest rank
+  std::vector<uint64_t> rank_time_ns; // each card's device time for the timed calls, in box order
   double algbw = 0, busbw = 0;        // GB/s (1e9 B/s)
   double hccl_algbw = 0;              // hccl_demo's Algo BW (all_gather: per-rank input / time)
   double bound_busbw = 0;             // the ports' goodput: no bus bandwidth can pass it
@@ -46,7 +50,8 @@ struct CollectivesBenchRow {
   double wall_s = 0;
 };
 
-// Throws std::invalid_argument for a bad option (unknown collective, box, sizes).
+// Throws std::invalid_argument for a bad option (unknown collective, box, sizes). A split box
+// returns the rows on every process; only rank 0 prints them and writes the JSON.
 std::vector<CollectivesBenchRow> run_collectives_bench(const CollectivesBenchOptions& options, std::ostream& out);
 
 }  // namespace hpusim::bench

@@ -601,6 +601,8 @@ int command_bench_collectives(const std::vector<std::string>& args) {
       ("warmup", count_value(1), "untimed calls first")
       ("iterations,n", count_value(2), "timed calls")
       ("out-of-place", "separate send and receive buffers (twice the device memory)")
+      ("mpi", "split the box between the processes of an MPI run (mpirun -np N hpusim bench collectives --mpi): "
+              "same cycles, rank 0 prints")
       ("trace", po::value<std::string>(), "write the timeline: NIC, DMA and host tracks (.json: Chrome JSON, else Perfetto)")
       ("json", po::value<std::string>(), "write the rows as a JSON array");
   po::variables_map vm = parse(args, options);
@@ -624,6 +626,7 @@ int command_bench_collectives(const std::vector<std::string>& args) {
   bench.warmup = vm["warmup"].as<Count>().value;
   bench.iterations = vm["iterations"].as<Count>().value;
   bench.in_place = vm.count("out-of-place") == 0;
+  bench.distributed = vm.count("mpi") != 0;
   if (vm.count("trace")) bench.trace_path = vm["trace"].as<std::string>();
   if (vm.count("json")) bench.json_path = vm["json"].as<std::string>();
   try {

@@ -227,7 +227,13 @@ bool CoSimulation::may_act(const Track& me, uint64_t at) const {
 
 void CoSimulation::advance_device_to(uint64_t ps) {
   const uint64_t now = hw::now_ps();
-  if (ps > now) sc_core::sc_start(sc_core::sc_time::from_value(ps - now));
+  if (ps > now) {
+    if (runner_ != nullptr) {
+      runner_->run_towards(ps);
+    } else {
+      sc_core::sc_start(sc_core::sc_time::from_value(ps - now));
+    }
+  }
   device_ps_ = hw::now_ps();
 }
 
@@ -235,8 +241,8 @@ bool CoSimulation::advance(uint64_t target) {
   const bool anyone_waits = std::any_of(tracks_.begin(), tracks_.end(), [](const auto& t) {
     return t->phase == Track::Phase::kWaiting && !t->woken_ps;
   });
-  if (!anyone_waits) {   // no event to stop at: one run
-    advance_device_to(target);
+  if (!anyone_waits) {   // no event to stop at: one run (a runner may cut it in windows)
+    while (hw::now_ps() < target) advance_device_to(target);
     return true;
   }
   for (HostPort* port : ports_) port->set_pause_on_news(true);
@@ -368,6 +374,16 @@ void CoSimulation::lock(unsigned id) {
   // Only a thread bound to its own track is ordered; the default track may be shared.
   const bool ordered = me.holder == self;
   const uint64_t request = me.clock.now_ps();
+  // A track waiting for the device may still wake before `request` and ask first: the device goes
+  // there first (as for an access), so the lock is taken in causal order and a lock held for no
+  // host time never moves another track's clock.
+  const bool someone_may_wake = std::any_of(tracks_.begin(), tracks_.end(), [&](const auto& t) {
+    return t.get() != &me && t->phase == Track::Phase::kWaiting && !t->woken_ps;
+  });
+  if (ordered && someone_may_wake && device_ps_ < request) {
+    act_at(me, box, request, [] {});
+    me.phase = Track::Phase::kHost;
+  }
   if (ordered) {
     me.phase = Track::Phase::kLocking;
     me.wants = &lock;

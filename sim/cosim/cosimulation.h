@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/cosim/device_runner.h"
 #include "sim/cosim/host_clock.h"
 #include "sim/cosim/host_port.h"
 #include "sim/cosim/sim_thread.h"
@@ -131,6 +132,10 @@ class CoSimulation {
   // Lets the device run until host time (no-op if it is already there).
   void sync_device();
 
+  // From now on the device moves forward through `runner` (nullptr: sc_start itself); it must
+  // outlive its use. Call on the simulation thread or while no host thread uses the loop.
+  void set_device_runner(DeviceRunner* runner) { runner_ = runner; }
+
  private:
   struct Track;
   struct HostLock;
@@ -164,7 +169,8 @@ class CoSimulation {
   // Simulation thread: advances the device towards `target`, pausing when a port has news; a
   // waiting track whose event happened is marked woken. Returns false if a track woke.
   bool advance(uint64_t target);
-  void advance_device_to(uint64_t ps);   // simulation thread only
+  // Simulation thread only: towards `ps`; it may stop short (DeviceRunner), advance() looks again.
+  void advance_device_to(uint64_t ps);
   void finish_call(Track& me);
   // wait_for_interrupt (take) and await_interrupt (look only).
   std::optional<uint32_t> interrupt_wait(HostPort& port, uint64_t timeout_ps, bool take, uint64_t* arrived_ps = nullptr);
@@ -178,6 +184,7 @@ class CoSimulation {
   std::vector<std::unique_ptr<Track>> tracks_;   // [0]: the default track
   std::vector<std::unique_ptr<HostLock>> locks_;   // under the box mutex
   uint64_t device_ps_ = 0;   // the device's time after its last run (under the box mutex)
+  DeviceRunner* runner_ = nullptr;
 };
 
 }  // namespace hpusim::cosim

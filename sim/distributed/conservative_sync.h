@@ -1,57 +1,88 @@
 // Processes (MPI ranks) that each simulate part of a system joined at NIC links, kept in step by
-// conservative synchronisation, as SST does (reference: collectives-and-scale-out, section 4): the
-// lookahead is the smallest latency of the links between processes, agreed by all ranks. Each
-// window, every rank simulates one lookahead (less a picosecond, so a message is always due after
-// the window it was sent in), then the ranks exchange what their links' remote ends sent and each
-// injects what came for it, before it is due. The result does not depend on the number of
-// processes: a port sees the same arrivals at the same times as with its peer in its own process.
+// conservative synchronisation, as SST does (reference: collectives-and-scale-out, section 4). The
+// lookahead L is the smallest latency of the links between processes, agreed by all ranks.
+//
+// Time is cut in windows that end at the same time on every rank. A rank runs its device freely
+// inside the current window; at its end it meets the others: each hands over what its links'
+// remote ends sent (delivered to the far ports before it is due) and says how soon it could next
+// send anything: e = the earliest of its run's target (its host acts no sooner), its next pending
+// event and the arrivals it just sent. The next window ends at min(e) + L - 1 over all ranks, so
+// anything sent inside it arrives after it ends, and idle stretches pass in one window. A port
+// therefore sees the same arrivals at the same times as with its peer in its own process.
+//
+// A rank runs windows only when its own host or loop asks it to (through the co-simulation, as
+// its DeviceRunner), so every rank must keep calling in until all are done: leave() says this
+// rank is done and keeps it meeting the others until every rank has left.
 #pragma once
 
 #include <mpi.h>
 
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <vector>
 
 #include "hw/common/mem_protocol.h"
 #include "hw/nic/nic_remote_end.h"
+#include "sim/cosim/device_runner.h"
 
 namespace hpusim::distributed {
 
 struct SyncStats {
-  uint64_t windows = 0;
+  uint64_t windows = 0;             // meetings at a window's end
+  uint64_t windows_with_data = 0;   // of which some rank sent messages
   uint64_t messages_sent = 0, bytes_sent = 0;
+  uint64_t longest_window_ps = 0;
+  double wait_s = 0;                // wall time waiting for the other ranks
 };
 
-class ConservativeSync {
+class ConservativeSync : public cosim::DeviceRunner {
  public:
-  // MPI must be initialised (and outlive this object).
+  // MPI must be initialised (at least MPI_THREAD_SERIALIZED if other threads use MPI too) and
+  // outlive this object. Every rank of `comm` takes part; the synchronisation talks on its own
+  // duplicate of it, so the program's messages on `comm` never mix with its own.
   explicit ConservativeSync(MPI_Comm comm = MPI_COMM_WORLD);
+  ~ConservativeSync() override;
+  ConservativeSync(const ConservativeSync&) = delete;
+  ConservativeSync& operator=(const ConservativeSync&) = delete;
 
   int rank() const { return rank_; }
   int ranks() const { return size_; }
   // A link end whose far port is simulated by `peer_rank` (before start()).
   void add(hw::NicRemoteEnd& end, int peer_rank);
-  // Collective: the lookahead is the smallest of every rank's `link_latency_ps` (the latency of
-  // its links to other ranks). Throws std::invalid_argument for a lookahead under 2 ps.
-  void start(hw::Picoseconds link_latency_ps);
+  // Collective, before any window: the lookahead is the smallest of every rank's
+  // `link_latency_ps` (the latency of its links to other ranks; UINT64_MAX for none) and the first
+  // window starts at the latest of every rank's `start_ps`, which it returns: no link may carry
+  // anything before it (std::logic_error otherwise). Throws std::invalid_argument for a lookahead
+  // under 2 ps.
+  hw::Picoseconds start(hw::Picoseconds link_latency_ps, hw::Picoseconds start_ps);
   hw::Picoseconds lookahead() const { return lookahead_; }
+  hw::Picoseconds window_end() const { return window_end_; }
 
-  // Collective: simulates window by window while `busy` holds on any rank (and one window after,
-  // for what is still on the links), at most until `limit_ps` of simulated time. False if the
-  // limit was reached first.
-  bool run_while(const std::function<bool()>& busy, hw::Picoseconds limit_ps);
+  // Simulation thread (DeviceRunner): runs towards `target_ps`, stopping at the window's end
+  // (after meeting the others there) or when the kernel is paused.
+  void run_towards(uint64_t target_ps) override;
+  // Simulation thread: runs to `target_ps`, window by window.
+  void run_to(uint64_t target_ps);
+  // Simulation thread, collective: this rank has nothing more of its own to simulate; it keeps
+  // running windows (its ports still answer) until every rank has left. Nothing runs after.
+  void leave();
+  bool finished() const { return finished_; }
+
+  // Collective, outside the windows (before start() or after leave()): the largest `value` of any
+  // rank.
+  uint64_t agree_max(uint64_t value);
 
   const SyncStats& stats() const { return stats_; }
 
  private:
-  void window();
-  void exchange();
+  void meet(uint64_t target_ps, bool leaving);
+  void wait(MPI_Request& request);
 
   MPI_Comm comm_;
   int rank_ = 0, size_ = 1;
   hw::Picoseconds lookahead_ = 0;
+  hw::Picoseconds window_end_ = 0;
+  bool finished_ = false;
   std::vector<std::pair<hw::NicRemoteEnd*, int>> ends_;
   std::map<uint32_t, hw::NicRemoteEnd*> by_link_;
   SyncStats stats_;

@@ -2,6 +2,8 @@
 // on its first device acquire: the platform is built from the acquire's preset and overrides and
 // lives until the program exits. It is never destroyed: static destruction at exit would tear
 // SystemC down under it in no defined order.
+#include <cstdlib>
+
 #include "sim/platform/platform.h"
 
 namespace hpusim::platform {
@@ -16,9 +18,13 @@ std::string boot_platform(const BootRequest& request) {
   options.cards = request.cards != 0 ? request.cards : 1;   // with a box, 1 is the box's count
   options.trace_path = request.trace_path;
   options.trace_packets = request.trace_packets;
+  options.distributed = request.distributed;
   try {
     if (!request.host_time.empty()) options.time_source = cosim::parse_host_time_source(request.host_time);
     new Platform(options);   // Platform::current() from now on
+    // A split box's process keeps its cards running for the others until all are done, and ends
+    // MPI, when the program exits (the platform itself is never destroyed).
+    if (options.distributed) std::atexit([] { Platform::current()->leave_at_exit(); });
   } catch (const std::exception& e) {
     return std::string("the card could not be built: ") + e.what();
   }

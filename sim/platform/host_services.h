@@ -39,6 +39,8 @@ struct BootRequest {
   std::string trace_path;   // empty: not traced
   std::string host_time;    // "modeled" | "measured" (HPUSIM_HOST_TIME); empty: the running platform's, or modeled
   bool trace_packets = false;   // packet-level events in the trace (HPUSIM_TRACE_DETAIL=packets)
+  bool distributed = false;     // asks for the box split between the processes of an MPI run
+                                // (HPUSIM_DISTRIBUTED=mpi); false: whatever is running
 };
 
 class HostServices {
@@ -55,6 +57,9 @@ class HostServices {
   virtual traces::Timeline* timeline() = 0;
   // The cards of the box (device files /dev/hl0 .. /dev/hl<cards-1>).
   virtual unsigned cards() = 0;
+  // The box index of /dev/hl0: 0 unless the box is split between processes (each simulates some of
+  // its cards, and box_text() then describes the whole box).
+  virtual unsigned first_card() { return 0; }
   // The box preset the cards are joined by, as text (sim/preset's Box, its links between the cards
   // built), or "" when the cards are not in a box: what a collective library reads as the
   // server's connectivity (the real HCL has it compiled in per server type).

@@ -1,7 +1,10 @@
 #include "sim/platform/platform.h"
 
+#include <mpi.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <exception>
 #include <thread>
 #include <stdexcept>
@@ -9,9 +12,12 @@
 #include "arch/uapi/uapi.h"
 #include "hw/card/card.h"
 #include "hw/card/card_tracer.h"
+#include "hw/nic/nic_port.h"
+#include "hw/nic/nic_remote_end.h"
 #include "hw/nic/nic_switch.h"
 #include "hw/pcie/host_memory.h"
 #include "sim/cosim/host_port.h"
+#include "sim/distributed/conservative_sync.h"
 #include "sim/platform/card_link.h"
 #include "traces/timeline.h"
 
@@ -63,11 +69,37 @@ Platform::Platform(const PlatformOptions& options) : options_(options) {
   } else {
     preset_ = options_.resolved_preset ? *options_.resolved_preset : preset::load_preset(options_.preset, options_.overrides);
   }
+  if (options_.distributed && !box_) throw std::invalid_argument("platform: a simulation split between processes needs a box");
+  box_cards_ = options_.cards;
   Platform* expected = nullptr;
   if (!g_current.compare_exchange_strong(expected, this)) {
     throw std::runtime_error("platform: this process already has one (SystemC elaborates once per process)");
   }
   try {
+    if (options_.distributed) {
+      int initialised = 0;
+      MPI_Initialized(&initialised);
+      if (!initialised) {
+        int provided = 0;
+        MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
+        owns_mpi_ = true;
+      }
+      int level = 0;
+      MPI_Query_thread(&level);
+      if (level < MPI_THREAD_SERIALIZED) {
+        throw std::runtime_error("platform: MPI was initialised for one thread; the simulation thread uses it too "
+                                 "(MPI_Init_thread with MPI_THREAD_SERIALIZED or more, or let the platform initialise it)");
+      }
+      sync_ = std::make_unique<distributed::ConservativeSync>();
+      process_rank_ = sync_->rank();
+      const unsigned processes = static_cast<unsigned>(sync_->ranks()), me = static_cast<unsigned>(sync_->rank());
+      if (processes > box_cards_) {
+        throw std::invalid_argument("platform: " + std::to_string(processes) + " processes share a box of " +
+                                    std::to_string(box_cards_) + " cards (at most one process per card)");
+      }
+      first_card_ = me * box_cards_ / processes;
+      options_.cards = (me + 1) * box_cards_ / processes - first_card_;
+    }
     if (options_.timeline != nullptr) {
       timeline_ = options_.timeline;
     } else {
@@ -78,8 +110,11 @@ Platform::Platform(const PlatformOptions& options) : options_(options) {
     }
     if (timeline_ != nullptr && options_.trace_packets) timeline_->set_packets(true);
     cosim_ = std::make_unique<cosim::CoSimulation>(options_.time_source, link_costs(preset_.host()));
-    const bool box = options_.cards > 1;
-    const auto indexed = [box](const std::string& name, unsigned i) { return box ? name + std::to_string(i) : name; };
+    const bool box = box_cards_ > 1;
+    // Names carry the card's index in the box (a split box's processes name their cards alike).
+    const auto indexed = [this, box](const std::string& name, unsigned i) {
+      return box ? name + std::to_string(first_card_ + i) : name;
+    };
     // What the BIOS and PCIe enumeration provide: one host memory, each card, its root port and
     // the MSI routing.
     const auto& map = preset_.memory_map();
@@ -92,12 +127,12 @@ Platform::Platform(const PlatformOptions& options) : options_(options) {
         card_options.fw_init_region_base = preset_.memory_map().sram_base();
         card_options.fw_init_region_bytes = uapi::GAUDI_DRIVER_SRAM_RESERVED_SIZE_FROM_START;
         card_options.stats = &stats_;
-        card_options.stats_prefix = box ? "card" + std::to_string(i) : "";
+        card_options.stats_prefix = box ? indexed("card", i) : "";
         card_options.host_memory = host_memory_.get();
         cards_.push_back(std::make_unique<hw::Card>(indexed("card", i).c_str(), preset_, card_options));
         hw::Card& card = *cards_.back();
         if (timeline_ != nullptr) {
-          card_tracers_.push_back(std::make_unique<hw::CardTracer>(*timeline_, card, box ? std::to_string(i) : ""));
+          card_tracers_.push_back(std::make_unique<hw::CardTracer>(*timeline_, card, box ? std::to_string(first_card_ + i) : ""));
         }
         host_ports_.push_back(std::make_unique<cosim::HostPort>(indexed("host", i).c_str()));
         cosim::HostPort* port = host_ports_.back().get();
@@ -105,33 +140,7 @@ Platform::Platform(const PlatformOptions& options) : options_(options) {
         card.memory().pcie().msi().bind(*port, kMsiHostAddress);
         if (options_.on_card_built) options_.on_card_built(card);
       }
-      // The box's links between the cards built (before elaboration ends: they are sockets).
-      if (box_) {
-        for (unsigned c = 0; c < cards_.size(); ++c)
-          for (unsigned p = 0; p < cards_[c]->nic_ports(); ++p) cards_[c]->nic_port(p)->set_address(hw::nic_address(c, p));
-        std::vector<const preset::NicEnd*> scale_out;
-        for (const preset::NicEnd& end : box_->scale_out())
-          if (end.card() < cards_.size()) scale_out.push_back(&end);
-        if (box_->has_switch_() && !scale_out.empty()) {
-          const preset::SwitchConfig& s = box_->switch_();
-          hw::NicSwitchConfig config;
-          config.ports = static_cast<uint32_t>(scale_out.size());
-          config.gbps = s.gbps_per_port();
-          config.packet_overhead_bytes = preset_.nic().packet_overhead_bytes();
-          config.latency_ps = uint64_t{s.latency_ns()} * 1000;
-          config.link_latency_ps = uint64_t{s.link_latency_ns()} * 1000;
-          config.buffer_packets = s.buffer_packets();
-          switch_ = std::make_unique<hw::NicSwitch>(config);
-          switch_->register_stats(stats::Scope(stats_, "switch"));
-          for (unsigned i = 0; i < scale_out.size(); ++i)
-            switch_->attach(*cards_[scale_out[i]->card()]->nic_port(scale_out[i]->port()), i);
-        }
-        for (const preset::NicLink& link : box_->link()) {
-          if (link.a().card() >= cards_.size() || link.b().card() >= cards_.size()) continue;
-          hw::NicPort::connect(*cards_[link.a().card()]->nic_port(link.a().port()),
-                               *cards_[link.b().card()]->nic_port(link.b().port()));
-        }
-      }
+      if (box_) build_links();
     });
     for (unsigned i = 0; i < options_.cards; ++i) {
       cosim_->attach(*host_ports_[i]);
@@ -148,17 +157,125 @@ Platform::Platform(const PlatformOptions& options) : options_(options) {
         }
       }
     }
+    if (sync_) join_processes();
     set_host_services(this);
-  } catch (...) {
+  } catch (const std::exception& e) {
+    if (sync_) {
+      // The other processes may be waiting for this one in a collective: end the whole run.
+      std::fprintf(stderr, "hpusim: process %d of a split box: %s; ending the MPI run\n", sync_->rank(), e.what());
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
     tear_down();
     g_current = nullptr;
     throw;
   }
 }
 
+// The box's links between the cards built (before elaboration ends: they are sockets): joined
+// directly, or, for a split box, through a remote end to the process that simulates the far card.
+void Platform::build_links() {
+  const auto local = [this](unsigned card) { return card >= first_card_ && card < first_card_ + cards_.size(); };
+  for (unsigned c = 0; c < cards_.size(); ++c)
+    for (unsigned p = 0; p < cards_[c]->nic_ports(); ++p) cards_[c]->nic_port(p)->set_address(hw::nic_address(first_card_ + c, p));
+  std::vector<const preset::NicEnd*> scale_out;
+  for (const preset::NicEnd& end : box_->scale_out())
+    if (local(end.card())) scale_out.push_back(&end);
+  // A split box has no switch yet: its scale-out ports stay unconnected (in-box collectives do
+  // not use them).
+  if (box_->has_switch_() && !scale_out.empty() && !sync_) {
+    const preset::SwitchConfig& s = box_->switch_();
+    hw::NicSwitchConfig config;
+    config.ports = static_cast<uint32_t>(scale_out.size());
+    config.gbps = s.gbps_per_port();
+    config.packet_overhead_bytes = preset_.nic().packet_overhead_bytes();
+    config.latency_ps = uint64_t{s.latency_ns()} * 1000;
+    config.link_latency_ps = uint64_t{s.link_latency_ns()} * 1000;
+    config.buffer_packets = s.buffer_packets();
+    switch_ = std::make_unique<hw::NicSwitch>(config);
+    switch_->register_stats(stats::Scope(stats_, "switch"));
+    for (unsigned i = 0; i < scale_out.size(); ++i)
+      switch_->attach(*cards_[scale_out[i]->card()]->nic_port(scale_out[i]->port()), i);
+  }
+  const auto port = [this](const preset::NicEnd& end) { return cards_[end.card() - first_card_]->nic_port(end.port()); };
+  const auto owner = [this](unsigned card) {
+    const unsigned processes = static_cast<unsigned>(sync_->ranks());
+    unsigned r = 0;
+    while (r + 1 < processes && (r + 1) * box_cards_ / processes <= card) ++r;
+    return static_cast<int>(r);
+  };
+  for (int k = 0; k < box_->link_size(); ++k) {
+    const preset::NicLink& link = box_->link(k);
+    if (link.a().card() >= box_cards_ || link.b().card() >= box_cards_) continue;   // a card not in the run
+    const bool a = local(link.a().card()), b = local(link.b().card());
+    if (a && b) {
+      hw::NicPort::connect(*port(link.a()), *port(link.b()));
+    } else if ((a || b) && sync_) {
+      const preset::NicEnd& near = a ? link.a() : link.b();
+      const preset::NicEnd& far = a ? link.b() : link.a();
+      hw::NicPort& nic = *port(near);
+      remote_ends_.push_back(std::make_unique<hw::NicRemoteEnd>(("remote_link" + std::to_string(k)).c_str(), static_cast<uint32_t>(k)));
+      remote_ends_.back()->attach(nic, hw::nic_address(far.card(), far.port()), nic.config().rx_buffer_packets);
+      sync_->add(*remote_ends_.back(), owner(far.card()));
+    }
+  }
+}
+
+// A split box: the processes agree on the lookahead (the latency of their links to each other)
+// and on when the windows start: when the last card of the box is up, as in one process.
+void Platform::join_processes() {
+  uint64_t latency = UINT64_MAX;
+  cosim_->on_sim_thread([&] {
+    for (const auto& card : cards_)
+      for (unsigned p = 0; p < card->nic_ports(); ++p)
+        if (card->nic_port(p)->remote()) latency = std::min(latency, card->nic_port(p)->config().latency_ps);
+  });
+  const uint64_t up = std::max(cosim_->host_now_ps(), cosim_->device_now_ps());
+  const uint64_t base = cosim_->on_sim_thread([&] { return sync_->start(latency, up); });
+  cosim_->set_device_runner(sync_.get());
+  cosim_->host_wait_until(base);
+}
+
+void Platform::leave_at_exit() {
+  int finalised = 0;
+  MPI_Finalized(&finalised);
+  if (finalised) {
+    if (sync_ && !sync_->finished()) {
+      std::fprintf(stderr, "hpusim: process %d of a split box: the program ended MPI before this process left the run; "
+                           "the other processes may wait for it\n", sync_->rank());
+    }
+    return;
+  }
+  try {
+    leave();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "hpusim: process %d of a split box could not leave the run: %s\n", sync_ ? sync_->rank() : 0, e.what());
+  }
+  if (owns_mpi_) {
+    MPI_Finalized(&finalised);
+    if (!finalised) {
+      if (sync_) {
+        cosim_->set_device_runner(nullptr);
+        sync_.reset();   // its communicator goes before MPI does
+      }
+      MPI_Finalize();
+    }
+  }
+}
+
+void Platform::leave() {
+  if (!sync_ || sync_->finished() || sync_->lookahead() == 0) return;
+  cosim_->on_sim_thread([this] { sync_->leave(); });
+}
+
 Platform::~Platform() {
   set_host_services(nullptr);
   tear_down();
+  sync_.reset();
+  if (owns_mpi_) {
+    int finalised = 0;
+    MPI_Finalized(&finalised);
+    if (!finalised) MPI_Finalize();
+  }
   g_current = nullptr;
 }
 
@@ -166,13 +283,13 @@ Platform::~Platform() {
 // from the same start, as the kernel probes devices in parallel, so a card comes up exactly as it
 // would alone; the host goes on once all are up.
 void Platform::probe_drivers() {
-  const bool box = options_.cards > 1;
+  const bool box = box_cards_ > 1;
   auto probe = [this, box](unsigned i) {
     driver::HlDeviceOptions driver_options = options_.driver;
     driver_options.timeline = timeline_;
     if (driver_options.cs_timeout_us == 0) driver_options.cs_timeout_us = uint64_t{preset_.driver().tdr_timeout_ms()} * 1000;
-    if (box) driver_options.trace_process = "host: driver " + std::to_string(i);
-    if (box) driver_options.card_label = std::to_string(i);   // as its CardTracer's
+    if (box) driver_options.trace_process = "host: driver " + std::to_string(first_card_ + i);
+    if (box) driver_options.card_label = std::to_string(first_card_ + i);   // as its CardTracer's
     return std::make_unique<driver::HlDevice>(*links_[i], driver_options);
   };
   drivers_.resize(options_.cards);
@@ -181,7 +298,7 @@ void Platform::probe_drivers() {
     return;
   }
   std::vector<unsigned> tracks;
-  for (unsigned i = 0; i < options_.cards; ++i) tracks.push_back(reserve_host_track("card " + std::to_string(i) + " probe"));
+  for (unsigned i = 0; i < options_.cards; ++i) tracks.push_back(reserve_host_track("card " + std::to_string(first_card_ + i) + " probe"));
   std::vector<std::exception_ptr> failures(options_.cards);
   std::vector<std::thread> probes;
   for (unsigned i = 0; i < options_.cards; ++i) {
@@ -210,8 +327,17 @@ void Platform::tear_down() {
   for (unsigned i = 0; i < drivers_.size(); ++i) driver::unregister_device_file(i);
   drivers_.clear();
   links_.clear();
+  if (cosim_ && sync_) {
+    try {
+      leave();   // after the drivers: closing a card may still touch it
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "hpusim: process %d of a split box could not leave the run: %s\n", sync_->rank(), e.what());
+    }
+    cosim_->set_device_runner(nullptr);
+  }
   if (cosim_) {
     cosim_->on_sim_thread([this] {
+      remote_ends_.clear();
       card_tracers_.clear();
       switch_.reset();
       cards_.clear();
@@ -265,7 +391,14 @@ void Platform::charge(HostWork work, uint64_t count) {
 void Platform::write_trace() {
   if (timeline_ == nullptr || options_.trace_path.empty()) return;
   std::lock_guard<std::mutex> lock(timeline_->mutex());
-  const std::string& path = options_.trace_path;
+  std::string path = options_.trace_path;
+  if (process_rank_ >= 0) {   // each process of a split box writes its own: name.rank<r>.json
+    const size_t dot = path.find_last_of('.');
+    const size_t slash = path.find_last_of('/');
+    const std::string tag = ".rank" + std::to_string(process_rank_);
+    if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) path += tag;
+    else path.insert(dot, tag);
+  }
   const bool json = path.size() > 5 && path.compare(path.size() - 5, 5, ".json") == 0;
   if (json) {
     timeline_->writer().write_chrome_json(path);
@@ -279,14 +412,15 @@ std::string Platform::box_text() {
   preset::Box built = *box_;
   built.clear_link();
   built.clear_scale_out();
-  const auto on_card_built = [&](const preset::NicEnd& end) { return end.card() < cards(); };
+  // Every card of the box, built here or (a split box) by another process.
+  const auto on_card_built = [&](const preset::NicEnd& end) { return end.card() < box_cards_; };
   for (const preset::NicLink& link : box_->link()) {
     if (on_card_built(link.a()) && on_card_built(link.b())) *built.add_link() = link;
   }
   for (const preset::NicEnd& end : box_->scale_out()) {
     if (on_card_built(end)) *built.add_scale_out() = end;
   }
-  built.set_cards(cards());
+  built.set_cards(box_cards_);
   return preset::to_text(built);
 }
 
@@ -307,9 +441,13 @@ std::string Platform::accepts(const BootRequest& request) {
     return "this process runs " + (options_.box.empty() ? std::string("no box") : "box '" + options_.box + "'") +
            "; box '" + request.box + "' cannot be built (one platform per process)";
   }
-  if (request.cards != 0 && request.cards != cards()) {
-    return "this process runs a box of " + std::to_string(cards()) + (cards() == 1 ? " card" : " cards") + "; one of " +
+  if (request.cards != 0 && request.cards != box_cards_) {
+    return "this process runs a box of " + std::to_string(box_cards_) + (box_cards_ == 1 ? " card" : " cards") + "; one of " +
            std::to_string(request.cards) + " cannot be built (one platform per process)";
+  }
+  if (request.distributed && !options_.distributed) {
+    return "this process runs its box alone; HPUSIM_DISTRIBUTED asks for one split between the processes of an MPI "
+           "run (one platform per process)";
   }
   if (!request.host_time.empty() && request.host_time != cosim::to_string(options_.time_source)) {
     return std::string("this process's host clock is ") + cosim::to_string(options_.time_source) + "; a " +

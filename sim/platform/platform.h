@@ -33,6 +33,12 @@ class HostMemory;
 namespace hpusim::traces {
 class Timeline;
 }
+namespace hpusim::hw {
+class NicRemoteEnd;
+}
+namespace hpusim::distributed {
+class ConservativeSync;
+}
 
 namespace hpusim::platform {
 
@@ -49,6 +55,11 @@ struct PlatformOptions {
   // preset (with `overrides`; `preset` is not used) and their NIC ports joined by its links. Its
   // card count unless `cards` asks for fewer (the first ones, and the links between them).
   std::string box;
+  // The box split between the processes of an MPI run (mpirun -np N): rank r simulates cards
+  // r*C/N .. (r+1)*C/N - 1 of the C cards (its device files /dev/hl0 ..), their links to the other
+  // ranks' cards kept in step by conservative synchronisation (sim/distributed). The platform
+  // initialises MPI if the program has not (it then finalises it too). Needs a box.
+  bool distributed = false;
   // The run's timeline: the driver's ioctls and interrupts and the card's activity go on it.
   // Either the caller's (it must outlive the platform) or, with trace_path set, the platform's own,
   // written to trace_path by write_trace() (.json: Chrome JSON, else Perfetto).
@@ -112,6 +123,19 @@ class Platform : public HostServices {
   const preset::Box* box() const { return box_ ? &*box_ : nullptr; }
   // The box's scale-out switch (its scale_out ports on the cards built), or nullptr.
   hw::NicSwitch* nic_switch() { return switch_.get(); }
+  // The box index of card 0 of this process (0 unless the box is split between processes) and the
+  // cards of the whole box.
+  unsigned first_card() override { return first_card_; }
+  unsigned box_cards() const { return box_cards_; }
+  // The synchronisation of a box split between processes, or nullptr.
+  distributed::ConservativeSync* sync() { return sync_.get(); }
+  // A split box: this process has nothing more of its own to simulate; it keeps its cards running
+  // for the other processes until all have left (collective). The device must not be used after.
+  // Also done on destruction. Nothing without a split.
+  void leave();
+  // A platform that lives until the program exits (platform::boot): leave(), then finalise MPI if
+  // this platform initialised it. Errors are printed, not thrown.
+  void leave_at_exit();
   const PlatformOptions& options() const { return options_; }
   cosim::CoSimulation& cosim() { return *cosim_; }
   unsigned cards() override { return static_cast<unsigned>(cards_.size()); }
@@ -155,8 +179,17 @@ class Platform : public HostServices {
   std::vector<std::unique_ptr<hw::CardTracer>> card_tracers_;
   std::vector<std::unique_ptr<driver::DeviceLink>> links_;
   std::vector<std::unique_ptr<driver::HlDevice>> drivers_;
+  unsigned first_card_ = 0, box_cards_ = 1;
+  // A split box: the synchronisation, the ends of links to other processes' cards, and whether
+  // this platform initialised MPI.
+  std::unique_ptr<distributed::ConservativeSync> sync_;
+  std::vector<std::unique_ptr<hw::NicRemoteEnd>> remote_ends_;
+  bool owns_mpi_ = false;
+  int process_rank_ = -1;   // a split box: this process's MPI rank
 
   void probe_drivers();
+  void join_processes();
+  void build_links();
   void tear_down();
 };
 

@@ -132,6 +132,19 @@ std::string box_from_environment() {
   return value != nullptr ? value : "";
 }
 
+// HPUSIM_DISTRIBUTED: "mpi" splits the box between the processes of an MPI run (empty: not set).
+synStatus distributed_from_environment(const char* function, bool* distributed) {
+  *distributed = false;
+  const char* value = std::getenv("HPUSIM_DISTRIBUTED");
+  if (value == nullptr || *value == '\0') return synSuccess;
+  if (std::string(value) != "mpi") {
+    return fail(synInvalidArgument, std::string(function) + ": HPUSIM_DISTRIBUTED='" + value +
+                                         "': mpi (the box split between the processes of an MPI run) or unset");
+  }
+  *distributed = true;
+  return synSuccess;
+}
+
 // HPUSIM_HOST_TIME: where host time comes from (empty: not set).
 synStatus host_time_from_environment(const char* function, std::string* source) {
   source->clear();
@@ -187,6 +200,7 @@ synStatus acquire(const char* function, synDeviceId* id, const std::string& pres
       request.trace_path = s.trace_path;
       if (const synStatus st = cards_from_environment(function, &request.cards); st != synSuccess) return st;
       request.box = box_from_environment();
+      if (const synStatus st = distributed_from_environment(function, &request.distributed); st != synSuccess) return st;
       if (const synStatus st = host_time_from_environment(function, &request.host_time); st != synSuccess) return st;
       if (const synStatus st = trace_detail_from_environment(function, &request.trace_packets); st != synSuccess) {
         return st;

@@ -298,21 +298,28 @@ hcclResult_t hcclCommInitRank(hcclComm_t* comm, int nranks, hcclUniqueId commId,
       std::memcmp(commId.internal, kIdPrefix, sizeof(kIdPrefix) - 1) != 0) {
     return fail(hcclInvalidArgument, std::string(function) + ": commId is not one hcclGetUniqueId made");
   }
-  if (nranks < 1 || nranks > static_cast<int>(api::kMaxDevices) || rank < 0 || rank >= nranks) {
+  if (nranks < 1 || rank < 0 || rank >= nranks) {
     return fail(hcclInvalidArgument, std::string(function) + ": rank " + std::to_string(rank) + " of " +
-                                         std::to_string(nranks) + " ranks (1 .. " + std::to_string(api::kMaxDevices) +
-                                         " ranks, rank 0 .. nranks-1)");
+                                         std::to_string(nranks) + " ranks (rank 0 .. nranks-1)");
+  }
+  hpusim::platform::HostServices* host = hpusim::platform::host_services();
+  // Rank r runs on card r of the box; a process of a split box has cards first .. first+cards-1 as
+  // its devices 0 ...
+  const unsigned first = host ? host->first_card() : 0, local = host ? host->cards() : 1;
+  if (static_cast<unsigned>(rank) < first || static_cast<unsigned>(rank) >= first + local) {
+    return fail(hcclInvalidUsage, std::string(function) + ": rank " + std::to_string(rank) + " runs on card " +
+                                      std::to_string(rank) + " of the box; this process simulates cards " +
+                                      std::to_string(first) + " .. " + std::to_string(first + local - 1));
   }
   auto created = std::make_unique<hcclOpaqueComm>();
   created->rank = static_cast<unsigned>(rank);
   created->ranks = static_cast<unsigned>(nranks);
-  created->device = static_cast<synDeviceId>(rank);
+  created->device = static_cast<synDeviceId>(static_cast<unsigned>(rank) - first);
   std::string error;
   if (!slice_from_environment(function, &created->config.slice_bytes, &error) ||
       !algorithm_from_environment(function, &created->config.algorithm, &error)) {
     return fail(hcclInvalidArgument, error);
   }
-  hpusim::platform::HostServices* host = hpusim::platform::host_services();
   if (const std::string why = hccl::topology_from_box(host ? host->box_text() : "", created->ranks, &created->topology);
       !why.empty()) {
     return fail(hcclInvalidUsage, std::string(function) + ": " + why);
@@ -326,7 +333,7 @@ hcclResult_t hcclCommInitRank(hcclComm_t* comm, int nranks, hcclUniqueId commId,
   if (status != synSuccess) {
     const std::string why = api::last_error();
     return fail(result_of(status), std::string(function) + ": rank " + std::to_string(rank) + " runs on device " +
-                                       std::to_string(rank) + ": " + why);
+                                       std::to_string(created->device) + ": " + why);
   }
   std::lock_guard<std::mutex> lock(registry_mutex);
   *comm = created.release();
@@ -336,6 +343,11 @@ hcclResult_t hcclCommInitRank(hcclComm_t* comm, int nranks, hcclUniqueId commId,
 
 hcclResult_t hcclCommInitAll(hcclComm_t* comms, int ndev, const int* devlist) {
   if (!comms) return fail(hcclInvalidArgument, "hcclCommInitAll: comms is NULL");
+  hpusim::platform::HostServices* host = hpusim::platform::host_services();
+  if (host != nullptr && host->first_card() != 0) {
+    return fail(hcclInvalidUsage, "hcclCommInitAll: this process simulates cards " + std::to_string(host->first_card()) +
+                                      " .. of a box split between processes: each makes its ranks with hcclCommInitRank");
+  }
   hcclUniqueId id;
   hcclGetUniqueId(&id);
   for (int i = 0; i < ndev; ++i) {

@@ -19,7 +19,6 @@ unsigned Topology::stripes() const {
 std::string topology_from_box(const std::string& box_text, unsigned ranks, Topology* out) {
   Topology t;
   t.ranks = ranks;
-  t.links.assign(ranks, std::vector<std::vector<LinkPorts>>(ranks));
   if (ranks > 1) {
     if (box_text.empty()) {
       return "the cards are not in a box (no NIC links between them): bring the platform up with a box "
@@ -30,6 +29,7 @@ std::string topology_from_box(const std::string& box_text, unsigned ranks, Topol
     if (box.cards() < ranks) {
       return "the box has " + std::to_string(box.cards()) + " cards, the communicator " + std::to_string(ranks) + " ranks";
     }
+    t.links.assign(ranks, std::vector<std::vector<LinkPorts>>(ranks));
     // Sorted by the lower card's port: both ends see the same order.
     std::vector<preset::NicLink> links(box.link().begin(), box.link().end());
     const auto low = [](const preset::NicLink& l) { return l.a().card() < l.b().card() ? l.a() : l.b(); };
@@ -47,6 +47,7 @@ std::string topology_from_box(const std::string& box_text, unsigned ranks, Topol
         if (p != r && t.links[r][p].empty())
           return "cards " + std::to_string(r) + " and " + std::to_string(p) + " of box '" + box.name() + "' share no link";
   }
+  if (t.links.empty()) t.links.assign(ranks, std::vector<std::vector<LinkPorts>>(ranks));
   *out = std::move(t);
   return "";
 }

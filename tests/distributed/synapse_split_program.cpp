@@ -1,0 +1,63 @@
+// A Synapse program run as `mpirun -np 2` with HPUSIM_BOX=hls1 HPUSIM_CARDS=2
+// HPUSIM_DISTRIBUTED=mpi: each process brings up its own card of the box through the C API alone,
+// the ranks exchange the communicator id with MPI (the platform initialised it at the first
+// acquire and ends it at exit), and an all_reduce of a count no slice divides is checked against
+// the host's sum. Exit code 0 only if every rank got the exact result.
+#include <mpi.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#include "hccl_api.h"
+#include "synapse_api.h"
+
+namespace {
+
+float value(int rank, uint64_t i) { return static_cast<float>((i * 7 + static_cast<uint64_t>(rank) * 13) % 1000) * 0.37f - 11.0f; }
+
+int fail(const char* what) {
+  std::fprintf(stderr, "synapse split program: %s: %s\n", what, hcclGetLastErrorMessage());
+  return 1;
+}
+
+}  // namespace
+
+int main() {
+  constexpr uint64_t kCount = 1'000'003;
+  synDeviceId device = 0;
+  synStreamHandle stream = nullptr;
+  if (synInitialize() != synSuccess || synDeviceAcquire(&device, nullptr) != synSuccess) return fail("acquire");
+  int initialised = 0, rank = 0, ranks = 0;
+  MPI_Initialized(&initialised);
+  if (!initialised) return fail("MPI is not initialised after the first acquire");
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  hcclUniqueId id{};
+  if (rank == 0 && hcclGetUniqueId(&id) != hcclSuccess) return fail("hcclGetUniqueId");
+  MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);   // before any card is used
+  hcclComm_t comm = nullptr;
+  if (hcclCommInitRank(&comm, ranks, id, rank) != hcclSuccess) return fail("hcclCommInitRank");
+  if (synStreamCreate(&stream, device, STREAM_TYPE_NETWORK_COLLECTIVE, 0) != synSuccess) return fail("stream");
+  uint64_t buffer = 0;
+  if (synDeviceMalloc(device, kCount * 4, 0, 0, &buffer) != synSuccess) return fail("malloc");
+  std::vector<float> data(kCount), back(kCount);
+  for (uint64_t i = 0; i < kCount; ++i) data[i] = value(rank, i);
+  if (synMemCopyAsync(stream, reinterpret_cast<uint64_t>(data.data()), kCount * 4, buffer, HOST_TO_DRAM) != synSuccess) return fail("upload");
+  const auto as_pointer = [](uint64_t a) { return reinterpret_cast<void*>(a); };
+  if (hcclAllReduce(as_pointer(buffer), as_pointer(buffer), kCount, hcclFloat32, hcclSum, comm, stream) != hcclSuccess) return fail("hcclAllReduce");
+  if (synMemCopyAsync(stream, buffer, kCount * 4, reinterpret_cast<uint64_t>(back.data()), DRAM_TO_HOST) != synSuccess) return fail("download");
+  if (synStreamSynchronize(stream) != synSuccess) return fail("synchronize");
+  uint64_t wrong = 0;
+  for (uint64_t i = 0; i < kCount; ++i) {
+    float sum = value(0, i);
+    for (int r = 1; r < ranks; ++r) sum += value(r, i);   // the device's order: rank 0 first
+    if (back[i] != sum) ++wrong;
+  }
+  unsigned long long mine = wrong, all = 0;
+  MPI_Allreduce(&mine, &all, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+  if (rank == 0) std::printf("all_reduce of %llu floats on %d processes: %llu wrong\n", static_cast<unsigned long long>(kCount), ranks, all);
+  hcclCommDestroy(comm);
+  synDestroy();
+  return all == 0 ? 0 : 1;
+}
