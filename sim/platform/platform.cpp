@@ -159,10 +159,17 @@ Platform::Platform(const PlatformOptions& options) : options_(options) {
     }
     if (sync_) join_processes();
     set_host_services(this);
-  } catch (const std::exception& e) {
+  } catch (...) {
     if (sync_) {
       // The other processes may be waiting for this one in a collective: end the whole run.
-      std::fprintf(stderr, "hpusim: process %d of a split box: %s; ending the MPI run\n", sync_->rank(), e.what());
+      std::string why = "an unknown error";
+      try {
+        throw;
+      } catch (const std::exception& e) {
+        why = e.what();
+      } catch (...) {
+      }
+      std::fprintf(stderr, "hpusim: process %d of a split box: %s; ending the MPI run\n", sync_->rank(), why.c_str());
       MPI_Abort(MPI_COMM_WORLD, 1);
     }
     tear_down();
