@@ -51,6 +51,8 @@ struct Published {
 const Published* published(const std::string& box, unsigned cards, const std::string& c, uint64_t bytes) {
   static const Published ar32{258.26, "HabanaAI vllm-fork DeepSeek-on-Gaudi guide, hccl_demo 8 x Gaudi 2"};
   static const Published ar1g{258.20, "third-party hccl_demo note, 8 x Gaudi 2"};
+  static const Published ar32x2{205.90, "HabanaAI vllm-fork DeepSeek-on-Gaudi guide, hccl_demo 16 x Gaudi 2 (2 boxes)"};
+  if (box == "hls2x2" && cards == 16 && c == "all_reduce" && bytes == (32ull << 20)) return &ar32x2;
   if (box != "hls2" || cards != 8 || c != "all_reduce") return nullptr;
   if (bytes == (32ull << 20)) return &ar32;
   if (bytes == (1ull << 30)) return &ar1g;
@@ -146,6 +148,30 @@ std::vector<CollectivesBenchRow> run_collectives_bench(const CollectivesBenchOpt
   if (lead) check(hcclGetUniqueId(&id), "hcclGetUniqueId");
   if (sync != nullptr) MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
 
+  const hw::NicPortConfig& port = box.card(0).nic_port(0)->config();
+  const double goodput = port.gbps / 8.0 * port.mtu_bytes / (port.mtu_bytes + port.packet_overhead_bytes);   // GB/s
+  const auto links_between = [&](unsigned a, unsigned b) {
+    unsigned links = 0;
+    for (const auto& l : box.box()->link())
+      if ((l.a().card() == a && l.b().card() == b) || (l.a().card() == b && l.b().card() == a)) ++links;
+    return links;
+  };
+  const unsigned links_per_peer = links_between(0, 1);
+  const double egress = goodput * links_per_peer * (n - 1);
+  // Boxes joined rail by rail (hls2x2): the cards linked to both card 0 and card 1 are the rest of
+  // their box. HCCL's all_reduce then goes box, rail, box.
+  unsigned group = 2;
+  for (unsigned c = 2; c < n; ++c) group += links_between(0, c) > 0 && links_between(1, c) > 0 ? 1 : 0;
+  const bool rails = group < n && n % group == 0 && links_between(0, group) > 0;
+  const unsigned rail_links = rails ? links_between(0, group) : 0;
+  if (rails) {
+    for (const std::string& c : o.collectives)
+      if (c != "all_reduce") {
+        throw std::invalid_argument("box '" + o.box + "': its " + std::to_string(n) + " cards are boxes of " + std::to_string(group) +
+                                    " joined rail by rail; only all_reduce runs across them (not " + c + ")");
+      }
+  }
+
   check(synInitialize(), "synInitialize");
   setenv("HPUSIM_HCCL_ALGORITHM", o.algorithm.c_str(), 1);   // how the library takes it
   std::vector<Rank> ranks(local);
@@ -164,16 +190,13 @@ std::vector<CollectivesBenchRow> run_collectives_bench(const CollectivesBenchOpt
     check(hcclCommInitRank(&me.comm, static_cast<int>(n), id, static_cast<int>(first + r)), "hcclCommInitRank");
   };
 
-  const hw::NicPortConfig& port = box.card(0).nic_port(0)->config();
-  const double goodput = port.gbps / 8.0 * port.mtu_bytes / (port.mtu_bytes + port.packet_overhead_bytes);   // GB/s
-  unsigned links_per_peer = 0;
-  for (const auto& l : box.box()->link())
-    if ((l.a().card() == 0 && l.b().card() == 1) || (l.a().card() == 1 && l.b().card() == 0)) ++links_per_peer;
-  const double egress = goodput * links_per_peer * (n - 1);
-
   if (lead) {
     out << "hpusim bench collectives: box " << o.box << ", " << n << " x " << box.preset().name();
     if (sync != nullptr) out << " in " << sync->ranks() << " processes";
+    if (rails) {
+      out << ", boxes of " << group << " joined rail by rail (" << rail_links << (rail_links == 1 ? " link" : " links")
+          << " a rail pair)";
+    }
     out << ", " << links_per_peer << (links_per_peer == 1 ? " link" : " links") << " per pair of cards at " << port.gbps
         << " Gb/s (" << std::fixed << std::setprecision(2) << goodput << " GB/s goodput each), " << o.dtype << " " << o.op
         << ", " << (o.algorithm == "ring" ? "ring all_reduce, " : "") << (o.in_place ? "in place" : "out of place")
@@ -217,6 +240,14 @@ std::vector<CollectivesBenchRow> run_collectives_bench(const CollectivesBenchOpt
     // rank sends all to the root over its links to it) and the ring (to its successor only).
     const bool ring = c == "all_reduce" && o.algorithm == "ring";
     row.bound_busbw = c == "broadcast" ? egress * n / (2.0 * (n - 1)) : (c == "reduce" || ring) ? egress / (n - 1) : egress;
+    if (rails) {
+      // The three parts one after the other: the box's reduce-scatter and all-gather halves each
+      // send S / group over a card's links in the box, the rail's all_reduce 2 S / (boxes x
+      // group) over its rail links.
+      const double boxes = double(n) / group;
+      const double seconds_per_byte = 2.0 / (group * links_per_peer * goodput) + 2.0 / (boxes * group * rail_links * goodput);
+      row.bound_busbw = bus_factor(c, n) / seconds_per_byte;
+    }
     if (const Published* p = published(o.box, n, c, bytes)) {
       row.published_busbw = p->busbw;
       row.published_source = p->source;

@@ -113,7 +113,7 @@ class Platform : public HostServices {
 
   // Where the root port delivers MSIs: the x86 MSI window (the direct-MSI path).
   static constexpr uint64_t kMsiHostAddress = 0xFEE00000ull;
-  static constexpr unsigned kMaxCards = 8;
+  static constexpr unsigned kMaxCards = 16;   // two 8-card boxes
 
   // The platform of this process, or nullptr.
   static Platform* current();

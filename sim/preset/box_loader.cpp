@@ -79,7 +79,7 @@ std::string to_text(const Box& box) {
 Box load_box(const std::string& name_or_file, const Card& card) {
   Box box = parse_box(name_or_file);
   const std::string who = "box '" + (box.name().empty() ? name_or_file : box.name()) + "': ";
-  if (box.cards() < 1 || box.cards() > 8) throw PresetError(who + "cards = " + std::to_string(box.cards()) + ": a box has 1 to 8 cards");
+  if (box.cards() < 1 || box.cards() > 16) throw PresetError(who + "cards = " + std::to_string(box.cards()) + ": a box has 1 to 16 cards");
   std::set<std::pair<uint32_t, uint32_t>> used;
   const auto take = [&](const NicEnd& end, const std::string& what) {
     if (end.card() >= box.cards())

@@ -30,7 +30,7 @@ namespace rt = hpusim::synapse::runtime;
 using hpusim::regs::QueueId;
 
 // The most cards a box holds (sim/platform's kMaxCards).
-inline constexpr unsigned kMaxDevices = 8;
+inline constexpr unsigned kMaxDevices = 16;
 
 struct Stream {
   QueueId queue = QueueId::DMA_0_0;

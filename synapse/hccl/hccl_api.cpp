@@ -13,6 +13,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -32,6 +33,8 @@ struct hcclOpaqueComm {
   synDeviceId device = 0;
   unsigned rank = 0, ranks = 0;
   hccl::Topology topology;
+  // Set instead of `topology` for ranks in boxes joined rail by rail (hierarchical algorithms).
+  std::optional<hccl::Hierarchy> hierarchy;
   hccl::Config config;
   // The last collective submitted and its queue: the next one on another stream waits for it on
   // the device (a communicator's collectives share its scratch memory and its links' byte streams).
@@ -189,6 +192,49 @@ struct Grouped {
 thread_local int group_depth = 0;
 thread_local std::vector<Grouped> grouped;
 
+// A communicator over boxes joined rail by rail, as HCCL runs its hierarchical all_reduce: the
+// reduce-scatter half in the box (rank i of the box reduces chunk i over the box), an all_reduce
+// of chunk i along rail i (between the boxes' i-th cards), then the all-gather half in the box.
+// Each part is one submission on the stream, in order. A barrier goes the same three ways.
+synStatus run_hierarchical(api::Device& d, api::Stream& st, hcclComm_t comm, const hccl::Request& q, const char* function) {
+  const hccl::Hierarchy& h = *comm->hierarchy;
+  if (q.collective != hccl::Collective::AllReduce && q.collective != hccl::Collective::Barrier) {
+    return api::fail(synInvalidArgument, std::string(function) + ": the communicator's " + std::to_string(comm->ranks) +
+                                             " ranks are boxes of " + std::to_string(h.group) +
+                                             " joined rail by rail: only hcclAllReduce and hcclBarrier run across them yet");
+  }
+  if (group_depth > 0) return api::fail(synInvalidArgument, std::string(function) + ": only hcclSend and hcclRecv may be grouped");
+  hccl::Config config = comm->config;
+  config.algorithm = hccl::Algorithm::Direct;
+  const uint64_t es = q.collective == hccl::Collective::Barrier ? 0 : hpusim::reduction::element_bytes(q.type);
+  struct Part {
+    const hccl::Topology* topology;
+    unsigned rank;
+    hccl::Request request;
+  };
+  std::vector<Part> parts;
+  hccl::Request in_box = q, along = q, back = q;
+  if (q.collective == hccl::Collective::AllReduce) {
+    in_box.part = hccl::Part::ReduceScatter;
+    const uint64_t first = q.count * h.box_rank / h.group, last = q.count * (h.box_rank + 1) / h.group;
+    along.count = last - first;
+    along.send = along.recv = q.recv + es * first;
+    back.part = hccl::Part::AllGather;
+    back.send = q.recv;
+  }
+  parts.push_back({&h.box, h.box_rank, in_box});
+  if (q.collective == hccl::Collective::Barrier || along.count > 0) parts.push_back({&h.rail, h.rail_rank, along});
+  parts.push_back({&h.box, h.box_rank, back});
+  for (const Part& part : parts) {
+    hccl::Program program;
+    if (const std::string why = hccl::plan(*part.topology, part.rank, part.request, config, &program); !why.empty()) {
+      return api::fail(synInvalidArgument, std::string(function) + ": " + why);
+    }
+    if (const synStatus s = submit(d, st, {comm}, program, function); s != synSuccess) return s;
+  }
+  return api::succeed();
+}
+
 hcclResult_t run(hccl::Collective collective, const void* sendbuff, void* recvbuff, size_t count,
                  hcclDataType_t datatype, hcclRedOp_t reduce_op, int root, hcclComm_t comm, synStreamHandle stream) {
   const char* function = function_of(collective);
@@ -238,6 +284,7 @@ hcclResult_t run(hccl::Collective collective, const void* sendbuff, void* recvbu
       return api::fail(synInvalidArgument, std::string(function) +
                                                ": sendbuff and recvbuff overlap other than in HCCL's in-place form");
     }
+    if (comm->hierarchy) return run_hierarchical(d, st, comm, q, function);
     hccl::Program program;
     if (const std::string why = hccl::plan(comm->topology, comm->rank, q, comm->config, &program); !why.empty()) {
       return api::fail(synInvalidArgument, std::string(function) + ": " + why);
@@ -320,9 +367,13 @@ hcclResult_t hcclCommInitRank(hcclComm_t* comm, int nranks, hcclUniqueId commId,
       !algorithm_from_environment(function, &created->config.algorithm, &error)) {
     return fail(hcclInvalidArgument, error);
   }
-  if (const std::string why = hccl::topology_from_box(host ? host->box_text() : "", created->ranks, &created->topology);
-      !why.empty()) {
-    return fail(hcclInvalidUsage, std::string(function) + ": " + why);
+  const std::string box = host ? host->box_text() : "";
+  if (const std::string why = hccl::topology_from_box(box, created->ranks, &created->topology); !why.empty()) {
+    hccl::Hierarchy hierarchy;
+    if (created->ranks < 4 || !hccl::hierarchy_from_box(box, created->ranks, created->rank, &hierarchy).empty()) {
+      return fail(hcclInvalidUsage, std::string(function) + ": " + why);
+    }
+    created->hierarchy = std::move(hierarchy);
   }
   const synStatus status = api::on_device(function, created->device, [&](api::Device& d) {
     for (const hpusim::regs::QueueId q : d.runtime->target().dma_queues) {

@@ -220,6 +220,14 @@ std::vector<Message> Planner::conversation(unsigned a, unsigned b, unsigned j) c
   }
   switch (q_.collective) {
     case Collective::AllReduce: {
+      if (q_.part == Part::ReduceScatter) {
+        for (unsigned s = 0; s < slices_; ++s) both(Tag::Scatter, s);
+        break;
+      }
+      if (q_.part == Part::AllGather) {
+        for (unsigned s = 0; s < slices_; ++s) both(Tag::Gather, s);
+        break;
+      }
       // The gather of slice g follows the scatter of slice g + slots: by then it is reduced.
       unsigned gathered = 0;
       for (unsigned s = 0; s < slices_; ++s) {
@@ -275,7 +283,7 @@ void Planner::post_send(const Message& m) {
   switch (m.tag) {
     case Tag::Scatter: source = q_.send + es_ * (chunk_offset(m.to) + pc.begin); break;
     case Tag::Gather:
-      wait_reduced(nic(m.to, m.link), m.slice);
+      if (q_.part != Part::AllGather) wait_reduced(nic(m.to, m.link), m.slice);
       source = q_.recv + es_ * (chunk_offset(r_) + pc.begin);
       break;
     case Tag::AllGather: source = q_.send + es_ * pc.begin; break;
@@ -460,6 +468,7 @@ std::string Planner::run(Program* out) {
   // Engine work: the reductions, or the rank's own part copied into place.
   switch (q_.collective) {
     case Collective::AllReduce: case Collective::ReduceScatter: case Collective::Reduce:
+      if (q_.part == Part::AllGather) break;   // reduced already
       if (ring()) {
         ring_reductions();
       } else {

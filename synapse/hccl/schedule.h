@@ -38,8 +38,14 @@ namespace hpusim::synapse::hccl {
 enum class Collective { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce, AllToAll, Barrier, Send, Recv };
 const char* name(Collective c);
 
+// An all_reduce in parts, as a hierarchical one runs them on different sets of ranks: the
+// reduce-scatter half alone (rank k's chunk reduced into its place in recv) or the all-gather half
+// alone (every rank's chunk already reduced in its place in recv, sent from there).
+enum class Part { Whole, ReduceScatter, AllGather };
+
 struct Request {
   Collective collective = Collective::AllReduce;
+  Part part = Part::Whole;     // all_reduce only
   // Elements: all_reduce, broadcast, reduce: the buffer; reduce_scatter: each rank's result
   // (recvcount); all_gather: each rank's piece (sendcount); all_to_all: per peer.
   uint64_t count = 0;

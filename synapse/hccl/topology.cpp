@@ -17,6 +17,13 @@ unsigned Topology::stripes() const {
 }
 
 std::string topology_from_box(const std::string& box_text, unsigned ranks, Topology* out) {
+  std::vector<unsigned> cards(ranks);
+  for (unsigned r = 0; r < ranks; ++r) cards[r] = r;
+  return topology_of_cards(box_text, cards, out);
+}
+
+std::string topology_of_cards(const std::string& box_text, const std::vector<unsigned>& cards, Topology* out) {
+  const unsigned ranks = static_cast<unsigned>(cards.size());
   Topology t;
   t.ranks = ranks;
   if (ranks > 1) {
@@ -26,9 +33,12 @@ std::string topology_from_box(const std::string& box_text, unsigned ranks, Topol
     }
     preset::Box box;
     if (!google::protobuf::TextFormat::ParseFromString(box_text, &box)) return "the platform's box preset does not parse";
-    if (box.cards() < ranks) {
-      return "the box has " + std::to_string(box.cards()) + " cards, the communicator " + std::to_string(ranks) + " ranks";
+    const unsigned highest = *std::max_element(cards.begin(), cards.end());
+    if (box.cards() <= highest) {
+      return "the box has " + std::to_string(box.cards()) + " cards, the communicator " + std::to_string(highest + 1) + " ranks";
     }
+    std::vector<int> rank_of(box.cards(), -1);
+    for (unsigned r = 0; r < ranks; ++r) rank_of[cards[r]] = static_cast<int>(r);
     t.links.assign(ranks, std::vector<std::vector<LinkPorts>>(ranks));
     // Sorted by the lower card's port: both ends see the same order.
     std::vector<preset::NicLink> links(box.link().begin(), box.link().end());
@@ -37,19 +47,54 @@ std::string topology_from_box(const std::string& box_text, unsigned ranks, Topol
       return low(x).port() < low(y).port();
     });
     for (const preset::NicLink& l : links) {
-      const unsigned a = l.a().card(), b = l.b().card();
-      if (a >= ranks || b >= ranks || a == b) continue;
+      if (l.a().card() >= box.cards() || l.b().card() >= box.cards()) continue;
+      const int a = rank_of[l.a().card()], b = rank_of[l.b().card()];
+      if (a < 0 || b < 0 || a == b) continue;
       t.links[a][b].push_back({l.a().port(), l.b().port()});
       t.links[b][a].push_back({l.b().port(), l.a().port()});
     }
     for (unsigned r = 0; r < ranks; ++r)
       for (unsigned p = 0; p < ranks; ++p)
         if (p != r && t.links[r][p].empty())
-          return "cards " + std::to_string(r) + " and " + std::to_string(p) + " of box '" + box.name() + "' share no link";
+          return "cards " + std::to_string(cards[r]) + " and " + std::to_string(cards[p]) + " of box '" + box.name() +
+                 "' share no link";
   }
   if (t.links.empty()) t.links.assign(ranks, std::vector<std::vector<LinkPorts>>(ranks));
   *out = std::move(t);
   return "";
+}
+
+std::string hierarchy_from_box(const std::string& box_text, unsigned ranks, unsigned rank, Hierarchy* out) {
+  for (unsigned group = ranks / 2; group >= 2; --group) {
+    if (ranks % group != 0) continue;
+    const unsigned boxes = ranks / group;
+    bool linked = true;
+    for (unsigned b = 0; b < boxes && linked; ++b) {
+      std::vector<unsigned> cards;
+      for (unsigned i = 0; i < group; ++i) cards.push_back(b * group + i);
+      Topology t;
+      linked = topology_of_cards(box_text, cards, &t).empty();
+    }
+    for (unsigned i = 0; i < group && linked; ++i) {
+      std::vector<unsigned> cards;
+      for (unsigned b = 0; b < boxes; ++b) cards.push_back(b * group + i);
+      Topology t;
+      linked = topology_of_cards(box_text, cards, &t).empty();
+    }
+    if (!linked) continue;
+    Hierarchy h;
+    h.group = group;
+    h.box_rank = rank % group;
+    h.rail_rank = rank / group;
+    std::vector<unsigned> box_cards, rail_cards;
+    for (unsigned i = 0; i < group; ++i) box_cards.push_back(h.rail_rank * group + i);
+    for (unsigned b = 0; b < boxes; ++b) rail_cards.push_back(b * group + h.box_rank);
+    topology_of_cards(box_text, box_cards, &h.box);
+    topology_of_cards(box_text, rail_cards, &h.rail);
+    *out = std::move(h);
+    return "";
+  }
+  return "its cards are neither linked all to all nor boxes joined rail by rail";
 }
 
 }  // namespace hpusim::synapse::hccl

@@ -25,5 +25,22 @@ struct Topology {
 // The topology of `ranks` ranks on cards 0 .. ranks-1 of the box `box_text` (sim/preset's Box in
 // text form). "" or why not: no box, a box with fewer cards, a pair of ranks with no link.
 std::string topology_from_box(const std::string& box_text, unsigned ranks, Topology* out);
+// The same for ranks on the given cards: rank i on cards[i].
+std::string topology_of_cards(const std::string& box_text, const std::vector<unsigned>& cards, Topology* out);
+
+// A communicator over boxes joined rail by rail (sim/presets/boxes/hls2x2): ranks in groups of
+// `group` whose cards are linked all to all (a box), the i-th card of every group linked to the
+// i-th of every other (a rail). HCCL's hierarchical algorithms run in the box, then along the
+// rail, then in the box again.
+struct Hierarchy {
+  unsigned group = 0;              // ranks per box
+  unsigned box_rank = 0;           // this rank's place in its box (= its rail)
+  unsigned rail_rank = 0;          // its box's place along the rail
+  Topology box;                    // this rank's box, rank i on card group * rail_rank + i
+  Topology rail;                   // its rail, rank b on card group * b + box_rank
+};
+// The largest such grouping of `ranks` ranks on cards 0 .. ranks-1, seen from `rank`; "" or why
+// there is none.
+std::string hierarchy_from_box(const std::string& box_text, unsigned ranks, unsigned rank, Hierarchy* out);
 
 }  // namespace hpusim::synapse::hccl

@@ -7,6 +7,7 @@
 #include <boost/property_tree/ptree.hpp>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,36 @@ TEST(SplitBox, EveryCardHasTheDeviceTimesOfTheOneProcessRun) {
   EXPECT_EQ(got, expected);
   std::filesystem::remove(one);
   std::filesystem::remove(two);
+}
+
+// Two boxes of two hl205 cards joined rail by rail, one box per process: the hierarchical
+// all_reduce's rail part crosses the processes.
+TEST(SplitBox, BoxesJoinedRailByRailInTwoProcessesHaveTheOneProcessTimes) {
+  const std::string box = temp("two_by_two.textproto");
+  {
+    std::ofstream out(box);
+    out << "name: \"two_by_two\" card: \"hl205\" cards: 4\n"
+           "link { a { card: 0 port: 0 } b { card: 1 port: 0 } }\n"
+           "link { a { card: 2 port: 0 } b { card: 3 port: 0 } }\n"
+           "link { a { card: 0 port: 1 } b { card: 2 port: 1 } }\n"
+           "link { a { card: 1 port: 1 } b { card: 3 port: 1 } }\n";
+  }
+  const std::string args = "bench collectives --box " + box + " --sizes 64K,1M --collectives all_reduce";
+  const std::string one = temp("rails_one.json"), two = temp("rails_two.json");
+  const ProgramRun alone = run_hpusim(args + " --json " + one);
+  ASSERT_EQ(alone.exit_code, 0) << alone.output;
+  EXPECT_NE(alone.output.find("boxes of 2 joined rail by rail (1 link a rail pair)"), std::string::npos) << alone.output;
+  const ProgramRun split = run_mpi(2, args + " --mpi --json " + two);
+  ASSERT_EQ(split.exit_code, 0) << split.output;
+  const std::vector<std::string> expected = rows_of(one), got = rows_of(two);
+  ASSERT_EQ(expected.size(), 2u);
+  EXPECT_EQ(got, expected);
+  const ProgramRun refused = run_hpusim("bench collectives --box " + box + " --sizes 64K --collectives all_gather");
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.output.find("its 4 cards are boxes of 2 joined rail by rail; only all_reduce runs across them (not all_gather)"),
+            std::string::npos)
+      << refused.output;
+  for (const std::string& f : {box, one, two}) std::filesystem::remove(f);
 }
 
 TEST(SplitBox, MoreProcessesThanCardsEndsTheRunWithTheReason) {

@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -513,6 +514,58 @@ TEST(Hccl, SendAndRecvMoveBuffersBetweenRanks) {
   ASSERT_EQ(hcclGroupEnd(), hcclSuccess);
   EXPECT_EQ(hcclGroupEnd(), hcclInvalidUsage);
   EXPECT_NE(error().find("hcclGroupEnd: no hcclGroupStart before it"), std::string::npos) << error();
+}
+
+// Two boxes of two cards joined rail by rail (cards 0-1 and 2-3 linked in their box, 0-2 and 1-3
+// along the rails, no link 0-3 or 1-2): the communicator runs HCCL's hierarchical all_reduce (the
+// box's reduce-scatter half, each chunk all-reduced along its rail, the box's all-gather half), so
+// each element is reduced box by box, then across the boxes: (x0 + x1) + (x2 + x3) for the first
+// box's chunk and the second's alike. The other collectives are refused with the reason.
+TEST(Hccl, AllReduceAcrossBoxesJoinedRailByRailIsBitExact) {
+  const std::string file = ::testing::TempDir() + "two_by_two_box.textproto";
+  {
+    std::ofstream out(file);
+    out << "name: \"two_by_two\" card: \"hl205\" cards: 4\n"
+           "link { a { card: 0 port: 0 } b { card: 1 port: 0 } }\n"
+           "link { a { card: 2 port: 0 } b { card: 3 port: 0 } }\n"
+           "link { a { card: 0 port: 1 } b { card: 2 port: 1 } }\n"
+           "link { a { card: 1 port: 1 } b { card: 3 port: 1 } }\n";
+  }
+  Box box(file.c_str(), 4);
+  for (const ReduceType type : {ReduceType::F32, ReduceType::Bf16}) {
+    for (const uint64_t count : {uint64_t{1}, uint64_t{4099}}) {
+      const uint64_t es = reduction::element_bytes(type);
+      std::vector<Bytes> x(4);
+      std::vector<uint64_t> buffer(4);
+      for (unsigned r = 0; r < 4; ++r) {
+        x[r] = values(count, type, 90 + r);
+        buffer[r] = box.alloc(r, count * es);
+        box.put(r, buffer[r], x[r]);
+      }
+      for (unsigned r = 0; r < 4; ++r) {
+        ASSERT_EQ(hcclAllReduce(reinterpret_cast<void*>(buffer[r]), reinterpret_cast<void*>(buffer[r]), count, hccl_type(type),
+                                hcclSum, box.comms[r], box.streams[r]),
+                  hcclSuccess)
+            << error();
+      }
+      box.synchronize();
+      Bytes want = fold({x[0], x[1]}, 0, count * es, ReduceOp::Sum, type);
+      reduction::reduce_into(want.data(), fold({x[2], x[3]}, 0, count * es, ReduceOp::Sum, type).data(), count * es,
+                             ReduceOp::Sum, type);
+      for (unsigned r = 0; r < 4; ++r)
+        EXPECT_TRUE(box.get(r, buffer[r], count * es) == want) << reduction::name(type) << " count " << count << " rank " << r;
+    }
+  }
+  for (unsigned r = 0; r < 4; ++r) EXPECT_EQ(hcclBarrier(box.comms[r], box.streams[r]), hcclSuccess) << error();
+  box.synchronize();
+  const uint64_t buffer = box.alloc(0, 64);
+  EXPECT_EQ(hcclAllGather(reinterpret_cast<void*>(buffer), reinterpret_cast<void*>(buffer), 4, hcclFloat32, box.comms[0],
+                          box.streams[0]),
+            hcclInvalidArgument);
+  EXPECT_NE(error().find("hcclAllGather: the communicator's 4 ranks are boxes of 2 joined rail by rail: only hcclAllReduce and "
+                         "hcclBarrier run across them yet"),
+            std::string::npos)
+      << error();
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <tuple>
 #include <vector>
 
 #include "arch/packets/nic_ops.h"
@@ -29,6 +30,24 @@ namespace hpusim::testing {
 namespace {
 
 using uapi::hl_cs_chunk;
+
+// Two hls2 boxes: each box's own links, and NICs 8, 22, 23 of card i joined to those of card 8 + i.
+TEST(NicBoxPreset, Hls2x2IsTwoHls2BoxesJoinedRailByRail) {
+  const preset::Card card = preset::load_preset("hl225");
+  const preset::Box box = preset::load_box("hls2x2", card);
+  const preset::Box one = preset::load_box("hls2", card);
+  EXPECT_EQ(box.cards(), 16u);
+  ASSERT_EQ(box.link_size(), 2 * one.link_size() + 24) << "two boxes' links and 8 rails of 3";
+  std::set<std::tuple<unsigned, unsigned, unsigned, unsigned>> links;
+  for (const auto& l : box.link()) links.insert({l.a().card(), l.a().port(), l.b().card(), l.b().port()});
+  for (const auto& l : one.link()) {
+    EXPECT_EQ(links.count({l.a().card(), l.a().port(), l.b().card(), l.b().port()}), 1u);
+    EXPECT_EQ(links.count({l.a().card() + 8, l.a().port(), l.b().card() + 8, l.b().port()}), 1u);
+  }
+  for (unsigned i = 0; i < 8; ++i)
+    for (unsigned port : {8u, 22u, 23u}) EXPECT_EQ(links.count({i, port, i + 8, port}), 1u) << "rail " << i << " NIC " << port;
+  EXPECT_FALSE(box.has_switch_());
+}
 
 TEST(NicBoxPreset, Hls2IsThePublicPortMap) {
   const preset::Card card = preset::load_preset("hl225");
@@ -95,13 +114,13 @@ TEST(NicBoxPreset, BadBoxesAreNamed) {
   EXPECT_NE(error_of("card: \"hl205\" cards: 2 link { a { card: 0 port: 1 } b { card: 1 port: 0 } } scale_out { card: 1 port: 0 }")
                 .find("scale_out card 1 port 0: the port is used twice"),
             std::string::npos);
-  EXPECT_NE(error_of("card: \"hl205\" cards: 9").find("a box has 1 to 8 cards"), std::string::npos);
+  EXPECT_NE(error_of("card: \"hl205\" cards: 17").find("a box has 1 to 16 cards"), std::string::npos);
   EXPECT_NE(error_of("cards: 2").find("card (the card preset) is missing"), std::string::npos);
   try {
     preset::load_box("hls9", hl205);
     ADD_FAILURE() << "an unknown box loaded";
   } catch (const preset::PresetError& e) {
-    EXPECT_NE(std::string(e.what()).find("unknown box 'hls9': not a built-in box (hls1, hls2)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("unknown box 'hls9': not a built-in box (hls1, hls2, hls2x2)"), std::string::npos) << e.what();
   }
 }
 
