@@ -252,21 +252,26 @@ void Platform::leave_at_exit() {
     }
     return;
   }
+  leave_reporting_errors();
+  end_mpi();
+}
+
+void Platform::leave_reporting_errors() {
   try {
     leave();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "hpusim: process %d of a split box could not leave the run: %s\n", sync_ ? sync_->rank() : 0, e.what());
+    std::fprintf(stderr, "hpusim: process %d of a split box could not leave the run: %s\n", process_rank_, e.what());
   }
-  if (owns_mpi_) {
-    MPI_Finalized(&finalised);
-    if (!finalised) {
-      if (sync_) {
-        cosim_->set_device_runner(nullptr);
-        sync_.reset();   // its communicator goes before MPI does
-      }
-      MPI_Finalize();
-    }
+}
+
+void Platform::end_mpi() {
+  if (sync_) {
+    cosim_->set_device_runner(nullptr);
+    sync_.reset();   // its communicator goes before MPI does
   }
+  int finalised = 0;
+  MPI_Finalized(&finalised);
+  if (owns_mpi_ && !finalised) MPI_Finalize();
 }
 
 void Platform::leave() {
@@ -277,12 +282,7 @@ void Platform::leave() {
 Platform::~Platform() {
   set_host_services(nullptr);
   tear_down();
-  sync_.reset();
-  if (owns_mpi_) {
-    int finalised = 0;
-    MPI_Finalized(&finalised);
-    if (!finalised) MPI_Finalize();
-  }
+  end_mpi();
   g_current = nullptr;
 }
 
@@ -335,11 +335,7 @@ void Platform::tear_down() {
   drivers_.clear();
   links_.clear();
   if (cosim_ && sync_) {
-    try {
-      leave();   // after the drivers: closing a card may still touch it
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "hpusim: process %d of a split box could not leave the run: %s\n", sync_->rank(), e.what());
-    }
+    leave_reporting_errors();   // after the drivers: closing a card may still touch it
     cosim_->set_device_runner(nullptr);
   }
   if (cosim_) {

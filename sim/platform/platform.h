@@ -189,6 +189,10 @@ class Platform : public HostServices {
 
   void probe_drivers();
   void join_processes();
+  // leave(), printing what went wrong instead of throwing (destruction, exit).
+  void leave_reporting_errors();
+  // The synchronisation's communicator goes, then MPI if this platform initialised it.
+  void end_mpi();
   void build_links();
   void tear_down();
 };
