@@ -46,14 +46,17 @@ void HpuGraph::replay(const std::map<uintptr_t, uint64_t>& bases) {
     }
     card.to_device(&seed, reinterpret_cast<uintptr_t>(s.tensor.data_ptr()), sizeof seed);
   }
-  for (CapturedLaunch& launch : launches_) {
-    if (bases.empty()) {
-      launch.submit(card.stream());
+  for (Entry& entry : entries_) {
+    if (!entry.launch) {
+      TORCH_CHECK(bases.empty(), "a compiled graph cannot hold a collective");
+      entry.step(card.stream());
+    } else if (bases.empty()) {
+      entry.launch->submit(card.stream());
     } else {
-      launch.submit(card.stream(), bases);
+      entry.launch->submit(card.stream(), bases);
     }
   }
-  lazy.count_replay(launches_.size());
+  lazy.count_replay(launches());
   card.trace_span(bases.empty() ? "hpu graph replay" : "compiled graph call", span_start);
 }
 
@@ -63,14 +66,25 @@ void HpuGraph::capture_abort() {
 
 void HpuGraph::reset() {
   TORCH_CHECK(Lazy::get().capturing() != this, "HPUGraph.reset: the graph is capturing");
-  launches_.clear();
+  entries_.clear();
   storages_.clear();
   seeds_.clear();
   captured_ = false;
 }
 
+size_t HpuGraph::launches() const {
+  size_t n = 0;
+  for (const Entry& e : entries_) n += e.launch ? 1 : 0;
+  return n;
+}
+
 void HpuGraph::add_launch(CapturedLaunch launch, std::vector<c10::Storage> storages) {
-  launches_.push_back(std::move(launch));
+  entries_.push_back({std::move(launch), nullptr});
+  for (c10::Storage& s : storages) storages_.push_back(std::move(s));
+}
+
+void HpuGraph::add_step(Lazy::DeviceStep step, std::vector<c10::Storage> storages) {
+  entries_.push_back({std::nullopt, std::move(step)});
   for (c10::Storage& s : storages) storages_.push_back(std::move(s));
 }
 

@@ -10,8 +10,10 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/Storage.h>
 
+#include <optional>
 #include <vector>
 
+#include "bridge/core/lazy.h"
 #include "bridge/core/pending_graph.h"
 
 namespace hpusim::bridge {
@@ -38,10 +40,12 @@ class HpuGraph {
   // Drops the launches and the storages they hold.
   void reset();
   bool captured() const { return captured_; }
-  size_t launches() const { return launches_.size(); }
+  size_t launches() const;
 
-  // What the lazy layer gives the graph while it captures.
+  // What the lazy layer gives the graph while it captures: launches and device steps
+  // (collectives), run in the order captured.
   void add_launch(CapturedLaunch launch, std::vector<c10::Storage> storages);
+  void add_step(Lazy::DeviceStep step, std::vector<c10::Storage> storages);
   void add_seed(const at::Tensor& seed, const at::Generator& generator);
 
  private:
@@ -49,8 +53,12 @@ class HpuGraph {
     at::Tensor tensor;   // one int32 element on the card
     at::Generator generator;
   };
+  struct Entry {
+    std::optional<CapturedLaunch> launch;   // or else
+    Lazy::DeviceStep step;
+  };
   bool captured_ = false;
-  std::vector<CapturedLaunch> launches_;
+  std::vector<Entry> entries_;
   std::vector<c10::Storage> storages_;
   std::vector<Seed> seeds_;
 };

@@ -47,7 +47,44 @@ void Lazy::keep(const c10::Storage& storage) {
 
 bool Lazy::pending_uses(const c10::StorageImpl* storage) {
   const std::lock_guard<std::recursive_mutex> lock(mutex_);
-  return kept_.count(reinterpret_cast<uintptr_t>(storage)) != 0;
+  if (kept_.count(reinterpret_cast<uintptr_t>(storage)) != 0) return true;
+  for (const Deferred& d : deferred_) {
+    for (const c10::Storage& s : d.storages) {
+      if (s.unsafeGetStorageImpl() == storage) return true;
+    }
+  }
+  return false;
+}
+
+void Lazy::record_step(DeviceStep step, std::vector<c10::Storage> storages) {
+  const std::lock_guard<std::recursive_mutex> lock(mutex_);
+  deferring_ = capturing_ == nullptr;
+  try {
+    flush("lazy collective");
+  } catch (...) {
+    deferring_ = false;
+    throw;
+  }
+  deferring_ = false;
+  if (capturing_ != nullptr) {
+    capturing_->add_step(std::move(step), std::move(storages));
+  } else {
+    deferred_.push_back({std::nullopt, std::move(step), std::move(storages)});
+  }
+}
+
+void Lazy::submit_deferred() {
+  if (deferred_.empty()) return;
+  std::vector<Deferred> steps;
+  steps.swap(deferred_);   // released once submitted, whatever happens
+  const synStreamHandle stream = Card::get().stream();
+  for (Deferred& d : steps) {
+    if (d.launch) {
+      d.launch->submit(stream);
+    } else {
+      d.step(stream);
+    }
+  }
 }
 
 void Lazy::op_recorded(const char* name) {
@@ -63,18 +100,36 @@ void Lazy::op_recorded(const char* name) {
 void Lazy::flush(const char* why) {
   const std::lock_guard<std::recursive_mutex> lock(mutex_);
   const std::string reason = why;
-  if (capturing_ != nullptr && reason != "mark_step" && reason != "capture end" && reason != "op limit") {
+  if (capturing_ != nullptr && reason != "mark_step" && reason != "capture end" && reason != "op limit" &&
+      reason != "lazy collective") {
     refuse_in_capture(reason);
   }
   pending_ops_ = 0;
+  const std::string span = reason == "mark_step" ? "mark_step" : "flush: " + reason;
+  if (capturing_ == nullptr && !deferring_ && !deferred_.empty()) {
+    // Recorded before what is pending: submitted first, inside this launch's span.
+    Card& card = Card::get();
+    const uint64_t start = card.host_now_ns();
+    submit_deferred();
+    if (graph_.empty()) {
+      kept_.clear();
+      card.trace_span(span.c_str(), start);
+      return;
+    }
+    return launch_pending(why, span, start);
+  }
   if (graph_.empty()) {
     kept_.clear();
     return;
   }
+  launch_pending(why, span, Card::get().host_now_ns());
+}
+
+void Lazy::launch_pending(const char* why, const std::string& span, uint64_t span_start) {
+  const std::string reason = why;
   std::map<uintptr_t, c10::Storage> kept;
   kept.swap(kept_);   // released after the launch, whatever happens
   Card& card = Card::get();
-  const uint64_t span_start = card.host_now_ns();
   card.host_work(HPUSIM_HOST_GRAPH_BUILD_PER_NODE, graph_.node_count(), "graph build");
   const auto start = std::chrono::steady_clock::now();
   const std::vector<uintptr_t> written = graph_.written_storages();
@@ -85,12 +140,16 @@ void Lazy::flush(const char* why) {
       const auto it = kept.find(storage);
       // Anything beyond our own reference: a tensor somewhere can still read it.
       return it == kept.end() || it->second.use_count() > 1;
-    }, capturing_ != nullptr ? &captured : nullptr);
-    if (capturing_ != nullptr) {
-      std::vector<c10::Storage> storages;
+    }, capturing_ != nullptr || deferring_ ? &captured : nullptr);
+    std::vector<c10::Storage> storages;
+    if (capturing_ != nullptr || deferring_) {
       for (auto& [key, storage] : kept) storages.push_back(storage);
+    }
+    if (capturing_ != nullptr) {
       capturing_->add_launch(std::move(captured), std::move(storages));
       ++counters_.captured_launches;
+    } else if (deferring_) {
+      deferred_.push_back({std::move(captured), nullptr, std::move(storages)});
     }
   } catch (const std::exception& e) {
     for (uintptr_t key : written) {
@@ -118,7 +177,7 @@ void Lazy::flush(const char* why) {
     ++counters_.cache_hits;
     ++counters_.hits_by_recipe[recipe];
   }
-  card.trace_span(reason == "mark_step" ? "mark_step" : ("flush: " + reason).c_str(), span_start);
+  card.trace_span(span.c_str(), span_start);
 }
 
 void Lazy::begin_capture(HpuGraph* graph, bool in_eager_mode) {

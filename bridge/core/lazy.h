@@ -8,7 +8,9 @@
 #include <c10/core/Storage.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -52,6 +54,13 @@ class Lazy {
   // Whether the pending graph uses `storage` (a host write into it must launch first).
   bool pending_uses(const c10::StorageImpl* storage);
 
+  // A device step that is not a graph (a collective, with PT_HPU_ENABLE_LAZY_COLLECTIVES): it is
+  // recorded after the pending ops, which are compiled now but not run; both run, in order, at
+  // the next launch (mark_step, a value read back, ...). During an HPU graph capture both are
+  // captured and run at every replay. `storages` stay allocated until the step has run.
+  using DeviceStep = std::function<void(synStreamHandle)>;
+  void record_step(DeviceStep step, std::vector<c10::Storage> storages);
+
   // HPU graph capture (hpu_graph.h): while `graph` captures, mark_step compiles what is pending
   // into the graph instead of running it; anything else that would run it (a copy to the host,
   // .item(), a synchronisation, a host write into a tensor the capture uses) and a CPU fallback
@@ -86,7 +95,19 @@ class Lazy {
   unsigned region_depth_ = 0;
   Lazy();
 
+  // Compiled launches and device steps recorded before the pending graph, not run yet.
+  struct Deferred {
+    std::optional<CapturedLaunch> launch;
+    DeviceStep step;
+    std::vector<c10::Storage> storages;
+  };
+  void submit_deferred();
+  // Compiles and launches (or captures, or defers) the pending graph; a slice `span` from span_start.
+  void launch_pending(const char* why, const std::string& span, uint64_t span_start);
+
   std::recursive_mutex mutex_;
+  std::vector<Deferred> deferred_;
+  bool deferring_ = false;   // flush compiles what is pending into deferred_ instead of running it
   PendingGraph graph_;
   std::map<uintptr_t, c10::Storage> kept_;
   uint64_t pending_ops_ = 0;

@@ -15,8 +15,14 @@
 namespace py = pybind11;
 namespace bridge = hpusim::bridge;
 
+namespace hpusim::bridge {
+void add_distributed(py::module_& m);   // distributed.cpp
+void release_hccl_communicators();      // process_group_hccl.h
+}
+
 PYBIND11_MODULE(_C, m) {
   m.doc() = "hpusim's PyTorch bridge (the simulated card as torch's 'hpu' device)";
+  bridge::add_distributed(m);
   py::register_exception<bridge::SynapseError>(m, "SynapseError", PyExc_RuntimeError);
   m.def("device_count", [] { return bridge::Card::count() > 0 ? 1 : 0; });
   m.def("init", [] { bridge::Card::get(); });
@@ -52,6 +58,7 @@ PYBIND11_MODULE(_C, m) {
     py::gil_scoped_release release;
     if (!bridge::Card::acquired()) return;
     bridge::flush_pending("exit");
+    bridge::release_hccl_communicators();
     bridge::Card::get().close();
   });
   m.def("host_time_ns", [] {

@@ -1,14 +1,11 @@
 #include "sim/distributed/conservative_sync.h"
 
-#include <sched.h>
-
 #include <systemc>
 
 #include <algorithm>
 #include <chrono>
 #include <stdexcept>
 #include <string>
-#include <thread>
 
 namespace hpusim::distributed {
 namespace {
@@ -21,17 +18,12 @@ enum Field : size_t { kEarliest = 0, kLeft = 1, kCounts = 2 };
 
 }  // namespace
 
-ConservativeSync::ConservativeSync(MPI_Comm comm) {
-  MPI_Comm_dup(comm, &comm_);
-  MPI_Comm_rank(comm_, &rank_);
-  MPI_Comm_size(comm_, &size_);
+ConservativeSync::ConservativeSync(std::unique_ptr<Transport> transport) : transport_(std::move(transport)) {
+  rank_ = transport_->rank();
+  size_ = transport_->ranks();
 }
 
-ConservativeSync::~ConservativeSync() {
-  int finalised = 0;
-  MPI_Finalized(&finalised);
-  if (!finalised) MPI_Comm_free(&comm_);
-}
+ConservativeSync::~ConservativeSync() = default;
 
 void ConservativeSync::add(hw::NicRemoteEnd& end, int peer_rank) {
   if (peer_rank < 0 || peer_rank >= size_ || peer_rank == rank_) {
@@ -46,8 +38,8 @@ void ConservativeSync::add(hw::NicRemoteEnd& end, int peer_rank) {
 }
 
 hw::Picoseconds ConservativeSync::start(hw::Picoseconds link_latency_ps, hw::Picoseconds start_ps) {
-  unsigned long long mine = link_latency_ps, all = 0;
-  MPI_Allreduce(&mine, &all, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, comm_);
+  const std::vector<uint64_t> latencies = allgather({link_latency_ps});
+  const uint64_t all = *std::min_element(latencies.begin(), latencies.end());
   if (all < 2) throw std::invalid_argument("conservative sync: a lookahead of " + std::to_string(all) + " ps is too short");
   for (const auto& [end, peer] : ends_) {
     if (!end->take_outbox().empty()) {
@@ -62,28 +54,15 @@ hw::Picoseconds ConservativeSync::start(hw::Picoseconds link_latency_ps, hw::Pic
 }
 
 uint64_t ConservativeSync::agree_max(uint64_t value) {
-  unsigned long long mine = value, all = 0;
-  MPI_Request request;
-  MPI_Iallreduce(&mine, &all, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm_, &request);
-  wait(request);
-  return all;
+  const std::vector<uint64_t> all = allgather({value});
+  return *std::max_element(all.begin(), all.end());
 }
 
-// Blocking MPI waits would spin a core the other ranks' simulations need (CI has two): poll, then
-// yield, then sleep briefly between polls.
-void ConservativeSync::wait(MPI_Request& request) {
+std::vector<uint64_t> ConservativeSync::allgather(const std::vector<uint64_t>& mine) {
   const auto began = std::chrono::steady_clock::now();
-  for (unsigned polls = 0;; ++polls) {
-    int done = 0;
-    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
-    if (done) break;
-    if (polls < 1000) {
-      sched_yield();
-    } else {
-      std::this_thread::sleep_for(std::chrono::microseconds(polls < 10000 ? 20 : 200));
-    }
-  }
+  std::vector<uint64_t> all = transport_->allgather(mine);
   stats_.wait_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  return all;
 }
 
 void ConservativeSync::run_towards(uint64_t target_ps) {
@@ -130,45 +109,34 @@ void ConservativeSync::meet(uint64_t target_ps, bool leaving) {
       ++stats_.messages_sent;
     }
   }
-  std::vector<unsigned long long> mine(width), all(width * n);
+  std::vector<uint64_t> mine(width);
   mine[kEarliest] = earliest;
   mine[kLeft] = leaving ? 1 : 0;
   for (size_t r = 0; r < n; ++r) mine[kCounts + r] = out[r].size();
-  MPI_Request request;
-  MPI_Iallgather(mine.data(), static_cast<int>(width), MPI_UNSIGNED_LONG_LONG, all.data(), static_cast<int>(width),
-                 MPI_UNSIGNED_LONG_LONG, comm_, &request);
-  wait(request);
+  const std::vector<uint64_t> all = allgather(mine);
   ++stats_.windows;
 
   bool any_data = false, everyone_left = true;
   uint64_t next = kNever;
   for (size_t r = 0; r < n; ++r) {
-    const unsigned long long* word = &all[r * width];
+    const uint64_t* word = &all[r * width];
     next = std::min<uint64_t>(next, word[kEarliest]);
     everyone_left = everyone_left && word[kLeft] != 0;
     for (size_t d = 0; d < n; ++d) any_data = any_data || word[kCounts + d] != 0;
   }
   if (any_data) {
     ++stats_.windows_with_data;
-    std::vector<int> send_counts(n), send_displs(n), recv_counts(n), recv_displs(n);
-    std::vector<uint8_t> send_bytes;
-    int total = 0;
+    std::vector<uint64_t> in_bytes(n);
     for (size_t r = 0; r < n; ++r) {
-      send_displs[r] = static_cast<int>(send_bytes.size());
-      send_counts[r] = static_cast<int>(out[r].size());
-      send_bytes.insert(send_bytes.end(), out[r].begin(), out[r].end());
-      recv_displs[r] = total;
-      recv_counts[r] = static_cast<int>(all[r * width + kCounts + static_cast<size_t>(rank_)]);
-      total += recv_counts[r];
+      in_bytes[r] = all[r * width + kCounts + static_cast<size_t>(rank_)];
+      stats_.bytes_sent += out[r].size();
     }
-    stats_.bytes_sent += send_bytes.size();
-    std::vector<uint8_t> recv_bytes(static_cast<size_t>(total));
-    MPI_Ialltoallv(send_bytes.data(), send_counts.data(), send_displs.data(), MPI_BYTE, recv_bytes.data(),
-                   recv_counts.data(), recv_displs.data(), MPI_BYTE, comm_, &request);
-    wait(request);
+    const auto began = std::chrono::steady_clock::now();
+    const std::vector<std::vector<uint8_t>> in = transport_->exchange(out, in_bytes);
+    stats_.wait_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
     // In rank order, each rank's messages in the order they were sent.
     for (size_t r = 0; r < n; ++r) {
-      for (hw::NicLinkMessage& m : hw::decode_messages(recv_bytes.data() + recv_displs[r], static_cast<size_t>(recv_counts[r]))) {
+      for (hw::NicLinkMessage& m : hw::decode_messages(in[r].data(), in[r].size())) {
         const auto it = by_link_.find(m.link);
         if (it == by_link_.end()) {
           throw std::runtime_error("conservative sync: rank " + std::to_string(r) + " sent a message on link " +

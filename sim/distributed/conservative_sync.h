@@ -1,6 +1,7 @@
-// Processes (MPI ranks) that each simulate part of a system joined at NIC links, kept in step by
-// conservative synchronisation, as SST does (reference: collectives-and-scale-out, section 4). The
-// lookahead L is the smallest latency of the links between processes, agreed by all ranks.
+// Processes (ranks of an MPI run, or of a TCP rendezvous: transport.h) that each simulate part of
+// a system joined at NIC links, kept in step by conservative synchronisation, as SST does
+// (reference: collectives-and-scale-out, section 4). The lookahead L is the smallest latency of
+// the links between processes, agreed by all ranks.
 //
 // Time is cut in windows that end at the same time on every rank. A rank runs its device freely
 // inside the current window; at its end it meets the others: each hands over what its links'
@@ -15,15 +16,15 @@
 // rank is done and keeps it meeting the others until every rank has left.
 #pragma once
 
-#include <mpi.h>
-
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <vector>
 
 #include "hw/common/mem_protocol.h"
 #include "hw/nic/nic_remote_end.h"
 #include "sim/cosim/device_runner.h"
+#include "sim/distributed/transport.h"
 
 namespace hpusim::distributed {
 
@@ -37,10 +38,9 @@ struct SyncStats {
 
 class ConservativeSync : public cosim::DeviceRunner {
  public:
-  // MPI must be initialised (at least MPI_THREAD_SERIALIZED if other threads use MPI too) and
-  // outlive this object. Every rank of `comm` takes part; the synchronisation talks on its own
-  // duplicate of it, so the program's messages on `comm` never mix with its own.
-  explicit ConservativeSync(MPI_Comm comm = MPI_COMM_WORLD);
+  // Every rank of `transport` takes part (by default MPI_COMM_WORLD's, on a duplicate of it, so
+  // the program's own MPI messages never mix with the synchronisation's).
+  explicit ConservativeSync(std::unique_ptr<Transport> transport = mpi_transport());
   ~ConservativeSync() override;
   ConservativeSync(const ConservativeSync&) = delete;
   ConservativeSync& operator=(const ConservativeSync&) = delete;
@@ -73,12 +73,14 @@ class ConservativeSync : public cosim::DeviceRunner {
   uint64_t agree_max(uint64_t value);
 
   const SyncStats& stats() const { return stats_; }
+  Transport& transport() { return *transport_; }
 
  private:
   void meet(uint64_t target_ps, bool leaving);
-  void wait(MPI_Request& request);
+  // Every rank's words, the time spent waiting counted.
+  std::vector<uint64_t> allgather(const std::vector<uint64_t>& mine);
 
-  MPI_Comm comm_;
+  std::unique_ptr<Transport> transport_;
   int rank_ = 0, size_ = 1;
   hw::Picoseconds lookahead_ = 0;
   hw::Picoseconds window_end_ = 0;

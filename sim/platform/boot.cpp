@@ -19,6 +19,10 @@ std::string boot_platform(const BootRequest& request) {
   options.trace_path = request.trace_path;
   options.trace_packets = request.trace_packets;
   options.distributed = request.distributed;
+  options.rendezvous = request.rendezvous;
+  options.rank = request.rank;
+  options.ranks = request.ranks;
+  options.rendezvous_timeout_s = request.rendezvous_timeout_s;
   try {
     if (!request.host_time.empty()) options.time_source = cosim::parse_host_time_source(request.host_time);
     new Platform(options);   // Platform::current() from now on

@@ -39,8 +39,11 @@ struct BootRequest {
   std::string trace_path;   // empty: not traced
   std::string host_time;    // "modeled" | "measured" (HPUSIM_HOST_TIME); empty: the running platform's, or modeled
   bool trace_packets = false;   // packet-level events in the trace (HPUSIM_TRACE_DETAIL=packets)
-  bool distributed = false;     // asks for the box split between the processes of an MPI run
-                                // (HPUSIM_DISTRIBUTED=mpi); false: whatever is running
+  bool distributed = false;     // asks for the box split between processes (HPUSIM_DISTRIBUTED):
+                                // false: whatever is running
+  std::string rendezvous;       // with it, a TCP rendezvous "host:port" (HPUSIM_DISTRIBUTED=tcp,
+  int rank = 0, ranks = 1;      // HPUSIM_RENDEZVOUS, RANK, WORLD_SIZE); empty: an MPI run
+  double rendezvous_timeout_s = 300;   // HPUSIM_RENDEZVOUS_TIMEOUT
 };
 
 class HostServices {

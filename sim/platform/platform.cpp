@@ -76,7 +76,17 @@ Platform::Platform(const PlatformOptions& options) : options_(options) {
     throw std::runtime_error("platform: this process already has one (SystemC elaborates once per process)");
   }
   try {
-    if (options_.distributed) {
+    if (options_.distributed && !options_.rendezvous.empty()) {
+      const size_t colon = options_.rendezvous.rfind(':');
+      char* end = nullptr;
+      const unsigned long port = colon == std::string::npos ? 0 : std::strtoul(options_.rendezvous.c_str() + colon + 1, &end, 10);
+      if (colon == std::string::npos || colon == 0 || end == nullptr || *end != '\0' || port == 0 || port > 65535) {
+        throw std::invalid_argument("platform: rendezvous '" + options_.rendezvous + "': host:port");
+      }
+      sync_ = std::make_unique<distributed::ConservativeSync>(distributed::tcp_transport(
+          options_.rank, options_.ranks, options_.rendezvous.substr(0, colon), static_cast<uint16_t>(port),
+          options_.rendezvous_timeout_s));
+    } else if (options_.distributed) {
       int initialised = 0;
       MPI_Initialized(&initialised);
       if (!initialised) {
@@ -91,6 +101,8 @@ Platform::Platform(const PlatformOptions& options) : options_(options) {
                                  "(MPI_Init_thread with MPI_THREAD_SERIALIZED or more, or let the platform initialise it)");
       }
       sync_ = std::make_unique<distributed::ConservativeSync>();
+    }
+    if (sync_) {
       process_rank_ = sync_->rank();
       const unsigned processes = static_cast<unsigned>(sync_->ranks()), me = static_cast<unsigned>(sync_->rank());
       if (processes > box_cards_) {
@@ -169,8 +181,9 @@ Platform::Platform(const PlatformOptions& options) : options_(options) {
         why = e.what();
       } catch (...) {
       }
-      std::fprintf(stderr, "hpusim: process %d of a split box: %s; ending the MPI run\n", sync_->rank(), why.c_str());
-      MPI_Abort(MPI_COMM_WORLD, 1);
+      std::fprintf(stderr, "hpusim: process %d of a split box: %s; ending the %s run\n", sync_->rank(), why.c_str(),
+                   sync_->transport().name());
+      sync_->transport().abort();
     }
     tear_down();
     g_current = nullptr;

@@ -55,11 +55,16 @@ struct PlatformOptions {
   // preset (with `overrides`; `preset` is not used) and their NIC ports joined by its links. Its
   // card count unless `cards` asks for fewer (the first ones, and the links between them).
   std::string box;
-  // The box split between the processes of an MPI run (mpirun -np N): rank r simulates cards
-  // r*C/N .. (r+1)*C/N - 1 of the C cards (its device files /dev/hl0 ..), their links to the other
-  // ranks' cards kept in step by conservative synchronisation (sim/distributed). The platform
-  // initialises MPI if the program has not (it then finalises it too). Needs a box.
+  // The box split between processes: rank r of N simulates cards r*C/N .. (r+1)*C/N - 1 of the C
+  // cards (its device files /dev/hl0 ..), their links to the other ranks' cards kept in step by
+  // conservative synchronisation (sim/distributed). Needs a box. The processes are an MPI run's
+  // (mpirun -np N; the platform initialises MPI if the program has not, and then finalises it
+  // too) or, with `rendezvous` set ("host:port"), rank `rank` of `ranks` processes started by any
+  // launcher (torchrun's), which meet there over TCP (rank 0 listens on it).
   bool distributed = false;
+  std::string rendezvous;
+  int rank = 0, ranks = 1;
+  double rendezvous_timeout_s = 300;   // how long the ranks wait for each other there
   // The run's timeline: the driver's ioctls and interrupts and the card's activity go on it.
   // Either the caller's (it must outlive the platform) or, with trace_path set, the platform's own,
   // written to trace_path by write_trace() (.json: Chrome JSON, else Perfetto).
@@ -185,7 +190,7 @@ class Platform : public HostServices {
   std::unique_ptr<distributed::ConservativeSync> sync_;
   std::vector<std::unique_ptr<hw::NicRemoteEnd>> remote_ends_;
   bool owns_mpi_ = false;
-  int process_rank_ = -1;   // a split box: this process's MPI rank
+  int process_rank_ = -1;   // a split box: this process's rank
 
   void probe_drivers();
   void join_processes();

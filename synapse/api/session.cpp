@@ -132,16 +132,58 @@ std::string box_from_environment() {
   return value != nullptr ? value : "";
 }
 
-// HPUSIM_DISTRIBUTED: "mpi" splits the box between the processes of an MPI run (empty: not set).
-synStatus distributed_from_environment(const char* function, bool* distributed) {
-  *distributed = false;
+// A whole number in 0 .. max from the environment variable `name` (`*out` untouched when unset).
+bool integer_from_environment(const char* name, unsigned long max, unsigned long* out) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') return false;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long n = std::strtoul(value, &end, 10);
+  if (errno != 0 || *end != '\0' || n > max || value[0] == '-' || value[0] == '+') return false;
+  *out = n;
+  return true;
+}
+
+// HPUSIM_DISTRIBUTED: "mpi" splits the box between the processes of an MPI run; "tcp" between
+// processes that meet at HPUSIM_RENDEZVOUS (host:port), each knowing its RANK of WORLD_SIZE (as
+// torchrun sets them), waiting HPUSIM_RENDEZVOUS_TIMEOUT seconds (300) for each other. Empty: not set.
+synStatus distributed_from_environment(const char* function, hpusim::platform::BootRequest* request) {
+  request->distributed = false;
   const char* value = std::getenv("HPUSIM_DISTRIBUTED");
   if (value == nullptr || *value == '\0') return synSuccess;
-  if (std::string(value) != "mpi") {
+  const std::string how = value;
+  if (how != "mpi" && how != "tcp") {
     return fail(synInvalidArgument, std::string(function) + ": HPUSIM_DISTRIBUTED='" + value +
-                                         "': mpi (the box split between the processes of an MPI run) or unset");
+                                         "': mpi (the box split between the processes of an MPI run), tcp (between "
+                                         "processes meeting at HPUSIM_RENDEZVOUS) or unset");
   }
-  *distributed = true;
+  request->distributed = true;
+  if (how == "mpi") return synSuccess;
+  const char* rendezvous = std::getenv("HPUSIM_RENDEZVOUS");
+  unsigned long rank = 0, ranks = 0;
+  if (rendezvous == nullptr || *rendezvous == '\0') {
+    return fail(synInvalidArgument, std::string(function) + ": HPUSIM_DISTRIBUTED=tcp needs HPUSIM_RENDEZVOUS=host:port "
+                                                             "(where rank 0 listens)");
+  }
+  if (!integer_from_environment("WORLD_SIZE", kMaxDevices, &ranks) || ranks < 1 ||
+      !integer_from_environment("RANK", ranks - 1, &rank)) {
+    const char* w = std::getenv("WORLD_SIZE");
+    const char* r = std::getenv("RANK");
+    return fail(synInvalidArgument, std::string(function) + ": HPUSIM_DISTRIBUTED=tcp needs this process's RANK of "
+                                         "WORLD_SIZE processes (RANK='" + (r ? r : "") + "', WORLD_SIZE='" + (w ? w : "") +
+                                         "'; at most " + std::to_string(kMaxDevices) + " processes)");
+  }
+  if (const char* timeout = std::getenv("HPUSIM_RENDEZVOUS_TIMEOUT"); timeout != nullptr && *timeout != '\0') {
+    unsigned long seconds = 0;
+    if (!integer_from_environment("HPUSIM_RENDEZVOUS_TIMEOUT", 86400, &seconds) || seconds == 0) {
+      return fail(synInvalidArgument, std::string(function) + ": HPUSIM_RENDEZVOUS_TIMEOUT='" + timeout +
+                                           "': seconds the ranks wait for each other at the rendezvous, 1 .. 86400");
+    }
+    request->rendezvous_timeout_s = static_cast<double>(seconds);
+  }
+  request->rendezvous = rendezvous;
+  request->rank = static_cast<int>(rank);
+  request->ranks = static_cast<int>(ranks);
   return synSuccess;
 }
 
@@ -200,7 +242,7 @@ synStatus acquire(const char* function, synDeviceId* id, const std::string& pres
       request.trace_path = s.trace_path;
       if (const synStatus st = cards_from_environment(function, &request.cards); st != synSuccess) return st;
       request.box = box_from_environment();
-      if (const synStatus st = distributed_from_environment(function, &request.distributed); st != synSuccess) return st;
+      if (const synStatus st = distributed_from_environment(function, &request); st != synSuccess) return st;
       if (const synStatus st = host_time_from_environment(function, &request.host_time); st != synSuccess) return st;
       if (const synStatus st = trace_detail_from_environment(function, &request.trace_packets); st != synSuccess) {
         return st;

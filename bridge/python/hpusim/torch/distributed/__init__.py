@@ -1,0 +1,1 @@
+"""torch.distributed on simulated cards: the "hccl" backend (`hpusim.torch.distributed.hccl`)."""
