@@ -241,11 +241,12 @@ std::vector<CollectivesBenchRow> run_collectives_bench(const CollectivesBenchOpt
     const bool ring = c == "all_reduce" && o.algorithm == "ring";
     row.bound_busbw = c == "broadcast" ? egress * n / (2.0 * (n - 1)) : (c == "reduce" || ring) ? egress / (n - 1) : egress;
     if (rails) {
-      // The three parts one after the other: the box's reduce-scatter and all-gather halves each
-      // send S / group over a card's links in the box, the rail's all_reduce 2 S / (boxes x
-      // group) over its rail links.
+      // The three parts pipelined slice group by slice group: a card's links in the box carry the
+      // reduce-scatter and all-gather halves (S / group each), its rail links the rail's all_reduce
+      // (2 S / (boxes x group)) at the same time; the busier bound it.
       const double boxes = double(n) / group;
-      const double seconds_per_byte = 2.0 / (group * links_per_peer * goodput) + 2.0 / (boxes * group * rail_links * goodput);
+      const double seconds_per_byte =
+          std::max(2.0 / (group * links_per_peer * goodput), 2.0 / (boxes * group * rail_links * goodput));
       row.bound_busbw = bus_factor(c, n) / seconds_per_byte;
     }
     if (const Published* p = published(o.box, n, c, bytes)) {

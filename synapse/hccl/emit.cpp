@@ -19,7 +19,7 @@ std::vector<runtime::Runtime::QueueJob> emit(const Program& program, uint32_t fi
   }
   for (const QueueOps& q : program.queues) {
     qman::CommandBufferBuilder cb;
-    const uint32_t monitor = monitor_of(q.queue);
+    const uint32_t monitor = program.has_join_queue && q.queue == program.join_queue ? kJoinMonitor : monitor_of(q.queue);
     for (const Op& op : q.ops) {
       switch (op.kind) {
         case OpKind::Wait: qman::append_sob_wait(cb, q.queue, kSm, monitor, first_sob + op.sob, op.target); break;

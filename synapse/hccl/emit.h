@@ -15,6 +15,9 @@ namespace hpusim::synapse::hccl {
 // use 256 .. 503, the runtime's external-queue waits 504 .. 511).
 inline constexpr uint32_t kMonitorBase = 128;
 uint32_t monitor_of(regs::QueueId queue);
+// The monitor of a chained program's join queue (schedule.h chain()): past the QMANs' (128 + 114).
+inline constexpr uint32_t kJoinMonitor = 250;
+static_assert(kMonitorBase + regs::kNumQmans <= kJoinMonitor && kJoinMonitor < 256, "between the QMANs' and the recipes'");
 
 // The jobs of `program` with its sync objects at E_N [first_sob, first_sob + sob_count):
 // - on `external_queue`, first: the start sync object set to 1 once the queue's earlier work is done;

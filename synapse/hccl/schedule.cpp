@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <stdexcept>
 #include <tuple>
 
 namespace hpusim::synapse::hccl {
@@ -563,6 +564,63 @@ Program merge(const std::vector<Program>& parts) {
     for (const auto& [sob, value] : p.final_values)
       if (sob != p.start_sob) finals[renumbered(sob)] = value;
     out.sob_count = offset + p.sob_count;
+    out.nic_bytes += p.nic_bytes;
+    out.op = p.op;
+    out.type = p.type;
+  }
+  out.final_values.assign(finals.begin(), finals.end());
+  return out;
+}
+
+Program chain(const std::vector<Program>& parts, const std::vector<std::vector<size_t>>& after,
+              regs::QueueId join_queue) {
+  Program out;
+  out.start_sob = 0;
+  out.sob_count = 1;
+  out.has_join_queue = true;
+  out.join_queue = join_queue;
+  std::map<regs::QueueId, size_t> index;
+  std::map<uint32_t, uint16_t> finals{{0, 1}};
+  for (const Program& p : parts) {
+    for (const QueueOps& q : p.queues) {
+      if (q.queue == join_queue) throw std::invalid_argument("hccl chain: the join queue is a part's queue");
+    }
+  }
+  const auto ops_of = [&](regs::QueueId queue) -> std::vector<Op>& {
+    const auto [it, fresh] = index.emplace(queue, out.queues.size());
+    if (fresh) out.queues.push_back({queue, {}});
+    return out.queues[it->second].ops;
+  };
+  std::vector<uint32_t> offset(parts.size());
+  std::vector<int64_t> done(parts.size(), -1);   // a part's "done" sync object, once a later part needs it
+  const auto renumbered = [&](size_t i, uint32_t sob) { return sob == parts[i].start_sob ? 0 : offset[i] + sob; };
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const Program& p = parts[i];
+    std::vector<uint32_t> waits;
+    for (const size_t d : i < after.size() ? after[i] : std::vector<size_t>{}) {
+      if (d >= i) throw std::invalid_argument("hccl chain: part " + std::to_string(i) + " waits for a later part");
+      if (done[d] < 0) {
+        done[d] = out.sob_count++;
+        std::vector<Op>& join = ops_of(join_queue);
+        for (const auto& [sob, value] : parts[d].final_values)
+          if (sob != parts[d].start_sob) join.push_back({OpKind::Wait, renumbered(d, sob), value});
+        join.push_back({OpKind::Signal, static_cast<uint32_t>(done[d])});
+        finals[static_cast<uint32_t>(done[d])] = 1;
+      }
+      waits.push_back(static_cast<uint32_t>(done[d]));
+    }
+    offset[i] = out.sob_count;
+    for (const QueueOps& q : p.queues) {
+      std::vector<Op>& ops = ops_of(q.queue);
+      for (const uint32_t w : waits) ops.push_back({OpKind::Wait, w, 1});
+      for (Op op : q.ops) {
+        op.sob = renumbered(i, op.sob);
+        ops.push_back(op);
+      }
+    }
+    for (const auto& [sob, value] : p.final_values)
+      if (sob != p.start_sob) finals[renumbered(i, sob)] = value;
+    out.sob_count = offset[i] + p.sob_count;
     out.nic_bytes += p.nic_bytes;
     out.op = p.op;
     out.type = p.type;

@@ -93,6 +93,9 @@ struct Program {
   // queue's last job waits for them, then sets all sob_count back to 0.
   std::vector<std::pair<uint32_t, uint16_t>> final_values;
   uint64_t nic_bytes = 0;      // bytes this rank sends
+  // chain()'s queue that only waits for parts and signals they are done (its own monitor).
+  bool has_join_queue = false;
+  regs::QueueId join_queue = regs::QueueId::DMA_0_0;
   reduction::ReduceOp op = reduction::ReduceOp::Sum;
   reduction::ReduceType type = reduction::ReduceType::F32;
 };
@@ -107,6 +110,14 @@ namespace hpusim::synapse::hccl {
 // One program that runs `parts` together (a group of calls: hcclGroupStart / End): their ops
 // appended per queue in order, every part started by one start sync object, the others renumbered.
 Program merge(const std::vector<Program>& parts);
+// One program of `parts` appended in order as merge() does, part i starting only once every
+// (earlier) part in after[i] is done: `join_queue` (a queue no part uses, so that no part's work
+// stands before a join) waits for such a part's final values, then signals a sync object of its
+// own that the dependent part's queues wait for first. Parts run on different links and engines at
+// once (a hierarchical all_reduce's stages, slice group by slice group); parts that must not
+// overlap (sharing scratch memory) say so in `after`.
+Program chain(const std::vector<Program>& parts, const std::vector<std::vector<size_t>>& after,
+              regs::QueueId join_queue);
 // The program as text, one op per line under its queue (HPUSIM_HCCL_DUMP prints it per call).
 std::string to_text(const Program& program);
 }  // namespace hpusim::synapse::hccl

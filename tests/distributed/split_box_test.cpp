@@ -8,7 +8,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "tests/cli/program_run.h"
@@ -62,23 +64,27 @@ TEST(SplitBox, EveryCardHasTheDeviceTimesOfTheOneProcessRun) {
   std::filesystem::remove(two);
 }
 
-// Two boxes of two hl205 cards joined rail by rail, one box per process: the hierarchical
+// Two boxes of two cards joined rail by rail, one box per process: the hierarchical
 // all_reduce's rail part crosses the processes.
 TEST(SplitBox, BoxesJoinedRailByRailInTwoProcessesHaveTheOneProcessTimes) {
   const std::string box = temp("two_by_two.textproto");
   {
     std::ofstream out(box);
-    out << "name: \"two_by_two\" card: \"hl205\" cards: 4\n"
-           "link { a { card: 0 port: 0 } b { card: 1 port: 0 } }\n"
-           "link { a { card: 2 port: 0 } b { card: 3 port: 0 } }\n"
-           "link { a { card: 0 port: 1 } b { card: 2 port: 1 } }\n"
-           "link { a { card: 1 port: 1 } b { card: 3 port: 1 } }\n";
+    // Two boxes of two hl225 (3 links a pair), joined rail by rail (3 links a rail pair). At 8 MiB
+    // the hierarchical all_reduce runs as 4 slice groups pipelined through its three stages.
+    out << "name: \"two_by_two\" card: \"hl225\" cards: 4\n";
+    for (const auto& [a, b, ports] : {std::tuple{0, 1, "13 14 15"}, {2, 3, "13 14 15"}, {0, 2, "8 22 23"}, {1, 3, "8 22 23"}}) {
+      std::istringstream list(ports);
+      for (int port; list >> port;) {
+        out << "link { a { card: " << a << " port: " << port << " } b { card: " << b << " port: " << port << " } }\n";
+      }
+    }
   }
-  const std::string args = "bench collectives --box " + box + " --sizes 64K,1M --collectives all_reduce";
+  const std::string args = "bench collectives --box " + box + " --sizes 64K,8M --collectives all_reduce";
   const std::string one = temp("rails_one.json"), two = temp("rails_two.json");
   const ProgramRun alone = run_hpusim(args + " --json " + one);
   ASSERT_EQ(alone.exit_code, 0) << alone.output;
-  EXPECT_NE(alone.output.find("boxes of 2 joined rail by rail (1 link a rail pair)"), std::string::npos) << alone.output;
+  EXPECT_NE(alone.output.find("boxes of 2 joined rail by rail (3 links a rail pair)"), std::string::npos) << alone.output;
   const ProgramRun split = run_mpi(2, args + " --mpi --json " + two);
   ASSERT_EQ(split.exit_code, 0) << split.output;
   const std::vector<std::string> expected = rows_of(one), got = rows_of(two);

@@ -531,9 +531,13 @@ TEST(Hccl, AllReduceAcrossBoxesJoinedRailByRailIsBitExact) {
            "link { a { card: 0 port: 1 } b { card: 2 port: 1 } }\n"
            "link { a { card: 1 port: 1 } b { card: 3 port: 1 } }\n";
   }
+  // 64 KiB slices: the largest count runs as 4 slice groups (2 in bf16) pipelined through the
+  // stages (in the box, along the rail, in the box), each with scratch memory of its own.
+  setenv("HPUSIM_HCCL_SLICE_BYTES", "65536", 1);
   Box box(file.c_str(), 4);
+  unsetenv("HPUSIM_HCCL_SLICE_BYTES");
   for (const ReduceType type : {ReduceType::F32, ReduceType::Bf16}) {
-    for (const uint64_t count : {uint64_t{1}, uint64_t{4099}}) {
+    for (const uint64_t count : {uint64_t{1}, uint64_t{4099}, uint64_t{300001}}) {
       const uint64_t es = reduction::element_bytes(type);
       std::vector<Bytes> x(4);
       std::vector<uint64_t> buffer(4);
