@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <tuple>
 
@@ -544,41 +545,15 @@ std::string plan(const Topology& topology, unsigned rank, const Request& request
 
 namespace hpusim::synapse::hccl {
 
-Program merge(const std::vector<Program>& parts) {
-  Program out;
-  out.start_sob = 0;
-  out.sob_count = 1;
-  std::map<regs::QueueId, size_t> index;
-  std::map<uint32_t, uint16_t> finals{{0, 1}};
-  for (const Program& p : parts) {
-    const uint32_t offset = out.sob_count;
-    const auto renumbered = [&](uint32_t sob) { return sob == p.start_sob ? 0 : offset + sob; };
-    for (const QueueOps& q : p.queues) {
-      const auto [it, fresh] = index.emplace(q.queue, out.queues.size());
-      if (fresh) out.queues.push_back({q.queue, {}});
-      for (Op op : q.ops) {
-        op.sob = renumbered(op.sob);
-        out.queues[it->second].ops.push_back(op);
-      }
-    }
-    for (const auto& [sob, value] : p.final_values)
-      if (sob != p.start_sob) finals[renumbered(sob)] = value;
-    out.sob_count = offset + p.sob_count;
-    out.nic_bytes += p.nic_bytes;
-    out.op = p.op;
-    out.type = p.type;
-  }
-  out.final_values.assign(finals.begin(), finals.end());
-  return out;
-}
+Program merge(const std::vector<Program>& parts) { return chain(parts, {}, std::nullopt); }
 
 Program chain(const std::vector<Program>& parts, const std::vector<std::vector<size_t>>& after,
-              regs::QueueId join_queue) {
+              std::optional<regs::QueueId> join_queue) {
   Program out;
   out.start_sob = 0;
   out.sob_count = 1;
-  out.has_join_queue = true;
-  out.join_queue = join_queue;
+  out.has_join_queue = join_queue.has_value();
+  if (join_queue) out.join_queue = *join_queue;
   std::map<regs::QueueId, size_t> index;
   std::map<uint32_t, uint16_t> finals{{0, 1}};
   for (const Program& p : parts) {
@@ -599,9 +574,10 @@ Program chain(const std::vector<Program>& parts, const std::vector<std::vector<s
     std::vector<uint32_t> waits;
     for (const size_t d : i < after.size() ? after[i] : std::vector<size_t>{}) {
       if (d >= i) throw std::invalid_argument("hccl chain: part " + std::to_string(i) + " waits for a later part");
+      if (!join_queue) throw std::invalid_argument("hccl chain: parts that wait for others need a join queue");
       if (done[d] < 0) {
         done[d] = out.sob_count++;
-        std::vector<Op>& join = ops_of(join_queue);
+        std::vector<Op>& join = ops_of(*join_queue);
         for (const auto& [sob, value] : parts[d].final_values)
           if (sob != parts[d].start_sob) join.push_back({OpKind::Wait, renumbered(d, sob), value});
         join.push_back({OpKind::Signal, static_cast<uint32_t>(done[d])});

@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -108,7 +109,8 @@ std::string plan(const Topology& topology, unsigned rank, const Request& request
 
 namespace hpusim::synapse::hccl {
 // One program that runs `parts` together (a group of calls: hcclGroupStart / End): their ops
-// appended per queue in order, every part started by one start sync object, the others renumbered.
+// appended per queue in order, every part started by one start sync object, the others renumbered
+// (chain() without dependencies).
 Program merge(const std::vector<Program>& parts);
 // One program of `parts` appended in order as merge() does, part i starting only once every
 // (earlier) part in after[i] is done: `join_queue` (a queue no part uses, so that no part's work
@@ -117,7 +119,7 @@ Program merge(const std::vector<Program>& parts);
 // once (a hierarchical all_reduce's stages, slice group by slice group); parts that must not
 // overlap (sharing scratch memory) say so in `after`.
 Program chain(const std::vector<Program>& parts, const std::vector<std::vector<size_t>>& after,
-              regs::QueueId join_queue);
+              std::optional<regs::QueueId> join_queue);
 // The program as text, one op per line under its queue (HPUSIM_HCCL_DUMP prints it per call).
 std::string to_text(const Program& program);
 }  // namespace hpusim::synapse::hccl
