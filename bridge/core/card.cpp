@@ -97,6 +97,12 @@ void Card::on_device(uint64_t source, uint64_t destination, uint64_t bytes) {
   wait_for_stream("wait: device copy");
 }
 
+void Card::enqueue_on_device(synStreamHandle stream, uint64_t source, uint64_t destination, uint64_t bytes) {
+  if (bytes == 0) return;
+  const std::lock_guard<std::mutex> lock(mutex_);
+  check(synMemCopyAsync(stream, source, bytes, destination, DRAM_TO_DRAM), "synMemCopyAsync");
+}
+
 void Card::host_work(hpusim_HostWork work, uint64_t count, const char* what) {
   check(hpusim_hostWork(id_, work, count, what), "hpusim_hostWork");
 }

@@ -73,6 +73,8 @@ class Card {
   void to_device(const void* host, uint64_t device, uint64_t bytes);
   void to_host(uint64_t device, void* host, uint64_t bytes);
   void on_device(uint64_t source, uint64_t destination, uint64_t bytes);
+  // The same copy enqueued on `stream`, the host going on.
+  void enqueue_on_device(synStreamHandle stream, uint64_t source, uint64_t destination, uint64_t bytes);
   void synchronize();
   // Host time (ns, the calling threads' modeled clocks) spent waiting for the card in the
   // bridge's synchronisations, and the card's busy time (hpusim_deviceBusyNs).

@@ -207,16 +207,33 @@ void release_hccl_communicators() {
   live_communicators().clear();
 }
 
-hcclUniqueId hccl_unique_id() {
+hcclUniqueId hccl_unique_id(const std::vector<int>& cards) {
   Card::get();
   hcclUniqueId id{};
-  check(hcclGetUniqueId(&id), "hcclGetUniqueId");
+  if (cards.empty()) {
+    check(hcclGetUniqueId(&id), "hcclGetUniqueId");
+  } else {
+    check(hcclGetUniqueIdOnCards(&id, static_cast<int>(cards.size()), cards.data()), "hcclGetUniqueIdOnCards");
+  }
   return id;
 }
 
 void ProcessGroupHccl::run(const char* name, const std::vector<at::Tensor>& operands, bool staged,
                            std::function<void(synStreamHandle)> enqueue) {
-  auto done = std::make_shared<HcclCompletion>();
+  if (coalesced_) {
+    TORCH_CHECK_NOT_IMPLEMENTED(!staged, "hccl: ", name, " of cpu tensors cannot be coalesced");
+    const std::lock_guard<std::recursive_mutex> lock(Lazy::get().mutex());
+    ++collectives_;
+    coalesced_->calls.push_back(std::move(enqueue));
+    coalesced_->operands.insert(coalesced_->operands.end(), operands.begin(), operands.end());
+    last_ = coalesced_->done;
+    return;
+  }
+  submit(name, operands, staged, std::move(enqueue), std::make_shared<HcclCompletion>());
+}
+
+void ProcessGroupHccl::submit(const char* name, const std::vector<at::Tensor>& operands, bool staged,
+                              std::function<void(synStreamHandle)> enqueue, std::shared_ptr<HcclCompletion> done) {
   Lazy::DeviceStep step = [done, span = std::string(name), enqueue = std::move(enqueue)](synStreamHandle stream) {
     Card& card = Card::get();
     const uint64_t start = card.host_now_ns();
@@ -237,6 +254,36 @@ void ProcessGroupHccl::run(const char* name, const std::vector<at::Tensor>& oper
   lazy.refuse_in_capture("collective nonSFG");
   lazy.flush(name);
   step(Card::get().stream());
+}
+
+void ProcessGroupHccl::startCoalescing() {
+  TORCH_CHECK(!coalesced_, "hccl: startCoalescing inside a coalescing block");
+  coalesced_ = Coalesced{{}, {}, std::make_shared<HcclCompletion>()};
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupHccl::endCoalescing() {
+  TORCH_CHECK(coalesced_, "hccl: endCoalescing without startCoalescing");
+  Coalesced block = std::move(*coalesced_);
+  coalesced_.reset();
+  if (!block.calls.empty()) {
+    --collectives_;   // counted per call already
+    submit("hccl coalesced", block.operands, false,
+           [calls = std::move(block.calls)](synStreamHandle stream) {
+             check(hcclGroupStart(), "hcclGroupStart");
+             try {
+               for (const auto& call : calls) call(stream);
+             } catch (...) {
+               hcclGroupEnd();
+               throw;
+             }
+             check(hcclGroupEnd(), "hcclGroupEnd");
+           },
+           block.done);
+  } else {
+    block.done->mark(Card::get().stream());
+  }
+  last_ = block.done;
+  return work(c10d::OpType::COALESCED, block.operands);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHccl::work(c10d::OpType type, std::vector<at::Tensor> outputs,
@@ -386,22 +433,84 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHccl::alltoall_base(at::Tensor& outpu
                                                                std::vector<int64_t>& output_split_sizes,
                                                                std::vector<int64_t>& input_split_sizes,
                                                                const c10d::AllToAllOptions&) {
+  check_same_placement(output, input, "all_to_all");
+  TORCH_CHECK_NOT_IMPLEMENTED(!input.device().is_cpu(), "hccl: all_to_all of cpu tensors is not supported");
+  TORCH_CHECK(output.scalar_type() == input.scalar_type(), "hccl: all_to_all's output is ", output.scalar_type(),
+              ", its input ", input.scalar_type());
   const auto even = [&](const std::vector<int64_t>& splits, const at::Tensor& t) {
     return splits.empty() || std::all_of(splits.begin(), splits.end(),
                                          [&](int64_t s) { return s * size_ == (t.numel() ? t.size(0) : 0); });
   };
-  TORCH_CHECK_NOT_IMPLEMENTED(even(output_split_sizes, output) && even(input_split_sizes, input),
-                              "hccl: all_to_all with uneven split sizes is not supported");
-  check_same_placement(output, input, "all_to_all");
-  TORCH_CHECK(output.numel() == input.numel() && input.numel() % size_ == 0, "hccl: all_to_all takes ",
-              "input and output of the same size, a multiple of the world size ", size_);
-  TORCH_CHECK_NOT_IMPLEMENTED(!input.device().is_cpu(), "hccl: all_to_all of cpu tensors is not supported");
   Operand in(input, "all_to_all", true);
   Operand out(output, "all_to_all", false);
-  const auto [type, count] = copy_words(in.bytes() / size_, "all_to_all");
-  void *src = in.pointer(), *dst = out.pointer();
-  run("hccl all_to_all", {input, output}, false, [=, comm = comm_](synStreamHandle stream) {
-    check(hcclAlltoAll(src, dst, count, type, comm, stream), "hcclAlltoAll");
+  if (even(output_split_sizes, output) && even(input_split_sizes, input)) {
+    TORCH_CHECK(output.numel() == input.numel() && input.numel() % size_ == 0, "hccl: all_to_all takes ",
+                "input and output of the same size, a multiple of the world size ", size_);
+    const auto [type, count] = copy_words(in.bytes() / size_, "all_to_all");
+    void *src = in.pointer(), *dst = out.pointer();
+    run("hccl all_to_all", {input, output}, false, [=, comm = comm_](synStreamHandle stream) {
+      check(hcclAlltoAll(src, dst, count, type, comm, stream), "hcclAlltoAll");
+    });
+    return work(c10d::OpType::ALLTOALL_BASE, {output});
+  }
+  // Uneven splits (as NCCL runs them): this rank's own rows copied on the card, a send to and a
+  // receive from every other rank, all in one group.
+  const auto bytes_per_peer = [&](const std::vector<int64_t>& splits, const at::Tensor& t, const char* what) {
+    const int64_t rows = t.dim() == 0 ? 1 : t.size(0);
+    const uint64_t row_bytes = rows == 0 ? 0 : static_cast<uint64_t>(t.numel() / rows) * device_element_bytes(t.scalar_type());
+    std::vector<uint64_t> bytes(static_cast<size_t>(size_), 0);
+    if (splits.empty()) {
+      TORCH_CHECK(rows % size_ == 0, "hccl: all_to_all's ", what, " has ", rows, " rows, not a multiple of ", size_);
+      std::fill(bytes.begin(), bytes.end(), static_cast<uint64_t>(rows / size_) * row_bytes);
+      return bytes;
+    }
+    TORCH_CHECK(splits.size() == static_cast<size_t>(size_), "hccl: all_to_all's ", what, " split sizes name ",
+                splits.size(), " ranks, not ", size_);
+    int64_t total = 0;
+    for (size_t p = 0; p < splits.size(); ++p) {
+      TORCH_CHECK(splits[p] >= 0, "hccl: all_to_all's ", what, " split size ", splits[p], " is negative");
+      total += splits[p];
+      bytes[p] = static_cast<uint64_t>(splits[p]) * row_bytes;
+    }
+    TORCH_CHECK(total == rows, "hccl: all_to_all's ", what, " split sizes add up to ", total, ", its rows are ", rows);
+    return bytes;
+  };
+  const std::vector<uint64_t> send_bytes = bytes_per_peer(input_split_sizes, input, "input");
+  const std::vector<uint64_t> recv_bytes = bytes_per_peer(output_split_sizes, output, "output");
+  for (int p = 0; p < size_; ++p) {
+    copy_words(send_bytes[static_cast<size_t>(p)], "all_to_all");
+    copy_words(recv_bytes[static_cast<size_t>(p)], "all_to_all");
+  }
+  TORCH_CHECK(send_bytes[static_cast<size_t>(rank_)] == recv_bytes[static_cast<size_t>(rank_)], "hccl: all_to_all: rank ",
+              rank_, " sends itself ", send_bytes[static_cast<size_t>(rank_)], " bytes and receives ",
+              recv_bytes[static_cast<size_t>(rank_)]);
+  const uint64_t src = reinterpret_cast<uintptr_t>(in.pointer()), dst = reinterpret_cast<uintptr_t>(out.pointer());
+  run("hccl all_to_all", {input, output}, false, [=, comm = comm_, me = rank_, n = size_](synStreamHandle stream) {
+    uint64_t sent = 0, received = 0;
+    std::vector<uint64_t> send_at, recv_at;
+    for (int p = 0; p < n; ++p) {
+      send_at.push_back(sent);
+      recv_at.push_back(received);
+      sent += send_bytes[static_cast<size_t>(p)];
+      received += recv_bytes[static_cast<size_t>(p)];
+    }
+    const size_t self = static_cast<size_t>(me);
+    Card::get().enqueue_on_device(stream, src + send_at[self], dst + recv_at[self], send_bytes[self]);
+    check(hcclGroupStart(), "hcclGroupStart");
+    try {
+      for (int p = 0; p < n; ++p) {
+        if (p == me) continue;
+        const size_t i = static_cast<size_t>(p);
+        const auto [send_type, send_count] = copy_words(send_bytes[i], "all_to_all");
+        const auto [recv_type, recv_count] = copy_words(recv_bytes[i], "all_to_all");
+        check(hcclSend(reinterpret_cast<void*>(src + send_at[i]), send_count, send_type, p, comm, stream), "hcclSend");
+        check(hcclRecv(reinterpret_cast<void*>(dst + recv_at[i]), recv_count, recv_type, p, comm, stream), "hcclRecv");
+      }
+    } catch (...) {
+      hcclGroupEnd();
+      throw;
+    }
+    check(hcclGroupEnd(), "hcclGroupEnd");
   });
   return work(c10d::OpType::ALLTOALL_BASE, {output});
 }
@@ -411,12 +520,26 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHccl::alltoall(std::vector<at::Tensor
                                                           const c10d::AllToAllOptions& opts) {
   TORCH_CHECK(outputs.size() == static_cast<size_t>(size_) && inputs.size() == static_cast<size_t>(size_),
               "hccl: all_to_all takes ", size_, " input and ", size_, " output tensors");
-  at::Tensor in = at::cat(inputs);
-  at::Tensor out = at::empty_like(in);
-  std::vector<int64_t> none;
-  alltoall_base(out, in, none, none, opts);
-  const int64_t piece = in.numel() / size_;
-  for (int r = 0; r < size_; ++r) outputs[r].copy_(out.narrow(0, r * piece, piece).view(outputs[r].sizes()));
+  // As one flat all_to_all, each tensor's elements one split.
+  std::vector<at::Tensor> flat_inputs;
+  std::vector<int64_t> input_splits, output_splits;
+  for (const at::Tensor& t : inputs) {
+    flat_inputs.push_back(t.reshape({-1}));
+    input_splits.push_back(t.numel());
+  }
+  int64_t received = 0;
+  for (const at::Tensor& t : outputs) {
+    output_splits.push_back(t.numel());
+    received += t.numel();
+  }
+  at::Tensor in = at::cat(flat_inputs);
+  at::Tensor out = at::empty({received}, in.options());
+  alltoall_base(out, in, output_splits, input_splits, opts);
+  int64_t at = 0;
+  for (int r = 0; r < size_; ++r) {
+    outputs[r].copy_(out.narrow(0, at, output_splits[r]).view(outputs[r].sizes()));
+    at += output_splits[r];
+  }
   return work(c10d::OpType::ALLTOALL, outputs);
 }
 

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,8 +27,8 @@ class HcclCompletion;   // where a collective is in the card's stream
 
 class ProcessGroupHccl final : public c10d::Backend {
  public:
-  // Rank `rank` of `size` of the communicator `id` (rank 0's hccl_unique_id(), handed to every
-  // rank by the launcher's store).
+  // Rank `rank` of `size` of the communicator `id` (hccl_unique_id() of the group's cards, which
+  // every rank makes alike).
   ProcessGroupHccl(const hcclUniqueId& id, int rank, int size, bool lazy_collectives);
   ~ProcessGroupHccl() override;
 
@@ -62,6 +63,11 @@ class ProcessGroupHccl final : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst_rank, int tag) override;
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src_rank, int tag) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
+  // torch's coalescing (batch_isend_irecv, _coalescing_manager): the calls between start and end
+  // go to the card as one HCCL group, so a cycle of sends and receives does not wait on itself.
+  bool supportsCoalescing() const override { return true; }
+  void startCoalescing() override;
+  c10::intrusive_ptr<c10d::Work> endCoalescing() override;
 
   // Collectives enqueued so far (for the tests and the trace).
   uint64_t collectives() const { return collectives_; }
@@ -71,8 +77,11 @@ class ProcessGroupHccl final : public c10d::Backend {
   // One collective `name` (a slice on the timeline's framework track): `enqueue(stream)` after the
   // ops recorded before it, now or, for a lazy collective, at the next launch. `operands` stay
   // allocated until then; `staged` (cpu tensors) runs at once.
+  // Between startCoalescing and endCoalescing it is kept for the group instead.
   void run(const char* name, const std::vector<at::Tensor>& operands, bool staged,
            std::function<void(synStreamHandle)> enqueue);
+  void submit(const char* name, const std::vector<at::Tensor>& operands, bool staged,
+              std::function<void(synStreamHandle)> enqueue, std::shared_ptr<HcclCompletion> done);
   // The Work of the last collective run.
   c10::intrusive_ptr<c10d::Work> work(c10d::OpType type, std::vector<at::Tensor> outputs, bool host_waits = false);
 
@@ -80,11 +89,18 @@ class ProcessGroupHccl final : public c10d::Backend {
   bool lazy_collectives_;
   uint64_t collectives_ = 0;
   std::shared_ptr<HcclCompletion> last_;
+  struct Coalesced {
+    std::vector<std::function<void(synStreamHandle)>> calls;
+    std::vector<at::Tensor> operands;
+    std::shared_ptr<HcclCompletion> done;
+  };
+  std::optional<Coalesced> coalesced_;
 };
 
 // A new communicator's id (the card is acquired first: in a box split between processes, every
-// rank must have joined before any waits for the id).
-hcclUniqueId hccl_unique_id();
+// rank must have joined before any waits for the id); rank i on the box's card cards[i], or on
+// card i if `cards` is empty.
+hcclUniqueId hccl_unique_id(const std::vector<int>& cards);
 
 // Destroys the communicators still alive (their scratch memory is the card's): before the card
 // is released at exit.

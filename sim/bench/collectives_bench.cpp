@@ -164,13 +164,6 @@ std::vector<CollectivesBenchRow> run_collectives_bench(const CollectivesBenchOpt
   for (unsigned c = 2; c < n; ++c) group += links_between(0, c) > 0 && links_between(1, c) > 0 ? 1 : 0;
   const bool rails = group < n && n % group == 0 && links_between(0, group) > 0;
   const unsigned rail_links = rails ? links_between(0, group) : 0;
-  if (rails) {
-    for (const std::string& c : o.collectives)
-      if (c != "all_reduce") {
-        throw std::invalid_argument("box '" + o.box + "': its " + std::to_string(n) + " cards are boxes of " + std::to_string(group) +
-                                    " joined rail by rail; only all_reduce runs across them (not " + c + ")");
-      }
-  }
 
   check(synInitialize(), "synInitialize");
   setenv("HPUSIM_HCCL_ALGORITHM", o.algorithm.c_str(), 1);   // how the library takes it
@@ -241,13 +234,23 @@ std::vector<CollectivesBenchRow> run_collectives_bench(const CollectivesBenchOpt
     const bool ring = c == "all_reduce" && o.algorithm == "ring";
     row.bound_busbw = c == "broadcast" ? egress * n / (2.0 * (n - 1)) : (c == "reduce" || ring) ? egress / (n - 1) : egress;
     if (rails) {
-      // The three parts pipelined slice group by slice group: a card's links in the box carry the
-      // reduce-scatter and all-gather halves (S / group each), its rail links the rail's all_reduce
-      // (2 S / (boxes x group)) at the same time; the busier bound it.
-      const double boxes = double(n) / group;
-      const double seconds_per_byte =
-          std::max(2.0 / (group * links_per_peer * goodput), 2.0 / (boxes * group * rail_links * goodput));
-      row.bound_busbw = bus_factor(c, n) / seconds_per_byte;
+      // HCCL's hierarchical algorithms (synapse/hccl/hierarchy.h): per byte of the size, a card's
+      // box links and rail links each carry their stage's share; pipelined stages overlap (the
+      // busier bounds), all_to_all's run one after the other (they add).
+      const double boxes = double(n) / group, in_box = links_per_peer * goodput, on_rail = rail_links * goodput;
+      double seconds_per_byte = 0;
+      if (c == "all_reduce") {
+        seconds_per_byte = std::max(2.0 / (group * in_box), 2.0 / (boxes * group * on_rail));
+      } else if (c == "reduce_scatter" || c == "all_gather") {
+        seconds_per_byte = std::max(1.0 / (group * in_box), 1.0 / (n * on_rail));
+      } else if (c == "broadcast") {
+        seconds_per_byte = std::max(2.0 / (group * in_box), 2.0 / (boxes * on_rail));
+      } else if (c == "reduce") {
+        seconds_per_byte = std::max(1.0 / in_box, 1.0 / on_rail);
+      } else if (c == "all_to_all") {
+        seconds_per_byte = 1.0 / (group * in_box) + 1.0 / (boxes * on_rail);
+      }
+      row.bound_busbw = seconds_per_byte > 0 ? bus_factor(c, n) / seconds_per_byte : 0;
     }
     if (const Published* p = published(o.box, n, c, bytes)) {
       row.published_busbw = p->busbw;

@@ -33,7 +33,7 @@ std::vector<runtime::Runtime::QueueJob> emit(const Program& program, uint32_t fi
           break;
         case OpKind::Copy: cb.lin_dma(op.source, op.destination, static_cast<uint32_t>(op.bytes)); break;
         case OpKind::Reduce:
-          qman::append_dma_reduce(cb, op.source, op.destination, static_cast<uint32_t>(op.bytes), program.op, program.type);
+          qman::append_dma_reduce(cb, op.source, op.destination, static_cast<uint32_t>(op.bytes), op.reduce_op, op.reduce_type);
           break;
         case OpKind::Signal: qman::append_sob_increment(cb, kSm, first_sob + op.sob); break;
       }

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -21,6 +22,7 @@
 #include "sim/platform/host_services.h"
 #include "synapse/api/session.h"
 #include "synapse/hccl/emit.h"
+#include "synapse/hccl/hierarchy.h"
 #include "synapse/hccl/schedule.h"
 #include "synapse/hccl/topology.h"
 
@@ -41,6 +43,8 @@ struct hcclOpaqueComm {
   // the device (a communicator's collectives share its scratch memory and its links' byte streams).
   uint64_t last_seq = 0;
   hpusim::regs::QueueId last_queue = hpusim::regs::QueueId::DMA_0_0;
+  // Device memory a hierarchical collective stages data in (hierarchy.h staging_bytes()).
+  uint64_t staging = 0, staging_bytes = 0;
 };
 
 namespace {
@@ -56,6 +60,46 @@ bool live(hcclComm_t comm) {
 }
 
 constexpr char kIdPrefix[] = "hpusim-hccl:";
+constexpr char kCardsTag[] = ":cards=";
+
+// An id: the prefix, this process and a counter (unique), and the ranks' cards if not 0 .. n-1.
+bool make_id(hcclUniqueId* id, const std::string& cards) {
+  static std::atomic<uint64_t> next{1};
+  std::memset(id, 0, sizeof(*id));
+  std::string text = kIdPrefix + std::to_string(::getpid()) + ":" + std::to_string(next++);
+  if (!cards.empty()) text += kCardsTag + cards;
+  if (text.size() > sizeof(id->internal)) return false;
+  std::memcpy(id->internal, text.data(), text.size());
+  id->length = text.size();
+  return true;
+}
+
+bool ours(const hcclUniqueId& id) {
+  return id.length >= sizeof(kIdPrefix) - 1 && id.length <= HCCL_UNIQUE_ID_BYTES &&
+         std::memcmp(id.internal, kIdPrefix, sizeof(kIdPrefix) - 1) == 0;
+}
+
+// The cards one of our ids names (rank i on cards[i]), or 0 .. nranks-1; "" or why they do not fit.
+std::string cards_of_id(const hcclUniqueId& id, unsigned nranks, std::vector<unsigned>* cards) {
+  const std::string text(id.internal, id.length);
+  cards->clear();
+  const size_t tag = text.find(kCardsTag);
+  if (tag == std::string::npos) {
+    for (unsigned r = 0; r < nranks; ++r) cards->push_back(r);
+    return "";
+  }
+  const std::string list = text.substr(tag + sizeof(kCardsTag) - 1);
+  for (size_t at = 0; at <= list.size();) {
+    const size_t comma = std::min(list.find(',', at), list.size());
+    cards->push_back(static_cast<unsigned>(std::strtoul(list.substr(at, comma - at).c_str(), nullptr, 10)));
+    at = comma + 1;
+  }
+  if (cards->size() != nranks) {
+    return "commId names " + std::to_string(cards->size()) + " cards (hcclGetUniqueIdOnCards), nranks is " +
+           std::to_string(nranks);
+  }
+  return "";
+}
 
 hcclResult_t result_of(synStatus status) {
   switch (status) {
@@ -184,125 +228,52 @@ synStatus submit(api::Device& d, api::Stream& st, const std::vector<hcclComm_t>&
   return api::succeed();
 }
 
+// Chained programs join on a queue no part and no recipe uses, on a QMAN whose other streams are
+// idle during a collective (TPC 0's stream 3; recipes use stream 0). A second busy stream on a
+// part's QMAN (a DMA engine's stream 2 beside its stream 3) made a box split between processes
+// differ from one process: two streams of one QMAN reach the fabric through one port, in the order
+// the kernel happens to run their threads.
+const hpusim::regs::QueueId kJoinQueue = hpusim::regs::make_queue(hpusim::regs::QueueKind::Tpc, 0, 3);
+
 // hcclGroupStart / End: the calling thread's grouped calls, submitted together at the end.
 struct Grouped {
   hcclComm_t comm;
   synStreamHandle stream;
   hccl::Program program;
+  bool collective;   // not a send or receive: uses the communicator's scratch memory
 };
 thread_local int group_depth = 0;
 thread_local std::vector<Grouped> grouped;
 
-// A communicator over boxes joined rail by rail, as HCCL runs its hierarchical all_reduce: the
-// reduce-scatter half in the box (rank i of the box reduces chunk i over the box), an all_reduce
-// of chunk i along rail i (between the boxes' i-th cards), then the all-gather half in the box.
-// Each part is one submission on the stream, in order. A barrier goes the same three ways.
-// The slice groups a hierarchical all_reduce of `bytes` is pipelined in: enough for each stage
-// to cut every box rank's chunk into two slices or more, at most 4. Measured on hls2x2 at 32 MiB
-// (busbw): 2 groups 167 GB/s, 4 groups 185, 8 groups (one slice per chunk) 172: each group adds a
-// fill and a drain of the box's reductions, which bound the reduce-scatter half.
-unsigned hierarchy_segments(uint64_t bytes, const hccl::Hierarchy& h, const hccl::Config& config) {
-  const uint64_t per_segment = uint64_t{h.group} * config.slice_bytes * 2;
-  return static_cast<unsigned>(std::clamp<uint64_t>(bytes / std::max<uint64_t>(per_segment, 1), 1, 4));
-}
-
+// A communicator over boxes joined rail by rail: HCCL's hierarchical algorithms (hierarchy.h), the
+// stages chained in one submission, with staging memory the communicator keeps (grown when a call
+// needs more, after its calls in flight).
 synStatus run_hierarchical(api::Device& d, api::Stream& st, hcclComm_t comm, const hccl::Request& q, const char* function) {
   const hccl::Hierarchy& h = *comm->hierarchy;
-  if (q.collective != hccl::Collective::AllReduce && q.collective != hccl::Collective::Barrier) {
-    return api::fail(synInvalidArgument, std::string(function) + ": the communicator's " + std::to_string(comm->ranks) +
-                                             " ranks are boxes of " + std::to_string(h.group) +
-                                             " joined rail by rail: only hcclAllReduce and hcclBarrier run across them yet");
+  if (group_depth > 0) {
+    return api::fail(synInvalidArgument, std::string(function) + ": the communicator's ranks are in boxes joined rail by "
+                                                                 "rail: its calls cannot be grouped yet");
   }
-  if (group_depth > 0) return api::fail(synInvalidArgument, std::string(function) + ": only hcclSend and hcclRecv may be grouped");
   hccl::Config config = comm->config;
   config.algorithm = hccl::Algorithm::Direct;
-  // The stages (in the box, along the rail, in the box) run at once on different slice groups.
-  // Reduce-scatters receive into scratch slots per peer: two groups' worth in the box (groups
-  // alternate), then the rail's; all-gathers receive in place.
-  const uint64_t peer_region = config.scratch_bytes(2) - hccl::Config::kBarrierBytes;
-  const unsigned boxes = comm->ranks / h.group;
-  const bool own_scratch = (2 * (h.group - 1) + (boxes - 1)) * peer_region <= config.scratch_bytes(comm->ranks);
-  std::vector<hccl::Program> parts;
-  std::vector<std::vector<size_t>> after;
-  const auto plan_part = [&](const hccl::Topology& topology, unsigned rank, const hccl::Request& request,
-                             uint64_t scratch_offset, std::vector<size_t> deps) -> std::string {
-    hccl::Config c = config;
-    if (own_scratch) c.scratch += scratch_offset;
-    hccl::Program program;
-    if (std::string why = hccl::plan(topology, rank, request, c, &program); !why.empty()) return why;
-    parts.push_back(std::move(program));
-    after.push_back(std::move(deps));
-    return "";
-  };
-  if (q.collective == hccl::Collective::Barrier) {
-    // Small: the three ways one after the other.
-    for (const auto& [topology, rank] : {std::pair{&h.box, h.box_rank}, {&h.rail, h.rail_rank}, {&h.box, h.box_rank}}) {
-      std::vector<size_t> deps;
-      if (!parts.empty()) deps.push_back(parts.size() - 1);
-      if (const std::string why = plan_part(*topology, rank, q, 0, deps); !why.empty()) {
-        return api::fail(synInvalidArgument, std::string(function) + ": " + why);
-      }
+  const uint64_t staging = hccl::staging_bytes(h, comm->ranks, q);
+  if (staging > comm->staging_bytes) {
+    if (const auto r = d.wait(comm->last_seq); !r.ok()) return api::finish(r);
+    if (comm->staging != 0) {
+      if (const auto r = d.runtime->device_free(comm->staging); !r.ok()) return api::finish(r);
+      comm->staging = comm->staging_bytes = 0;
     }
-  } else {
-    // Slice group j: the reduce-scatter half in the box, the all_reduce of box rank i's chunk along
-    // rail i, the all-gather half in the box; appended as a pipeline (group t's first stage with
-    // group t - 1's second and t - 2's third), each stage after the same group's previous stage
-    // and after the last group that used its scratch (j - 2 in the box, j - 1 along the rail).
-    const uint64_t es = hpusim::reduction::element_bytes(q.type);
-    const unsigned k = hierarchy_segments(q.count * es, h, config);
-    constexpr size_t kNone = SIZE_MAX;
-    std::vector<std::array<size_t, 3>> index(k, {kNone, kNone, kNone});
-    const auto last_of = [&](unsigned j, int stage) {
-      for (int s = stage; s >= 0; --s)
-        if (index[j][static_cast<size_t>(s)] != kNone) return index[j][static_cast<size_t>(s)];
-      return kNone;
-    };
-    for (unsigned t = 0; t < k + 2; ++t) {
-      for (int stage = 0; stage < 3; ++stage) {
-        if (t < static_cast<unsigned>(stage) || t - static_cast<unsigned>(stage) >= k) continue;
-        const unsigned j = t - static_cast<unsigned>(stage);
-        const uint64_t first = q.count * j / k, count = q.count * (j + 1) / k - first;
-        hccl::Request r = q;
-        r.count = count;
-        r.send = q.send + es * first;
-        r.recv = q.recv + es * first;
-        std::vector<size_t> deps;
-        if (stage > 0 && last_of(j, stage - 1) != kNone) deps.push_back(last_of(j, stage - 1));
-        const unsigned reuse = stage == 0 ? 2 : stage == 1 ? 1 : 0;   // the group whose scratch this reuses
-        if (reuse != 0 && j >= reuse && index[j - reuse][static_cast<size_t>(stage)] != kNone) {
-          deps.push_back(index[j - reuse][static_cast<size_t>(stage)]);
-        }
-        std::string why;
-        if (stage == 0) {
-          r.part = hccl::Part::ReduceScatter;
-          why = plan_part(h.box, h.box_rank, r, (j % 2) * (h.group - 1) * peer_region, deps);
-        } else if (stage == 1) {
-          const uint64_t chunk_first = count * h.box_rank / h.group, chunk_last = count * (h.box_rank + 1) / h.group;
-          if (chunk_last == chunk_first) continue;
-          r.count = chunk_last - chunk_first;
-          r.send = r.recv = q.recv + es * (first + chunk_first);
-          why = plan_part(h.rail, h.rail_rank, r, 2 * (h.group - 1) * peer_region, deps);
-        } else {
-          r.part = hccl::Part::AllGather;
-          r.send = r.recv;
-          why = plan_part(h.box, h.box_rank, r, 0, deps);
-        }
-        if (!why.empty()) return api::fail(synInvalidArgument, std::string(function) + ": " + why);
-        index[j][static_cast<size_t>(stage)] = parts.size() - 1;
-      }
+    if (const auto r = d.runtime->device_malloc(staging, &comm->staging); !r.ok()) {
+      return api::fail(synFail, std::string(function) + ": " + std::to_string(staging) +
+                                    " bytes of staging memory across the boxes: " + r.message);
     }
+    comm->staging_bytes = staging;
   }
-  // Without scratch of its own per stage, no stage may overlap another.
-  if (!own_scratch) {
-    for (size_t i = 1; i < parts.size(); ++i) after[i] = {i - 1};
+  hccl::Stages stages;
+  if (const std::string why = hccl::plan_stages(h, comm->ranks, q, config, comm->staging, &stages); !why.empty()) {
+    return api::fail(synInvalidArgument, std::string(function) + ": " + why);
   }
-  // Joins on a queue no part and no recipe uses, on a QMAN whose other streams are idle during a
-  // collective (TPC 0's stream 3; recipes use stream 0). A second busy stream on a part's QMAN
-  // (a DMA engine's stream 2 beside its stream 3) made a box split between processes differ from
-  // one process: two streams of one QMAN reach the fabric through one port, in the order the
-  // kernel happens to run their threads.
-  const hpusim::regs::QueueId join = hpusim::regs::make_queue(hpusim::regs::QueueKind::Tpc, 0, 3);
-  return submit(d, st, {comm}, hccl::chain(parts, after, join), function);
+  return submit(d, st, {comm}, hccl::chain(stages.parts, stages.after, kJoinQueue), function);
 }
 
 hcclResult_t run(hccl::Collective collective, const void* sendbuff, void* recvbuff, size_t count,
@@ -363,10 +334,7 @@ hcclResult_t run(hccl::Collective collective, const void* sendbuff, void* recvbu
       std::fprintf(stderr, "%s rank %u:\n%s", function, comm->rank, hccl::to_text(program).c_str());
     }
     if (group_depth > 0) {
-      if (!point_to_point) {
-        return api::fail(synInvalidArgument, std::string(function) + ": only hcclSend and hcclRecv may be grouped");
-      }
-      grouped.push_back({comm, stream, std::move(program)});
+      grouped.push_back({comm, stream, std::move(program), !point_to_point});
       return api::succeed();
     }
     return submit(d, st, {comm}, program, function);
@@ -400,47 +368,65 @@ const char* hcclGetLastErrorMessage(void) { return api::last_error().c_str(); }
 
 hcclResult_t hcclGetUniqueId(hcclUniqueId* uniqueId) {
   if (!uniqueId) return fail(hcclInvalidArgument, "hcclGetUniqueId: uniqueId is NULL");
-  static std::atomic<uint64_t> next{1};
-  std::memset(uniqueId, 0, sizeof(*uniqueId));
-  const std::string id = kIdPrefix + std::to_string(::getpid()) + ":" + std::to_string(next++);
-  std::memcpy(uniqueId->internal, id.data(), id.size());
-  uniqueId->length = id.size();
+  make_id(uniqueId, "");
+  return hcclSuccess;
+}
+
+hcclResult_t hcclGetUniqueIdOnCards(hcclUniqueId* uniqueId, int nranks, const int* cards) {
+  const char* function = "hcclGetUniqueIdOnCards";
+  if (!uniqueId || !cards) return fail(hcclInvalidArgument, std::string(function) + ": uniqueId or cards is NULL");
+  if (nranks < 1 || nranks > 4096) {
+    return fail(hcclInvalidArgument, std::string(function) + ": nranks " + std::to_string(nranks) + " (1 .. 4096)");
+  }
+  std::string list;
+  std::set<int> seen;
+  for (int i = 0; i < nranks; ++i) {
+    if (cards[i] < 0 || !seen.insert(cards[i]).second) {
+      return fail(hcclInvalidArgument, std::string(function) + ": rank " + std::to_string(i) + "'s card " +
+                                           std::to_string(cards[i]) + (cards[i] < 0 ? " is negative" : " is another rank's too"));
+    }
+    list += (i ? "," : "") + std::to_string(cards[i]);
+  }
+  if (!make_id(uniqueId, list)) {
+    return fail(hcclInvalidArgument, std::string(function) + ": " + std::to_string(nranks) + " cards do not fit an id");
+  }
   return hcclSuccess;
 }
 
 hcclResult_t hcclCommInitRank(hcclComm_t* comm, int nranks, hcclUniqueId commId, int rank) {
   const char* function = "hcclCommInitRank";
   if (!comm) return fail(hcclInvalidArgument, std::string(function) + ": comm is NULL");
-  if (commId.length < sizeof(kIdPrefix) - 1 || commId.length > HCCL_UNIQUE_ID_BYTES ||
-      std::memcmp(commId.internal, kIdPrefix, sizeof(kIdPrefix) - 1) != 0) {
-    return fail(hcclInvalidArgument, std::string(function) + ": commId is not one hcclGetUniqueId made");
-  }
+  if (!ours(commId)) return fail(hcclInvalidArgument, std::string(function) + ": commId is not one hcclGetUniqueId made");
   if (nranks < 1 || rank < 0 || rank >= nranks) {
     return fail(hcclInvalidArgument, std::string(function) + ": rank " + std::to_string(rank) + " of " +
                                          std::to_string(nranks) + " ranks (rank 0 .. nranks-1)");
   }
+  std::vector<unsigned> cards;
+  if (const std::string why = cards_of_id(commId, static_cast<unsigned>(nranks), &cards); !why.empty()) {
+    return fail(hcclInvalidArgument, std::string(function) + ": " + why);
+  }
   hpusim::platform::HostServices* host = hpusim::platform::host_services();
-  // Rank r runs on card r of the box; a process of a split box has cards first .. first+cards-1 as
-  // its devices 0 ...
+  // A process of a split box has cards first .. first+local-1 as its devices 0 ...
   const unsigned first = host ? host->first_card() : 0, local = host ? host->cards() : 1;
-  if (static_cast<unsigned>(rank) < first || static_cast<unsigned>(rank) >= first + local) {
+  const unsigned card = cards[static_cast<size_t>(rank)];
+  if (card < first || card >= first + local) {
     return fail(hcclInvalidUsage, std::string(function) + ": rank " + std::to_string(rank) + " runs on card " +
-                                      std::to_string(rank) + " of the box; this process simulates cards " +
+                                      std::to_string(card) + " of the box; this process simulates cards " +
                                       std::to_string(first) + " .. " + std::to_string(first + local - 1));
   }
   auto created = std::make_unique<hcclOpaqueComm>();
   created->rank = static_cast<unsigned>(rank);
   created->ranks = static_cast<unsigned>(nranks);
-  created->device = static_cast<synDeviceId>(static_cast<unsigned>(rank) - first);
+  created->device = static_cast<synDeviceId>(card - first);
   std::string error;
   if (!slice_from_environment(function, &created->config.slice_bytes, &error) ||
       !algorithm_from_environment(function, &created->config.algorithm, &error)) {
     return fail(hcclInvalidArgument, error);
   }
   const std::string box = host ? host->box_text() : "";
-  if (const std::string why = hccl::topology_from_box(box, created->ranks, &created->topology); !why.empty()) {
+  if (const std::string why = hccl::topology_of_cards(box, cards, &created->topology); !why.empty()) {
     hccl::Hierarchy hierarchy;
-    if (created->ranks < 4 || !hccl::hierarchy_from_box(box, created->ranks, created->rank, &hierarchy).empty()) {
+    if (created->ranks < 4 || !hccl::hierarchy_of_cards(box, cards, created->rank, &hierarchy).empty()) {
       return fail(hcclInvalidUsage, std::string(function) + ": " + why);
     }
     created->hierarchy = std::move(hierarchy);
@@ -464,19 +450,23 @@ hcclResult_t hcclCommInitRank(hcclComm_t* comm, int nranks, hcclUniqueId commId,
 
 hcclResult_t hcclCommInitAll(hcclComm_t* comms, int ndev, const int* devlist) {
   if (!comms) return fail(hcclInvalidArgument, "hcclCommInitAll: comms is NULL");
+  if (ndev < 1) return fail(hcclInvalidArgument, "hcclCommInitAll: ndev " + std::to_string(ndev) + " (1 or more)");
+  // Device d of this process is card first + d of the box.
   hpusim::platform::HostServices* host = hpusim::platform::host_services();
-  if (host != nullptr && host->first_card() != 0) {
-    return fail(hcclInvalidUsage, "hcclCommInitAll: this process simulates cards " + std::to_string(host->first_card()) +
-                                      " .. of a box split between processes: each makes its ranks with hcclCommInitRank");
+  const int first = host ? static_cast<int>(host->first_card()) : 0;
+  std::vector<int> cards(static_cast<size_t>(ndev));
+  for (int i = 0; i < ndev; ++i) {
+    if (devlist && devlist[i] < 0) {
+      return fail(hcclInvalidArgument, "hcclCommInitAll: rank " + std::to_string(i) + "'s device " + std::to_string(devlist[i]));
+    }
+    cards[static_cast<size_t>(i)] = first + (devlist ? devlist[i] : i);
   }
   hcclUniqueId id;
-  hcclGetUniqueId(&id);
+  if (const hcclResult_t r = hcclGetUniqueIdOnCards(&id, ndev, cards.data()); r != hcclSuccess) {
+    const std::string why = api::last_error();
+    return fail(r, "hcclCommInitAll: devlist: " + why.substr(why.find(": ") + 2));
+  }
   for (int i = 0; i < ndev; ++i) {
-    if (devlist && devlist[i] != i) {
-      return fail(hcclInvalidArgument, "hcclCommInitAll: rank " + std::to_string(i) + " must be on device " +
-                                           std::to_string(i) + " (the box's card " + std::to_string(i) + "), not " +
-                                           std::to_string(devlist[i]));
-    }
     if (const hcclResult_t r = hcclCommInitRank(&comms[i], ndev, id, i); r != hcclSuccess) {
       for (int k = 0; k < i; ++k) hcclCommDestroy(comms[k]);
       return r;
@@ -493,6 +483,9 @@ hcclResult_t hcclCommDestroy(hcclComm_t comm) {
   std::unique_ptr<hcclOpaqueComm> owned(comm);
   const synStatus status = api::on_device("hcclCommDestroy", owned->device, [&](api::Device& d) {
     if (const auto r = d.wait(owned->last_seq); !r.ok()) return api::finish(r);
+    if (owned->staging != 0) {
+      if (const auto r = d.runtime->device_free(owned->staging); !r.ok()) return api::finish(r);
+    }
     return api::finish(d.runtime->device_free(owned->config.scratch));
   });
   return status == synSuccess || status == synNoDeviceFound ? hcclSuccess : result_of(status);
@@ -556,15 +549,31 @@ hcclResult_t hcclGroupEnd(void) {
     if (std::find(streams.begin(), streams.end(), g.stream) == streams.end()) streams.push_back(g.stream);
   hcclResult_t result = hcclSuccess;
   for (const synStreamHandle stream : streams) {
+    // The collectives first, in the order of the calls (every rank calls them in the same order),
+    // each after its communicator's previous one (they share its scratch memory); then the sends
+    // and receives, which pair up in the order both ranks issue them. Every link's messages then
+    // come in the same order at both ends, whatever the order of collectives and sends in a group.
     std::vector<hccl::Program> parts;
+    std::vector<std::vector<size_t>> after;
     std::vector<hcclComm_t> comms;
-    for (const Grouped& g : calls) {
+    std::map<hcclComm_t, size_t> last_collective;
+    std::vector<const Grouped*> ordered;
+    for (const bool collectives : {true, false})
+      for (const Grouped& g : calls)
+        if (g.collective == collectives) ordered.push_back(&g);
+    for (const Grouped* call : ordered) {
+      const Grouped& g = *call;
       if (g.stream != stream) continue;
       if (!live(g.comm)) return fail(hcclInvalidUsage, "hcclGroupEnd: a grouped call's communicator was destroyed");
+      after.emplace_back();
+      if (g.collective) {
+        if (const auto it = last_collective.find(g.comm); it != last_collective.end()) after.back().push_back(it->second);
+        last_collective[g.comm] = parts.size();
+      }
       parts.push_back(g.program);
       if (std::find(comms.begin(), comms.end(), g.comm) == comms.end()) comms.push_back(g.comm);
     }
-    const hccl::Program merged = hccl::merge(parts);
+    const hccl::Program merged = hccl::chain(parts, after, kJoinQueue);
     const synStatus status = api::on_stream("hcclGroupEnd", stream, [&](api::Device& d, api::Stream& st) {
       return submit(d, st, comms, merged, "hcclGroupEnd");
     });

@@ -109,7 +109,8 @@ class Planner {
   }
   void reduce(unsigned e, uint64_t source, uint64_t destination, uint64_t bytes) {
     for (uint64_t done = 0; done < bytes; done += kMaxDmaPiece) {
-      engine(e).ops.push_back({OpKind::Reduce, 0, 0, source + done, destination + done, std::min(kMaxDmaPiece, bytes - done)});
+      engine(e).ops.push_back({OpKind::Reduce, 0, 0, source + done, destination + done, std::min(kMaxDmaPiece, bytes - done),
+                               q_.op, q_.type});
     }
   }
   Cond signal(unsigned e, uint32_t sob) {
@@ -133,11 +134,12 @@ class Planner {
   }
   uint64_t chunk_offset(unsigned k) const {
     switch (q_.collective) {
-      case Collective::ReduceScatter: return uint64_t{k} * q_.count;
+      case Collective::ReduceScatter: return uint64_t{k} * stride();
       case Collective::Reduce: return 0;
       default: return q_.count * k / n_;
     }
   }
+  uint64_t stride() const { return q_.stride != 0 ? q_.stride : q_.count; }
   // Where the owner accumulates its chunk (the result's place).
   uint64_t accumulator() const {
     return q_.collective == Collective::AllReduce ? q_.recv + es_ * chunk_offset(r_) : q_.recv;
@@ -289,7 +291,7 @@ void Planner::post_send(const Message& m) {
       source = q_.recv + es_ * (chunk_offset(r_) + pc.begin);
       break;
     case Tag::AllGather: source = q_.send + es_ * pc.begin; break;
-    case Tag::AllToAll: source = q_.send + es_ * (uint64_t{m.to} * q_.count + pc.begin); break;
+    case Tag::AllToAll: source = q_.send + es_ * (uint64_t{m.to} * stride() + pc.begin); break;
     case Tag::RootChunk: source = q_.send + es_ * (chunk_offset(m.to) + pc.begin); break;
     case Tag::RootOwn: source = q_.send + es_ * (chunk_offset(q_.root) + pc.begin); break;
     case Tag::PassOn: {
@@ -334,8 +336,8 @@ void Planner::post_recv(const Message& m) {
       break;
     }
     case Tag::Gather: destination = q_.recv + es_ * (chunk_offset(m.from) + pc.begin); break;
-    case Tag::AllGather: destination = q_.recv + es_ * (uint64_t{m.from} * q_.count + pc.begin); break;
-    case Tag::AllToAll: destination = q_.recv + es_ * (uint64_t{m.from} * q_.count + pc.begin); break;
+    case Tag::AllGather: destination = q_.recv + es_ * (uint64_t{m.from} * stride() + pc.begin); break;
+    case Tag::AllToAll: destination = q_.recv + es_ * (uint64_t{m.from} * stride() + pc.begin); break;
     case Tag::RootChunk: destination = q_.recv + es_ * (chunk_offset(r_) + pc.begin); break;
     case Tag::RootOwn: destination = q_.recv + es_ * (chunk_offset(q_.root) + pc.begin); break;
     case Tag::PassOn: destination = q_.recv + es_ * (chunk_offset(m.from) + pc.begin); break;
@@ -433,8 +435,6 @@ std::string Planner::run(Program* out) {
   if (engines_ == 0) return "no DMA engine to copy and reduce with";
   p_.start_sob = new_sob();
   counts_[p_.start_sob] = 1;
-  p_.op = q_.op;
-  p_.type = q_.type;
   sends_sob_ = new_sob();
   copies_sob_ = new_sob();
   for (unsigned e = 0; e < engines_; ++e) reduced_sob_.push_back(new_sob());
@@ -478,14 +478,14 @@ std::string Planner::run(Program* out) {
       }
       break;
     case Collective::AllGather:
-      if (q_.send != q_.recv + es_ * r_ * q_.count) {
-        copy(0, q_.send, q_.recv + es_ * r_ * q_.count, es_ * q_.count);
+      if (q_.send != q_.recv + es_ * r_ * stride()) {
+        copy(0, q_.send, q_.recv + es_ * r_ * stride(), es_ * q_.count);
         signal(0, copies_sob_);
       }
       break;
     case Collective::AllToAll:
       if (q_.send != q_.recv) {
-        copy(0, q_.send + es_ * r_ * q_.count, q_.recv + es_ * r_ * q_.count, es_ * q_.count);
+        copy(0, q_.send + es_ * r_ * stride(), q_.recv + es_ * r_ * stride(), es_ * q_.count);
         signal(0, copies_sob_);
       }
       break;
@@ -545,7 +545,6 @@ std::string plan(const Topology& topology, unsigned rank, const Request& request
 
 namespace hpusim::synapse::hccl {
 
-Program merge(const std::vector<Program>& parts) { return chain(parts, {}, std::nullopt); }
 
 Program chain(const std::vector<Program>& parts, const std::vector<std::vector<size_t>>& after,
               std::optional<regs::QueueId> join_queue) {
@@ -598,8 +597,6 @@ Program chain(const std::vector<Program>& parts, const std::vector<std::vector<s
       if (sob != p.start_sob) finals[renumbered(i, sob)] = value;
     out.sob_count = offset[i] + p.sob_count;
     out.nic_bytes += p.nic_bytes;
-    out.op = p.op;
-    out.type = p.type;
   }
   out.final_values.assign(finals.begin(), finals.end());
   return out;

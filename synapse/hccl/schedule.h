@@ -54,6 +54,10 @@ struct Request {
   reduction::ReduceOp op = reduction::ReduceOp::Sum;
   unsigned root = 0;           // broadcast, reduce: the root; send, recv: the peer
   uint64_t send = 0, recv = 0;   // device addresses
+  // Elements from one rank's chunk to the next in a buffer of a chunk per rank (reduce_scatter's
+  // send, all_gather's recv, all_to_all's both); 0: `count`, the chunks back to back. A
+  // hierarchical collective's stages take every group-th chunk of the whole buffer.
+  uint64_t stride = 0;
 };
 
 // all_reduce's algorithm: HCCL's direct exchange, or a ring for comparison (rank r sends to r + 1:
@@ -80,6 +84,8 @@ struct Op {
   uint64_t source = 0;         // Send, Copy, Reduce
   uint64_t destination = 0;    // Recv, Copy, Reduce
   uint64_t bytes = 0;
+  reduction::ReduceOp reduce_op = reduction::ReduceOp::Sum;        // Reduce
+  reduction::ReduceType reduce_type = reduction::ReduceType::F32;  // Reduce
 };
 struct QueueOps {
   regs::QueueId queue = regs::QueueId::DMA_0_0;
@@ -97,8 +103,6 @@ struct Program {
   // chain()'s queue that only waits for parts and signals they are done (its own monitor).
   bool has_join_queue = false;
   regs::QueueId join_queue = regs::QueueId::DMA_0_0;
-  reduction::ReduceOp op = reduction::ReduceOp::Sum;
-  reduction::ReduceType type = reduction::ReduceType::F32;
 };
 
 // The program of `rank`. "" or why the request cannot run (a count too large for the sync objects'
@@ -108,16 +112,14 @@ std::string plan(const Topology& topology, unsigned rank, const Request& request
 }  // namespace hpusim::synapse::hccl
 
 namespace hpusim::synapse::hccl {
-// One program that runs `parts` together (a group of calls: hcclGroupStart / End): their ops
-// appended per queue in order, every part started by one start sync object, the others renumbered
-// (chain() without dependencies).
-Program merge(const std::vector<Program>& parts);
-// One program of `parts` appended in order as merge() does, part i starting only once every
-// (earlier) part in after[i] is done: `join_queue` (a queue no part uses, so that no part's work
-// stands before a join) waits for such a part's final values, then signals a sync object of its
-// own that the dependent part's queues wait for first. Parts run on different links and engines at
-// once (a hierarchical all_reduce's stages, slice group by slice group); parts that must not
-// overlap (sharing scratch memory) say so in `after`.
+// One program of `parts` (a group of calls, hcclGroupStart / End, or a hierarchical collective's
+// stages): their ops appended per queue in order, every part started by one start sync object,
+// the other sync objects renumbered, and part i starting only once every (earlier) part in
+// after[i] is done: `join_queue` (a queue no part uses, so that no part's work stands before a
+// join) waits for such a part's final values, then signals a sync object of its own that the
+// dependent part's queues wait for first. Parts run on different links and engines at once (a
+// hierarchical all_reduce's stages, slice group by slice group); parts that must not overlap
+// (sharing scratch memory) say so in `after`.
 Program chain(const std::vector<Program>& parts, const std::vector<std::vector<size_t>>& after,
               std::optional<regs::QueueId> join_queue);
 // The program as text, one op per line under its queue (HPUSIM_HCCL_DUMP prints it per call).

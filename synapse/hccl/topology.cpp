@@ -16,12 +16,6 @@ unsigned Topology::stripes() const {
   return fewest == SIZE_MAX ? 1 : static_cast<unsigned>(fewest);
 }
 
-std::string topology_from_box(const std::string& box_text, unsigned ranks, Topology* out) {
-  std::vector<unsigned> cards(ranks);
-  for (unsigned r = 0; r < ranks; ++r) cards[r] = r;
-  return topology_of_cards(box_text, cards, out);
-}
-
 std::string topology_of_cards(const std::string& box_text, const std::vector<unsigned>& cards, Topology* out) {
   const unsigned ranks = static_cast<unsigned>(cards.size());
   Topology t;
@@ -35,7 +29,9 @@ std::string topology_of_cards(const std::string& box_text, const std::vector<uns
     if (!google::protobuf::TextFormat::ParseFromString(box_text, &box)) return "the platform's box preset does not parse";
     const unsigned highest = *std::max_element(cards.begin(), cards.end());
     if (box.cards() <= highest) {
-      return "the box has " + std::to_string(box.cards()) + " cards, the communicator " + std::to_string(highest + 1) + " ranks";
+      return highest + 1 == ranks ? "the box has " + std::to_string(box.cards()) + " cards, the communicator " +
+                                        std::to_string(ranks) + " ranks"
+                                  : "the box has " + std::to_string(box.cards()) + " cards, no card " + std::to_string(highest);
     }
     std::vector<int> rank_of(box.cards(), -1);
     for (unsigned r = 0; r < ranks; ++r) rank_of[cards[r]] = static_cast<int>(r);
@@ -64,33 +60,30 @@ std::string topology_of_cards(const std::string& box_text, const std::vector<uns
   return "";
 }
 
-std::string hierarchy_from_box(const std::string& box_text, unsigned ranks, unsigned rank, Hierarchy* out) {
+std::string hierarchy_of_cards(const std::string& box_text, const std::vector<unsigned>& cards, unsigned rank,
+                               Hierarchy* out) {
+  const unsigned ranks = static_cast<unsigned>(cards.size());
+  const auto box_cards = [&](unsigned group, unsigned b) {
+    return std::vector<unsigned>(cards.begin() + b * group, cards.begin() + (b + 1) * group);
+  };
+  const auto rail_cards = [&](unsigned group, unsigned i) {
+    std::vector<unsigned> rail;
+    for (unsigned b = 0; b < ranks / group; ++b) rail.push_back(cards[b * group + i]);
+    return rail;
+  };
   for (unsigned group = ranks / 2; group >= 2; --group) {
     if (ranks % group != 0) continue;
-    const unsigned boxes = ranks / group;
     bool linked = true;
-    for (unsigned b = 0; b < boxes && linked; ++b) {
-      std::vector<unsigned> cards;
-      for (unsigned i = 0; i < group; ++i) cards.push_back(b * group + i);
-      Topology t;
-      linked = topology_of_cards(box_text, cards, &t).empty();
-    }
-    for (unsigned i = 0; i < group && linked; ++i) {
-      std::vector<unsigned> cards;
-      for (unsigned b = 0; b < boxes; ++b) cards.push_back(b * group + i);
-      Topology t;
-      linked = topology_of_cards(box_text, cards, &t).empty();
-    }
+    Topology t;
+    for (unsigned b = 0; b < ranks / group && linked; ++b) linked = topology_of_cards(box_text, box_cards(group, b), &t).empty();
+    for (unsigned i = 0; i < group && linked; ++i) linked = topology_of_cards(box_text, rail_cards(group, i), &t).empty();
     if (!linked) continue;
     Hierarchy h;
     h.group = group;
     h.box_rank = rank % group;
     h.rail_rank = rank / group;
-    std::vector<unsigned> box_cards, rail_cards;
-    for (unsigned i = 0; i < group; ++i) box_cards.push_back(h.rail_rank * group + i);
-    for (unsigned b = 0; b < boxes; ++b) rail_cards.push_back(b * group + h.box_rank);
-    topology_of_cards(box_text, box_cards, &h.box);
-    topology_of_cards(box_text, rail_cards, &h.rail);
+    topology_of_cards(box_text, box_cards(group, h.rail_rank), &h.box);
+    topology_of_cards(box_text, rail_cards(group, h.box_rank), &h.rail);
     *out = std::move(h);
     return "";
   }

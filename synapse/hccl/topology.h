@@ -22,10 +22,8 @@ struct Topology {
   unsigned stripes() const;
 };
 
-// The topology of `ranks` ranks on cards 0 .. ranks-1 of the box `box_text` (sim/preset's Box in
-// text form). "" or why not: no box, a box with fewer cards, a pair of ranks with no link.
-std::string topology_from_box(const std::string& box_text, unsigned ranks, Topology* out);
-// The same for ranks on the given cards: rank i on cards[i].
+// The topology of ranks on cards of the box `box_text` (sim/preset's Box in text form), rank i on
+// cards[i]. "" or why not: no box, a card the box does not have, a pair of ranks with no link.
 std::string topology_of_cards(const std::string& box_text, const std::vector<unsigned>& cards, Topology* out);
 
 // A communicator over boxes joined rail by rail (sim/presets/boxes/hls2x2): ranks in groups of
@@ -36,11 +34,12 @@ struct Hierarchy {
   unsigned group = 0;              // ranks per box
   unsigned box_rank = 0;           // this rank's place in its box (= its rail)
   unsigned rail_rank = 0;          // its box's place along the rail
-  Topology box;                    // this rank's box, rank i on card group * rail_rank + i
-  Topology rail;                   // its rail, rank b on card group * b + box_rank
+  Topology box;                    // this rank's box: its rank i is rank group * rail_rank + i
+  Topology rail;                   // its rail: its rank b is rank group * b + box_rank
 };
-// The largest such grouping of `ranks` ranks on cards 0 .. ranks-1, seen from `rank`; "" or why
-// there is none.
-std::string hierarchy_from_box(const std::string& box_text, unsigned ranks, unsigned rank, Hierarchy* out);
+// The largest such grouping of the ranks on `cards` (rank i on cards[i], box b's ranks b * group
+// .. b * group + group - 1), seen from `rank`; "" or why there is none.
+std::string hierarchy_of_cards(const std::string& box_text, const std::vector<unsigned>& cards, unsigned rank,
+                               Hierarchy* out);
 
 }  // namespace hpusim::synapse::hccl

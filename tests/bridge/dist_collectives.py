@@ -83,6 +83,55 @@ def main():
             dist.recv(got, src=0)
             check("send / recv", got, of(7))
 
+    # Uneven all_to_all: rank r sends rank p count(r, p) rows (some none), each on the card in one group.
+    def count(r, p):
+        return (r + 2 * p) % 3
+
+    def rows(r, p):
+        return torch.stack([torch.arange(4, dtype=torch.float32) + 100 * r + 10 * p + j for j in range(count(r, p))]
+                           or [torch.empty(0)]).reshape(-1, 4)
+
+    src = torch.cat([rows(rank, p) for p in range(world)]).to(hpu)
+    dst = torch.empty(sum(count(r, rank) for r in range(world)), 4, device=hpu)
+    dist.all_to_all_single(dst, src, output_split_sizes=[count(r, rank) for r in range(world)],
+                           input_split_sizes=[count(rank, p) for p in range(world)])
+    check("all_to_all_single, uneven splits", dst, torch.cat([rows(r, rank) for r in range(world)]))
+    outs = [torch.empty(count(r, rank), 4, device=hpu) for r in range(world)]
+    dist.all_to_all(outs, [rows(rank, p).to(hpu) for p in range(world)])
+    for r in range(world):
+        check(f"all_to_all, uneven [{r}]", outs[r], rows(r, rank))
+
+    # A cycle of sends and receives in one batch (coalesced: neither waits behind the other).
+    got = torch.empty(10, device=hpu)
+    ops = [dist.P2POp(dist.isend, of(rank).to(hpu), (rank + 1) % world),
+           dist.P2POp(dist.irecv, got, (rank - 1) % world)]
+    for work in dist.batch_isend_irecv(ops):
+        work.wait()
+    check("batch_isend_irecv ring", got, of((rank - 1) % world))
+    # Coalesced all_reduces (one group on the card).
+    ts = [of(rank, 5 + i).to(hpu) for i in range(3)]
+    with dist._coalescing_manager(device=hpu):
+        for t in ts:
+            dist.all_reduce(t)
+    for i, t in enumerate(ts):
+        check(f"coalesced all_reduce [{i}]", t, sum(of(r, 5 + i) for r in range(world)))
+
+    # Groups of some of the ranks, each on its members' cards.
+    for members in ([[1]] if world == 2 else [[1, 3], [0, 2, 3]]):
+        group = dist.new_group(members)
+        if rank not in members:
+            continue
+        t = of(rank).to(hpu)
+        dist.all_reduce(t, group=group)
+        check(f"all_reduce in group {members}", t, sum(of(r) for r in members))
+        outs = [torch.empty(10, device=hpu) for _ in members]
+        dist.all_gather(outs, of(rank).to(hpu), group=group)
+        for i, r in enumerate(members):
+            check(f"all_gather in group {members} [{i}]", outs[i], of(r))
+        t = of(rank).to(hpu)
+        dist.broadcast(t, src=members[-1], group=group)
+        check(f"broadcast from {members[-1]} in group {members}", t, of(members[-1]))
+
     # CPU tensors go through the card; objects too.
     c = torch.tensor([float(rank), 1.0])
     dist.all_reduce(c)

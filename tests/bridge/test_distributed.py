@@ -1,7 +1,8 @@
 """torch.distributed's "hccl" backend on a box split between the ranks' processes, one card per rank:
 DDP training against single-process training on the CPU (2 and 4 ranks, default and small
 gradient buckets, buckets as gradient views, lazy collectives), every collective against the CPU's
-values, the gradient all-reduce on the NIC tracks of each rank's trace, an all_reduce captured in
+values (uneven all_to_all, coalesced calls and groups of some ranks too), the gradient all-reduce
+on the NIC tracks of each rank's trace, an all_reduce captured in
 an HPU graph (lazy collectives) or refused there (without), torchrun's ranks (meeting over TCP)
 against mpirun's, slice for slice, and what ends a run."""
 import json

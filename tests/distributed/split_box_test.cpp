@@ -64,8 +64,8 @@ TEST(SplitBox, EveryCardHasTheDeviceTimesOfTheOneProcessRun) {
   std::filesystem::remove(two);
 }
 
-// Two boxes of two cards joined rail by rail, one box per process: the hierarchical
-// all_reduce's rail part crosses the processes.
+// Two boxes of two cards joined rail by rail, one box per process: the rail stages of HCCL's
+// hierarchical collectives cross the processes.
 TEST(SplitBox, BoxesJoinedRailByRailInTwoProcessesHaveTheOneProcessTimes) {
   const std::string box = temp("two_by_two.textproto");
   {
@@ -80,21 +80,21 @@ TEST(SplitBox, BoxesJoinedRailByRailInTwoProcessesHaveTheOneProcessTimes) {
       }
     }
   }
-  const std::string args = "bench collectives --box " + box + " --sizes 64K,8M --collectives all_reduce";
   const std::string one = temp("rails_one.json"), two = temp("rails_two.json");
-  const ProgramRun alone = run_hpusim(args + " --json " + one);
-  ASSERT_EQ(alone.exit_code, 0) << alone.output;
-  EXPECT_NE(alone.output.find("boxes of 2 joined rail by rail (3 links a rail pair)"), std::string::npos) << alone.output;
-  const ProgramRun split = run_mpi(2, args + " --mpi --json " + two);
-  ASSERT_EQ(split.exit_code, 0) << split.output;
-  const std::vector<std::string> expected = rows_of(one), got = rows_of(two);
-  ASSERT_EQ(expected.size(), 2u);
-  EXPECT_EQ(got, expected);
-  const ProgramRun refused = run_hpusim("bench collectives --box " + box + " --sizes 64K --collectives all_gather");
-  EXPECT_NE(refused.exit_code, 0);
-  EXPECT_NE(refused.output.find("its 4 cards are boxes of 2 joined rail by rail; only all_reduce runs across them (not all_gather)"),
-            std::string::npos)
-      << refused.output;
+  // all_reduce in 4 slice groups; the other collectives' stages in 2 (reduce_scatter, all_gather,
+  // broadcast, reduce) or one after the other (all_to_all).
+  for (const auto& [sizes, collectives, rows] :
+       {std::tuple{"64K,8M", "all_reduce", 2u}, {"4M", "reduce_scatter,all_gather,broadcast,reduce,all_to_all", 5u}}) {
+    const std::string args = "bench collectives --box " + box + " --sizes " + sizes + " --collectives " + collectives;
+    const ProgramRun alone = run_hpusim(args + " --json " + one);
+    ASSERT_EQ(alone.exit_code, 0) << alone.output;
+    EXPECT_NE(alone.output.find("boxes of 2 joined rail by rail (3 links a rail pair)"), std::string::npos) << alone.output;
+    const ProgramRun split = run_mpi(2, args + " --mpi --json " + two);
+    ASSERT_EQ(split.exit_code, 0) << split.output;
+    const std::vector<std::string> expected = rows_of(one), got = rows_of(two);
+    ASSERT_EQ(expected.size(), rows) << collectives;
+    EXPECT_EQ(got, expected) << collectives;
+  }
   for (const std::string& f : {box, one, two}) std::filesystem::remove(f);
 }
 

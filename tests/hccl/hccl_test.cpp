@@ -125,19 +125,45 @@ Bytes fold(const std::vector<Bytes>& x, uint64_t offset, uint64_t bytes, ReduceO
 }
 Bytes part(const Bytes& b, uint64_t offset, uint64_t bytes) { return Bytes(b.begin() + offset, b.begin() + offset + bytes); }
 
-// Every collective on `box`, with `count` elements, in and out of place.
-void every_collective(Box& box, ReduceType type, uint64_t count, bool in_place) {
-  const unsigned n = box.cards();
+// A communicator's ranks: rank r on card cards[r] of the box, with communicator comms[r]; in boxes
+// of `group` joined rail by rail (0: one box).
+struct Ranks {
+  std::vector<unsigned> cards;
+  std::vector<hcclComm_t> comms;
+  unsigned group = 0;
+};
+// The reduction of x's bytes [offset, offset + bytes) as the ranks reduce: in rank order, or in
+// boxes joined rail by rail box by box in rank order, then the boxes' sums in box order.
+Bytes reference(const Ranks& ranks, const std::vector<Bytes>& x, uint64_t offset, uint64_t bytes, ReduceOp op,
+                ReduceType type) {
+  if (ranks.group == 0) return fold(x, offset, bytes, op, type);
+  std::vector<Bytes> boxes;
+  for (size_t first = 0; first < x.size(); first += ranks.group) {
+    boxes.push_back(fold(std::vector<Bytes>(x.begin() + first, x.begin() + first + ranks.group), offset, bytes, op, type));
+  }
+  return fold(boxes, 0, bytes, op, type);
+}
+Ranks all_of(Box& box) {
+  Ranks ranks{{}, box.comms};
+  for (unsigned c = 0; c < box.cards(); ++c) ranks.cards.push_back(c);
+  return ranks;
+}
+
+// Every collective on `ranks` of `box`, with `count` elements, in and out of place.
+void every_collective(Box& box, const Ranks& ranks, ReduceType type, uint64_t count, bool in_place) {
+  const unsigned n = static_cast<unsigned>(ranks.cards.size());
+  const auto& card = ranks.cards;
+  const auto& comm = ranks.comms;
   const uint64_t es = reduction::element_bytes(type);
   const std::string what = std::string(reduction::name(type)) + (in_place ? " in place" : "") + " on " +
-                           std::to_string(n) + " cards, count " + std::to_string(count);
+                           std::to_string(n) + " ranks, count " + std::to_string(count);
   std::vector<Bytes> x(n);
   std::vector<uint64_t> send(n), recv(n);
   const auto setup = [&](uint64_t send_count, uint64_t recv_count, uint64_t seed) {
     for (unsigned r = 0; r < n; ++r) {
       x[r] = values(send_count, type, seed * 31 + r);
-      recv[r] = box.alloc(r, recv_count * es);
-      send[r] = in_place ? 0 : box.alloc(r, send_count * es);
+      recv[r] = box.alloc(card[r], recv_count * es);
+      send[r] = in_place ? 0 : box.alloc(card[r], send_count * es);
     }
   };
   const auto run = [&](const char* name, const auto& call) {
@@ -150,81 +176,81 @@ void every_collective(Box& box, ReduceType type, uint64_t count, bool in_place) 
     setup(count, count, 1 + static_cast<int>(op));
     for (unsigned r = 0; r < n; ++r) {
       if (in_place) send[r] = recv[r];
-      box.put(r, send[r], x[r]);
+      box.put(card[r], send[r], x[r]);
     }
     run("all_reduce", [&](unsigned r) {
       return hcclAllReduce(reinterpret_cast<void*>(send[r]), reinterpret_cast<void*>(recv[r]), count, hccl_type(type),
-                           hccl_op(op), box.comms[r], box.streams[r]);
+                           hccl_op(op), comm[r], box.streams[card[r]]);
     });
-    const Bytes want = fold(x, 0, count * es, op, type);
+    const Bytes want = reference(ranks, x, 0, count * es, op, type);
     for (unsigned r = 0; r < n; ++r)
-      EXPECT_TRUE(box.get(r, recv[r], count * es) == want) << "all_reduce " << reduction::name(op) << " " << what << " rank " << r;
+      EXPECT_TRUE(box.get(card[r], recv[r], count * es) == want) << "all_reduce " << reduction::name(op) << " " << what << " rank " << r;
   }
   // reduce_scatter: each rank's `count` of the sum of n x count.
   setup(n * count, count, 3);
   for (unsigned r = 0; r < n; ++r) {
     if (in_place) {
-      send[r] = box.alloc(r, n * count * es);
+      send[r] = box.alloc(card[r], n * count * es);
       recv[r] = send[r] + r * count * es;
     }
-    box.put(r, send[r], x[r]);
+    box.put(card[r], send[r], x[r]);
   }
   run("reduce_scatter", [&](unsigned r) {
     return hcclReduceScatter(reinterpret_cast<void*>(send[r]), reinterpret_cast<void*>(recv[r]), count, hccl_type(type),
-                             hcclSum, box.comms[r], box.streams[r]);
+                             hcclSum, comm[r], box.streams[card[r]]);
   });
   for (unsigned r = 0; r < n; ++r)
-    EXPECT_TRUE(box.get(r, recv[r], count * es) == fold(x, r * count * es, count * es, ReduceOp::Sum, type))
+    EXPECT_TRUE(box.get(card[r], recv[r], count * es) == reference(ranks, x, r * count * es, count * es, ReduceOp::Sum, type))
         << "reduce_scatter " << what << " rank " << r;
   // all_gather: every rank's count, in rank order.
   setup(count, n * count, 4);
   for (unsigned r = 0; r < n; ++r) {
     if (in_place) send[r] = recv[r] + r * count * es;
-    box.put(r, send[r], x[r]);
+    box.put(card[r], send[r], x[r]);
   }
   run("all_gather", [&](unsigned r) {
     return hcclAllGather(reinterpret_cast<void*>(send[r]), reinterpret_cast<void*>(recv[r]), count, hccl_type(type),
-                         box.comms[r], box.streams[r]);
+                         comm[r], box.streams[card[r]]);
   });
   Bytes gathered;
   for (unsigned r = 0; r < n; ++r) gathered.insert(gathered.end(), x[r].begin(), x[r].end());
-  for (unsigned r = 0; r < n; ++r) EXPECT_TRUE(box.get(r, recv[r], n * count * es) == gathered) << "all_gather " << what << " rank " << r;
+  for (unsigned r = 0; r < n; ++r) EXPECT_TRUE(box.get(card[r], recv[r], n * count * es) == gathered) << "all_gather " << what << " rank " << r;
   // broadcast and reduce from the last rank.
   const unsigned root = n - 1;
   setup(count, count, 5);
   for (unsigned r = 0; r < n; ++r) {
     if (in_place) send[r] = recv[r];
-    box.put(r, send[r], x[r]);
+    box.put(card[r], send[r], x[r]);
   }
   run("broadcast", [&](unsigned r) {
     return hcclBroadcast(reinterpret_cast<void*>(send[r]), reinterpret_cast<void*>(recv[r]), count, hccl_type(type),
-                         static_cast<int>(root), box.comms[r], box.streams[r]);
+                         static_cast<int>(root), comm[r], box.streams[card[r]]);
   });
-  for (unsigned r = 0; r < n; ++r) EXPECT_TRUE(box.get(r, recv[r], count * es) == x[root]) << "broadcast " << what << " rank " << r;
+  for (unsigned r = 0; r < n; ++r) EXPECT_TRUE(box.get(card[r], recv[r], count * es) == x[root]) << "broadcast " << what << " rank " << r;
   setup(count, count, 6);
   for (unsigned r = 0; r < n; ++r) {
     if (in_place) send[r] = recv[r];
-    box.put(r, send[r], x[r]);
+    box.put(card[r], send[r], x[r]);
   }
   run("reduce", [&](unsigned r) {
     return hcclReduce(reinterpret_cast<void*>(send[r]), reinterpret_cast<void*>(recv[r]), count, hccl_type(type), hcclSum,
-                      static_cast<int>(root), box.comms[r], box.streams[r]);
+                      static_cast<int>(root), comm[r], box.streams[card[r]]);
   });
-  EXPECT_TRUE(box.get(root, recv[root], count * es) == fold(x, 0, count * es, ReduceOp::Sum, type)) << "reduce " << what;
+  EXPECT_TRUE(box.get(card[root], recv[root], count * es) == reference(ranks, x, 0, count * es, ReduceOp::Sum, type)) << "reduce " << what;
   // all_to_all: chunk p of rank r's send lands in chunk r of rank p's receive.
   setup(n * count, n * count, 7);
   if (in_place) {   // refused: a chunk would be received where one is still to be sent
     EXPECT_EQ(hcclAlltoAll(reinterpret_cast<void*>(recv[0]), reinterpret_cast<void*>(recv[0]), count, hccl_type(type),
-                           box.comms[0], box.streams[0]),
+                           comm[0], box.streams[card[0]]),
               hcclInvalidArgument);
     EXPECT_NE(error().find("hcclAlltoAll: sendbuff and recvbuff overlap other than in HCCL's in-place form"), std::string::npos)
         << error();
-    for (unsigned r = 0; r < n; ++r) send[r] = box.alloc(r, n * count * es);
+    for (unsigned r = 0; r < n; ++r) send[r] = box.alloc(card[r], n * count * es);
   }
-  for (unsigned r = 0; r < n; ++r) box.put(r, send[r], x[r]);
+  for (unsigned r = 0; r < n; ++r) box.put(card[r], send[r], x[r]);
   run("all_to_all", [&](unsigned r) {
     return hcclAlltoAll(reinterpret_cast<void*>(send[r]), reinterpret_cast<void*>(recv[r]), count, hccl_type(type),
-                        box.comms[r], box.streams[r]);
+                        comm[r], box.streams[card[r]]);
   });
   for (unsigned p = 0; p < n; ++p) {
     Bytes want;
@@ -232,40 +258,81 @@ void every_collective(Box& box, ReduceType type, uint64_t count, bool in_place) 
       const Bytes piece = part(x[r], p * count * es, count * es);
       want.insert(want.end(), piece.begin(), piece.end());
     }
-    EXPECT_TRUE(box.get(p, recv[p], n * count * es) == want) << "all_to_all " << what << " rank " << p;
+    EXPECT_TRUE(box.get(card[p], recv[p], n * count * es) == want) << "all_to_all " << what << " rank " << p;
   }
   // barrier
-  run("barrier", [&](unsigned r) { return hcclBarrier(box.comms[r], box.streams[r]); });
+  run("barrier", [&](unsigned r) { return hcclBarrier(comm[r], box.streams[card[r]]); });
 }
 
 TEST(Hccl, EveryCollectiveIsBitExactOnTwoCards) {
   Box box("hls1", 2);
   for (const ReduceType type : {ReduceType::F32, ReduceType::Bf16}) {
-    every_collective(box, type, 3001, false);
-    every_collective(box, type, 777, true);
+    every_collective(box, all_of(box), type, 3001, false);
+    every_collective(box, all_of(box), type, 777, true);
   }
 }
 
 TEST(Hccl, EveryCollectiveIsBitExactOnFourCards) {
   Box box("hls1", 4);
   for (const ReduceType type : {ReduceType::F32, ReduceType::Bf16}) {
-    every_collective(box, type, 2503, false);
-    every_collective(box, type, 1, true);
+    every_collective(box, all_of(box), type, 2503, false);
+    every_collective(box, all_of(box), type, 1, true);
   }
 }
 
 TEST(Hccl, EveryCollectiveIsBitExactOnEightCards) {
   Box box("hls1", 8);
   for (const ReduceType type : {ReduceType::F32, ReduceType::Bf16}) {
-    every_collective(box, type, 2011, false);
-    every_collective(box, type, 9, true);
+    every_collective(box, all_of(box), type, 2011, false);
+    every_collective(box, all_of(box), type, 9, true);
   }
+}
+
+// Communicators on part of the box (torch.distributed's new_group): ranks on cards named by the
+// id (hcclGetUniqueIdOnCards), in any order, or by hcclCommInitAll's devlist, beside the whole
+// box's communicator on the same cards; what a caller can get wrong about the cards.
+TEST(Hccl, CommunicatorsOnPartOfTheBoxRunEveryCollective) {
+  Box box("hls1", 6);
+  const std::vector<unsigned> cards = {4, 1, 3};
+  const int card_list[] = {4, 1, 3};
+  hcclUniqueId id;
+  ASSERT_EQ(hcclGetUniqueIdOnCards(&id, 3, card_list), hcclSuccess) << error();
+  Ranks three{cards, std::vector<hcclComm_t>(3)};
+  for (int r = 0; r < 3; ++r) ASSERT_EQ(hcclCommInitRank(&three.comms[r], 3, id, r), hcclSuccess) << error();
+  int device = -1;
+  ASSERT_EQ(hcclCommSynDevice(three.comms[0], &device), hcclSuccess);
+  EXPECT_EQ(device, 4) << "rank 0 runs on card 4";
+  Ranks two{{5, 0}, std::vector<hcclComm_t>(2)};
+  const int devlist[] = {5, 0};
+  ASSERT_EQ(hcclCommInitAll(two.comms.data(), 2, devlist), hcclSuccess) << error();
+  for (const ReduceType type : {ReduceType::F32, ReduceType::Bf16}) {
+    every_collective(box, three, type, 1001, false);
+    every_collective(box, two, type, 257, true);
+    every_collective(box, all_of(box), type, 99, false);
+  }
+  for (hcclComm_t c : three.comms) EXPECT_EQ(hcclCommDestroy(c), hcclSuccess);
+  for (hcclComm_t c : two.comms) EXPECT_EQ(hcclCommDestroy(c), hcclSuccess);
+
+  const auto refused = [&](hcclResult_t got, const std::string& text) {
+    EXPECT_EQ(got, hcclInvalidArgument) << text;
+    EXPECT_NE(error().find(text), std::string::npos) << "'" << error() << "' does not say '" << text << "'";
+  };
+  const int twice[] = {2, 0, 2};
+  refused(hcclGetUniqueIdOnCards(&id, 3, twice), "hcclGetUniqueIdOnCards: rank 2's card 2 is another rank's too");
+  hcclComm_t comm = nullptr;
+  refused(hcclCommInitRank(&comm, 2, id, 0), "hcclCommInitRank: commId names 3 cards (hcclGetUniqueIdOnCards), nranks is 2");
+  const int beyond[] = {1, 7};
+  ASSERT_EQ(hcclGetUniqueIdOnCards(&id, 2, beyond), hcclSuccess);
+  EXPECT_EQ(hcclCommInitRank(&comm, 2, id, 0), hcclInvalidUsage);
+  EXPECT_NE(error().find("hcclCommInitRank: the box has 6 cards, no card 7"), std::string::npos) << error();
+  const int same[] = {3, 3};
+  refused(hcclCommInitAll(&comm, 2, same), "hcclCommInitAll: devlist: rank 1's card 3 is another rank's too");
 }
 
 // HLS-2: three links between every pair, each message striped over them.
 TEST(Hccl, MessagesAreStripedOverTheThreeLinksOfAnHls2Pair) {
   Box box("hls2", 4);
-  every_collective(box, ReduceType::F32, 1999, false);
+  every_collective(box, all_of(box), ReduceType::F32, 1999, false);
   for (unsigned p = 0; p < 24; ++p) {
     hw::NicPort* port = box.platform().card(0).nic_port(p);
     if (port->connected() && p != 8 && p != 22 && p != 23) {
@@ -469,8 +536,9 @@ namespace {
 // Point to point on an HLS-2 box (each message striped over the three links of its pair): a
 // chain 0 -> 3 -> 1, rank 3 receiving before it passes its own buffer on; a rank sending to
 // itself is refused; then a cycle of sends and receives, each rank's pair grouped (calls on one
-// stream run in order, so ungrouped the cycle would wait on itself).
-TEST(Hccl, SendAndRecvMoveBuffersBetweenRanks) {
+// stream run in order, so ungrouped the cycle would wait on itself); then collectives grouped
+// with sends and receives.
+TEST(Hccl, SendsReceivesAndGroupedCallsMoveBuffersBetweenRanks) {
   Box box("hls2", 4);
   const uint64_t count = 70001, es = 2;
   std::vector<Bytes> x(4);
@@ -507,21 +575,56 @@ TEST(Hccl, SendAndRecvMoveBuffersBetweenRanks) {
   }
   box.synchronize();
   for (unsigned r = 0; r < 4; ++r) EXPECT_TRUE(box.get(r, recv[r], count * es) == x[(r + 3) % 4]) << "rank " << r;
-  // Only sends and receives group; an end needs a start.
-  ASSERT_EQ(hcclGroupStart(), hcclSuccess);
-  EXPECT_EQ(hcclBarrier(box.comms[0], box.streams[0]), hcclInvalidArgument);
-  EXPECT_NE(error().find("hcclBarrier: only hcclSend and hcclRecv may be grouped"), std::string::npos) << error();
-  ASSERT_EQ(hcclGroupEnd(), hcclSuccess);
+  // Collectives group too: each rank's all_reduce (max), all_gather, a cycle the other way and a
+  // barrier in one submission, the collectives one after the other (they share the scratch
+  // memory), the sends and receives beside them.
+  const uint64_t small = 1003;
+  std::vector<Bytes> y(4);
+  std::vector<uint64_t> reduced(4), gathered(4);
+  for (unsigned r = 0; r < 4; ++r) {
+    y[r] = values(small, ReduceType::Bf16, 740 + r);
+    reduced[r] = box.alloc(r, small * es);
+    gathered[r] = box.alloc(r, 4 * small * es);
+    box.put(r, reduced[r], y[r]);
+    box.put(r, gathered[r] + r * small * es, y[r]);
+  }
+  for (unsigned r = 0; r < 4; ++r) {
+    ASSERT_EQ(hcclGroupStart(), hcclSuccess);
+    ASSERT_EQ(hcclAllReduce(reinterpret_cast<void*>(reduced[r]), reinterpret_cast<void*>(reduced[r]), small, hcclBfloat16,
+                            hcclMax, box.comms[r], box.streams[r]),
+              hcclSuccess)
+        << error();
+    ASSERT_EQ(send_to(r, (r + 3) % 4), hcclSuccess) << error();
+    ASSERT_EQ(hcclAllGather(reinterpret_cast<void*>(gathered[r] + r * small * es), reinterpret_cast<void*>(gathered[r]),
+                            small, hcclBfloat16, box.comms[r], box.streams[r]),
+              hcclSuccess)
+        << error();
+    ASSERT_EQ(recv_from(r, (r + 1) % 4), hcclSuccess) << error();
+    ASSERT_EQ(hcclBarrier(box.comms[r], box.streams[r]), hcclSuccess) << error();
+    ASSERT_EQ(hcclGroupEnd(), hcclSuccess) << error();
+  }
+  box.synchronize();
+  Bytes all;
+  for (unsigned r = 0; r < 4; ++r) all.insert(all.end(), y[r].begin(), y[r].end());
+  for (unsigned r = 0; r < 4; ++r) {
+    EXPECT_TRUE(box.get(r, reduced[r], small * es) == fold(y, 0, small * es, ReduceOp::Max, ReduceType::Bf16)) << "rank " << r;
+    EXPECT_TRUE(box.get(r, gathered[r], 4 * small * es) == all) << "rank " << r;
+    EXPECT_TRUE(box.get(r, recv[r], count * es) == x[(r + 1) % 4]) << "rank " << r;
+  }
+  // An end needs a start.
   EXPECT_EQ(hcclGroupEnd(), hcclInvalidUsage);
   EXPECT_NE(error().find("hcclGroupEnd: no hcclGroupStart before it"), std::string::npos) << error();
+  EXPECT_EQ(hcclGetUniqueIdOnCards(nullptr, 1, nullptr), hcclInvalidArgument);
 }
 
 // Two boxes of two cards joined rail by rail (cards 0-1 and 2-3 linked in their box, 0-2 and 1-3
-// along the rails, no link 0-3 or 1-2): the communicator runs HCCL's hierarchical all_reduce (the
-// box's reduce-scatter half, each chunk all-reduced along its rail, the box's all-gather half), so
-// each element is reduced box by box, then across the boxes: (x0 + x1) + (x2 + x3) for the first
-// box's chunk and the second's alike. The other collectives are refused with the reason.
-TEST(Hccl, AllReduceAcrossBoxesJoinedRailByRailIsBitExact) {
+// along the rails, no link 0-3 or 1-2): the communicator runs HCCL's hierarchical algorithms
+// (hierarchy.h), reducing box by box, then across the boxes: (x0 + x1) + (x2 + x3). Every
+// collective, f32 and bf16, in and out of place, at a count large enough to pipeline the stages in
+// slice groups (1 KiB slices); the same on a communicator whose ranks are the cards in another
+// order; a large all_reduce (4 slice groups in f32, 2 in bf16, each stage with scratch memory of
+// its own); calls of such a communicator cannot be grouped yet.
+TEST(Hccl, EveryCollectiveAcrossBoxesJoinedRailByRailIsBitExact) {
   const std::string file = ::testing::TempDir() + "two_by_two_box.textproto";
   {
     std::ofstream out(file);
@@ -531,43 +634,53 @@ TEST(Hccl, AllReduceAcrossBoxesJoinedRailByRailIsBitExact) {
            "link { a { card: 0 port: 1 } b { card: 2 port: 1 } }\n"
            "link { a { card: 1 port: 1 } b { card: 3 port: 1 } }\n";
   }
-  // 64 KiB slices: the largest count runs as 4 slice groups (2 in bf16) pipelined through the
-  // stages (in the box, along the rail, in the box), each with scratch memory of its own.
-  setenv("HPUSIM_HCCL_SLICE_BYTES", "65536", 1);
   Box box(file.c_str(), 4);
-  unsetenv("HPUSIM_HCCL_SLICE_BYTES");
+  Ranks ranks = all_of(box);
+  ranks.group = 2;
+  const int order[] = {1, 0, 3, 2};
+  hcclUniqueId id;
+  ASSERT_EQ(hcclGetUniqueIdOnCards(&id, 4, order), hcclSuccess) << error();
+  Ranks reordered{{1, 0, 3, 2}, std::vector<hcclComm_t>(4), 2};
+  for (int r = 0; r < 4; ++r) ASSERT_EQ(hcclCommInitRank(&reordered.comms[r], 4, id, r), hcclSuccess) << error();
   for (const ReduceType type : {ReduceType::F32, ReduceType::Bf16}) {
-    for (const uint64_t count : {uint64_t{1}, uint64_t{4099}, uint64_t{300001}}) {
-      const uint64_t es = reduction::element_bytes(type);
-      std::vector<Bytes> x(4);
-      std::vector<uint64_t> buffer(4);
-      for (unsigned r = 0; r < 4; ++r) {
-        x[r] = values(count, type, 90 + r);
-        buffer[r] = box.alloc(r, count * es);
-        box.put(r, buffer[r], x[r]);
-      }
-      for (unsigned r = 0; r < 4; ++r) {
-        ASSERT_EQ(hcclAllReduce(reinterpret_cast<void*>(buffer[r]), reinterpret_cast<void*>(buffer[r]), count, hccl_type(type),
-                                hcclSum, box.comms[r], box.streams[r]),
-                  hcclSuccess)
-            << error();
-      }
-      box.synchronize();
-      Bytes want = fold({x[0], x[1]}, 0, count * es, ReduceOp::Sum, type);
-      reduction::reduce_into(want.data(), fold({x[2], x[3]}, 0, count * es, ReduceOp::Sum, type).data(), count * es,
-                             ReduceOp::Sum, type);
-      for (unsigned r = 0; r < 4; ++r)
-        EXPECT_TRUE(box.get(r, buffer[r], count * es) == want) << reduction::name(type) << " count " << count << " rank " << r;
-    }
+    every_collective(box, ranks, type, 2503, false);
+    every_collective(box, ranks, type, 7, true);
+    every_collective(box, reordered, type, 1001, true);
   }
-  for (unsigned r = 0; r < 4; ++r) EXPECT_EQ(hcclBarrier(box.comms[r], box.streams[r]), hcclSuccess) << error();
-  box.synchronize();
+  for (hcclComm_t c : reordered.comms) EXPECT_EQ(hcclCommDestroy(c), hcclSuccess);
+
+  for (const ReduceType type : {ReduceType::F32, ReduceType::Bf16}) {
+    const uint64_t count = 300001, es = reduction::element_bytes(type);
+    std::vector<Bytes> x(4);
+    std::vector<uint64_t> buffer(4);
+    for (unsigned r = 0; r < 4; ++r) {
+      x[r] = values(count, type, 90 + r);
+      buffer[r] = box.alloc(r, count * es);
+      box.put(r, buffer[r], x[r]);
+    }
+    for (unsigned r = 0; r < 4; ++r) {
+      ASSERT_EQ(hcclAllReduce(reinterpret_cast<void*>(buffer[r]), reinterpret_cast<void*>(buffer[r]), count, hccl_type(type),
+                              hcclSum, box.comms[r], box.streams[r]),
+                hcclSuccess)
+          << error();
+    }
+    box.synchronize();
+    const Bytes want = reference(ranks, x, 0, count * es, ReduceOp::Sum, type);
+    for (unsigned r = 0; r < 4; ++r)
+      EXPECT_TRUE(box.get(r, buffer[r], count * es) == want) << reduction::name(type) << " count " << count << " rank " << r;
+  }
   const uint64_t buffer = box.alloc(0, 64);
+  ASSERT_EQ(hcclGroupStart(), hcclSuccess);
   EXPECT_EQ(hcclAllGather(reinterpret_cast<void*>(buffer), reinterpret_cast<void*>(buffer), 4, hcclFloat32, box.comms[0],
                           box.streams[0]),
             hcclInvalidArgument);
-  EXPECT_NE(error().find("hcclAllGather: the communicator's 4 ranks are boxes of 2 joined rail by rail: only hcclAllReduce and "
-                         "hcclBarrier run across them yet"),
+  EXPECT_NE(error().find("hcclAllGather: the communicator's ranks are in boxes joined rail by rail: its calls cannot be "
+                         "grouped yet"),
+            std::string::npos)
+      << error();
+  ASSERT_EQ(hcclGroupEnd(), hcclSuccess);
+  EXPECT_EQ(hcclSend(reinterpret_cast<void*>(buffer), 4, hcclFloat32, 1, box.comms[0], box.streams[0]), hcclInvalidArgument);
+  EXPECT_NE(error().find("hcclSend: sends and receives between boxes joined rail by rail are not supported yet"),
             std::string::npos)
       << error();
 }

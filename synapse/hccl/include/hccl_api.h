@@ -56,11 +56,17 @@ const char* hcclGetErrorString(hcclResult_t result);
 /* The message of the last failed call of this thread ("" if none). */
 const char* hcclGetLastErrorMessage(void);
 
+/* An id whose communicator puts rank i on the box's card i. */
 hcclResult_t hcclGetUniqueId(hcclUniqueId* uniqueId);
-/* Rank `rank` of `nranks` on the box's card `rank` (its Synapse device, acquired before). The
- * ranks are the box's first `nranks` cards; their NIC links come from the box preset. */
+/* hpusim: an id whose communicator puts rank i on the box's card cards[i] (nranks distinct cards):
+ * ranks on a part of the box, as torch.distributed's new_group makes them. The real HCCL learns
+ * each rank's card when the ranks meet; hpusim's ranks do not meet on the host, so the id says. */
+hcclResult_t hcclGetUniqueIdOnCards(hcclUniqueId* uniqueId, int nranks, const int* cards);
+/* Rank `rank` of `nranks` on its card (card `rank`, or the id's cards[rank]): that card's Synapse
+ * device, acquired before. Their NIC links come from the box preset. */
 hcclResult_t hcclCommInitRank(hcclComm_t* comm, int nranks, hcclUniqueId commId, int rank);
-/* One communicator per device of `devlist` (devices 0 .. ndev-1 in that order; NULL: 0 .. ndev-1). */
+/* One communicator per device of `devlist` (distinct devices, rank i on devlist[i]; NULL: devices
+ * 0 .. ndev-1). */
 hcclResult_t hcclCommInitAll(hcclComm_t* comms, int ndev, const int* devlist);
 /* Waits for the communicator's collectives in flight, frees its scratch memory. */
 hcclResult_t hcclCommDestroy(hcclComm_t comm);
@@ -86,10 +92,11 @@ hcclResult_t hcclReduce(const void* sendbuff, void* recvbuff, size_t count, hccl
 hcclResult_t hcclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, hcclDataType_t datatype,
                           hcclComm_t comm, synStreamHandle stream);
 /* Point to point: `count` elements to / from rank `peer`, striped over the links joining the two
- * cards. A pair's sends and receives pair up in the order both ranks issue them. Between
- * hcclGroupStart and hcclGroupEnd they are gathered and submitted together at the end, one
- * submission per stream, so sends and receives in a cycle do not wait on each other (only sends
- * and receives may be grouped). */
+ * cards. A pair's sends and receives pair up in the order both ranks issue them.
+ * Between hcclGroupStart and hcclGroupEnd calls are gathered and submitted together at the end,
+ * one submission per stream: sends and receives in a cycle do not wait on each other, and
+ * collectives (not those of a communicator across boxes) run one after the other per
+ * communicator, before the group's sends and receives on the same links. */
 hcclResult_t hcclGroupStart(void);
 hcclResult_t hcclGroupEnd(void);
 hcclResult_t hcclSend(const void* sendbuff, size_t count, hcclDataType_t datatype, int peer, hcclComm_t comm,

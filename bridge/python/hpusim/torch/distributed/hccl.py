@@ -79,21 +79,19 @@ def _create_backend(options, _pg_options=None):
     # torch asks once per device the backend serves ('hpu', then 'cpu'): one communicator per group.
     if options.group_id in _backends:
         return _backends[options.group_id]
+    # Global rank g drives card g of the box: a group's rank i runs on the card of its i-th member.
     ranks = list(options.global_ranks_in_group or range(options.group_size))
-    if ranks != list(range(len(ranks))):
-        raise NotImplementedError(f"hccl: a group of ranks {ranks}: a group must hold ranks 0 .. n-1 (hpusim's "
-                                  "HCCL runs rank r on card r of the box)")
+    cards = [] if ranks == list(range(len(ranks))) else ranks
     if options.group_size > 1 and os.environ.get("HPUSIM_DISTRIBUTED") not in ("mpi", "tcp"):
         raise RuntimeError(
             f"hccl: rank {options.group_rank} of {options.group_size} needs its card in a box split between the "
             "ranks' processes: launch them with mpirun or torchrun (or set HPUSIM_DISTRIBUTED before the card is "
             "first used)")
     _C.init()  # every rank's card first: a split box's processes join when their cards come up
-    if options.group_rank == 0:
-        unique_id = _C.hccl_unique_id()
-        options.store.set("hccl_unique_id", unique_id)
-    else:
-        unique_id = options.store.get("hccl_unique_id")
+    # hpusim's ids name only the cards, so each rank makes the group's id itself. The real stack
+    # hands rank 0's id to the others through the store; here a rank waiting in the store would
+    # stop its card's simulation, which a rank still waiting for its card's collective needs.
+    unique_id = _C.hccl_unique_id(cards)
     backend = _C.create_hccl_backend(unique_id, options.group_rank, options.group_size, lazy_collectives)
     _backends[options.group_id] = backend
     return backend
