@@ -70,6 +70,12 @@ void NicRemoteEnd::attach(NicPort& port, uint32_t peer_address, uint32_t peer_rx
   tx.bind(port.rx);
 }
 
+void NicRemoteEnd::attach_to_switch(NicPort& port, uint32_t switch_buffer_packets) {
+  port.attach_to_switch(switch_buffer_packets);
+  port.tx.bind(rx);
+  tx.bind(port.rx);
+}
+
 tlm::tlm_sync_enum NicRemoteEnd::receive(tlm::tlm_generic_payload& trans, tlm::tlm_phase&, sc_core::sc_time& delay) {
   const NicHeader* header = trans.get_extension<NicHeader>();
   if (header == nullptr) throw std::logic_error("NIC remote end: a transaction without a NIC header");

@@ -42,6 +42,9 @@ class NicRemoteEnd : public sc_core::sc_module {
   // Joins `port` to this end (before the simulation starts): the far port has `peer_address` and
   // a receive buffer of `peer_rx_buffer_packets` (the local port's credits).
   void attach(NicPort& port, uint32_t peer_address, uint32_t peer_rx_buffer_packets);
+  // Joins `port` to a switch port in the other process (NicSwitch::attach_remote there), whose
+  // input buffer holds `switch_buffer_packets` packets.
+  void attach_to_switch(NicPort& port, uint32_t switch_buffer_packets);
   uint32_t link() const { return link_; }
 
   // What the local port sent since the last call, in the order it sent it.

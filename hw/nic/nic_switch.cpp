@@ -35,19 +35,30 @@ NicSwitch::NicSwitch(sc_core::sc_module_name name, const NicSwitchConfig& config
   dont_initialize();
 }
 
-void NicSwitch::attach(NicPort& port, unsigned index) {
+NicSwitch::Port& NicSwitch::take_port(unsigned index, uint32_t address, uint32_t rx_buffer_packets) {
   if (index >= ports_.size())
     throw std::invalid_argument("switch '" + config_.name + "' has " + std::to_string(ports_.size()) + " ports, not " +
                                 std::to_string(index + 1));
   Port& p = *ports_[index];
-  if (p.nic != nullptr) throw std::invalid_argument("switch '" + config_.name + "': port " + std::to_string(index) + " is taken");
-  if (!route_.emplace(port.address(), index).second)
-    throw std::invalid_argument("switch '" + config_.name + "': two ports with address " + std::to_string(port.address()));
+  if (p.attached) throw std::invalid_argument("switch '" + config_.name + "': port " + std::to_string(index) + " is taken");
+  if (!route_.emplace(address, index).second)
+    throw std::invalid_argument("switch '" + config_.name + "': two ports with address " + std::to_string(address));
+  p.attached = true;
+  p.credits = rx_buffer_packets;
+  return p;
+}
+
+void NicSwitch::attach(NicPort& port, unsigned index) {
+  Port& p = take_port(index, port.address(), port.config().rx_buffer_packets);
   port.attach_to_switch(config_.buffer_packets);
   port.tx.bind(*p.rx);
   p.tx->bind(port.rx);
-  p.nic = &port;
-  p.credits = port.config().rx_buffer_packets;
+}
+
+void NicSwitch::attach_remote(NicRemoteEnd& end, uint32_t address, uint32_t rx_buffer_packets, unsigned index) {
+  Port& p = take_port(index, address, rx_buffer_packets);
+  end.tx.bind(*p.rx);
+  p.tx->bind(end.rx);
 }
 
 tlm::tlm_sync_enum NicSwitch::backward(tlm::tlm_generic_payload&, tlm::tlm_phase&, sc_core::sc_time&) {

@@ -19,6 +19,7 @@
 
 #include "hw/common/mem_protocol.h"
 #include "hw/nic/nic_port.h"
+#include "hw/nic/nic_remote_end.h"
 #include "hw/nic/nic_wire.h"
 #include "sim/stats/stats.h"
 
@@ -48,6 +49,9 @@ class NicSwitch : public sc_core::sc_module {
   // Joins `port` to switch port `index` (both directions, before the simulation starts); packets
   // for `port.address()` go out there. The port gets the input buffer's credits.
   void attach(NicPort& port, unsigned index);
+  // Joins switch port `index` to a NIC port in another process, through `end` (its stand-in here):
+  // the far port has `address` and a receive buffer of `rx_buffer_packets` packets.
+  void attach_remote(NicRemoteEnd& end, uint32_t address, uint32_t rx_buffer_packets, unsigned index);
 
   const NicSwitchConfig& config() const { return config_; }
   NicSwitchPortStats port_stats(unsigned index) const { return ports_.at(index)->stats; }
@@ -64,7 +68,7 @@ class NicSwitch : public sc_core::sc_module {
   struct Port {
     std::unique_ptr<tlm_utils::simple_initiator_socket_optional<NicSwitch>> tx;
     std::unique_ptr<tlm_utils::simple_target_socket_tagged_optional<NicSwitch>> rx;
-    NicPort* nic = nullptr;
+    bool attached = false;
     uint32_t credits = 0;         // room in the NIC port's receive buffer
     Picoseconds wire_free_ps = 0;
     std::deque<Packet> queue;     // output queue
@@ -74,10 +78,17 @@ class NicSwitch : public sc_core::sc_module {
     Picoseconds at;
     uint64_t seq;
     Packet packet;
-    bool operator>(const Arrival& o) const { return at != o.at ? at > o.at : seq > o.seq; }
+    // Same-time arrivals in input order (then in their order on the input): the order packets
+    // reach the switch's code may differ between one process and a box split between processes.
+    bool operator>(const Arrival& o) const {
+      if (at != o.at) return at > o.at;
+      if (packet.input != o.packet.input) return packet.input > o.packet.input;
+      return seq > o.seq;
+    }
   };
 
   NicSwitch(sc_core::sc_module_name name, const NicSwitchConfig& config);
+  Port& take_port(unsigned index, uint32_t address, uint32_t rx_buffer_packets);
   tlm::tlm_sync_enum receive(int index, tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase, sc_core::sc_time& delay);
   tlm::tlm_sync_enum backward(tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase, sc_core::sc_time& delay);
   void process();   // SC_METHOD: arrivals due, then every output that can send

@@ -197,25 +197,6 @@ void Platform::build_links() {
   const auto local = [this](unsigned card) { return card >= first_card_ && card < first_card_ + cards_.size(); };
   for (unsigned c = 0; c < cards_.size(); ++c)
     for (unsigned p = 0; p < cards_[c]->nic_ports(); ++p) cards_[c]->nic_port(p)->set_address(hw::nic_address(first_card_ + c, p));
-  std::vector<const preset::NicEnd*> scale_out;
-  for (const preset::NicEnd& end : box_->scale_out())
-    if (local(end.card())) scale_out.push_back(&end);
-  // A split box has no switch yet: its scale-out ports stay unconnected (in-box collectives do
-  // not use them).
-  if (box_->has_switch_() && !scale_out.empty() && !sync_) {
-    const preset::SwitchConfig& s = box_->switch_();
-    hw::NicSwitchConfig config;
-    config.ports = static_cast<uint32_t>(scale_out.size());
-    config.gbps = s.gbps_per_port();
-    config.packet_overhead_bytes = preset_.nic().packet_overhead_bytes();
-    config.latency_ps = uint64_t{s.latency_ns()} * 1000;
-    config.link_latency_ps = uint64_t{s.link_latency_ns()} * 1000;
-    config.buffer_packets = s.buffer_packets();
-    switch_ = std::make_unique<hw::NicSwitch>(config);
-    switch_->register_stats(stats::Scope(stats_, "switch"));
-    for (unsigned i = 0; i < scale_out.size(); ++i)
-      switch_->attach(*cards_[scale_out[i]->card()]->nic_port(scale_out[i]->port()), i);
-  }
   const auto port = [this](const preset::NicEnd& end) { return cards_[end.card() - first_card_]->nic_port(end.port()); };
   const auto owner = [this](unsigned card) {
     const unsigned processes = static_cast<unsigned>(sync_->ranks());
@@ -223,6 +204,50 @@ void Platform::build_links() {
     while (r + 1 < processes && (r + 1) * box_cards_ / processes <= card) ++r;
     return static_cast<int>(r);
   };
+  // The scale-out switch, with the ports of the cards in the run; in a split box it lives in the
+  // process of the first such card, joined to the others' ports through remote ends (link ids
+  // after the box's links). Cross-process messages through it take at least the cable's latency
+  // (switch to port) or the port's (port to switch).
+  std::vector<int> scale_out;   // indices into box_->scale_out()
+  for (int i = 0; i < box_->scale_out_size(); ++i)
+    if (box_->scale_out(i).card() < box_cards_) scale_out.push_back(i);
+  if (box_->has_switch_() && !scale_out.empty()) {
+    const preset::SwitchConfig& s = box_->switch_();
+    const int switch_process = sync_ ? owner(box_->scale_out(scale_out[0]).card()) : 0;
+    const uint64_t switch_link_ps = uint64_t{s.link_latency_ns()} * 1000;
+    const uint64_t port_ps = uint64_t{preset_.nic().latency_ns()} * 1000;
+    if (!sync_ || sync_->rank() == switch_process) {
+      hw::NicSwitchConfig config;
+      config.ports = static_cast<uint32_t>(scale_out.size());
+      config.gbps = s.gbps_per_port();
+      config.packet_overhead_bytes = preset_.nic().packet_overhead_bytes();
+      config.latency_ps = uint64_t{s.latency_ns()} * 1000;
+      config.link_latency_ps = switch_link_ps;
+      config.buffer_packets = s.buffer_packets();
+      switch_ = std::make_unique<hw::NicSwitch>(config);
+      switch_->register_stats(stats::Scope(stats_, "switch"));
+    }
+    for (unsigned i = 0; i < scale_out.size(); ++i) {
+      const preset::NicEnd& end = box_->scale_out(scale_out[i]);
+      const uint32_t link = static_cast<uint32_t>(box_->link_size() + scale_out[i]);
+      const auto remote_end = [&] {
+        remote_ends_.push_back(std::make_unique<hw::NicRemoteEnd>(("remote_link" + std::to_string(link)).c_str(), link));
+        remote_link_ps_ = std::min({remote_link_ps_, switch_link_ps, port_ps});
+        return remote_ends_.back().get();
+      };
+      if (switch_ && local(end.card())) {
+        switch_->attach(*port(end), i);
+      } else if (switch_) {   // a port of another process's card
+        hw::NicRemoteEnd* far = remote_end();
+        switch_->attach_remote(*far, hw::nic_address(end.card(), end.port()), preset_.nic().rx_buffer_packets(), i);
+        sync_->add(*far, owner(end.card()));
+      } else if (local(end.card())) {   // this card's port, the switch in another process
+        hw::NicRemoteEnd* far = remote_end();
+        far->attach_to_switch(*port(end), s.buffer_packets());
+        sync_->add(*far, switch_process);
+      }
+    }
+  }
   for (int k = 0; k < box_->link_size(); ++k) {
     const preset::NicLink& link = box_->link(k);
     if (link.a().card() >= box_cards_ || link.b().card() >= box_cards_) continue;   // a card not in the run
@@ -236,6 +261,7 @@ void Platform::build_links() {
       remote_ends_.push_back(std::make_unique<hw::NicRemoteEnd>(("remote_link" + std::to_string(k)).c_str(), static_cast<uint32_t>(k)));
       remote_ends_.back()->attach(nic, hw::nic_address(far.card(), far.port()), nic.config().rx_buffer_packets);
       sync_->add(*remote_ends_.back(), owner(far.card()));
+      remote_link_ps_ = std::min(remote_link_ps_, nic.config().latency_ps);
     }
   }
 }
@@ -243,12 +269,7 @@ void Platform::build_links() {
 // A split box: the processes agree on the lookahead (the latency of their links to each other)
 // and on when the windows start: when the last card of the box is up, as in one process.
 void Platform::join_processes() {
-  uint64_t latency = UINT64_MAX;
-  cosim_->on_sim_thread([&] {
-    for (const auto& card : cards_)
-      for (unsigned p = 0; p < card->nic_ports(); ++p)
-        if (card->nic_port(p)->remote()) latency = std::min(latency, card->nic_port(p)->config().latency_ps);
-  });
+  const uint64_t latency = remote_link_ps_;
   const uint64_t up = std::max(cosim_->host_now_ps(), cosim_->device_now_ps());
   const uint64_t base = cosim_->on_sim_thread([&] { return sync_->start(latency, up); });
   cosim_->set_device_runner(sync_.get());

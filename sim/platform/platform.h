@@ -126,7 +126,8 @@ class Platform : public HostServices {
   const preset::Card& preset() const { return preset_; }
   // The box preset the cards were joined by, or nullptr.
   const preset::Box* box() const { return box_ ? &*box_ : nullptr; }
-  // The box's scale-out switch (its scale_out ports on the cards built), or nullptr.
+  // The box's scale-out switch (its scale_out ports on the cards built), or nullptr; a split box
+  // has it in the process of its first scale-out card.
   hw::NicSwitch* nic_switch() { return switch_.get(); }
   // The box index of card 0 of this process (0 unless the box is split between processes) and the
   // cards of the whole box.
@@ -189,6 +190,7 @@ class Platform : public HostServices {
   // this platform initialised MPI.
   std::unique_ptr<distributed::ConservativeSync> sync_;
   std::vector<std::unique_ptr<hw::NicRemoteEnd>> remote_ends_;
+  uint64_t remote_link_ps_ = UINT64_MAX;   // the least latency of a link to another process
   bool owns_mpi_ = false;
   int process_rank_ = -1;   // a split box: this process's rank
 

@@ -63,21 +63,4 @@ TEST(NicLinkAcrossProcesses, ASendCompletesAtTheTimesOfTheOneProcessRun) {
 }  // namespace
 }  // namespace hpusim::testing
 
-// SystemC declares sc_main with C linkage; this program's main() drives the simulation.
-extern "C" int sc_main(int, char**) { return 0; }
-
-int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  ::testing::InitGoogleTest(&argc, argv);
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  if (rank != 0) {   // one rank prints the results
-    ::testing::TestEventListeners& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-  }
-  const int failed = RUN_ALL_TESTS();
-  int any = 0;
-  MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
-  MPI_Finalize();
-  return any;
-}
+#include "tests/distributed/mpi_test_main.h"
