@@ -14,11 +14,12 @@ BusMaster::BusMaster(sc_core::sc_module_name name) : sc_module(name), socket("so
   dont_initialize();
 }
 
-BusMaster::Request& BusMaster::acquire(bool write, uint64_t address, uint32_t length) {
+BusMaster::Request& BusMaster::acquire(bool write, uint64_t address, uint32_t length, unsigned issuer) {
   Request* request;
   if (free_.empty()) {
     pool_.push_back(std::make_unique<Request>());
     request = pool_.back().get();
+    request->set_extension(new IssuerExtension);   // the payload owns it
   } else {
     request = free_.back();
     free_.pop_back();
@@ -33,6 +34,7 @@ BusMaster::Request& BusMaster::acquire(bool write, uint64_t address, uint32_t le
   request->set_streaming_width(length);
   request->set_byte_enable_ptr(nullptr);
   request->set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+  request->get_extension<IssuerExtension>()->issuer = issuer;
   write ? ++writes_ : ++reads_;
   return *request;
 }
@@ -50,8 +52,8 @@ tlm::tlm_response_status BusMaster::wait_for(Request& request) {
   return status;
 }
 
-tlm::tlm_response_status BusMaster::read(uint64_t address, void* data, uint32_t length) {
-  Request& request = acquire(false, address, length);
+tlm::tlm_response_status BusMaster::read(uint64_t address, void* data, uint32_t length, unsigned issuer) {
+  Request& request = acquire(false, address, length, issuer);
   const tlm::tlm_response_status status = wait_for(request);
   std::memcpy(data, request.buffer.data(), length);
   free_.push_back(&request);
@@ -59,7 +61,7 @@ tlm::tlm_response_status BusMaster::read(uint64_t address, void* data, uint32_t 
 }
 
 tlm::tlm_response_status BusMaster::read_pipelined(uint64_t address, void* data, uint32_t length, uint32_t chunk,
-                                                   uint32_t window) {
+                                                   uint32_t window, unsigned issuer) {
   struct InFlight {
     Request* request;
     uint32_t offset;
@@ -71,7 +73,7 @@ tlm::tlm_response_status BusMaster::read_pipelined(uint64_t address, void* data,
   while (next < length || !in_flight.empty()) {
     while (next < length && in_flight.size() < window) {
       const uint32_t size = std::min(chunk, length - next);
-      Request& request = acquire(false, address + next, size);
+      Request& request = acquire(false, address + next, size, issuer);
       tlm::tlm_phase phase = tlm::BEGIN_REQ;
       sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
       socket->nb_transport_fw(request, phase, delay);
@@ -93,17 +95,17 @@ tlm::tlm_response_status BusMaster::read_pipelined(uint64_t address, void* data,
   return result;
 }
 
-tlm::tlm_response_status BusMaster::write(uint64_t address, const void* data, uint32_t length) {
-  Request& request = acquire(true, address, length);
+tlm::tlm_response_status BusMaster::write(uint64_t address, const void* data, uint32_t length, unsigned issuer) {
+  Request& request = acquire(true, address, length, issuer);
   std::memcpy(request.buffer.data(), data, length);
   const tlm::tlm_response_status status = wait_for(request);
   free_.push_back(&request);
   return status;
 }
 
-void BusMaster::post_write(uint64_t address, const void* data, uint32_t length, unsigned owner) {
+void BusMaster::post_write(uint64_t address, const void* data, uint32_t length, unsigned owner, unsigned issuer) {
   if (owner >= kMaxOwners) throw std::out_of_range("bus master: posted-write owner out of range");
-  Request& request = acquire(true, address, length);
+  Request& request = acquire(true, address, length, issuer);
   std::memcpy(request.buffer.data(), data, length);
   request.posted = true;
   request.owner = owner;

@@ -24,21 +24,26 @@ class BusMaster : public sc_core::sc_module {
   tlm_utils::simple_initiator_socket<BusMaster> socket;
 
   // Blocking accesses, from an SC_THREAD only: they return at the time the response arrives.
-  tlm::tlm_response_status read(uint64_t address, void* data, uint32_t length);
-  tlm::tlm_response_status write(uint64_t address, const void* data, uint32_t length);
-  tlm::tlm_response_status write32(uint64_t address, uint32_t value) { return write(address, &value, 4); }
+  // `issuer`: which of the threads sharing the port makes it (IssuerExtension).
+  tlm::tlm_response_status read(uint64_t address, void* data, uint32_t length, unsigned issuer = 0);
+  tlm::tlm_response_status write(uint64_t address, const void* data, uint32_t length, unsigned issuer = 0);
+  tlm::tlm_response_status write32(uint64_t address, uint32_t value, unsigned issuer = 0) {
+    return write(address, &value, 4, issuer);
+  }
 
   // Reads `length` bytes as consecutive `chunk`-byte reads with up to `window` in flight (a
   // prefetching fetcher); returns when all have arrived, with the first failure if any.
   tlm::tlm_response_status read_pipelined(uint64_t address, void* data, uint32_t length, uint32_t chunk,
-                                          uint32_t window);
+                                          uint32_t window, unsigned issuer = 0);
 
   // Posted writes are tracked per owner (e.g. one per command processor sharing this port), so a
   // barrier waits only for its own owner's writes and sees only its own failures.
   static constexpr unsigned kMaxOwners = 16;
   // A posted write: returns at once; the response is counted when it arrives.
-  void post_write(uint64_t address, const void* data, uint32_t length, unsigned owner = 0);
-  void post_write32(uint64_t address, uint32_t value, unsigned owner = 0) { post_write(address, &value, 4, owner); }
+  void post_write(uint64_t address, const void* data, uint32_t length, unsigned owner = 0, unsigned issuer = 0);
+  void post_write32(uint64_t address, uint32_t value, unsigned owner = 0, unsigned issuer = 0) {
+    post_write(address, &value, 4, owner, issuer);
+  }
   // Blocks (SC_THREAD only) until every posted write of `owner` has completed. Returns how many of
   // them failed since the last call; `first_failed`, when given, gets the first failure's address.
   uint32_t wait_posted(unsigned owner = 0, uint64_t* first_failed = nullptr);
@@ -58,7 +63,7 @@ class BusMaster : public sc_core::sc_module {
     bool done = false;
     Picoseconds done_ps = 0;
   };
-  Request& acquire(bool write, uint64_t address, uint32_t length);
+  Request& acquire(bool write, uint64_t address, uint32_t length, unsigned issuer);
   tlm::tlm_response_status wait_for(Request& request);
   tlm::tlm_sync_enum backward(tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase, sc_core::sc_time& delay);
   void complete_posted(Request& request);

@@ -38,4 +38,18 @@ void require_picosecond_resolution();
 // Period of a clock in picoseconds, rounded to the nearest picosecond.
 inline Picoseconds period_ps_from_mhz(uint32_t mhz) { return (1000000ull + mhz / 2) / mhz; }
 
+// Who issued a transaction within its master port, when several threads share the port (the
+// command processors of a QMAN): the fabric takes one port's same-time transactions in issuer
+// order, then in the order each issuer made them, not in the order the kernel ran the threads
+// (which a box split between processes may change). Without it a transaction is issuer 0's.
+struct IssuerExtension : tlm::tlm_extension<IssuerExtension> {
+  unsigned issuer = 0;
+  tlm::tlm_extension_base* clone() const override { return new IssuerExtension(*this); }
+  void copy_from(const tlm::tlm_extension_base& other) override { *this = static_cast<const IssuerExtension&>(other); }
+};
+inline unsigned issuer_of(const tlm::tlm_generic_payload& trans) {
+  const IssuerExtension* e = trans.get_extension<IssuerExtension>();
+  return e != nullptr ? e->issuer : 0;
+}
+
 }  // namespace hpusim::hw

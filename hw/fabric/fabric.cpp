@@ -1,6 +1,7 @@
 #include "hw/fabric/fabric.h"
 
 #include <algorithm>
+#include <tuple>
 #include <sstream>
 #include <stdexcept>
 
@@ -51,10 +52,10 @@ void Fabric::enter(bool forward, int port, tlm::tlm_generic_payload& trans, Pico
     return;
   }
   if (passing_now_) {   // entered while the delta's entries pass (a target answering at once)
-    late_.push_back({forward, port, entered_seq_++, &trans, at});
+    late_.push_back({forward, port, entered_seq_++, forward ? issuer_of(trans) : 0, &trans, at});
     return;
   }
-  entered_.push_back({forward, port, entered_seq_++, &trans, at});
+  entered_.push_back({forward, port, entered_seq_++, forward ? issuer_of(trans) : 0, &trans, at});
   if (entered_.size() == 1) end_of_delta_.request_update();
 }
 
@@ -67,8 +68,17 @@ void Fabric::pass_entered() {
   const int first_master = static_cast<int>(passes_ % static_cast<uint64_t>(masters));
   const int first_target = static_cast<int>(passes_ % static_cast<uint64_t>(targets));
   ++passes_;
+  // A port's turns go in order of entry, but one master port's requests in issuer order first,
+  // each issuer's in the order it made them.
+  order_.resize(passing_.size());
+  for (size_t i = 0; i < order_.size(); ++i) order_[i] = i;
+  std::sort(order_.begin(), order_.end(), [this](size_t x, size_t y) {
+    const Entered &a = passing_[x], &b = passing_[y];
+    return std::tie(a.forward, a.port, a.issuer, a.seq) < std::tie(b.forward, b.port, b.issuer, b.seq);
+  });
   turns_.assign(masters_.size() + targets_.size(), 0);
-  for (Entered& e : passing_) {   // in order of entry
+  for (const size_t i : order_) {
+    Entered& e = passing_[i];
     e.turn = turns_[static_cast<size_t>(e.forward ? e.port : masters + e.port)]++;
     e.in_line = e.forward ? (e.port - first_master + masters) % masters : (e.port - first_target + targets) % targets;
   }

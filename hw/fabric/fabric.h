@@ -99,6 +99,7 @@ class Fabric : public sc_core::sc_module {
     bool forward;               // towards a target (else a response towards its master)
     int port;                   // the master port it came by (forward) or the target port
     uint64_t seq;               // order of entry
+    unsigned issuer = 0;        // forward: which of its master's threads made it (IssuerExtension)
     tlm::tlm_generic_payload* trans;
     Picoseconds at;             // when it reached the fabric (now + the caller's delay)
     uint32_t turn = 0;          // its port's how-manieth in the cycle (0: first)
@@ -139,6 +140,7 @@ class Fabric : public sc_core::sc_module {
   std::vector<Entered> late_;
   bool passing_now_ = false;
   uint64_t entered_seq_ = 0;
+  std::vector<size_t> order_;   // pass_entered's scratch
   uint64_t passes_ = 0;
   std::vector<uint32_t> turns_;   // per port (masters, then targets): transactions this cycle
   EndOfDelta end_of_delta_;

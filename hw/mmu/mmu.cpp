@@ -264,6 +264,7 @@ Mmu::Job* Mmu::acquire_job() {
 Mmu::Part* Mmu::acquire_part() {
   if (free_parts_.empty()) {
     parts_.push_back(std::make_unique<Part>());
+    parts_.back()->set_extension(new IssuerExtension);   // the payload owns it
     return parts_.back().get();
   }
   Part* part = free_parts_.back();
@@ -360,6 +361,7 @@ void Mmu::dispatch(Job* job, const std::vector<Segment>& segments, Picoseconds a
     }
     part->set_dmi_allowed(false);
     part->set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+    part->get_extension<IssuerExtension>()->issuer = issuer_of(trans);
     tlm::tlm_phase phase = tlm::BEGIN_REQ;
     sc_core::sc_time delay = delay_until(at);
     // The response may come back from inside this call; `job` may be gone after the last part.

@@ -241,7 +241,7 @@ void Qman::run_upper_cp(unsigned s) {
     const uint32_t entries = queue_entries(stream);
     const uint64_t bd_address = stream.pq_base + uint64_t{stream.ci & (entries - 1)} * kBdBytes;
     uint8_t bd[kBdBytes];
-    const bool fetched = bus_.read(bd_address, bd, kBdBytes) == tlm::TLM_OK_RESPONSE;
+    const bool fetched = bus_.read(bd_address, bd, kBdBytes, s) == tlm::TLM_OK_RESPONSE;
     if (generation != generation_) {
       cp.busy = false;
       continue;
@@ -288,7 +288,7 @@ bool Qman::execute(unsigned cp, const CommandBuffer& cb) {
   // Fetch the whole buffer in fetch-granule reads with a prefetch window, then run its packets.
   std::vector<uint8_t> bytes(cb.size);
   if (cb.size > 0 &&
-      bus_.read_pipelined(cb.address, bytes.data(), cb.size, config_.fetch_bytes, config_.fetch_window) !=
+      bus_.read_pipelined(cb.address, bytes.data(), cb.size, config_.fetch_bytes, config_.fetch_window, cp) !=
           tlm::TLM_OK_RESPONSE) {
     if (generation == generation_) {
       raise_error(cp, QmanError::kFetch, "cannot fetch the command buffer at " + hex(cb.address) + " (" +
@@ -432,14 +432,14 @@ bool Qman::execute_scalars(unsigned cp_index, bool upper) {
 }
 
 bool Qman::send_message(unsigned cp, uint64_t address, uint32_t value) {
-  bus_.post_write32(address, value, cp);
+  bus_.post_write32(address, value, cp, cp);
   ++stats_.messages;
   return true;
 }
 
 bool Qman::write_engine_register(unsigned cp, uint64_t address, uint32_t value) {
   ++stats_.register_writes;
-  bus_.post_write32(address, value, register_owner(cp));
+  bus_.post_write32(address, value, register_owner(cp), cp);
   return true;
 }
 
@@ -568,7 +568,7 @@ bool Qman::execute_packet(unsigned cp_index, const qman::Packet& packet) {
             const uint64_t generation = generation_;
             const uint32_t words = p.dst ? kScalarRfs : 32;
             std::array<uint32_t, 32> loaded{};
-            const bool ok = bus_.read(p.src_addr, loaded.data(), 4 * words) == tlm::TLM_OK_RESPONSE;
+            const bool ok = bus_.read(p.src_addr, loaded.data(), 4 * words, cp_index) == tlm::TLM_OK_RESPONSE;
             if (generation != generation_) return false;
             if (!ok) {
               raise_error(cp_index, QmanError::kFetch,
@@ -660,7 +660,7 @@ void Qman::raise_error(unsigned cp, QmanError cause, const std::string& message)
   if ((glbl_err_cfg_ >> (regs::qm::kGlblErrCfgCpMsgEnShift + cp)) & 1u) {
     // The error is a message to the configured address (the GIC, which firmware turns into an
     // event-queue entry).
-    bus_.post_write32(glbl_err_addr_, glbl_err_wdata_, regs::kQmanCps);   // the error port, not a CP's
+    bus_.post_write32(glbl_err_addr_, glbl_err_wdata_, regs::kQmanCps, regs::kQmanCps);   // the error port, not a CP's
   }
   if (observer_) observer_->error(name_, cp, cause, describe(cp) + ": " + message, now_ps());
 }

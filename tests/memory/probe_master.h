@@ -37,11 +37,18 @@ class ProbeMaster : public sc_core::sc_module {
     tlm::tlm_response_status status() const { return payload.get_response_status(); }
   };
 
-  // Issues an access that enters the fabric at `at_ps` (>= now).
-  Access& issue(bool write, uint64_t address, uint32_t bytes, hw::Picoseconds at_ps, unsigned char fill = 0) {
+  // Issues an access that enters the fabric at `at_ps` (>= now), made by `issuer` of the threads
+  // sharing this port (hw::IssuerExtension; 0: none).
+  Access& issue(bool write, uint64_t address, uint32_t bytes, hw::Picoseconds at_ps, unsigned char fill = 0,
+                unsigned issuer = 0) {
     accesses_.emplace_back();
     Access& a = accesses_.back();
     a.data.assign(bytes, fill);
+    if (issuer != 0) {
+      auto* extension = new hw::IssuerExtension;   // the payload owns it
+      extension->issuer = issuer;
+      a.payload.set_extension(extension);
+    }
     prepare(a, write, address, bytes, at_ps);
     return a;
   }

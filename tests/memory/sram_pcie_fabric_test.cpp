@@ -5,6 +5,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "tests/memory/memory_fixture.h"
 
@@ -198,6 +199,31 @@ TEST(Fabric, MasterPortBandwidthLimitsOneMaster) {
   const double port = 256.0 / 909.0;  // bytes per ps = GB/s / 1000
   EXPECT_NEAR(gbps(one), port * 1000.0, port * 1000.0 * 0.02);
   EXPECT_NEAR(gbps(two), 2 * port * 1000.0, 2 * port * 1000.0 * 0.02);
+}
+
+// Requests of one master port entering the fabric at the same time from different issuers (the
+// command processors of one QMAN) take the port in issuer order, whichever call the kernel ran
+// first, so a box split between processes (which may run them in another order) times them alike.
+TEST(Fabric, OneMastersSameTimeRequestsGoInIssuerOrderWhicheverCallComesFirst) {
+  MemoryBench b;
+  const uint64_t sram = b.card.memory_map().sram_base() + 4096;
+  constexpr uint32_t kBytes = 4096;
+  hw::Picoseconds latency[2][2] = {};   // [round][issuer 1 or 2]
+  for (int round = 0; round < 2; ++round) {
+    const hw::Picoseconds at = hw::now_ps() + 1000000;
+    ProbeMaster::Access* access[2] = {};
+    sc_core::sc_spawn([&, round, at] {
+      sc_core::wait(hw::delay_until(at));
+      for (const unsigned issuer : round == 0 ? std::vector<unsigned>{2, 1} : std::vector<unsigned>{1, 2}) {
+        access[issuer - 1] = &b.probe.issue(true, sram + issuer * kBytes, kBytes, at, 0x5A, issuer);
+      }
+    });
+    while (access[0] == nullptr || !access[0]->done || !access[1]->done) sc_core::sc_start(sc_core::sc_time(100, sc_core::SC_NS));
+    for (int i = 0; i < 2; ++i) latency[round][i] = access[i]->done_ps - at;
+  }
+  EXPECT_LT(latency[0][0], latency[0][1]) << "issuer 1 first, though issuer 2's call came first";
+  EXPECT_EQ(latency[0][0], latency[1][0]);
+  EXPECT_EQ(latency[0][1], latency[1][1]);
 }
 
 TEST(Fabric, UnmappedAndOverrunningAccessesGetAddressErrors) {
