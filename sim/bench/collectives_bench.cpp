@@ -229,10 +229,11 @@ std::vector<CollectivesBenchRow> run_collectives_bench(const CollectivesBenchOpt
     row.busbw = row.algbw * bus_factor(c, n);
     row.hccl_algbw = c == "all_gather" ? row.algbw / n : row.algbw;
     // What the algorithm's busiest ports allow: a rank's links to all peers, but for broadcast
-    // (the root sends each peer its chunk and the root's: n / 2(n-1) of them), reduce (every
-    // rank sends all to the root over its links to it) and the ring (to its successor only).
+    // (the root sends each peer its chunk and the root's: n / 2(n-1) of them), reduce (the root
+    // receives every peer's part of its chunk, then each peer's reduced chunk: the same) and the
+    // ring (to its successor only).
     const bool ring = c == "all_reduce" && o.algorithm == "ring";
-    row.bound_busbw = c == "broadcast" ? egress * n / (2.0 * (n - 1)) : (c == "reduce" || ring) ? egress / (n - 1) : egress;
+    row.bound_busbw = (c == "broadcast" || c == "reduce") ? egress * n / (2.0 * (n - 1)) : ring ? egress / (n - 1) : egress;
     if (rails) {
       // HCCL's hierarchical algorithms (synapse/hccl/hierarchy.h): per byte of the size, a card's
       // box links and rail links each carry their stage's share; pipelined stages overlap (the
@@ -243,10 +244,8 @@ std::vector<CollectivesBenchRow> run_collectives_bench(const CollectivesBenchOpt
         seconds_per_byte = std::max(2.0 / (group * in_box), 2.0 / (boxes * group * on_rail));
       } else if (c == "reduce_scatter" || c == "all_gather") {
         seconds_per_byte = std::max(1.0 / (group * in_box), 1.0 / (n * on_rail));
-      } else if (c == "broadcast") {
+      } else if (c == "broadcast" || c == "reduce") {
         seconds_per_byte = std::max(2.0 / (group * in_box), 2.0 / (boxes * on_rail));
-      } else if (c == "reduce") {
-        seconds_per_byte = std::max(1.0 / in_box, 1.0 / on_rail);
       } else if (c == "all_to_all") {
         seconds_per_byte = 1.0 / (group * in_box) + 1.0 / (boxes * on_rail);
       }
@@ -373,7 +372,7 @@ std::vector<CollectivesBenchRow> run_collectives_bench(const CollectivesBenchOpt
   if (lead) {
     out << "algbw = size / time, busbw = algbw x factor (nccl-tests; hccl_demo's NW BW), GB = 1e9 B; time: device time per "
            "call of the slowest rank; bound: the ports' goodput a rank sends at"
-        << " (broadcast: as its scatter + all_gather uses them; reduce: its links to the root)\n";
+        << " (broadcast: as its scatter + all_gather uses them; reduce: as its reduce_scatter + gather to the root does)\n";
   }
 
   if (lead && !o.json_path.empty()) {

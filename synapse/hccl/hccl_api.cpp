@@ -89,9 +89,15 @@ std::string cards_of_id(const hcclUniqueId& id, unsigned nranks, std::vector<uns
     return "";
   }
   const std::string list = text.substr(tag + sizeof(kCardsTag) - 1);
+  std::set<unsigned> seen;
   for (size_t at = 0; at <= list.size();) {
     const size_t comma = std::min(list.find(',', at), list.size());
-    cards->push_back(static_cast<unsigned>(std::strtoul(list.substr(at, comma - at).c_str(), nullptr, 10)));
+    const std::string card = list.substr(at, comma - at);
+    if (card.empty() || card.size() > 4 || card.find_first_not_of("0123456789") != std::string::npos ||
+        !seen.insert(static_cast<unsigned>(std::stoul(card))).second) {
+      return "commId's card list '" + list + "' is not one hcclGetUniqueIdOnCards made";
+    }
+    cards->push_back(static_cast<unsigned>(std::stoul(card)));
     at = comma + 1;
   }
   if (cards->size() != nranks) {
@@ -244,9 +250,24 @@ struct Grouped {
 thread_local int group_depth = 0;
 thread_local std::vector<Grouped> grouped;
 
+// The communicator's staging memory, at least `bytes` of it: grown (after the communicator's calls
+// in flight) when a call needs more; freed with the communicator.
+synStatus ensure_staging(api::Device& d, hcclComm_t comm, uint64_t bytes, const char* function) {
+  if (bytes <= comm->staging_bytes) return synSuccess;
+  if (const auto r = d.wait(comm->last_seq); !r.ok()) return api::finish(r);
+  if (comm->staging != 0) {
+    if (const auto r = d.runtime->device_free(comm->staging); !r.ok()) return api::finish(r);
+    comm->staging = comm->staging_bytes = 0;
+  }
+  if (const auto r = d.runtime->device_malloc(bytes, &comm->staging); !r.ok()) {
+    return api::fail(synFail, std::string(function) + ": " + std::to_string(bytes) + " bytes of staging memory: " + r.message);
+  }
+  comm->staging_bytes = bytes;
+  return synSuccess;
+}
+
 // A communicator over boxes joined rail by rail: HCCL's hierarchical algorithms (hierarchy.h), the
-// stages chained in one submission, with staging memory the communicator keeps (grown when a call
-// needs more, after its calls in flight).
+// stages chained in one submission.
 synStatus run_hierarchical(api::Device& d, api::Stream& st, hcclComm_t comm, const hccl::Request& q, const char* function) {
   const hccl::Hierarchy& h = *comm->hierarchy;
   if (group_depth > 0) {
@@ -255,18 +276,8 @@ synStatus run_hierarchical(api::Device& d, api::Stream& st, hcclComm_t comm, con
   }
   hccl::Config config = comm->config;
   config.algorithm = hccl::Algorithm::Direct;
-  const uint64_t staging = hccl::staging_bytes(h, comm->ranks, q);
-  if (staging > comm->staging_bytes) {
-    if (const auto r = d.wait(comm->last_seq); !r.ok()) return api::finish(r);
-    if (comm->staging != 0) {
-      if (const auto r = d.runtime->device_free(comm->staging); !r.ok()) return api::finish(r);
-      comm->staging = comm->staging_bytes = 0;
-    }
-    if (const auto r = d.runtime->device_malloc(staging, &comm->staging); !r.ok()) {
-      return api::fail(synFail, std::string(function) + ": " + std::to_string(staging) +
-                                    " bytes of staging memory across the boxes: " + r.message);
-    }
-    comm->staging_bytes = staging;
+  if (const synStatus s = ensure_staging(d, comm, hccl::staging_bytes(h, comm->ranks, q, config), function); s != synSuccess) {
+    return s;
   }
   hccl::Stages stages;
   if (const std::string why = hccl::plan_stages(h, comm->ranks, q, config, comm->staging, &stages); !why.empty()) {
@@ -325,8 +336,18 @@ hcclResult_t run(hccl::Collective collective, const void* sendbuff, void* recvbu
                                                ": sendbuff and recvbuff overlap other than in HCCL's in-place form");
     }
     if (comm->hierarchy) return run_hierarchical(d, st, comm, q, function);
+    hccl::Config config = comm->config;
+    if (collective == hccl::Collective::Reduce && group_depth > 0) {
+      // Its staging memory could be grown while a grouped call waits to use it.
+      return api::fail(synInvalidArgument, std::string(function) + ": a reduce cannot be grouped yet");
+    }
+    if (collective == hccl::Collective::Reduce && comm->rank != q.root) {
+      const uint64_t bytes = hccl::Config::reduce_staging_bytes(q.count, comm->ranks, hpusim::reduction::element_bytes(q.type));
+      if (const synStatus s = ensure_staging(d, comm, bytes, function); s != synSuccess) return s;
+      config.staging = comm->staging;
+    }
     hccl::Program program;
-    if (const std::string why = hccl::plan(comm->topology, comm->rank, q, comm->config, &program); !why.empty()) {
+    if (const std::string why = hccl::plan(comm->topology, comm->rank, q, config, &program); !why.empty()) {
       return api::fail(synInvalidArgument, std::string(function) + ": " + why);
     }
     if (std::getenv("HPUSIM_HCCL_DUMP") != nullptr) {

@@ -21,12 +21,13 @@ class Builder {
   unsigned boxes() const { return boxes_; }
   const std::string& error() const { return error_; }
 
-  // A part on this rank's box or rail, after `deps` and after the last part that used its scratch.
-  std::optional<size_t> box(Request r, Region region, std::vector<size_t> deps) {
-    return add(h_.box, h_.box_rank, r, region, std::move(deps));
+  // A part on this rank's box or rail, after `deps` and after the last part that used its scratch;
+  // `staging`: Config::staging (a reduce's).
+  std::optional<size_t> box(Request r, Region region, std::vector<size_t> deps, uint64_t staging = 0) {
+    return add(h_.box, h_.box_rank, r, region, std::move(deps), staging);
   }
-  std::optional<size_t> rail(Request r, Region region, std::vector<size_t> deps) {
-    return add(h_.rail, h_.rail_rank, r, region, std::move(deps));
+  std::optional<size_t> rail(Request r, Region region, std::vector<size_t> deps, uint64_t staging = 0) {
+    return add(h_.rail, h_.rail_rank, r, region, std::move(deps), staging);
   }
 
   // Stage functions run as a pipeline over `groups` slice groups: at step t stage s plans slice
@@ -45,9 +46,10 @@ class Builder {
 
  private:
   std::optional<size_t> add(const Topology& topology, unsigned rank, const Request& r, Region region,
-                            std::vector<size_t> deps) {
+                            std::vector<size_t> deps, uint64_t staging) {
     if (!error_.empty()) return std::nullopt;
     Config c = config_;
+    c.staging = staging;
     std::optional<size_t> key;
     if (region == Region::Box) {
       key = next_box_half_;
@@ -101,13 +103,29 @@ unsigned slice_groups(uint64_t bytes, const Hierarchy& h, const Config& config) 
   return static_cast<unsigned>(std::clamp<uint64_t>(bytes / std::max<uint64_t>(per_group, 1), 1, 4));
 }
 
+// A hierarchical reduce's staging: on the root's rail, its box's sum; then per slice group the
+// chunk its reduce in the box reduces, and the one its reduce along the rail does.
+struct ReduceStaging {
+  uint64_t box_sum = 0, box_chunks = 0, rail_chunks = 0, box_chunk = 0, rail_chunk = 0, total = 0;
+};
+ReduceStaging reduce_staging(const Hierarchy& h, unsigned ranks, const Request& q, unsigned groups) {
+  const uint64_t es = reduction::element_bytes(q.type), largest = (q.count + groups - 1) / groups;
+  ReduceStaging s;
+  s.box_chunk = Config::reduce_staging_bytes(largest, h.group, es);
+  s.rail_chunk = Config::reduce_staging_bytes(largest, ranks / h.group, es);
+  s.box_chunks = h.box_rank == q.root % h.group ? q.count * es : 0;
+  s.rail_chunks = s.box_chunks + groups * s.box_chunk;
+  s.total = s.rail_chunks + groups * s.rail_chunk;
+  return s;
+}
+
 }  // namespace
 
-uint64_t staging_bytes(const Hierarchy& h, unsigned ranks, const Request& q) {
+uint64_t staging_bytes(const Hierarchy& h, unsigned ranks, const Request& q, const Config& config) {
   const uint64_t es = reduction::element_bytes(q.type);
   switch (q.collective) {
     case Collective::ReduceScatter: return uint64_t{ranks / h.group} * q.count * es;
-    case Collective::Reduce: return h.box_rank == q.root % h.group ? q.count * es : 0;
+    case Collective::Reduce: return reduce_staging(h, ranks, q, slice_groups(q.count * es, h, config)).total;
     case Collective::AllToAll: return uint64_t{ranks} * q.count * es;
     default: return 0;
   }
@@ -214,6 +232,7 @@ std::string plan_stages(const Hierarchy& h, unsigned ranks, const Request& q, co
       const bool broadcast = q.collective == Collective::Broadcast;
       const unsigned root_box = q.root / g, root_rail = q.root % g;
       const unsigned groups = slice_groups(c * es, h, config);
+      const ReduceStaging st = reduce_staging(h, ranks, q, groups);
       const auto rail_stage = [&](unsigned j, const std::vector<size_t>& after) {
         if (l != root_rail) return std::vector<size_t>{};
         const Segment s = segment(c, groups, j);
@@ -222,7 +241,8 @@ std::string plan_stages(const Hierarchy& h, unsigned ranks, const Request& q, co
         r.count = s.count;
         r.send = shifted(broadcast ? q.send : staging, s.first);
         r.recv = shifted(q.recv, s.first);
-        return list(b.rail(r, broadcast ? Region::None : Region::Rail, after));
+        if (broadcast) return list(b.rail(r, Region::None, after));
+        return list(b.rail(r, Region::Rail, after, staging + st.rail_chunks + j * st.rail_chunk));
       };
       const auto box_stage = [&](unsigned j, const std::vector<size_t>& after) {
         const Segment s = segment(c, groups, j);
@@ -231,11 +251,11 @@ std::string plan_stages(const Hierarchy& h, unsigned ranks, const Request& q, co
         r.count = s.count;
         if (broadcast) {
           r.send = r.recv = shifted(q.recv, s.first);
-        } else {
-          r.send = shifted(q.send, s.first);
-          r.recv = l == root_rail ? shifted(staging, s.first) : 0;
+          return list(b.box(r, Region::None, after));
         }
-        return list(b.box(r, broadcast ? Region::None : Region::Box, after));
+        r.send = shifted(q.send, s.first);
+        r.recv = l == root_rail ? shifted(staging, s.first) : 0;
+        return list(b.box(r, Region::Box, after, staging + st.box_chunks + j * st.box_chunk));
       };
       if (broadcast) {
         b.pipeline(groups, {rail_stage, box_stage});

@@ -15,7 +15,8 @@
 //   per box's part of the buffer.
 // - broadcast: along the root's rail from the root, then in every box from its rank on that rail.
 // - reduce: a reduce in every box to its rank on the root's rail (in staging memory), then along
-//   that rail to the root.
+//   that rail to the root (each a reduce_scatter and a gather to its root, the other ranks'
+//   chunks reduced in staging memory too).
 // - all_to_all: along the rail, every rank's blocks for a box to that box's rank on its rail (in
 //   staging memory), then in the box per box of origin.
 // - barrier: in the box, along the rail, in the box.
@@ -36,7 +37,7 @@ struct Stages {
 };
 
 // Device memory `request` needs besides the communicator's scratch (0 if none), on this rank.
-uint64_t staging_bytes(const Hierarchy& h, unsigned ranks, const Request& request);
+uint64_t staging_bytes(const Hierarchy& h, unsigned ranks, const Request& request, const Config& config);
 
 // The stages of `request` on this rank (h's). `config.scratch` is the communicator's scratch
 // (Config::scratch_bytes(ranks)); `staging` the device memory staging_bytes() asked for. "" or

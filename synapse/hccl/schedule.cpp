@@ -128,23 +128,24 @@ class Planner {
   uint64_t chunk_count(unsigned k) const {
     switch (q_.collective) {
       case Collective::ReduceScatter: return q_.count;
-      case Collective::Reduce: return k == q_.root ? q_.count : 0;
       default: return q_.count * (k + 1) / n_ - q_.count * k / n_;
     }
   }
   uint64_t chunk_offset(unsigned k) const {
     switch (q_.collective) {
       case Collective::ReduceScatter: return uint64_t{k} * stride();
-      case Collective::Reduce: return 0;
       default: return q_.count * k / n_;
     }
   }
   uint64_t stride() const { return q_.stride != 0 ? q_.stride : q_.count; }
   // Where the owner accumulates its chunk (the result's place).
   uint64_t accumulator() const {
-    return q_.collective == Collective::AllReduce ? q_.recv + es_ * chunk_offset(r_) : q_.recv;
+    switch (q_.collective) {
+      case Collective::AllReduce: return q_.recv + es_ * chunk_offset(r_);
+      case Collective::Reduce: return r_ == q_.root ? q_.recv + es_ * chunk_offset(r_) : c_.staging;
+      default: return q_.recv;
+    }
   }
-  bool owns_chunk(unsigned x) const { return q_.collective != Collective::Reduce || x == q_.root; }
   bool in_place() const { return accumulator() == q_.send + es_ * chunk_offset(r_); }
   // Elements a message carries and its slice partition.
   uint64_t carried(const Message& m) const {
@@ -244,12 +245,20 @@ std::vector<Message> Planner::conversation(unsigned a, unsigned b, unsigned j) c
     case Collective::ReduceScatter:
       for (unsigned s = 0; s < slices_; ++s) both(Tag::Scatter, s);
       break;
-    case Collective::Reduce:
+    case Collective::Reduce: {
+      // As all_reduce's, the reduced slices going to the root only.
+      const auto to_root = [&](unsigned s) {
+        if (a == q_.root) out.push_back({Tag::Gather, b, a, s, j});
+        if (b == q_.root) out.push_back({Tag::Gather, a, b, s, j});
+      };
+      unsigned gathered = 0;
       for (unsigned s = 0; s < slices_; ++s) {
-        if (a == q_.root) out.push_back({Tag::Scatter, b, a, s, j});
-        if (b == q_.root) out.push_back({Tag::Scatter, a, b, s, j});
+        both(Tag::Scatter, s);
+        for (; gathered + slots_ <= s; ++gathered) to_root(gathered);
       }
+      for (; gathered < slices_; ++gathered) to_root(gathered);
       break;
+    }
     case Collective::AllGather:
       for (unsigned s = 0; s < slices_; ++s) both(Tag::AllGather, s);
       break;
@@ -288,7 +297,7 @@ void Planner::post_send(const Message& m) {
     case Tag::Scatter: source = q_.send + es_ * (chunk_offset(m.to) + pc.begin); break;
     case Tag::Gather:
       if (q_.part != Part::AllGather) wait_reduced(nic(m.to, m.link), m.slice);
-      source = q_.recv + es_ * (chunk_offset(r_) + pc.begin);
+      source = accumulator() + es_ * pc.begin;
       break;
     case Tag::AllGather: source = q_.send + es_ * pc.begin; break;
     case Tag::AllToAll: source = q_.send + es_ * (uint64_t{m.to} * stride() + pc.begin); break;
@@ -362,7 +371,6 @@ void Planner::post_recv(const Message& m) {
 // The owner's reductions, slice by slice, each slice cut across every engine (engine e reduces
 // its part of every slice, in order), each part in rank order.
 void Planner::reduce_phase() {
-  if (!owns_chunk(r_)) return;
   const uint64_t count = chunk_count(r_);
   const uint64_t own = q_.send + es_ * chunk_offset(r_);
   for (unsigned s = 0; s < slices_; ++s) {

@@ -7,7 +7,9 @@
 // slices so reductions overlap the transfers.
 // - all_reduce: a reduce_scatter (every rank sends chunk k to rank k, which reduces it) then an
 //   all_gather of the reduced chunks, each slice sent on as soon as it is reduced.
-// - reduce_scatter, reduce (to the root), all_gather, all_to_all: one direct exchange.
+// - reduce_scatter, all_gather, all_to_all: one direct exchange.
+// - reduce: as HCL runs it, a reduce_scatter (rank k reduces chunk k; a rank other than the root
+//   in staging memory) whose reduced slices go on to the root as they are ready (a gather).
 // - broadcast: the root scatters the chunks and every rank passes its own on (scatter +
 //   all_gather), the root's own chunk straight from the root.
 // - barrier: a small message from every rank to every other.
@@ -72,8 +74,15 @@ struct Config {
   unsigned slots = 4;                  // scratch slots per peer
   std::vector<regs::QueueId> engines;  // the DMA queues that copy and reduce
   uint64_t scratch = 0;                // device memory: scratch_bytes(ranks) of it
+  // reduce, a rank other than the root: device memory its chunk is reduced in before it goes to
+  // the root (reduce_staging_bytes() of it).
+  uint64_t staging = 0;
   static constexpr uint64_t kBarrierBytes = 64;
   uint64_t scratch_bytes(unsigned ranks) const;
+  // The staging a reduce of `count` elements of `element_bytes` on `ranks` ranks needs (a chunk).
+  static uint64_t reduce_staging_bytes(uint64_t count, unsigned ranks, uint64_t element_bytes) {
+    return (count + ranks - 1) / ranks * element_bytes;
+  }
 };
 
 enum class OpKind : uint8_t { Wait, Send, Recv, Copy, Reduce, Signal };

@@ -325,6 +325,12 @@ TEST(Hccl, CommunicatorsOnPartOfTheBoxRunEveryCollective) {
   ASSERT_EQ(hcclGetUniqueIdOnCards(&id, 2, beyond), hcclSuccess);
   EXPECT_EQ(hcclCommInitRank(&comm, 2, id, 0), hcclInvalidUsage);
   EXPECT_NE(error().find("hcclCommInitRank: the box has 6 cards, no card 7"), std::string::npos) << error();
+  hcclUniqueId forged;
+  ASSERT_EQ(hcclGetUniqueIdOnCards(&forged, 2, beyond), hcclSuccess);
+  std::string text(forged.internal, forged.length);
+  text.replace(text.find("1,7"), 3, "1,1");
+  std::memcpy(forged.internal, text.data(), text.size());
+  refused(hcclCommInitRank(&comm, 2, forged, 0), "hcclCommInitRank: commId's card list '1,1' is not one hcclGetUniqueIdOnCards made");
   const int same[] = {3, 3};
   refused(hcclCommInitAll(&comm, 2, same), "hcclCommInitAll: devlist: rank 1's card 3 is another rank's too");
 }
@@ -611,7 +617,13 @@ TEST(Hccl, SendsReceivesAndGroupedCallsMoveBuffersBetweenRanks) {
     EXPECT_TRUE(box.get(r, gathered[r], 4 * small * es) == all) << "rank " << r;
     EXPECT_TRUE(box.get(r, recv[r], count * es) == x[(r + 1) % 4]) << "rank " << r;
   }
-  // An end needs a start.
+  // A reduce does not group (its staging memory), an end needs a start.
+  ASSERT_EQ(hcclGroupStart(), hcclSuccess);
+  EXPECT_EQ(hcclReduce(reinterpret_cast<void*>(reduced[0]), reinterpret_cast<void*>(reduced[0]), small, hcclBfloat16, hcclSum, 0,
+                       box.comms[0], box.streams[0]),
+            hcclInvalidArgument);
+  EXPECT_NE(error().find("hcclReduce: a reduce cannot be grouped yet"), std::string::npos) << error();
+  ASSERT_EQ(hcclGroupEnd(), hcclSuccess);
   EXPECT_EQ(hcclGroupEnd(), hcclInvalidUsage);
   EXPECT_NE(error().find("hcclGroupEnd: no hcclGroupStart before it"), std::string::npos) << error();
   EXPECT_EQ(hcclGetUniqueIdOnCards(nullptr, 1, nullptr), hcclInvalidArgument);
