@@ -103,19 +103,20 @@ unsigned slice_groups(uint64_t bytes, const Hierarchy& h, const Config& config) 
   return static_cast<unsigned>(std::clamp<uint64_t>(bytes / std::max<uint64_t>(per_group, 1), 1, 4));
 }
 
-// A hierarchical reduce's staging: on the root's rail, its box's sum; then per slice group the
-// chunk its reduce in the box reduces, and the one its reduce along the rail does.
+// A hierarchical reduce's staging: on the root's rail, its box's sum (at 0); then per slice group
+// the chunk this rank reduces in the box's reduce (from box_chunks_at) and in the rail's (from
+// rail_chunks_at), `box_chunk` and `rail_chunk` bytes apart.
 struct ReduceStaging {
-  uint64_t box_sum = 0, box_chunks = 0, rail_chunks = 0, box_chunk = 0, rail_chunk = 0, total = 0;
+  uint64_t box_chunks_at = 0, rail_chunks_at = 0, box_chunk = 0, rail_chunk = 0, total = 0;
 };
 ReduceStaging reduce_staging(const Hierarchy& h, unsigned ranks, const Request& q, unsigned groups) {
   const uint64_t es = reduction::element_bytes(q.type), largest = (q.count + groups - 1) / groups;
   ReduceStaging s;
   s.box_chunk = Config::reduce_staging_bytes(largest, h.group, es);
   s.rail_chunk = Config::reduce_staging_bytes(largest, ranks / h.group, es);
-  s.box_chunks = h.box_rank == q.root % h.group ? q.count * es : 0;
-  s.rail_chunks = s.box_chunks + groups * s.box_chunk;
-  s.total = s.rail_chunks + groups * s.rail_chunk;
+  s.box_chunks_at = h.box_rank == q.root % h.group ? q.count * es : 0;
+  s.rail_chunks_at = s.box_chunks_at + groups * s.box_chunk;
+  s.total = s.rail_chunks_at + groups * s.rail_chunk;
   return s;
 }
 
@@ -242,7 +243,7 @@ std::string plan_stages(const Hierarchy& h, unsigned ranks, const Request& q, co
         r.send = shifted(broadcast ? q.send : staging, s.first);
         r.recv = shifted(q.recv, s.first);
         if (broadcast) return list(b.rail(r, Region::None, after));
-        return list(b.rail(r, Region::Rail, after, staging + st.rail_chunks + j * st.rail_chunk));
+        return list(b.rail(r, Region::Rail, after, staging + st.rail_chunks_at + j * st.rail_chunk));
       };
       const auto box_stage = [&](unsigned j, const std::vector<size_t>& after) {
         const Segment s = segment(c, groups, j);
@@ -255,7 +256,7 @@ std::string plan_stages(const Hierarchy& h, unsigned ranks, const Request& q, co
         }
         r.send = shifted(q.send, s.first);
         r.recv = l == root_rail ? shifted(staging, s.first) : 0;
-        return list(b.box(r, Region::Box, after, staging + st.box_chunks + j * st.box_chunk));
+        return list(b.box(r, Region::Box, after, staging + st.box_chunks_at + j * st.box_chunk));
       };
       if (broadcast) {
         b.pipeline(groups, {rail_stage, box_stage});
