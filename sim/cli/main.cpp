@@ -738,8 +738,8 @@ int command_report(const std::vector<std::string>& args) {
   if (vm.count("help")) {
     std::cout << "usage: hpusim report correlation [--quick] [--json FILE] [--work-dir DIR]\n"
                  "  Every published number hpusim reproduces, its source, hpusim's value, the error and a\n"
-                 "  verdict against the row's tolerance. The full report runs large GEMMs and 8-card\n"
-                 "  all_reduces (about an hour).\n"
+                 "  verdict against the row's tolerance. The full report runs large GEMMs and 8- and\n"
+                 "  16-card all_reduces (about an hour).\n"
               << options;
     return 0;
   }

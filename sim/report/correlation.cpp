@@ -136,6 +136,12 @@ std::vector<Job> jobs() {
                           only_row(results).at("busbw_gbps").get<double>();
                     }});
   }
+  list.push_back({"HCCL all_reduce 32M, 16 cards of hls2x2 (about 7 min)", false, false,
+                  {"bench", "collectives", "--box", "hls2x2", "--collectives", "all_reduce", "--sizes", "32M", "--json",
+                   "{json}"},
+                  [](const json& results, std::map<std::string, double>& values) {
+                    values["allreduce.hls2x2.32mib"] = only_row(results).at("busbw_gbps").get<double>();
+                  }});
   list.push_back({"host time per execution mode (seeds' MNIST, modeled host)", false, true,
                   {"bench", "modes", "--host-time", "modeled", "--modes", "lazy,make_graphed_callables,capture_replay",
                    "--json", "{json}"},
@@ -224,6 +230,10 @@ std::vector<CorrelationRow> correlation_rows() {
                      std::string(kHccl) + "; HabanaAI vllm-fork DeepSeek-on-Gaudi guide", C::kValue, 15, false));
   rows.push_back(row("allreduce.hls2.1gib", "all_reduce 1 GiB bus bandwidth, 8 cards", "hls2", "GB/s", 258.2,
                      std::string(kHccl) + "; a third-party hccl_demo note", C::kValue, 15, false));
+  // Two boxes joined rail by rail: HCCL's hierarchical all_reduce.
+  rows.push_back(row("allreduce.hls2x2.32mib", "all_reduce 32 MiB bus bandwidth, 16 cards (2 boxes)", "hls2x2", "GB/s",
+                     205.90, "HCCL all_reduce, 16 Gaudi 2 cards in 2 boxes; HabanaAI vllm-fork examples/deepseek_on_gaudi",
+                     C::kValue, 15, false));
   return rows;
 }
 
