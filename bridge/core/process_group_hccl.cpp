@@ -180,6 +180,18 @@ void check(hcclResult_t result, const char* call) {
   TORCH_CHECK(false, "hccl: ", call, " failed: ", hcclGetErrorString(result), ": ", hcclGetLastErrorMessage());
 }
 
+// `calls` between hcclGroupStart and hcclGroupEnd: one submission; the group closed if one throws.
+void in_hccl_group(const std::function<void()>& calls) {
+  check(hcclGroupStart(), "hcclGroupStart");
+  try {
+    calls();
+  } catch (...) {
+    hcclGroupEnd();
+    throw;
+  }
+  check(hcclGroupEnd(), "hcclGroupEnd");
+}
+
 ProcessGroupHccl::ProcessGroupHccl(const hcclUniqueId& id, int rank, int size, bool lazy_collectives)
     : c10d::Backend(rank, size), lazy_collectives_(lazy_collectives) {
   Card::get();
@@ -269,14 +281,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHccl::endCoalescing() {
     --collectives_;   // counted per call already
     submit("hccl coalesced", block.operands, false,
            [calls = std::move(block.calls)](synStreamHandle stream) {
-             check(hcclGroupStart(), "hcclGroupStart");
-             try {
+             in_hccl_group([&] {
                for (const auto& call : calls) call(stream);
-             } catch (...) {
-               hcclGroupEnd();
-               throw;
-             }
-             check(hcclGroupEnd(), "hcclGroupEnd");
+             });
            },
            block.done);
   } else {
@@ -496,8 +503,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHccl::alltoall_base(at::Tensor& outpu
     }
     const size_t self = static_cast<size_t>(me);
     Card::get().enqueue_on_device(stream, src + send_at[self], dst + recv_at[self], send_bytes[self]);
-    check(hcclGroupStart(), "hcclGroupStart");
-    try {
+    in_hccl_group([&] {
       for (int p = 0; p < n; ++p) {
         if (p == me) continue;
         const size_t i = static_cast<size_t>(p);
@@ -506,11 +512,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHccl::alltoall_base(at::Tensor& outpu
         check(hcclSend(reinterpret_cast<void*>(src + send_at[i]), send_count, send_type, p, comm, stream), "hcclSend");
         check(hcclRecv(reinterpret_cast<void*>(dst + recv_at[i]), recv_count, recv_type, p, comm, stream), "hcclRecv");
       }
-    } catch (...) {
-      hcclGroupEnd();
-      throw;
-    }
-    check(hcclGroupEnd(), "hcclGroupEnd");
+    });
   });
   return work(c10d::OpType::ALLTOALL_BASE, {output});
 }
