@@ -126,9 +126,18 @@ std::vector<TpcCommandBuffer> build_tpc_command_buffers(const TpcLaunchSpec& spe
         }
       }
       for (uint32_t o = tc::kDescSyncObjectMessage; o < tc::kDescSize; o += 4) put(o);
-      // TPC_CMD waits for the previous kernel (EB), then invalidates; TPC_EXECUTE starts this one.
-      b.wreg32(static_cast<uint16_t>(tc::kTpcCmd), spec.invalidate_caches ? regs::tpc_cmd::kAllInvalidate : 0,
-               qman::Barriers{true, true, true});
+      if (spec.icache_prefetch) {
+        b.wreg32(static_cast<uint16_t>(tc::kIcacheBaseAddressLow), static_cast<uint32_t>(spec.kernel_address),
+                 qman::kNoBarriers);
+        b.wreg32(static_cast<uint16_t>(tc::kIcacheBaseAddressHigh),
+                 static_cast<uint32_t>(spec.kernel_address >> 32), qman::kNoBarriers);
+      }
+      // TPC_CMD waits for the previous kernel (EB), then invalidates and asks for the prefetch;
+      // TPC_EXECUTE starts this one.
+      const bool invalidate = spec.invalidate_caches && (spec.keep_caches_tpcs & (1u << tpc)) == 0;
+      const uint32_t command = (invalidate ? regs::tpc_cmd::kAllInvalidate : 0) |
+                               (spec.icache_prefetch ? regs::tpc_cmd::kIcachePrefetch32K : 0);
+      b.wreg32(static_cast<uint16_t>(tc::kTpcCmd), command, qman::Barriers{true, true, true});
       b.wreg32(static_cast<uint16_t>(tc::kTpcExecute), 1);
     }
     cb.bytes = b.take();

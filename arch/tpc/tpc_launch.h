@@ -1,7 +1,7 @@
 // Building a TPC launch the way the runtime does (gaudi-driver-and-command-submission.md §4.3):
 // partition the kernel's index space across TPCs, and per TPC build the command buffer its QMAN
 // runs: WREG_32s of the QM descriptor set into the TPC CFG block, TPC_CMD (cache invalidate,
-// engine barrier) and TPC_EXECUTE, with the end-of-kernel sync-object message "ADD 1" on the
+// icache prefetch, engine barrier) and TPC_EXECUTE, with the end-of-kernel sync-object message "ADD 1" on the
 // last partition of each TPC ("ADD 0" on the others). Plain C++ (no SystemC).
 #pragma once
 
@@ -31,7 +31,15 @@ struct TpcLaunchSpec {
   unsigned partitions_per_tpc = 1;              // launches per TPC
   uint64_t sob_address = 0;                     // full device address of the sync object
   bool invalidate_caches = true;                // TPC_CMD's I/D/L/T-cache invalidate bits
+  uint32_t keep_caches_tpcs = 0;                // but not on these TPCs (bit n: TPC n)
+  // ICACHE_BASE = the kernel and TPC_CMD's ICACHE_PREFETCH_32KB: the kernel's code streams into
+  // the instruction cache as it starts (the memory from the kernel on must be readable for
+  // kIcachePrefetchWindowBytes), instead of a round trip per missed line.
+  bool icache_prefetch = false;
 };
+
+// What TPC_CMD's ICACHE_PREFETCH_32KB reads from ICACHE_BASE (at most the core's icache).
+inline constexpr uint32_t kIcachePrefetchWindowBytes = 32768;
 
 // The partitions of `spec.index_space`: tpcs * partitions_per_tpc ranges (fewer when the index
 // space is too small), in launch order; partition p runs on TPC p % tpcs. Rule: the outermost

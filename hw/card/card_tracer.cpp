@@ -157,6 +157,12 @@ void CardTracer::kernel_finished(const std::string& core, const TpcKernelStats& 
                                     {{"cycles", kernel.cycles},
                                      {"bundles", kernel.bundles},
                                      {"stall cycles", kernel.stall_cycles},
+                                     {"window stall cycles", kernel.window_stall_cycles},
+                                     {"fetch stall cycles", kernel.fetch_stall_cycles},
+                                     {"icache misses", kernel.icache_misses},
+                                     {"prefetches", kernel.prefetches},
+                                     {"prefetch hits", kernel.prefetch_hits},
+                                     {"prefetches dropped", kernel.prefetch_dropped},
                                      {"load bytes", kernel.load_bytes},
                                      {"store bytes", kernel.store_bytes}});
   sample_bandwidth(kernel.start_ps, kernel.end_ps);

@@ -227,6 +227,13 @@ bool TpcCore::write_register(uint64_t offset, uint32_t value, Picoseconds at_ps)
     case tc::kTpcCmd:
       regs_[offset / 4] = value;
       if (value & regs::tpc_cmd::kIcacheInvalidate) invalidate_icache();
+      if (value & (regs::tpc_cmd::kIcachePrefetch64K | regs::tpc_cmd::kIcachePrefetch32K)) {
+        // The next kernel starts with the cache filling from ICACHE_BASE: the window the bit
+        // names, at most what the cache holds (a larger window would evict its own start).
+        const uint32_t window = (value & regs::tpc_cmd::kIcachePrefetch64K) ? 65536 : 32768;
+        icache_prefetch_base_ = join(regs_[tc::kIcacheBaseAddressHigh / 4], regs_[tc::kIcacheBaseAddressLow / 4]);
+        icache_prefetch_bytes_ = std::min(window, params_.icache_bytes);
+      }
       return true;
     case tc::kTpcExecute: {
       if ((value & 1) == 0) return true;
@@ -240,6 +247,9 @@ bool TpcCore::write_register(uint64_t offset, uint32_t value, Picoseconds at_ps)
       std::copy(launch.desc.begin(), launch.desc.end(), regs_.begin() + tc::kKernelDesc / 4);
       launch.at = std::max(at_ps, now_ps());
       launch.sm_base_high = regs_[tc::kSmBaseAddressHigh / 4];
+      launch.icache_prefetch_base = icache_prefetch_base_;
+      launch.icache_prefetch_bytes = icache_prefetch_bytes_;
+      icache_prefetch_bytes_ = 0;
       regs_[tc::kStatus / 4] &= ~regs::tpc_status::kFaulted;
       queue_.push_back(std::move(launch));
       work_event_.notify(sc_core::SC_ZERO_TIME);
@@ -259,6 +269,7 @@ tpc::LaunchContext TpcCore::decode_descriptor(uint32_t set, std::string* error) 
 void TpcCore::invalidate_icache() {
   for (Line& line : lines_) line.valid = false;
   line_index_.clear();
+  lines_coming_.clear();
   last_line_ = nullptr;
   ++icache_generation_;
 }
@@ -275,6 +286,7 @@ void TpcCore::reset() {
   prefetches_in_flight_ = 0;
   prefetch_.clear();
   fetch_done_ = nullptr;
+  icache_prefetch_bytes_ = 0;
   memory_->release_store();
   invalidate_icache();
   fault_ = {};
@@ -349,11 +361,46 @@ TpcCore::Line* TpcCore::fill_line(uint64_t tag, const uint8_t* bytes) {
   return &line;
 }
 
+void TpcCore::start_icache_prefetch(uint64_t base, uint32_t bytes) {
+  const uint64_t line_bytes = params_.icache_line_bytes;
+  const uint64_t first = base / line_bytes, end = (base + bytes + line_bytes - 1) / line_bytes;
+  for (uint64_t tag = first; tag < end;) {
+    const uint64_t to_page_end = (kFillPageBytes - (tag * line_bytes) % kFillPageBytes) / line_bytes;
+    const uint64_t lines = std::min<uint64_t>({params_.icache_fill_lines, to_page_end, end - tag});
+    bool wanted = false;
+    for (uint64_t i = 0; i < lines; ++i) {
+      // Lines the cache holds become the most recent, so the fills replace lines outside the window.
+      if (Line* held = find_line(tag + i)) held->used = ++use_counter_;
+      else wanted = wanted || lines_coming_.count(tag + i) == 0;
+    }
+    if (wanted) {
+      DmaPort::Access& access = bus_.acquire(false, tag * line_bytes, static_cast<uint32_t>(lines * line_bytes));
+      access.kind = kIcacheFill;
+      access.tag = icache_generation_;
+      access.tag2 = epoch_;
+      for (uint64_t i = 0; i < lines; ++i) lines_coming_.emplace(tag + i, icache_generation_);
+      bus_.issue(access);
+    }
+    tag += lines;
+  }
+}
+
 const tpc::Bundle* TpcCore::fetch(uint64_t address, uint64_t& cycle, std::string& error, bool& fetch_failed,
                                   bool& checked) {
   const uint64_t line_bytes = params_.icache_line_bytes;
   const uint64_t tag = address / line_bytes;
   Line* line = find_line(tag);
+  if (line == nullptr && lines_coming_.count(tag) != 0) {
+    // An ICACHE_PREFETCH read brings it: wait for that (if it fails, the miss below reads it).
+    sync_to(cycle);
+    while (lines_coming_.count(tag) != 0) {
+      if (!wait_progress()) return nullptr;
+    }
+    line = find_line(tag);
+    const uint64_t arrived = std::max(cycle, cycle_at(now_ps()));
+    stats_.fetch_stall_cycles += arrived - cycle;
+    cycle = arrived;
+  }
   if (line == nullptr) {
     ++stats_.icache_misses;
     sync_to(cycle);
@@ -461,6 +508,7 @@ void TpcCore::run_kernel(const Launch& launch, uint64_t epoch) {
     setup_error = "kernel base address " + hex(kernel_base) + " is not aligned to a bundle (32 bytes)";
   }
 
+  if (launch.icache_prefetch_bytes > 0) start_icache_prefetch(launch.icache_prefetch_base, launch.icache_prefetch_bytes);
   tpc::TpcCoreState& st = executor_->state();
   executor_->launch(ctx);
   uint64_t cyc = 0;
@@ -681,6 +729,21 @@ void TpcCore::access_done(DmaPort::Access& access) {
       --fetches_in_flight_;
       fetch_done_ = &access;   // the thread takes it
       break;
+    case kIcacheFill: {
+      // Lines for the cache unless it was invalidated since; a failed read fills nothing (the
+      // fetch that needs a line then reads it itself, and faults then).
+      const uint64_t line_bytes = params_.icache_line_bytes;
+      const uint64_t first = access.get_address() / line_bytes, lines = access.get_data_length() / line_bytes;
+      for (uint64_t i = 0; i < lines; ++i) {
+        const auto coming = lines_coming_.find(first + i);
+        if (coming == lines_coming_.end() || coming->second != access.tag) continue;
+        lines_coming_.erase(coming);
+        if (access.ok() && access.tag == icache_generation_ && find_line(first + i) == nullptr)
+          fill_line(first + i, access.buffer.data() + i * line_bytes);
+      }
+      bus_.release(access);
+      break;
+    }
     case kLoad:
     case kStore:
     case kMessage:

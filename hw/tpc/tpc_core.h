@@ -169,6 +169,8 @@ class TpcCore : public sc_core::sc_module, public RegisterBlock, public EngineSt
     std::vector<uint32_t> desc;    // the latched QM set (kDescSize bytes)
     Picoseconds at = 0;
     uint32_t sm_base_high = 0;
+    uint64_t icache_prefetch_base = 0;    // what a TPC_CMD ICACHE_PREFETCH before it asked for
+    uint32_t icache_prefetch_bytes = 0;   // (0: none)
   };
   // What the icache knows of one bundle of a line. kChecked: decoded and it passed
   // TpcExecutor::bundle_well_formed() (executed with execute_checked()); kDecoded: decoded, but
@@ -185,7 +187,8 @@ class TpcCore : public sc_core::sc_module, public RegisterBlock, public EngineSt
   };
   // kProbe: the timed copy of an access whose functional check failed, sent so the MMU and the
   // fabric see (and report) it like any other engine's bad access; its answer is ignored.
-  enum AccessKind : uint32_t { kFetch = 1, kLoad, kStore, kMessage, kProbe, kPrefetch };
+  // kIcacheFill: a read of TPC_CMD's ICACHE_PREFETCH (lines for the cache, no waiter).
+  enum AccessKind : uint32_t { kFetch = 1, kLoad, kStore, kMessage, kProbe, kPrefetch, kIcacheFill };
   class Memory;
 
   TpcCore(sc_core::sc_module_name name, const TpcCoreParams& params);
@@ -206,6 +209,9 @@ class TpcCore : public sc_core::sc_module, public RegisterBlock, public EngineSt
   const tpc::Bundle* fetch(uint64_t address, uint64_t& cycle, std::string& error, bool& fetch_failed, bool& checked);
   Line* find_line(uint64_t tag);
   Line* fill_line(uint64_t tag, const uint8_t* bytes);
+  // Sends the reads of an ICACHE_PREFETCH: `bytes` from `base` in fills of icache_fill_lines
+  // lines (within a 4 KB page), all at once, skipping lines the cache holds.
+  void start_icache_prefetch(uint64_t base, uint32_t bytes);
   static constexpr uint64_t kFillPageBytes = 4096;
   uint32_t latency_of(tpc::LatencyClass c) const;
   // The fabric read a global load or prefetch sends: widened to min_access_bytes.
@@ -234,6 +240,9 @@ class TpcCore : public sc_core::sc_module, public RegisterBlock, public EngineSt
   uint64_t use_counter_ = 0;
   uint64_t icache_generation_ = 0;
   Line* last_line_ = nullptr;      // the line of the last fetch (nullptr after an invalidate)
+  std::unordered_map<uint64_t, uint64_t> lines_coming_;   // tag -> generation: an ICACHE_PREFETCH read on its way
+  uint64_t icache_prefetch_base_ = 0;    // a TPC_CMD ICACHE_PREFETCH the next TPC_EXECUTE takes
+  uint32_t icache_prefetch_bytes_ = 0;
 
   // The running kernel.
   Picoseconds start_ps_ = 0;

@@ -518,6 +518,40 @@ TEST_F(TpcCardTest, ColdInstructionCacheCostsMemoryLatency) {
   EXPECT_GT(stats[2].cycles, stats[1].cycles + 50);
 }
 
+// TPC_CMD's ICACHE_PREFETCH (what the compiler asks for before each kernel): the code streams in
+// from ICACHE_BASE as the kernel starts, so a long straight-line kernel pays about one memory
+// latency instead of one per fill; a warm kernel waits for nothing, and the lines it finds cached
+// are kept while the window is read.
+TEST_F(TpcCardTest, AnIcachePrefetchStreamsTheKernelInInsteadOfMissingPerFill) {
+  std::string straight = "        mov.f32 V1, 1.0\n";
+  for (int i = 0; i < 254; ++i) straight += "        add.f32 V" + std::to_string(2 + i % 30) + ", V1, V1\n";
+  straight += "        halt\n";   // 256 bundles: 8 KB
+  place(assemble(straight), kKernel);
+  tpc::TpcLaunchSpec spec;
+  spec.kernel_address = kKernel;
+  spec.sob_address = sob_address();
+  launch(spec);   // cold, no prefetch: a miss per fill
+  ASSERT_TRUE(wait_sob(1));
+  spec.icache_prefetch = true;   // cold, with the prefetch
+  launch(spec);
+  ASSERT_TRUE(wait_sob(2));
+  spec.invalidate_caches = false;   // warm, with the prefetch
+  launch(spec);
+  ASSERT_TRUE(wait_sob(3));
+  const auto stats = kernel_stats(0);
+  ASSERT_EQ(stats.size(), 3u);
+  const uint32_t fill_bytes = preset.tpc().icache_line_bytes() * preset.tpc().icache_fill_lines();
+  EXPECT_EQ(stats[0].icache_misses, 8192u / fill_bytes);
+  EXPECT_EQ(stats[1].icache_misses, 0u) << "every line was on its way";
+  EXPECT_EQ(stats[2].icache_misses, 0u);
+  EXPECT_EQ(stats[2].fetch_stall_cycles, 0u);
+  const uint64_t per_miss = stats[0].fetch_stall_cycles / stats[0].icache_misses;
+  EXPECT_GT(per_miss, 50u) << "a DRAM read costs tens of cycles at least";
+  EXPECT_LT(stats[1].fetch_stall_cycles, 3 * per_miss) << "about one latency, not " << stats[0].icache_misses;
+  EXPECT_EQ(stats[1].bundles, stats[0].bundles);
+  EXPECT_EQ(stats[2].cycles + stats[1].fetch_stall_cycles, stats[1].cycles);
+}
+
 // One vector of tensor 0 is read by LOAD after a 2000-iteration wait loop, then stored to
 // tensor 1; FIRST runs before the wait (a prefetch, or a store that overwrites the vector).
 std::string prefetch_probe(const std::string& first, const std::string& load) {
