@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -304,7 +305,9 @@ class Lowering {
     }
     if (inst.parts.empty()) {
       record.set_program_offset(place_program(*inst.inst));
-      record.set_jobs(append_kernel(step, record, *inst.inst, tensors, 0, 0));
+      const uint32_t launched = append_kernel(step, record, *inst.inst, tensors, tpc_turn_, 0);
+      tpc_turn_ = (tpc_turn_ + launched) % target_.tpcs;
+      record.set_jobs(launched);
       return graph::Result::success();
     }
     // A node of several launches (a tensor list, a reduction with a second pass): its parts in
@@ -312,7 +315,7 @@ class Lowering {
     // one ended, so small tensors do not queue on TPC 0); a part of a later phase first waits for
     // every launch of the earlier phases.
     uint32_t jobs = 0, jobs_before_phase = 0, phase = 0;
-    unsigned rotation = 0;
+    unsigned rotation = tpc_turn_;
     for (const tk::KernelPart& part : inst.parts) {
       if (part.phase != phase) {
         phase = part.phase;
@@ -332,6 +335,7 @@ class Lowering {
       rotation = (rotation + launched) % target_.tpcs;
       jobs += launched;
     }
+    tpc_turn_ = rotation;
     record.set_jobs(jobs);
     return graph::Result::success();
   }
@@ -352,6 +356,7 @@ class Lowering {
     spec.index_space = k.ispace_geometry;
     spec.granule.fill(1);
     spec.tpcs = target_.tpcs;
+    spec.icache_prefetch = true;
     const Relocation signal = Relocation::sync_object(sob_of(step));
     spec.sob_address = signal.placeholder();
 
@@ -364,14 +369,22 @@ class Lowering {
     }
     relocate_pair(relocs, tc::kQmDesc + tc::kDescKernelBaseAddressLow, tc::kQmDesc + tc::kDescKernelBaseAddressHigh,
                   kernel);
+    relocate_pair(relocs, tc::kIcacheBaseAddressLow, tc::kIcacheBaseAddressHigh, kernel);
+    // A TPC's first kernel of the recipe invalidates its caches (another recipe's code may have
+    // been where this one's is); the later ones keep what the cache holds of the program image.
+    for (unsigned t = 0; t < target_.tpcs; ++t)
+      if (tpc_started_.count((t + first_tpc) % target_.tpcs) != 0) spec.keep_caches_tpcs |= 1u << t;
     const std::vector<tpc::TpcCommandBuffer> cbs = tpc::build_tpc_command_buffers(spec);
+    for (const tpc::TpcCommandBuffer& cb : cbs) tpc_started_.insert((cb.tpc + first_tpc) % target_.tpcs);
     for (const tpc::TpcCommandBuffer& cb : cbs) {
       const auto queue_id = regs::make_queue(regs::QueueKind::Tpc, (cb.tpc + first_tpc) % target_.tpcs, 0);
       QueueProgram& queue = program(queue_id, false);
       // The QM descriptor set is storage until TPC_EXECUTE latches it, so the first partition's
       // descriptor writes go before the waits (they overlap the kernels still running), and what
       // the node before on this TPC left there is not written again.
-      const RegisterRange descriptors{static_cast<uint16_t>(tc::kQmDesc),
+      // ICACHE_BASE (below the QM set; nothing between them is written) is storage TPC_CMD reads.
+      static_assert(tc::kIcacheBaseAddressLow < tc::kQmDesc);
+      const RegisterRange descriptors{static_cast<uint16_t>(tc::kIcacheBaseAddressLow),
                                       static_cast<uint16_t>(tc::kQmDesc + tc::kDescSize)};
       const size_t trigger = first_register_write(cb.bytes, static_cast<uint16_t>(tc::kTpcCmd));
       queue.append({cb.bytes.begin(), cb.bytes.begin() + static_cast<std::ptrdiff_t>(trigger)}, relocs, descriptors);
@@ -420,6 +433,10 @@ class Lowering {
   std::map<const tpc::Program*, uint64_t> program_offsets_;
   std::vector<uint8_t> program_image_;
   size_t mme_turn_ = 0;
+  // The TPC the next launch starts on: a launch too small for every TPC starts where the one
+  // before ended, so independent small nodes run side by side instead of queueing on TPC 0.
+  unsigned tpc_turn_ = 0;
+  std::set<unsigned> tpc_started_;   // the TPCs that already run a kernel of this recipe
   struct QueueWaits {
     size_t step = SIZE_MAX;   // the node whose dependencies the queue last waited for
     uint32_t own_jobs = 0;    // and how many of that node's own launches

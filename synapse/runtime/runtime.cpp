@@ -7,6 +7,7 @@
 
 #include "arch/packets/packets.h"
 #include "arch/packets/sync_wait.h"
+#include "arch/tpc/tpc_launch.h"
 #include "arch/uapi/uapi.h"
 #include "driver/device_file.h"
 #include "sim/platform/host_services.h"
@@ -336,7 +337,9 @@ Result Runtime::load(const recipe::Recipe& recipe, std::shared_ptr<LoadedRecipe>
   out->recipe_ = recipe;
   if (!recipe.program_image().empty()) {
     const HostBytes image(recipe.program_image().begin(), recipe.program_image().end());
-    Result r = device_malloc(image.size(), &out->program_address_);
+    // The kernels ask for an icache prefetch of kIcachePrefetchWindowBytes from their start, so
+    // the allocation runs that far past the image (what is read there is never executed).
+    Result r = device_malloc(image.size() + tpc::kIcachePrefetchWindowBytes, &out->program_address_);
     if (!r.ok()) return r;
     uint64_t seq = 0;
     r = copy_to_device(image.data(), out->program_address_, image.size(), &seq);

@@ -1477,6 +1477,9 @@ std::string KernelLibrary::width_prelude(const std::vector<unsigned>& prefetched
     step += "        prefetch \\ireg, " + std::to_string(prefetched[k]);
     step += k + 1 == prefetched.size() ? "; iadd_dim \\ireg, " + vector_lanes + " dim=0\n" : "\n";
   }
+  // Short rows: the rows between the first and the one PREFETCH_ROW reaches ahead, once at the
+  // start (else each of them waits a memory latency while the prefetch-ahead fills).
+  std::string start;
   text += ".macro PREFETCH_ROW\n";
   if (!prefetched.empty()) {
     std::string row_step = step;
@@ -1492,8 +1495,13 @@ std::string KernelLibrary::width_prelude(const std::vector<unsigned>& prefetched
       const unsigned ahead = std::clamp(ahead_vectors / std::max(1u, row_vectors), 1u, kMaxRowsAhead);
       text += "        imov I7, I2\n        iadd_dim I7, " + std::to_string(ahead) + " dim=1\n";
       for (unsigned v = 0; v < first; ++v) text += row_step;
+      for (unsigned row = 1; row < ahead; ++row) {
+        start += "        imov I7, I2\n        iadd_dim I7, " + std::to_string(row) + " dim=1\n";
+        for (unsigned v = 0; v < first; ++v) start += row_step;
+      }
     }
   }
+  text += ".endm\n.macro PREFETCH_START\n" + start;
   std::string steps;
   for (unsigned u = 0; u < unroll; ++u) steps += step;
   text += ".endm\n.macro PREFETCH_STEP ireg\n" + (row_vectors > ahead_vectors ? steps : std::string()) + ".endm\n";

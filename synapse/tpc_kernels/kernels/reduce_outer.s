@@ -4,7 +4,8 @@
 // output vector by accumulating the N = S0 vectors of X along RDIM in order (k = 0 .. N-1,
 // starting from RINIT), a software loop inside the nest (the nest holds all 4 hardware loops).
 // With io_f32x2.inc (f32) a step makes two output vectors, each with its own accumulator (lo, hi),
-// so the loop's overhead is shared and every column keeps its order.
+// so the loop's overhead is shared and every column keeps its order. Rows go four at a time (their
+// loads in flight together, the accumulations still in row order), the last N mod 4 one at a time.
 // SRF: S0 = N (i32), S1 = N as f32 (mean).
 //
 // The glue's prelude defines: LANES, the io include, .equ RDIM, .equ RINIT (0.0 or -inf),
@@ -45,6 +46,24 @@
         mov.f32 V20, RINIT
         imov I3, I2; ld_smov S17, 0
         PREFETCH_COLUMN
+        sub.i32 S18, S0, 3              // a group of four rows starts below N - 3
+red4:   cmp.ge.i32 SP2, S17, S18
+        jmp red @SP2
+        imov_dim I3, S17 dim=RDIM
+        PREFETCH_ALONG_4
+        LDW V11, V21, I3, 0
+        iadd_dim I3, 1 dim=RDIM
+        LDW V12, V22, I3, 0
+        iadd_dim I3, 1 dim=RDIM
+        LDW V13, V23, I3, 0
+        iadd_dim I3, 1 dim=RDIM
+        LDW V14, V24, I3, 0
+        EACH3 RACC, V10, V10, V11, V20, V20, V21
+        EACH3 RACC, V10, V10, V12, V20, V20, V22
+        EACH3 RACC, V10, V10, V13, V20, V20, V23
+        EACH3 RACC, V10, V10, V14, V20, V20, V24
+        add.i32 S17, S17, 4
+        jmp red4
 red:    cmp.ge.i32 SP2, S17, S0
         jmp red_done @SP2
         imov_dim I3, S17 dim=RDIM
