@@ -99,6 +99,7 @@ struct Instr {
   std::set<std::string> reads, writes;
   unsigned latency = 4;
   bool load = false, store = false;
+  bool vlm_load = false, vlm_store = false;   // ld_vlm / st_vlm: the VLM, ordered among themselves
   Slot slot = Slot::Vpu;
   std::string immediate;   // the bundle immediate it uses (as written), or ""
 };
@@ -125,13 +126,15 @@ Instr analyse(const std::string& text) {
   std::vector<std::string> list = split_args(std::regex_replace(operands, option, ""));
   in.load = mnemonic.rfind("ld_tnsr", 0) == 0 || mnemonic.rfind("prefetch", 0) == 0;
   in.store = mnemonic.rfind("st_tnsr", 0) == 0;
+  in.vlm_load = mnemonic.rfind("ld_vlm", 0) == 0;
+  in.vlm_store = mnemonic.rfind("st_vlm", 0) == 0;
   const bool scalar = mnemonic.rfind("imov", 0) == 0 || mnemonic.rfind("iadd", 0) == 0 ||
                       mnemonic.rfind("iget", 0) == 0 || (!list.empty() && (list[0][0] == 'S'));
-  in.slot = in.load ? Slot::Load : in.store ? Slot::Store : scalar ? Slot::Spu : Slot::Vpu;
+  in.slot = in.load || in.vlm_load ? Slot::Load : in.store || in.vlm_store ? Slot::Store : scalar ? Slot::Spu : Slot::Vpu;
   if (!in.load && !in.store)
-    for (size_t k = 1; k < list.size(); ++k)
+    for (size_t k = in.vlm_store ? 0 : 1; k < list.size(); ++k)
       if (!is_register(list[k])) in.immediate = list[k];
-  const bool writes_first = !in.store && mnemonic.rfind("prefetch", 0) != 0;
+  const bool writes_first = !in.store && !in.vlm_store && mnemonic.rfind("prefetch", 0) != 0;
   for (size_t k = 0; k < list.size(); ++k)
     for (std::sregex_iterator m(list[k].begin(), list[k].end(), reg), end; m != end; ++m)
       (k == 0 && writes_first ? in.writes : in.reads).insert(m->str());
@@ -182,6 +185,8 @@ std::vector<std::string> list_schedule(const std::vector<std::string>& lines, co
         if (in[i].reads.count(w)) wait = std::max<int64_t>(wait, 0);   // sources are read at issue
       }
       if (in[j].store && in[i].load) wait = std::max<int64_t>(wait, 1);   // in place: loaded first
+      if (in[j].vlm_load && in[i].vlm_store) wait = std::max<int64_t>(wait, 1);   // the VLM in order
+      if (in[j].vlm_store && in[i].vlm_load) wait = std::max<int64_t>(wait, 0);
       if (!last.empty() && j + 1 == n) wait = std::max<int64_t>(wait, 0);   // the last bundle
       if (wait >= 0) {
         after[i].push_back({j, static_cast<unsigned>(wait)});

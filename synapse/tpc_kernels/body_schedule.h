@@ -17,7 +17,8 @@ std::vector<std::string> expand_op(const std::string& name, const std::vector<st
 // `lines` (one instruction each, in an order that is correct) packed into bundles by a list
 // schedule: every register read after write and write after write kept apart by the writer's
 // latency (VPU 4 cycles, special functions 8, tensor loads 16, scalar 1), a write after a read no
-// earlier than the read's bundle, every store after every load (in-place updates); a bundle holds
+// earlier than the read's bundle, every store after every load (in-place updates), VLM loads
+// after the VLM stores before them and VLM stores after the VLM loads before them; a bundle holds
 // one instruction per slot (load, scalar, vector, store) and one immediate; the longest
 // remaining path first. `last` (if any) goes in the last bundle (nest.inc's dim-0 step).
 std::vector<std::string> list_schedule(const std::vector<std::string>& lines, const std::string& last = "");

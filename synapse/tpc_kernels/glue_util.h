@@ -96,4 +96,9 @@ std::string optim_bank_macros(size_t states, size_t out_base, const std::string&
 // short kernel's operations list-scheduled (layernorm_rows.cpp); dx is tensor `out`.
 std::string layernorm_bwd_scheduled(unsigned vectors, bool affine, size_t out);
 
+// A permute that moves dim 0, 32-bit elements, `lanes` <= 64: the kernel text after the prelude
+// and `.equ LANES` (tile_transpose.cpp). The index space is Y's, dim 0 in vectors and dim
+// inv[0] in tiles of `lanes`.
+std::string tile_transpose_kernel(const std::array<unsigned, kMaxDims>& perm, unsigned lanes);
+
 }  // namespace hpusim::synapse::tpc_kernels::glue

@@ -1,7 +1,8 @@
 // permute_gather.s: Y = X permuted, for permutations that move dim 0 (Y's dim 0 is X's dim
 // XDIM0 = perm[0] != 0, not contiguous in X): one element per index-space step, moved with
 // ld_tnsr_s / st_tnsr_s. Correct for any permutation, but slow: two bundles and a global load
-// latency per element (no vector transpose yet; see README.md).
+// latency per element. The library uses it for bf16; 32-bit elements go by tiles
+// (tile_transpose.cpp; see README.md).
 //
 // Tensors: 0 X, 1 Y, both described with the unsigned integer type of the element's width (u32 /
 // u16), so the scalar moves keep every bit (NaN payloads included). The prelude defines
