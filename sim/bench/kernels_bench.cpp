@@ -288,6 +288,7 @@ std::vector<KernelsBenchRow> run_kernels_bench(const KernelsBenchOptions& option
   struct Session {
     ~Session() { synDestroy(); }
   } session;
+  if (!options.trace_path.empty()) zoo::check(hpusim_traceToFile(options.trace_path.c_str()), "hpusim_traceToFile");
   std::string overrides;
   for (const std::string& o : options.overrides) overrides += (overrides.empty() ? "" : ";") + o;
   synDeviceId device = 0;

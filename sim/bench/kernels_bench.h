@@ -16,6 +16,7 @@ struct KernelsBenchOptions {
   std::string filter;      // a regex over the GUIDs ("" = all)
   bool large = true;       // also the large shape of each case
   std::string json_path;   // also write the rows as a JSON array
+  std::string trace_path;  // also write the timeline (every case's launches)
 };
 
 struct KernelsBenchRow {

@@ -645,7 +645,8 @@ int command_bench_kernels(const std::vector<std::string>& args) {
   options.add_options()("help,h", "this help")
       ("guids", po::value<std::string>()->default_value(""), "only the GUIDs this regular expression finds")
       ("quick", "the representative shape of each kernel only (no large one)")
-      ("json", po::value<std::string>(), "write the rows as a JSON array");
+      ("json", po::value<std::string>(), "write the rows as a JSON array")
+      ("trace", po::value<std::string>(), "write the timeline of every case (.json: Chrome JSON, else Perfetto)");
   po::variables_map vm = parse(args, options);
   if (vm.count("help")) {
     std::cout << "usage: hpusim bench kernels [options]\n" << options;
@@ -657,6 +658,7 @@ int command_bench_kernels(const std::vector<std::string>& args) {
   bench.filter = vm["guids"].as<std::string>();
   bench.large = vm.count("quick") == 0;
   if (vm.count("json")) bench.json_path = vm["json"].as<std::string>();
+  if (vm.count("trace")) bench.trace_path = vm["trace"].as<std::string>();
   hpusim::preset::load_preset(bench.preset, bench.overrides);
   try {
     hpusim::bench::run_kernels_bench(bench, std::cout);

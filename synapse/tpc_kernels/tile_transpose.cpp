@@ -8,17 +8,20 @@
 // a with those without it of b, with one shuffle (lane i takes lane i ^ s) and three selects
 // (VPk: lane i has bit s):
 //   t = VPk ? a : b;  t = shuffle(t, i ^ s);  a = VPk ? t : a;  b = VPk ? b : t.
-// The stages commute. All but the top one pair rows within a half (rows 0 .. L/2-1, or the rest),
-// so each half of X's rows is loaded into L/2 registers, goes through those stages and waits in
-// VLM (one copy of that code, run twice, so a step's code fits the instruction cache); the top
-// stage then pairs row r with r + L/2 from VLM and stores both to Y. Values move as raw bits
-// (u32): NaN payloads are kept.
+// The stages commute. All but the top two pair rows within a quarter (Q = L/4 rows), so a step
+// runs one copy of the quarter code four times: Q rows of X into registers, those stages, the
+// rows to VLM. Then groups of four rows r, r+Q, r+2Q, r+3Q come back from VLM for the top two
+// stages and go to Y, one copy of the code for four groups run Q/4 times. Both loops keep a
+// step's code far inside the instruction cache (about 220 bundles at 64 lanes; a step's loop
+// larger than the cache misses every line of it, LRU). Values move as raw bits (u32): NaN
+// payloads are kept.
 //
-// VLM: the shuffle indexes i ^ 2^k at vector k (set once, before the nest), then the two halves.
+// VLM: the shuffle indexes i ^ 2^k at vector k (set once, before the nest), then the tile's rows.
 // Each part is list-scheduled (body_schedule.h).
 #include "synapse/tpc_kernels/body_schedule.h"
 #include "synapse/tpc_kernels/glue_util.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -33,14 +36,15 @@ std::string vreg(unsigned n) { return "V" + std::to_string(n); }
 std::string tile_transpose_kernel(const std::array<unsigned, kMaxDims>& perm, unsigned lanes) {
   std::array<unsigned, kMaxDims> inv{};
   for (unsigned d = 0; d < kMaxDims; ++d) inv[perm[d]] = d;
-  const unsigned a = perm[0], q = inv[0], half = lanes / 2;
+  const unsigned a = perm[0], q = inv[0], quarter = lanes / 4;
+  const unsigned groups_per_pass = std::min(4u, quarter), passes = quarter / groups_per_pass;
   unsigned stages = 0;
   while ((1u << stages) < lanes) ++stages;
   const unsigned vector_bytes = lanes * 4;
   const auto vlm = [&](unsigned vector) { return std::to_string(vector * vector_bytes); };
   const auto mask = [](unsigned k) { return "VP" + std::to_string(k + 1); };
   const auto dim = [](unsigned d) { return " dim=" + std::to_string(d); };
-  unsigned next_temp = 0, next_index = 0;
+  const unsigned rows_base = stages;   // the tile's first row in VLM (vectors)
   std::vector<std::string> body;
   // One stage's swap of rows ra, rb (registers) for bit k, through the temporary t.
   const auto swap = [&](const std::string& ra, const std::string& rb, const std::string& t, unsigned k,
@@ -50,17 +54,16 @@ std::string tile_transpose_kernel(const std::array<unsigned, kMaxDims>& perm, un
     body.push_back("sel.u32 " + ra + ", " + t + ", " + ra + ", " + mask(k));
     body.push_back("sel.u32 " + rb + ", " + rb + ", " + t + ", " + mask(k));
   };
-  // The shuffle index of stage k, alternating between two registers so stages overlap.
-  const auto load_index = [&](unsigned k, unsigned first_register) {
-    const std::string index = vreg(first_register + next_index++ % 2);
-    body.push_back("ld_vlm.u32 " + index + ", " + vlm(k));
-    return index;
+  // The step's scalar state: S18 counts passes of a loop, S19 is where the quarters store in VLM.
+  const auto reset_loop_state = [&] {
+    body.push_back("ld_smov S18, 0");
+    body.push_back("ld_smov S19, " + vlm(rows_base));
   };
 
   // Set-up of a row of steps (ROW_SETUP; I2 at its first step): X's coordinates of the tile's
-  // first row (I3), Y's of its first output row (I4) and of its middle one (I5), the next tile
-  // (one step on along Y's dim 0 = X's dim a) prefetched from I7 as this one is read. A step
-  // leaves I3 and I7 one tile on, and moves I4 and I5 there; S18 counts the halves.
+  // first row (I3), Y's of its first output row (I4) and of row Q (I5), the next tile (one step
+  // on along Y's dim 0 = X's dim a) prefetched from I7 as this one is read. A step leaves I3 and
+  // I7 one tile on, and moves I4 and I5 there.
   for (unsigned d = 0; d < kMaxDims; ++d) {
     const std::string sd = "S" + std::to_string(8 + d);
     body.push_back("iget_dim " + sd + ", I2" + dim(d));
@@ -69,59 +72,81 @@ std::string tile_transpose_kernel(const std::array<unsigned, kMaxDims>& perm, un
     body.push_back("imov_dim I4, " + sd + dim(d));
   }
   body.push_back("imov I5, I4");
-  body.push_back("iadd_dim I5, " + std::to_string(half) + dim(q));
+  body.push_back("iadd_dim I5, " + std::to_string(quarter) + dim(q));
   body.push_back("imov I7, I3");
   body.push_back("iadd_dim I7, LANES" + dim(a));
-  body.push_back("ld_smov S18, 0");
+  reset_loop_state();
   const std::vector<std::string> setup = schedule::list_schedule(body);
   body.clear();
 
-  // Each half of X's rows (one copy of the code, run twice): its rows into V0 .. V(half-1), the
-  // stages of every bit but the top one (they pair rows within a half), the rows to VLM.
-  const unsigned temps = half;   // six temporaries after the rows, then two indexes
-  for (unsigned r = 0; r < half; ++r) {
+  // A quarter of X's rows: into V0 .. V(Q-1), the stages that pair rows within a quarter (six
+  // temporaries after the rows, two registers for the shuffle indexes), to VLM at S19.
+  unsigned next_temp = 0, next_index = 0;
+  for (unsigned r = 0; r < quarter; ++r) {
     body.push_back("prefetch I7, 0");
     body.push_back("iadd_dim I7, 1" + dim(a));
     body.push_back("ld_tnsr " + vreg(r) + ", I3, 0");
     body.push_back("iadd_dim I3, 1" + dim(a));
   }
-  // The half's place in VLM, after the shuffle indexes.
-  body.push_back("mul.i32 S19, S18, " + std::to_string(half * vector_bytes));
-  body.push_back("add.i32 S19, S19, " + vlm(stages));
-  for (unsigned k = stages - 1; k-- > 0;) {
-    const std::string index = load_index(k, temps + 6);
-    for (unsigned r = 0; r < half; ++r)
-      if ((r & (1u << k)) == 0) swap(vreg(r), vreg(r + (1u << k)), vreg(temps + next_temp++ % 6), k, index);
+  for (unsigned k = stages - 2; k-- > 0;) {
+    const std::string index = vreg(quarter + 6 + next_index++ % 2);
+    body.push_back("ld_vlm.u32 " + index + ", " + vlm(k));
+    for (unsigned r = 0; r < quarter; ++r)
+      if ((r & (1u << k)) == 0) swap(vreg(r), vreg(r + (1u << k)), vreg(quarter + next_temp++ % 6), k, index);
   }
-  for (unsigned r = 0; r < half; ++r) {
+  for (unsigned r = 0; r < quarter; ++r) {
     body.push_back("st_vlm S19, " + vreg(r));
     body.push_back("add.i32 S19, S19, " + std::to_string(vector_bytes));
   }
   body.push_back("add.i32 S18, S18, 1");
-  body.push_back("cmp.lt.i32 SP5, S18, 2");
-  const std::vector<std::string> halves = schedule::list_schedule(body);
+  body.push_back("cmp.lt.i32 SP5, S18, 4");
+  const std::vector<std::string> quarters = schedule::list_schedule(body);
   body.clear();
 
-  // The top stage pairs row r with row r + half (all 40 registers: three a pair), stored to Y.
-  const std::string top = load_index(stages - 1, 38);
-  const unsigned base = stages;   // the rows' first VLM vector
-  for (unsigned r = 0; r < half; ++r) {
-    const unsigned g = (r % 12) * 3;
-    const std::string ra = vreg(g), rb = vreg(g + 1);
-    body.push_back("ld_vlm.u32 " + ra + ", " + vlm(base + r));
-    body.push_back("ld_vlm.u32 " + rb + ", " + vlm(base + half + r));
-    swap(ra, rb, vreg(g + 2), stages - 1, top);
-    body.push_back("st_tnsr I4, 1, " + ra);
-    body.push_back("iadd_dim I4, 1" + dim(q));
-    body.push_back("st_tnsr I5, 1, " + rb);
-    body.push_back("iadd_dim I5, 1" + dim(q));
+  // Before the groups: S0 .. S3 at rows 0, Q, 2Q, 3Q of the tile in VLM; S18 from 0.
+  for (unsigned m = 0; m < 4; ++m) body.push_back("ld_smov S" + std::to_string(m) + ", " + vlm(rows_base + m * quarter));
+  body.push_back("ld_smov S18, 0");
+  const std::vector<std::string> before_groups = schedule::list_schedule(body);
+  body.clear();
+
+  // A pass over four groups (six registers each: four rows, two temporaries): rows r, r+Q, r+2Q,
+  // r+3Q from VLM, the stages of bits Q and 2Q, the rows to Y (I4 writes rows r and r+2Q, I5
+  // rows r+Q and r+3Q).
+  const std::string index_q = vreg(38), index_2q = vreg(39);
+  body.push_back("ld_vlm.u32 " + index_q + ", " + vlm(stages - 2));
+  body.push_back("ld_vlm.u32 " + index_2q + ", " + vlm(stages - 1));
+  for (unsigned g = 0; g < groups_per_pass; ++g) {
+    const auto row = [&](unsigned m) { return vreg(6 * g + m); };
+    for (unsigned m = 0; m < 4; ++m) {
+      const std::string address = "S" + std::to_string(m);
+      body.push_back("ld_vlm.u32 " + row(m) + ", " + address);
+      body.push_back("add.i32 " + address + ", " + address + ", " + std::to_string(vector_bytes));
+    }
+    swap(row(0), row(1), vreg(6 * g + 4), stages - 2, index_q);
+    swap(row(2), row(3), vreg(6 * g + 5), stages - 2, index_q);
+    swap(row(0), row(2), vreg(6 * g + 4), stages - 1, index_2q);
+    swap(row(1), row(3), vreg(6 * g + 5), stages - 1, index_2q);
+    const std::string up = std::to_string(2 * quarter), back = "-" + std::to_string(2 * quarter - 1);
+    for (unsigned m = 0; m < 2; ++m) {
+      const std::string y = m == 0 ? "I4" : "I5";
+      body.push_back("st_tnsr " + y + ", 1, " + row(m));
+      body.push_back("iadd_dim " + y + ", " + up + dim(q));
+      body.push_back("st_tnsr " + y + ", 1, " + row(m + 2));
+      body.push_back("iadd_dim " + y + ", " + back + dim(q));
+    }
   }
+  body.push_back("add.i32 S18, S18, 1");
+  body.push_back("cmp.lt.i32 SP5, S18, " + std::to_string(passes));
+  const std::vector<std::string> group_passes = schedule::list_schedule(body);
+  body.clear();
+
+  // The step's end: I4 and I5 back to the tile's first rows and one tile on along Y's dim 0.
   for (const char* y : {"I4", "I5"}) {
-    body.push_back(std::string("iadd_dim ") + y + ", -" + std::to_string(half) + dim(q));
+    body.push_back(std::string("iadd_dim ") + y + ", -" + std::to_string(quarter) + dim(q));
     body.push_back(std::string("iadd_dim ") + y + ", LANES dim=0");
   }
-  body.push_back("ld_smov S18, 0");
-  const std::vector<std::string> top_stage = schedule::list_schedule(body, "iadd_dim I2, LANES dim=0");
+  reset_loop_state();
+  const std::vector<std::string> step_end = schedule::list_schedule(body, "iadd_dim I2, LANES dim=0");
 
   std::string src = ".macro ROW_SETUP\n";
   for (const std::string& bundle : setup) src += "        " + bundle + "\n";
@@ -133,11 +158,22 @@ std::string tile_transpose_kernel(const std::array<unsigned, kMaxDims>& perm, un
     src += "        and.u32 V1, V0, " + s + "\n        cmp.ne.u32 " + mask(k) + ", V1, 0\n";
     src += "        xor.u32 V1, V0, " + s + "\n        st_vlm " + vlm(k) + ", V1\n";
   }
+  const auto emit = [&](const std::vector<std::string>& bundles, const std::string& first_label,
+                        const std::string& last_label) {
+    for (size_t i = 0; i < bundles.size(); ++i) {
+      const std::string label = i == 0 && !first_label.empty() ? first_label + ": "
+                                : i + 1 == bundles.size() && !last_label.empty() ? last_label + ": "
+                                                                                 : "        ";
+      src += label + bundles[i] + "\n";
+    }
+  };
   src += "        NEST_BEGIN\n";
-  for (size_t i = 0; i < halves.size(); ++i) src += (i == 0 ? "halves: " : "        ") + halves[i] + "\n";
-  src += "        jmp halves @SP5\n";
-  for (size_t i = 0; i < top_stage.size(); ++i)
-    src += (i + 1 == top_stage.size() ? "end_d0: " : "        ") + top_stage[i] + "\n";
+  emit(quarters, "quarters", "");
+  src += "        jmp quarters @SP5\n";
+  emit(before_groups, "", "");
+  emit(group_passes, "groups", "");
+  src += "        jmp groups @SP5\n";
+  emit(step_end, "", "end_d0");
   src += "        NEST_END\n";
   return src;
 }

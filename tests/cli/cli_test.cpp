@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -230,12 +231,19 @@ TEST(Cli, BenchSubmitWritesItsJsonAndTrace) {
 }
 
 // `hpusim bench kernels`: a row per GUID and shape with the rooflines' arithmetic, the TPCs used,
-// a GUID without a case named, and a bad filter refused.
+// a GUID without a case named, the timeline on request, and a bad filter refused.
 TEST(Cli, BenchKernelsMeasuresEachGuidAgainstTheRooflines) {
-  const std::string json = temp_path("kernels.json");
+  const std::string json = temp_path("kernels.json"), trace = temp_path("kernels_trace.json");
+  std::remove(trace.c_str());
   ProgramRun r = run("bench kernels --quick --guids '^(add_fwd_f32|reduce_sum_fwd_f32|fused_sgd_f32|strided_view_f32)$' "
-                     "--json " + json);
+                     "--json " + json + " --trace " + trace);
   ASSERT_EQ(r.exit_code, 0) << r.output;
+  // The timeline: each case's kernels on the TPC tracks, with their cycles and bundles.
+  std::ifstream trace_file(trace);
+  const std::string timeline((std::istreambuf_iterator<char>(trace_file)), std::istreambuf_iterator<char>());
+  EXPECT_NE(timeline.find("\"name\":\"TPC7\""), std::string::npos);
+  EXPECT_NE(timeline.find("\"name\":\"fused_sgd_f32\""), std::string::npos);
+  EXPECT_NE(timeline.find("\"bundles\":"), std::string::npos);
   EXPECT_NE(r.output.find("hpusim bench kernels on hl205: 8 TPCs x 2048-bit VPU"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("no case (the strided views and inserts the compiler inserts for layouts): strided_view_f32"), std::string::npos);
   boost::property_tree::ptree rows;

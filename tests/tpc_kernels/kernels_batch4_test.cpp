@@ -113,8 +113,9 @@ TEST(TpcKernelPermute, ZeroDimAndVariants) {
   EXPECT_NE(r.inst->variant.find("gather"), std::string::npos) << r.inst->variant;
 }
 
-// Rows of one vector take permute_rows.s (the innermost loop over dim 1, the prefetch wrapping to
-// the next dim-2 coordinate); BERT's heads permute is one. Values on shapes whose dim-1 ranges end
+// Rows of one vector take permute_rows.s (the innermost loop over dim 1; the prefetch wrapping to
+// the next dim-2 coordinate, or on short passes at the next dim-3 pass: both on these shapes, 1
+// and 8 cores); BERT's heads permute is one. Values on shapes whose dim-1 ranges end
 // inside a core's slice, and the variants the short-row kernels of softmax and layernorm select.
 TEST(TpcKernelPermute, OneVectorRowsAndShortRowVariants) {
   KernelLibrary& lib = KernelLibrary::instance();
@@ -301,6 +302,25 @@ TEST(TpcKernelPermute, TilesCostAFractionOfABundlePerElementTheGatherTwo) {
   EXPECT_LT(rt.bundles * 4, x.count()) << rt.bundles;
   EXPECT_GE(rg.bundles, 2 * x.count()) << rg.bundles;
   EXPECT_LT(rg.bundles, 3 * x.count()) << rg.bundles;
+}
+
+// BERT's heads permute split over 24 cores (6 tokens x 12 heads a dim-3 pass): each row
+// prefetches the same row of the next pass, three bundles a row and no wrap, where the rows-ahead
+// walk (one core: 1536 rows a pass) pays six a row. The same bits.
+TEST(TpcKernelPermute, ShortPassesPrefetchTheNextPassAtThreeBundlesARow) {
+  HostTensor x(DType::F32, {64, 128, 12, 8});
+  fill_bits(x, 11);
+  const std::vector<unsigned> perm = {0, 2, 1, 3};
+  const Shape ys = permuted(x.shape, perm);
+  std::vector<HostTensor> split = {HostTensor(DType::F32, ys)}, whole = split;
+  const RunOutcome r24 = run_kernel("permute_f32", {x}, split, 24, as_scalars(perm));
+  const RunOutcome r1 = run_kernel("permute_f32", {x}, whole, 1, as_scalars(perm));
+  ASSERT_TRUE(r24.ok && r1.ok) << r24.error << r1.error;
+  EXPECT_EQ(split[0].data, permute_ref(x, perm, ys).data);
+  EXPECT_EQ(whole[0].data, split[0].data);
+  const uint64_t rows = 128 * 12 * 8;
+  EXPECT_LT(r24.bundles, 4 * rows) << r24.bundles << " bundles over 24 cores";
+  EXPECT_GE(r1.bundles, 6 * rows) << r1.bundles << " bundles on one core";
 }
 
 TEST(TpcKernelTranspose, SwapsTwoDims) {
