@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -32,36 +33,40 @@ struct Macro {
   std::vector<std::string> body;
 };
 
-// ops.inc's macros, parsed once.
-const std::map<std::string, Macro>& ops_macros() {
-  static const std::map<std::string, Macro> macros = [] {
-    std::map<std::string, Macro> out;
-    const std::string text = KernelLibrary::embedded_source("ops.inc").value_or("");
-    std::stringstream in(text);
-    Macro* current = nullptr;
-    for (std::string line; std::getline(in, line);) {
-      if (const size_t c = line.find("//"); c != std::string::npos) line.erase(c);
-      line = trim(line);
-      if (line.rfind(".macro ", 0) == 0) {
-        std::string rest = trim(line.substr(7));
-        const size_t space = rest.find_first_of(" \t");
-        const std::string name = rest.substr(0, space);
-        current = &out[name];
-        if (space != std::string::npos) current->params = split_args(rest.substr(space));
-      } else if (line == ".endm") {
-        current = nullptr;
-      } else if (current != nullptr && !line.empty()) {
-        current->body.push_back(line);
-      }
+using Macros = std::map<std::string, Macro>;
+
+// The .macro / .endm blocks of an assembly text (comments dropped; everything else ignored).
+Macros parse_macros(const std::string& text) {
+  Macros out;
+  std::stringstream in(text);
+  Macro* current = nullptr;
+  for (std::string line; std::getline(in, line);) {
+    if (const size_t c = line.find("//"); c != std::string::npos) line.erase(c);
+    line = trim(line);
+    if (line.rfind(".macro ", 0) == 0) {
+      std::string rest = trim(line.substr(7));
+      const size_t space = rest.find_first_of(" \t");
+      const std::string name = rest.substr(0, space);
+      current = &out[name];
+      *current = Macro{};
+      if (space != std::string::npos) current->params = split_args(rest.substr(space));
+    } else if (line == ".endm") {
+      current = nullptr;
+    } else if (current != nullptr && !line.empty()) {
+      current->body.push_back(line);
     }
-    return out;
-  }();
+  }
+  return out;
+}
+
+// ops.inc's macros, parsed once.
+const Macros& ops_macros() {
+  static const Macros macros = parse_macros(KernelLibrary::embedded_source("ops.inc").value_or(""));
   return macros;
 }
 
-bool expand_into(const std::string& name, const std::vector<std::string>& args, std::vector<std::string>& out,
-                 int depth) {
-  const auto& macros = ops_macros();
+bool expand_into(const Macros& macros, const std::string& name, const std::vector<std::string>& args,
+                 std::vector<std::string>& out, int depth) {
   const auto it = macros.find(name);
   if (it == macros.end() || depth > 8) return false;
   static const std::regex param(R"(\\([A-Za-z_][A-Za-z0-9_]*))");
@@ -79,13 +84,19 @@ bool expand_into(const std::string& name, const std::vector<std::string>& args, 
       at = static_cast<size_t>(m->position() + m->length());
     }
     line += raw.substr(at);
-    const size_t space = line.find_first_of(" \t");
-    const std::string head = line.substr(0, space);
-    if (macros.count(head)) {
-      if (!expand_into(head, split_args(space == std::string::npos ? "" : line.substr(space)), out, depth + 1))
-        return false;
-    } else {
-      out.push_back(line);
+    // Instructions sharing a bundle (a; b) come out one a line.
+    std::stringstream parts(line);
+    for (std::string part; std::getline(parts, part, ';');) {
+      part = trim(part);
+      if (part.empty()) continue;
+      const size_t space = part.find_first_of(" \t");
+      const std::string head = part.substr(0, space);
+      if (macros.count(head)) {
+        if (!expand_into(macros, head, split_args(space == std::string::npos ? "" : part.substr(space)), out, depth + 1))
+          return false;
+      } else {
+        out.push_back(part);
+      }
     }
   }
   return true;
@@ -150,7 +161,7 @@ Instr analyse(const std::string& text) {
 
 std::vector<std::string> expand_op(const std::string& name, const std::vector<std::string>& args, bool second) {
   std::vector<std::string> out;
-  if (!expand_into(name, args, out, 0)) return {};
+  if (!expand_into(ops_macros(), name, args, out, 0)) return {};
   if (!second) return out;
   static const std::regex scratch(R"(\b(V[4-8]|VP1)\b)");
   for (std::string& line : out) {
@@ -163,6 +174,16 @@ std::vector<std::string> expand_op(const std::string& name, const std::vector<st
     }
     line = renamed + line.substr(at);
   }
+  return out;
+}
+
+std::optional<std::vector<std::string>> expand_macro(const std::string& definitions, const std::string& call) {
+  const std::string line = trim(call);
+  const size_t space = line.find_first_of(" \t");
+  std::vector<std::string> out;
+  if (!expand_into(parse_macros(definitions), line.substr(0, space),
+                   split_args(space == std::string::npos ? "" : line.substr(space)), out, 0))
+    return std::nullopt;
   return out;
 }
 

@@ -4,6 +4,7 @@
 // independent chains (the step's two vectors, and independent ops) fill each other's latency.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,11 @@ namespace hpusim::synapse::tpc_kernels::schedule {
 // `second`, its scratch registers (V4..V8, VP1) are renamed to V24..V28, VP2, so the two vectors'
 // copies of an op can interleave (ops.inc's _PAIR macros do the same). Empty: no such macro.
 std::vector<std::string> expand_op(const std::string& name, const std::vector<std::string>& args, bool second);
+
+// The instructions of `call` (a macro and its arguments) with the macros `definitions` defines
+// (an assembly text; nested calls expanded, instructions sharing a bundle one a line); nullopt
+// when a macro it calls is not defined there.
+std::optional<std::vector<std::string>> expand_macro(const std::string& definitions, const std::string& call);
 
 // `lines` (one instruction each, in an order that is correct) packed into bundles by a list
 // schedule: every register read after write and write after write kept apart by the writer's

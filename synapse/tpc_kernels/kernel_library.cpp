@@ -885,9 +885,12 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
   inst.guid = def.guid;
   const unsigned lanes = lanes_of(def.out);
   const std::string t = tpc::dtype_name(def.out);
-  // optim.s and f32 dropout step two vectors at a time (two interleaved banks; io_f32x2.inc).
+  // f32 dropout steps two vectors at a time (two interleaved banks; io_f32x2.inc).
   const bool dropout = def.kind == Kind::DropoutFwd || def.kind == Kind::DropoutBwd;
-  const unsigned unroll = def.kind == Kind::Optim || (dropout && def.out == DType::F32) ? 2 : 1;
+  // optim.s (the kernel file) steps two vectors; the library's optimizers four (optim_step.cpp).
+  const unsigned unroll = def.kind == Kind::Optim ? (kernel_file ? 2 : glue::kOptimStepVectors)
+                          : dropout && def.out == DType::F32 ? 2
+                                                             : 1;
   const char* io = def.out == DType::BF16 ? "io_bf16.inc" : dropout && unroll == 2 ? "io_f32x2.inc" : "io_f32.inc";
   const TensorParams& x = p.inputs.empty() ? p.outputs[0] : p.inputs[0];
   const auto px = padded(x.shape);
@@ -1389,8 +1392,20 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
       src << ".equ NIN " << nin << "\n"
           << optim_bank_macros(nin - 2, nin, wd_reg >= 0 ? "S" + std::to_string(wd_reg) : std::string(), decoupled ? "S8" : "")
           << ".macro PRE_NEST\n        cmp.ne.i32 SP5, S15, 0\n.endm\n.macro OPT_STEP\n        " << def.op_macro
-          << (def.op_macro == "OPT_SGD" ? " S0, SP5" : def.op_macro == "OPT_ADAM" ? " S4, S5" : "")
-          << "\n.endm\n.include \"optim.s\"\n";
+          << (def.op_macro == "OPT_SGD" ? " S0, SP5" : def.op_macro == "OPT_ADAM" ? " S4, S5" : "") << "\n.endm\n";
+      if (kernel_file) {
+        src << ".include \"optim.s\"\n";
+      } else {
+        const std::string whole = glue::optim_step_kernel(src.str());
+        if (whole.empty()) {
+          result.status = GlueStatus::InternalError;
+          result.message = def.guid + ": the optimizer step's macros are incomplete";
+          return result;
+        }
+        src.str(whole);
+        src.seekp(0, std::ios_base::end);
+        variant << " x" << glue::kOptimStepVectors << " scheduled";
+      }
       break;
     }
     default:

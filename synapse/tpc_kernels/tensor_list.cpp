@@ -229,10 +229,10 @@ InstantiateResult KernelLibrary::instantiate_tensor_list(const std::string& guid
     const bool adam = guid != "fused_sgd_f32";
     const bool decoupled = guid == "fused_adamw_f32";
     const float wd = adam ? s[3] : s[2];
-    // optim.s steps two vectors at a time (LANES covers both).
-    const unsigned step = 2 * lanes;
+    // A step covers glue::kOptimStepVectors vectors (LANES covers them all; optim_step.cpp).
+    const unsigned step = glue::kOptimStepVectors * lanes;
     std::ostringstream src;
-    src << width_prelude(streamed, UINT32_MAX, 2) << ".equ LANES " << step << "\n.equ NIN " << nin << "\n.equ STATE_T "
+    src << width_prelude(streamed, UINT32_MAX, glue::kOptimStepVectors) << ".equ LANES " << step << "\n.equ NIN " << nin << "\n.equ STATE_T "
         << nin - 1 << "\n"
         << glue::optim_bank_macros(nstates, nin, wd != 0.0f && !decoupled ? (adam ? "S7" : "S3") : "", decoupled ? "V27" : "")
         << ".macro PRE_NEST\n        imov I3, 0\n        ld_tnsr_s S16, I3, STATE_T\n        imov_dim I3, 1 dim=0\n"
@@ -273,8 +273,9 @@ InstantiateResult KernelLibrary::instantiate_tensor_list(const std::string& guid
       inst.variant = std::string("tensor-list sgd") + (momentum ? (s[3] != 0.0f ? " nesterov" : " momentum") : "") +
                      (wd != 0.0f ? " wd" : "");
     }
-    src << ".include \"optim.s\"\n";
-    if (!assemble(inst, src.str())) return result;
+    const std::string kernel = glue::optim_step_kernel(src.str());
+    if (kernel.empty()) return fail(GlueStatus::InternalError, guid + ": the optimizer step's macros are incomplete");
+    if (!assemble(inst, kernel)) return result;
     for (size_t i = 0; i < n; ++i) {
       KernelPart part;
       part.inst = inst;
