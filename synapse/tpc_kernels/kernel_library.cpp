@@ -879,6 +879,13 @@ uint32_t mix32(uint32_t x) {
 
 }  // namespace
 
+// Whether layernorm_bwd takes the list-scheduled row kernel (glue::layernorm_bwd_scheduled).
+bool KernelLibrary::scheduled_layernorm_bwd(const KernelDef& def, const KernelParams& p, bool kernel_file) const {
+  const uint32_t n0 = padded((p.inputs.empty() ? p.outputs[0] : p.inputs[0]).shape)[0];
+  return def.kind == Kind::LayerNormBwd && !kernel_file && def.out == DType::F32 &&
+         (n0 + lanes_of(DType::F32) - 1) / lanes_of(DType::F32) <= kShortRowRegisters;
+}
+
 InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const KernelParams& p, bool kernel_file) {
   InstantiateResult result;
   Instantiation inst;
@@ -909,10 +916,14 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
   std::vector<unsigned> prefetched;
   if (def.kind == Kind::Optim)
     for (size_t k = 0; k < p.inputs.size(); ++k) prefetched.push_back(static_cast<unsigned>(k));
-  // (gamma and beta too: read with every row. Not the row statistics of the backward, read as
-  // scalars: prefetching them made it 3x slower, not understood yet).
+  // (gamma and beta too, read with every row, where they are not kept in VLM. The backward's row
+  // statistics are prefetched a few rows ahead by the scheduled kernel itself: with PREFETCH_ROW's
+  // vectors the stride-0 gamma reads of the rows ahead fell into one buffer entry and missed.)
   if (def.kind == Kind::LayerNormFwd) prefetched = p.inputs.size() == 3 ? std::vector<unsigned>{0, 1, 2} : std::vector<unsigned>{0};
-  if (def.kind == Kind::LayerNormBwd) prefetched = p.inputs.size() == 5 ? std::vector<unsigned>{0, 1, 4} : std::vector<unsigned>{0, 1};
+  // The scheduled backward (layernorm_rows.cpp) keeps gamma in VLM: not prefetched with each row.
+  if (def.kind == Kind::LayerNormBwd)
+    prefetched = p.inputs.size() == 5 && !scheduled_layernorm_bwd(def, p, kernel_file) ? std::vector<unsigned>{0, 1, 4}
+                                                                                      : std::vector<unsigned>{0, 1};
   if (def.kind == Kind::Permute && permutation_of(def, p)[0] == 0) prefetched = {0};
   if (def.kind == Kind::DropoutFwd) prefetched = {0};
   if (def.kind == Kind::DropoutBwd) prefetched = {0, 1};
@@ -975,7 +986,7 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
         if (affine) src << "        LDW V13, V23, I3, 4\n        EACH3 mul.f32, \\d, \\d, V13, \\D, \\D, V23\n";
         src << ".endm\n";
         const uint32_t row_vectors = static_cast<uint32_t>((px[0] + lanes - 1) / lanes);
-        if (!kernel_file && def.out == DType::F32 && row_vectors <= kShortRowRegisters) {
+        if (scheduled_layernorm_bwd(def, p, kernel_file)) {
           variant << " scheduled " << row_vectors;
           src << layernorm_bwd_scheduled(row_vectors, affine, p.inputs.size());
         } else if (row_vectors <= (def.out == DType::BF16 ? kShortRowRegisters / 2 : kShortRowRegisters)) {

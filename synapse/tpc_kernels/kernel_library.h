@@ -235,6 +235,7 @@ class KernelLibrary {
  private:
   // kernel_file: the GUID's kernel file even where the glue would write a scheduled body.
   InstantiateResult instantiate_batch3(const KernelDef& def, const KernelParams& params, bool kernel_file = false);
+  bool scheduled_layernorm_bwd(const KernelDef& def, const KernelParams& params, bool kernel_file) const;
   InstantiateResult instantiate_tensor_list(const std::string& guid, const KernelParams& params);   // tensor_list.cpp
   // split_reductions.cpp: layernorm_bwd_gamma_beta_f32 over row chunks (row_chunks.h), then the
   // partials summed (nullopt: not split).

@@ -67,9 +67,27 @@ void add_repeated_row(Instantiation& inst, uint32_t n0, uint64_t steps, const st
   inst.input_patterns.push_back(pattern);
 }
 
+// Before the nest: the `vectors` vectors of each of `tensors` (stride-0 rows the same at every
+// step: gamma, beta) read once into VLM, one tensor after the other from VLM address 0. Prefetched
+// with each step instead, a step's read and the steps' ahead fell in one prefetch-buffer entry, so
+// every step after the first waited a memory latency for them.
+std::string rows_to_vlm(unsigned vectors, const std::vector<unsigned>& tensors) {
+  std::string src;
+  unsigned at = 0;
+  for (unsigned t : tensors) {
+    src += "        imov I3, 0\n";
+    for (unsigned r = 0; r < vectors; ++r)
+      src += "        ld_tnsr V" + std::to_string(20 + r) + ", I3, " + std::to_string(t) + "; iadd_dim I3, F32_LANES dim=0\n";
+    for (unsigned r = 0; r < vectors; ++r)
+      src += "        st_vlm (" + std::to_string(at++) + " * VECTOR_BYTES), V" + std::to_string(20 + r) + "\n";
+  }
+  return src;
+}
+
 // Tensors: 0 X, [1 gamma, 2 beta,] then Y, mean, rstd. SRF: S1 = the row length (f32), S2 = eps.
 // Registers: V8 zero (shuffle's lane 0), V16 lane ids, VP5 lane 0; I3 X's loads, then the
-// statistics' coordinates; I4 / I6 the rows' stores; I5 gamma / beta.
+// statistics' coordinates; I4 / I6 the rows' stores. Gamma and beta come from VLM (vectors 0 ..
+// vectors-1 and vectors .. 2 vectors-1; gamma_beta_to_vlm).
 std::vector<std::string> layernorm_body(unsigned rows, unsigned vectors, bool affine, size_t out_y) {
   std::vector<std::string> b;
   VectorRegisters regs(16, 16);
@@ -124,14 +142,12 @@ std::vector<std::string> layernorm_body(unsigned rows, unsigned vectors, bool af
     if (row) b.push_back("iadd_dim " + store_at[row] + ", (" + std::to_string(vectors) + " * F32_LANES) dim=0");
   }
   const std::string pool[2][2] = {{reg(), reg()}, {reg(), reg()}};
-  if (affine) b.push_back("imov I5, I2");
   for (unsigned r = 0; r < vectors; ++r) {
     const std::string& gamma = pool[r % 2][0];
     const std::string& beta = pool[r % 2][1];
-    if (affine) {
-      if (r) b.push_back("iadd_dim I5, " + step);
-      b.push_back("ld_tnsr " + gamma + ", I5, 1");
-      b.push_back("ld_tnsr " + beta + ", I5, 2");
+    if (affine) {   // from VLM (gamma_beta_to_vlm, before the nest)
+      b.push_back("ld_vlm.f32 " + gamma + ", (" + std::to_string(r) + " * VECTOR_BYTES)");
+      b.push_back("ld_vlm.f32 " + beta + ", (" + std::to_string(vectors + r) + " * VECTOR_BYTES)");
     }
     for (unsigned row = 0; row < rows; ++row) {
       const std::string& v = x[row][r];
@@ -286,6 +302,8 @@ namespace glue {
 
 // layernorm_bwd_short.s's row, one row a step, as a list-scheduled body: the same operations per
 // vector in the same order. Tensors 0 grad, 1 x, 2 mean, 3 rstd, [4 gamma,] `out` dx.
+constexpr unsigned kStatsRowsAhead = 4;
+
 std::string layernorm_bwd_scheduled(unsigned vectors, bool affine, size_t out) {
   std::vector<std::string> b;
   VectorRegisters regs;
@@ -297,6 +315,12 @@ std::string layernorm_bwd_scheduled(unsigned vectors, bool affine, size_t out) {
   b.push_back("ld_tnsr_s S19, I3, 3");
   b.push_back("mov.f32 " + mean + ", S18");
   b.push_back("mov.f32 " + rstd + ", S19");
+  // The statistics of the row kStatsRowsAhead on (a scalar each, so not in PREFETCH_ROW's vectors):
+  // without, every row waited a memory latency for them.
+  b.push_back("imov I6, I3");
+  b.push_back("iadd_dim I6, " + std::to_string(kStatsRowsAhead) + " dim=1");
+  b.push_back("prefetch I6, 2");
+  b.push_back("prefetch I6, 3");
   std::vector<std::string> g, x;
   const std::string pool[4] = {reg(), reg(), reg(), reg()};
   b.push_back("imov I4, I2");
@@ -306,8 +330,8 @@ std::string layernorm_bwd_scheduled(unsigned vectors, bool affine, size_t out) {
     if (r) b.push_back("iadd_dim I4, F32_LANES dim=0");
     b.push_back("ld_tnsr " + g[r] + ", I4, 0");
     b.push_back("ld_tnsr " + x[r] + ", I4, 1");
-    if (affine) {
-      b.push_back("ld_tnsr " + pool[r % 4] + ", I4, 4");
+    if (affine) {   // gamma from VLM (put there before the nest)
+      b.push_back("ld_vlm.f32 " + pool[r % 4] + ", (" + std::to_string(r) + " * VECTOR_BYTES)");
       b.push_back("mul.f32 " + g[r] + ", " + g[r] + ", " + pool[r % 4]);
     }
   }
@@ -337,7 +361,9 @@ std::string layernorm_bwd_scheduled(unsigned vectors, bool affine, size_t out) {
     b.push_back("st_tnsr I5, " + std::to_string(out) + ", " + g[r]);
   }
   std::ostringstream src;
-  src << ".macro ROW_SETUP\n.endm\n.include \"nest.inc\"\n        mov.f32 V8, 0.0\n        NEST_BEGIN\n";
+  src << ".macro ROW_SETUP\n.endm\n.include \"nest.inc\"\n        mov.f32 V8, 0.0\n";
+  if (affine) src << rows_to_vlm(vectors, {4});
+  src << "        NEST_BEGIN\n";
   const std::vector<std::string> bundles = schedule::list_schedule(b, "iadd_dim I2, LANES dim=0");
   src << loop_body(bundles);
   src << "        NEST_END\n";
@@ -398,8 +424,8 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_scheduled_layernorm(
   inst.srf[1] = f32_bits(static_cast<float>(n0));
   inst.srf[2] = f32_bits(p.scalars[0]);
 
-  std::vector<unsigned> prefetched;
-  for (size_t k = 0; k < p.inputs.size(); ++k) prefetched.push_back(static_cast<unsigned>(k));
+  // Gamma and beta: full rows read them from VLM (rows_to_vlm), narrow rows once into registers.
+  const std::vector<unsigned> prefetched = {0};
   const std::vector<std::string> bundles = schedule::list_schedule(body, "iadd_dim I2, LANES dim=0");
   std::ostringstream src;
   const unsigned row_vectors = k != 0 ? rows / k : rows * vectors;
@@ -418,6 +444,7 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_scheduled_layernorm(
           << "        shuffle.f32 V19, V19, V17\n        shuffle.f32 V20, V20, V17\n";
   } else {
     src << "        cmp.eq.i32 VP5, V16, 0\n";
+    if (affine) src << rows_to_vlm(vectors, {1, 2});
   }
   src << "        NEST_BEGIN\n";
   src << loop_body(bundles);
