@@ -159,21 +159,26 @@ Instr analyse(const std::string& text) {
 
 }  // namespace
 
+std::string rename_registers(const std::string& line, const std::map<std::string, std::string>& moved) {
+  static const std::regex reg(R"(\b(VP[0-9]+|SP[0-9]+|V[0-9]+|S[0-9]+|I[0-9]+)\b)");
+  std::string out;
+  size_t at = 0;
+  for (std::sregex_iterator m(line.begin(), line.end(), reg), end; m != end; ++m) {
+    out += line.substr(at, static_cast<size_t>(m->position()) - at);
+    const auto it = moved.find(m->str());
+    out += it == moved.end() ? m->str() : it->second;
+    at = static_cast<size_t>(m->position() + m->length());
+  }
+  return out + line.substr(at);
+}
+
 std::vector<std::string> expand_op(const std::string& name, const std::vector<std::string>& args, bool second) {
   std::vector<std::string> out;
   if (!expand_into(ops_macros(), name, args, out, 0)) return {};
   if (!second) return out;
-  static const std::regex scratch(R"(\b(V[4-8]|VP1)\b)");
-  for (std::string& line : out) {
-    std::string renamed;
-    size_t at = 0;
-    for (std::sregex_iterator m(line.begin(), line.end(), scratch), end; m != end; ++m) {
-      renamed += line.substr(at, static_cast<size_t>(m->position()) - at);
-      renamed += m->str() == "VP1" ? "VP2" : "V2" + m->str().substr(1);
-      at = static_cast<size_t>(m->position() + m->length());
-    }
-    line = renamed + line.substr(at);
-  }
+  static const std::map<std::string, std::string> scratch = {
+      {"V4", "V24"}, {"V5", "V25"}, {"V6", "V26"}, {"V7", "V27"}, {"V8", "V28"}, {"VP1", "VP2"}};
+  for (std::string& line : out) line = rename_registers(line, scratch);
   return out;
 }
 

@@ -4,6 +4,7 @@
 // independent chains (the step's two vectors, and independent ops) fill each other's latency.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +15,9 @@ namespace hpusim::synapse::tpc_kernels::schedule {
 // `second`, its scratch registers (V4..V8, VP1) are renamed to V24..V28, VP2, so the two vectors'
 // copies of an op can interleave (ops.inc's _PAIR macros do the same). Empty: no such macro.
 std::vector<std::string> expand_op(const std::string& name, const std::vector<std::string>& args, bool second);
+
+// `line` with every register the map names replaced by its image (whole register names only).
+std::string rename_registers(const std::string& line, const std::map<std::string, std::string>& moved);
 
 // The instructions of `call` (a macro and its arguments) with the macros `definitions` defines
 // (an assembly text; nested calls expanded, instructions sharing a bundle one a line); nullopt

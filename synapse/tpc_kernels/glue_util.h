@@ -105,10 +105,10 @@ std::string tile_transpose_kernel(const std::array<unsigned, kMaxDims>& perm, un
 inline constexpr unsigned kOptimStepVectors = 4;
 
 // An optimizer step (optim.s's macros) over kOptimStepVectors vectors, list-scheduled
-// (optim_step.cpp): the kernel's whole source from `definitions`, the source so far (the prelude
-// with LANES and NIN, the bank macros, PRE_NEST and OPT_STEP), whose macros it expands. Empty
-// when a macro the step calls is missing. (Moving nest.inc's PREFETCH_STEP into the scheduled
-// step saved bundles but not time: BERT's step within 2 us either way on hl205 and hl225.)
+// (optim_step.cpp): the kernel text after `definitions`, the source so far (the prelude with
+// LANES and NIN, the bank macros, PRE_NEST and OPT_STEP), whose macros it expands. Empty when a
+// macro the step calls is missing. (Moving nest.inc's PREFETCH_STEP into the scheduled step saved
+// bundles but not time: BERT's step within 2 us either way on hl205 and hl225.)
 std::string optim_step_kernel(const std::string& definitions);
 
 }  // namespace hpusim::synapse::tpc_kernels::glue

@@ -1407,14 +1407,13 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
       if (kernel_file) {
         src << ".include \"optim.s\"\n";
       } else {
-        const std::string whole = glue::optim_step_kernel(src.str());
-        if (whole.empty()) {
+        const std::string step = glue::optim_step_kernel(src.str());
+        if (step.empty()) {
           result.status = GlueStatus::InternalError;
           result.message = def.guid + ": the optimizer step's macros are incomplete";
           return result;
         }
-        src.str(whole);
-        src.seekp(0, std::ios_base::end);
+        src << step;
         variant << " x" << glue::kOptimStepVectors << " scheduled";
       }
       break;

@@ -153,6 +153,8 @@ class KernelLibrary {
   // permute_rows.s: rows of one vector prefetched ahead of the copy (Little's law at a TPC's
   // share of HBM bandwidth and the loaded latency, within the prefetch buffer).
   static constexpr unsigned kPermuteRowsAhead = kPrefetchBudget;
+  // The scheduled layernorm backward prefetches the row statistics (scalars) this many rows ahead.
+  static constexpr unsigned kStatsRowsAhead = 4;
   // Softmax rows of at most this many vectors stay in registers (softmax_short.s).
   static constexpr uint32_t kShortRowVectors = 4;
   // Layernorm rows of at most this many f32 registers (bf16: half as many vectors) stay in

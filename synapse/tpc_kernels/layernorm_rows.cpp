@@ -302,8 +302,6 @@ namespace glue {
 
 // layernorm_bwd_short.s's row, one row a step, as a list-scheduled body: the same operations per
 // vector in the same order. Tensors 0 grad, 1 x, 2 mean, 3 rstd, [4 gamma,] `out` dx.
-constexpr unsigned kStatsRowsAhead = 4;
-
 std::string layernorm_bwd_scheduled(unsigned vectors, bool affine, size_t out) {
   std::vector<std::string> b;
   VectorRegisters regs;
@@ -315,10 +313,10 @@ std::string layernorm_bwd_scheduled(unsigned vectors, bool affine, size_t out) {
   b.push_back("ld_tnsr_s S19, I3, 3");
   b.push_back("mov.f32 " + mean + ", S18");
   b.push_back("mov.f32 " + rstd + ", S19");
-  // The statistics of the row kStatsRowsAhead on (a scalar each, so not in PREFETCH_ROW's vectors):
+  // The statistics of the row kStatsRowsAhead on (scalars, so not among PREFETCH_ROW's vectors):
   // without, every row waited a memory latency for them.
   b.push_back("imov I6, I3");
-  b.push_back("iadd_dim I6, " + std::to_string(kStatsRowsAhead) + " dim=1");
+  b.push_back("iadd_dim I6, " + std::to_string(KernelLibrary::kStatsRowsAhead) + " dim=1");
   b.push_back("prefetch I6, 2");
   b.push_back("prefetch I6, 3");
   std::vector<std::string> g, x;

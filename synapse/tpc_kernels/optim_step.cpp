@@ -10,7 +10,6 @@
 #include "synapse/tpc_kernels/glue_util.h"
 
 #include <map>
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -21,21 +20,12 @@ namespace {
 // Banks C and D: optim_ops.inc's registers of banks A and B (V10..V21 and the scratch V4..V7)
 // moved to ones no bank and no step-dependent value (V27..V31 of the tensor lists) uses, and the
 // banks' coordinates I2 / I3 to I4 / I5.
-std::string second_pair(const std::string& line) {
+const std::map<std::string, std::string>& second_pair() {
   static const std::map<std::string, std::string> moved = {
       {"V4", "V0"},   {"V5", "V1"},   {"V6", "V2"},   {"V7", "V3"},   {"V10", "V32"}, {"V11", "V33"},
       {"V12", "V34"}, {"V13", "V35"}, {"V14", "V36"}, {"V15", "V37"}, {"V16", "V38"}, {"V17", "V39"},
       {"V18", "V22"}, {"V19", "V23"}, {"V20", "V24"}, {"V21", "V25"}, {"I2", "I4"},   {"I3", "I5"}};
-  static const std::regex reg(R"(\b(V[0-9]+|I[0-9]+)\b)");
-  std::string out;
-  size_t at = 0;
-  for (std::sregex_iterator m(line.begin(), line.end(), reg), end; m != end; ++m) {
-    out += line.substr(at, static_cast<size_t>(m->position()) - at);
-    const auto it = moved.find(m->str());
-    out += it == moved.end() ? m->str() : it->second;
-    at = static_cast<size_t>(m->position() + m->length());
-  }
-  return out + line.substr(at);
+  return moved;
 }
 
 }  // namespace
@@ -65,10 +55,10 @@ std::string optim_step_kernel(const std::string& definitions) {
       if (line.rfind("iadd_dim I2", 0) != 0) pair.push_back(line);   // the step's own, last
   }
   step.insert(step.end(), pair.begin(), pair.end());
-  for (const std::string& line : pair) step.push_back(second_pair(line));
+  for (const std::string& line : pair) step.push_back(schedule::rename_registers(line, second_pair()));
   const std::vector<std::string> bundles = schedule::list_schedule(step, "iadd_dim I2, LANES dim=0");
 
-  std::string src = definitions + ".macro ROW_SETUP\n.endm\n.include \"nest.inc\"\n.include \"optim_ops.inc\"\n"
+  std::string src = ".macro ROW_SETUP\n.endm\n.include \"nest.inc\"\n.include \"optim_ops.inc\"\n"
                     "        PRE_NEST\n        NEST_BEGIN\n";
   for (size_t k = 0; k < bundles.size(); ++k) src += (k + 1 == bundles.size() ? "end_d0: " : "        ") + bundles[k] + "\n";
   return src + "        NEST_END\n";

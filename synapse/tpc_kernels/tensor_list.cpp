@@ -275,7 +275,7 @@ InstantiateResult KernelLibrary::instantiate_tensor_list(const std::string& guid
     }
     const std::string kernel = glue::optim_step_kernel(src.str());
     if (kernel.empty()) return fail(GlueStatus::InternalError, guid + ": the optimizer step's macros are incomplete");
-    if (!assemble(inst, kernel)) return result;
+    if (!assemble(inst, src.str() + kernel)) return result;
     for (size_t i = 0; i < n; ++i) {
       KernelPart part;
       part.inst = inst;

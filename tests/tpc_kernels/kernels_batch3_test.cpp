@@ -493,7 +493,9 @@ TEST(TpcKernelOptimizer, FourVectorStepsAreScheduledBitIdenticalToTheKernelFile)
       // 64 vectors on one core: the scheduled steps pack two steps' instructions into fewer
       // bundles than optim.s's two (Adam: 1693 against 1821); the cycles they save (the chains'
       // latency) show in `hpusim bench kernels`, not in the functional executor's count.
-      if (s.size() == 1 && s[0] == 64 * 64) EXPECT_LT(scheduled * 100, file * 97) << oc.guid << ": " << scheduled << " / " << file;
+      if (s.size() == 1 && s[0] == 64 * 64) {
+        EXPECT_LT(scheduled * 100, file * 97) << oc.guid << ": " << scheduled << " / " << file;
+      }
     }
   }
   const KernelParams p{{HostTensor(DType::F32, {300}).params(), HostTensor(DType::F32, {300}).params(),
