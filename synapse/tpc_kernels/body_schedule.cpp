@@ -110,6 +110,7 @@ struct Instr {
   std::set<std::string> reads, writes;
   unsigned latency = 4;
   bool load = false, store = false;
+  bool prefetch = false;   // a load with no destination: nothing waits on it
   bool vlm_load = false, vlm_store = false;   // ld_vlm / st_vlm: the VLM, ordered among themselves
   Slot slot = Slot::Vpu;
   std::string immediate;   // the bundle immediate it uses (as written), or ""
@@ -120,7 +121,7 @@ bool is_register(const std::string& operand) {
   return std::regex_match(operand, reg);
 }
 
-Instr analyse(const std::string& text) {
+Instr analyse(const std::string& text, unsigned load_latency) {
   static const std::regex reg(R"(\b(VP[0-9]+|SP[0-9]+|V[0-9]+|S[0-9]+|I[0-9]+)\b)");
   Instr in;
   in.text = text;
@@ -135,7 +136,8 @@ Instr analyse(const std::string& text) {
   }
   static const std::regex option(R"(\s+[A-Za-z_]+=\S+)");   // options (dim=0) are not operands
   std::vector<std::string> list = split_args(std::regex_replace(operands, option, ""));
-  in.load = mnemonic.rfind("ld_tnsr", 0) == 0 || mnemonic.rfind("prefetch", 0) == 0;
+  in.prefetch = mnemonic.rfind("prefetch", 0) == 0;
+  in.load = mnemonic.rfind("ld_tnsr", 0) == 0 || in.prefetch;
   in.store = mnemonic.rfind("st_tnsr", 0) == 0;
   in.vlm_load = mnemonic.rfind("ld_vlm", 0) == 0;
   in.vlm_store = mnemonic.rfind("st_vlm", 0) == 0;
@@ -153,7 +155,7 @@ Instr analyse(const std::string& text) {
   if (!predicate.empty()) in.reads.insert(in.writes.begin(), in.writes.end());   // lanes kept where false
   if (mnemonic.rfind("iadd_dim", 0) == 0 || mnemonic.rfind("imov_dim", 0) == 0)
     in.reads.insert(in.writes.begin(), in.writes.end());   // one coordinate of the register changes
-  in.latency = in.load ? 16 : mnemonic.find("special") != std::string::npos ? 8 : in.slot == Slot::Spu ? 1 : 4;
+  in.latency = in.prefetch ? 0 : in.load ? load_latency : mnemonic.find("special") != std::string::npos ? 8 : in.slot == Slot::Spu ? 1 : 4;
   return in;
 }
 
@@ -172,13 +174,15 @@ std::string rename_registers(const std::string& line, const std::map<std::string
   return out + line.substr(at);
 }
 
-std::vector<std::string> expand_op(const std::string& name, const std::vector<std::string>& args, bool second) {
+std::vector<std::string> expand_op(const std::string& name, const std::vector<std::string>& args, unsigned copy) {
   std::vector<std::string> out;
-  if (!expand_into(ops_macros(), name, args, out, 0)) return {};
-  if (!second) return out;
-  static const std::map<std::string, std::string> scratch = {
-      {"V4", "V24"}, {"V5", "V25"}, {"V6", "V26"}, {"V7", "V27"}, {"V8", "V28"}, {"VP1", "VP2"}};
-  for (std::string& line : out) line = rename_registers(line, scratch);
+  if (copy >= kOpCopies || !expand_into(ops_macros(), name, args, out, 0)) return {};
+  if (copy == 0) return out;
+  static const std::map<std::string, std::string> scratch[kOpCopies - 1] = {
+      {{"V4", "V24"}, {"V5", "V25"}, {"V6", "V26"}, {"V7", "V27"}, {"V8", "V28"}, {"VP1", "VP2"}},
+      {{"V4", "V30"}, {"V5", "V31"}, {"V6", "V32"}, {"V7", "V33"}, {"V8", "V34"}, {"VP1", "VP3"}},
+      {{"V4", "V35"}, {"V5", "V36"}, {"V6", "V37"}, {"V7", "V38"}, {"V8", "V39"}, {"VP1", "VP4"}}};
+  for (std::string& line : out) line = rename_registers(line, scratch[copy - 1]);
   return out;
 }
 
@@ -192,12 +196,13 @@ std::optional<std::vector<std::string>> expand_macro(const std::string& definiti
   return out;
 }
 
-std::vector<std::string> list_schedule(const std::vector<std::string>& lines, const std::string& last) {
+std::vector<std::string> list_schedule(const std::vector<std::string>& lines, const std::string& last,
+                                       unsigned load_latency) {
   std::vector<std::string> all = lines;
   if (!last.empty()) all.push_back(last);
   const size_t n = all.size();
   std::vector<Instr> in;
-  for (const std::string& l : all) in.push_back(analyse(l));
+  for (const std::string& l : all) in.push_back(analyse(l, load_latency));
   // Edges i -> j (i < j) with the cycles j issues after i at the earliest (0: the same bundle).
   std::vector<std::vector<std::pair<size_t, unsigned>>> after(n);
   std::vector<unsigned> preds(n, 0);
@@ -210,7 +215,7 @@ std::vector<std::string> list_schedule(const std::vector<std::string>& lines, co
         if (in[i].writes.count(w)) wait = std::max<int64_t>(wait, in[i].latency);   // the scoreboard's order
         if (in[i].reads.count(w)) wait = std::max<int64_t>(wait, 0);   // sources are read at issue
       }
-      if (in[j].store && in[i].load) wait = std::max<int64_t>(wait, 1);   // in place: loaded first
+      if (in[j].store && in[i].load && !in[i].prefetch) wait = std::max<int64_t>(wait, 1);   // in place: loaded first
       if (in[j].vlm_load && in[i].vlm_store) wait = std::max<int64_t>(wait, 1);   // the VLM in order
       if (in[j].vlm_store && in[i].vlm_load) wait = std::max<int64_t>(wait, 0);
       if (!last.empty() && j + 1 == n) wait = std::max<int64_t>(wait, 0);   // the last bundle

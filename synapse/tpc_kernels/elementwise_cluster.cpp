@@ -1,8 +1,12 @@
 // Elementwise clusters (kernel_library.h): one kernel for a DAG of f32 elementwise ops. The glue
-// writes the body for nest.inc's loop: a step is two vectors (lo at I2, hi one vector on at I4);
-// the streamed inputs are loaded first, then each op's ops.inc macro runs on lo and on hi into
+// writes the body for nest.inc's loop: a step is four vectors (at I2, I4, I5, I6) when the values
+// fit the registers four copies leave and a row wastes little on the wider step, else two (at I2,
+// I4); the streamed inputs are loaded first, then each op's ops.inc macro runs on every copy into
 // registers of its own, and each output is stored as soon as its value is known. Inputs of one
-// element and fill constants sit in a register set once per core, before the loop.
+// element and fill constants sit in a register set once per core, before the loop; inputs that are
+// one row broadcast over every outer dim (a bias) are read once per core into VLM and taken from
+// there (streamed, the same row at every step shared a prefetch-buffer entry with the reads ahead,
+// and the row came from HBM again at every outer step).
 #include <algorithm>
 #include <iterator>
 #include <map>
@@ -34,12 +38,45 @@ bool clusterable(const KernelLibrary::KernelDef& def) {
   }
 }
 
-// The value registers: ops.inc's macros use V4..V8 as scratch, their hi copies V24..V28
-// (body_schedule.h), and the _PAIR macros V24..V29.
+// The value registers: ops.inc's macros use V4..V8 as scratch, their second copies V24..V28
+// (body_schedule.h), and the _PAIR macros V24..V29. Four copies a step take V30..V39 as scratch of
+// the third and fourth copy (V29 is free for values then).
 constexpr const char* kValueRegisters[] = {"V9",  "V10", "V11", "V12", "V13", "V14", "V15", "V16", "V17",
                                            "V18", "V19", "V20", "V21", "V22", "V23", "V30", "V31", "V32",
                                            "V33", "V34", "V35", "V36", "V37", "V38", "V39"};
 static_assert(std::size(kValueRegisters) == KernelLibrary::kClusterRegisters);
+constexpr const char* kValueRegistersOfFourCopies[] = {"V9",  "V10", "V11", "V12", "V13", "V14", "V15", "V16",
+                                                       "V17", "V18", "V19", "V20", "V21", "V22", "V23", "V29"};
+// Where a cluster's inputs come from: for each input, the VLM byte address of its row (inputs
+// broadcast over every outer dim), or nullopt (streamed, or one element).
+struct RowsInVlm {
+  std::vector<std::optional<uint32_t>> base;
+  uint32_t vector_bytes = 0;
+  uint32_t row_vectors = 0;   // the row's vectors (every row input has the outputs' dim 0)
+};
+
+// Before the nest: each VLM row read once, all of it prefetched first so its reads overlap.
+std::string rows_to_vlm(const RowsInVlm& rows) {
+  std::string src;
+  for (size_t k = 0; k < rows.base.size(); ++k) {
+    if (!rows.base[k]) continue;
+    const std::string t = std::to_string(k), n = std::to_string(rows.row_vectors);
+    src += "        imov I3, 0\n        mov S17, 0\n        mov S18, " + n + "\n        loop S17, S18, vlm_prefetch_" + t +
+           "\nvlm_prefetch_" + t + ": prefetch I3, " + t + "; iadd_dim I3, F32_LANES dim=0\n";
+    src += "        imov I3, 0\n        mov S17, 0\n        mov S19, " + std::to_string(*rows.base[k]) +
+           "\n        loop S17, S18, vlm_row_" + t + "\n        ld_tnsr V4, I3, " + t +
+           "; iadd_dim I3, F32_LANES dim=0\nvlm_row_" + t + ": st_vlm S19, V4; add.i32 S19, S19, " +
+           std::to_string(rows.vector_bytes) + "\n";
+  }
+  return src;
+}
+
+// A load the prefetch buffer serves: every preset's tpc.prefetch_hit_latency.
+constexpr unsigned kPrefetchHitLatency = 4;
+
+// The index registers of a step's vectors: nest.inc's I2 and vectors one, two, three on.
+constexpr const char* kCopyIndex[] = {"I2", "I4", "I5", "I6"};
+static_assert(std::size(kCopyIndex) == schedule::kOpCopies);
 
 std::string hex(uint32_t bits) {
   std::ostringstream s;
@@ -53,14 +90,17 @@ struct ClusterCode {
   bool out_of_registers = false;
   unsigned registers = 0;     // the most value registers in use at once
   std::string setup;          // before the loop nest (once per core)
+  std::string row_setup;      // at each row's start: the copies' index registers
   std::string body;           // one step; its last bundle steps I2 (end_d0)
   std::optional<uint32_t> s0; // the S0 every ternary op takes, when they all take one value
 };
 
-// Plans the registers and writes the code. `inputs`: the kernel's input count; `one_element[k]`:
-// input k is one element (held in a register, not streamed).
+// Plans the registers and writes the code for a step of `copies` vectors (2 or 4). `inputs`: the
+// kernel's input count; `one_element[k]`: input k is one element (held in a register, not streamed).
 ClusterCode cluster_code(const std::map<std::string, const KernelLibrary::KernelDef*>& defs,
-                         const ElementwiseCluster& cluster, size_t inputs, const std::vector<bool>& one_element) {
+                         const ElementwiseCluster& cluster, size_t inputs, const std::vector<bool>& one_element,
+                         unsigned copies, const RowsInVlm& rows = {},
+                         const std::vector<std::string>& step_prefetches = {}) {
   ClusterCode code;
   const size_t values = inputs + cluster.ops.size();
   std::vector<const KernelLibrary::KernelDef*> op_defs;
@@ -108,7 +148,11 @@ ClusterCode cluster_code(const std::map<std::string, const KernelLibrary::Kernel
   std::vector<std::vector<size_t>> stored_as(values);
   for (size_t j = 0; j < cluster.outputs.size(); ++j) stored_as[cluster.outputs[j]].push_back(j);
 
-  std::vector<std::string> free_registers(std::begin(kValueRegisters), std::end(kValueRegisters));
+  std::vector<std::string> free_registers = copies == 4 ? std::vector<std::string>(std::begin(kValueRegistersOfFourCopies),
+                                                                                  std::end(kValueRegistersOfFourCopies))
+                                                        : std::vector<std::string>(std::begin(kValueRegisters),
+                                                                                  std::end(kValueRegisters));
+  const size_t capacity = free_registers.size();
   std::reverse(free_registers.begin(), free_registers.end());   // pop_back takes the lowest
   unsigned in_use = 0;
   auto take = [&]() -> std::string {
@@ -129,7 +173,18 @@ ClusterCode cluster_code(const std::map<std::string, const KernelLibrary::Kernel
       return std::stoi(a.substr(1)) > std::stoi(b.substr(1));
     });
   };
-  std::vector<std::string> lo(values), hi(values);
+  // reg[c][v]: value v's register in copy c (one register for every copy of a pinned value).
+  std::vector<std::vector<std::string>> reg(copies, std::vector<std::string>(values));
+  auto take_all = [&](size_t v) {
+    for (auto& copy : reg) copy[v] = take();
+  };
+  auto give_back_all = [&](size_t v) {
+    for (auto& copy : reg) give_back(copy[v]);
+    for (auto& copy : reg) copy[v].clear();
+  };
+  auto pin = [&](size_t v, const std::string& r) {
+    for (auto& copy : reg) copy[v] = r;
+  };
   std::vector<bool> pinned(values, false);
   std::ostringstream setup;
 
@@ -137,9 +192,9 @@ ClusterCode cluster_code(const std::map<std::string, const KernelLibrary::Kernel
   std::map<uint32_t, std::string> constants;
   for (size_t k = 0; k < inputs; ++k)
     if (one_element[k] && last_use[k] >= 0) {
-      lo[k] = hi[k] = take();
+      pin(k, take());
       pinned[k] = true;
-      setup << "        imov I3, 0\n        ld_tnsr_s S16, I3, " << k << "\n        mov.f32 " << lo[k] << ", S16\n";
+      setup << "        imov I3, 0\n        ld_tnsr_s S16, I3, " << k << "\n        mov.f32 " << reg[0][k] << ", S16\n";
     }
   std::vector<uint32_t> s0_values;
   for (size_t k = 0; k < cluster.ops.size(); ++k) {
@@ -154,34 +209,48 @@ ClusterCode cluster_code(const std::map<std::string, const KernelLibrary::Kernel
       it->second = take();
       setup << "        mov.f32 " << it->second << ", " << hex(bits) << "\n";
     }
-    lo[v] = hi[v] = it->second;
+    pin(v, it->second);
     pinned[v] = true;
   }
   if (s0_values.size() == 1) code.s0 = s0_values[0];
 
-  // A step: the streamed inputs, then the ops (ops.inc's macros expanded, the hi vector's copy on
-  // scratch of its own), each output stored when known; then list-scheduled (body_schedule.h).
-  std::vector<std::string> lines{"imov I4, I2", "iadd_dim I4, F32_LANES dim=0"};
-  for (size_t k = 0; k < inputs; ++k)
-    if (!one_element[k] && last_use[k] >= 0) {
-      lo[k] = take();
-      hi[k] = take();
-      lines.push_back("ld_tnsr " + lo[k] + ", I2, " + std::to_string(k));
-      lines.push_back("ld_tnsr " + hi[k] + ", I4, " + std::to_string(k));
+  // A step: the streamed inputs, then the ops (ops.inc's macros expanded, each copy on scratch of
+  // its own), each output stored when known; then list-scheduled (body_schedule.h). The copies'
+  // index registers are set at a row's start and step with I2, so the loads need not wait for them.
+  std::vector<std::string> lines;
+  for (unsigned c = 1; c < copies; ++c) {
+    code.row_setup += std::string("        imov ") + kCopyIndex[c] + ", I2\n        iadd_dim " + kCopyIndex[c] + ", " +
+                      (c == 1 ? "F32_LANES" : "(" + std::to_string(c) + " * F32_LANES)") + " dim=0\n";
+  }
+  // A VLM row's vector at the step's dim-0 coordinate: S16 its byte offset, S17..S19 the copies'
+  // addresses in turn.
+  unsigned vlm_address = 0;
+  for (size_t k = 0; k < inputs; ++k) {
+    if (one_element[k] || last_use[k] < 0) continue;
+    take_all(k);
+    const bool in_vlm = k < rows.base.size() && rows.base[k];
+    if (in_vlm && vlm_address == 0) lines.insert(lines.end(), {"iget_dim S16, I2 dim=0", "shl.i32 S16, S16, 2"});
+    for (unsigned c = 0; c < copies; ++c) {
+      if (!in_vlm) {
+        lines.push_back("ld_tnsr " + reg[c][k] + ", " + kCopyIndex[c] + ", " + std::to_string(k));
+        continue;
+      }
+      const std::string address = "S" + std::to_string(17 + vlm_address++ % 3);
+      lines.push_back("add.i32 " + address + ", S16, " + std::to_string(*rows.base[k] + c * rows.vector_bytes));
+      lines.push_back("ld_vlm.f32 " + reg[c][k] + ", " + address);
     }
+  }
   for (size_t k = 0; k < cluster.ops.size(); ++k) {
     const KernelLibrary::KernelDef& def = *op_defs[k];
     if (def.kind == Kind::Fill) continue;
     const ClusterOp& op = cluster.ops[k];
     const size_t v = inputs + k;
-    lo[v] = take();
-    hi[v] = take();
+    take_all(v);
     if (def.kind == Kind::Ternary && s0_values.size() > 1) lines.push_back("mov S0, " + hex(f32_bits(op.scalars[0])));
-    for (const bool second : {false, true}) {
-      const auto& regs = second ? hi : lo;
-      std::vector<std::string> args{"f32", regs[v]};
-      for (uint32_t operand : op.operands) args.push_back(regs[operand]);
-      const std::vector<std::string> expanded = schedule::expand_op(def.op_macro, args, second);
+    for (unsigned c = 0; c < copies; ++c) {
+      std::vector<std::string> args{"f32", reg[c][v]};
+      for (uint32_t operand : op.operands) args.push_back(reg[c][operand]);
+      const std::vector<std::string> expanded = schedule::expand_op(def.op_macro, args, c);
       if (expanded.empty()) {
         code.error = "op " + std::to_string(k) + " (" + op.guid + "): ops.inc has no macro " + def.op_macro;
         return code;
@@ -189,30 +258,26 @@ ClusterCode cluster_code(const std::map<std::string, const KernelLibrary::Kernel
       lines.insert(lines.end(), expanded.begin(), expanded.end());
     }
     for (uint32_t operand : op.operands)
-      if (last_use[operand] == static_cast<int64_t>(k) && !pinned[operand] && !lo[operand].empty()) {
-        give_back(lo[operand]);
-        give_back(hi[operand]);
-        lo[operand].clear();   // an operand given twice is given back once
-      }
-    for (size_t j : stored_as[v]) {
-      lines.push_back("st_tnsr I2, " + std::to_string(inputs + j) + ", " + lo[v]);
-      lines.push_back("st_tnsr I4, " + std::to_string(inputs + j) + ", " + hi[v]);
-    }
-    if (last_use[v] <= static_cast<int64_t>(k)) {
-      give_back(lo[v]);
-      give_back(hi[v]);
-    }
+      if (last_use[operand] == static_cast<int64_t>(k) && !pinned[operand] && !reg[0][operand].empty())
+        give_back_all(operand);   // an operand given twice is given back once
+    for (size_t j : stored_as[v])
+      for (unsigned c = 0; c < copies; ++c)
+        lines.push_back(std::string("st_tnsr ") + kCopyIndex[c] + ", " + std::to_string(inputs + j) + ", " + reg[c][v]);
+    if (last_use[v] <= static_cast<int64_t>(k)) give_back_all(v);
   }
+  lines.insert(lines.end(), step_prefetches.begin(), step_prefetches.end());
+  for (unsigned c = 1; c < copies; ++c) lines.push_back(std::string("iadd_dim ") + kCopyIndex[c] + ", LANES dim=0");
   // The step's last bundle steps I2 (nest.inc).
-  const std::vector<std::string> bundles = schedule::list_schedule(lines, "iadd_dim I2, LANES dim=0");
+  // Every streamed load finds its prefetch (nest.inc's PREFETCH_ROW and the step's own).
+  const std::vector<std::string> bundles = schedule::list_schedule(lines, "iadd_dim I2, LANES dim=0", kPrefetchHitLatency);
   std::string text;
   for (size_t i = 0; i < bundles.size(); ++i) text += (i + 1 == bundles.size() ? "end_d0: " : "        ") + bundles[i] + "\n";
   if (code.out_of_registers) {
-    code.error = "the cluster needs more than the " + std::to_string(KernelLibrary::kClusterRegisters) +
+    code.error = "the cluster needs more than the " + std::to_string(capacity) +
                  " vector registers the kernel has for values";
     return code;
   }
-  code.setup = setup.str();
+  code.setup = setup.str() + rows_to_vlm(rows);
   code.body = text;
   return code;
 }
@@ -273,7 +338,7 @@ std::optional<unsigned> KernelLibrary::cluster_registers(const ElementwiseCluste
                                                          const KernelParams& params) const {
   std::vector<bool> one_element;
   if (!check_tensors(params, &one_element).empty()) return std::nullopt;
-  const ClusterCode code = cluster_code(defs_, cluster, params.inputs.size(), one_element);
+  const ClusterCode code = cluster_code(defs_, cluster, params.inputs.size(), one_element, 2);
   if (!code.error.empty() && !code.out_of_registers) return std::nullopt;
   return code.registers;
 }
@@ -287,7 +352,7 @@ InstantiateResult KernelLibrary::instantiate_cluster(const ElementwiseCluster& c
             std::to_string(given.outputs.size());
   ClusterCode code;
   if (error.empty()) {
-    code = cluster_code(defs_, cluster, given.inputs.size(), one_element);
+    code = cluster_code(defs_, cluster, given.inputs.size(), one_element, 2);
     error = code.error;
   }
   if (!error.empty()) {
@@ -297,9 +362,48 @@ InstantiateResult KernelLibrary::instantiate_cluster(const ElementwiseCluster& c
   }
   const KernelParams params = as_one_run(given, one_element);
   const unsigned f32_lanes = lanes_of(DType::F32);
-  const unsigned lanes = 2 * f32_lanes;
   const TensorParams& out = params.outputs[0];
   const auto po = padded(out.shape);
+  const uint32_t row_vectors = (po[0] + f32_lanes - 1) / f32_lanes;
+  // Rows broadcast over every outer dim go to VLM, padded to a step of four vectors, when they fit
+  // kVlmRowBytes together.
+  RowsInVlm rows{std::vector<std::optional<uint32_t>>(params.inputs.size()), vector_bits_ / 8, row_vectors};
+  {
+    const bool outer = po[1] * po[2] * po[3] * po[4] > 1;
+    const uint32_t row_bytes = (row_vectors + 3) / 4 * 4 * rows.vector_bytes;
+    uint32_t used = 0;
+    for (size_t k = 0; k < params.inputs.size() && outer; ++k) {
+      const auto pi = padded(params.inputs[k].shape);
+      if (one_element[k] || pi[0] != po[0] || pi[1] * pi[2] * pi[3] * pi[4] != 1) continue;
+      if (used + row_bytes > kVlmRowBytes) break;
+      rows.base[k] = used;
+      used += row_bytes;
+    }
+  }
+  std::vector<unsigned> streamed;
+  for (size_t k = 0; k < params.inputs.size(); ++k)
+    if (!one_element[k] && !rows.base[k]) streamed.push_back(static_cast<unsigned>(k));
+  // The code of a step of `copies` vectors, with the stream's prefetches scheduled in its body.
+  std::string prelude;
+  const auto plan = [&](unsigned copies, std::string* prelude_out) {
+    std::vector<std::string> prefetches;
+    *prelude_out = width_prelude(streamed, row_vectors, copies, &prefetches);
+    return cluster_code(defs_, cluster, given.inputs.size(), one_element, copies, rows, prefetches);
+  };
+  code = plan(2, &prelude);
+  // Four vectors a step hide twice the latency of a long chain; taken when the values fit and a
+  // row's vectors padded to a step of four exceed those padded to two by at most an eighth.
+  unsigned copies = 2;
+  if (8 * ((row_vectors + 3) / 4 * 4 - (row_vectors + 1) / 2 * 2) <= row_vectors) {
+    std::string prelude_four;
+    ClusterCode four = plan(4, &prelude_four);
+    if (four.error.empty()) {
+      code = std::move(four);
+      prelude = std::move(prelude_four);
+      copies = 4;
+    }
+  }
+  const unsigned lanes = copies * f32_lanes;
   const uint8_t rank = static_cast<uint8_t>(std::max<size_t>(out.shape.size(), 1));
 
   Instantiation inst;
@@ -310,7 +414,6 @@ InstantiateResult KernelLibrary::instantiate_cluster(const ElementwiseCluster& c
   for (unsigned d = 0; d < kMaxDims; ++d)
     dense[d] = d == 0 ? AccessPatternDim{0, static_cast<int32_t>(lanes), 0, static_cast<int32_t>(lanes) - 1}
                       : AccessPatternDim{static_cast<uint8_t>(d), 1, 0, 0};
-  std::vector<unsigned> streamed;
   for (size_t k = 0; k < params.inputs.size(); ++k) {
     const TensorParams& in = params.inputs[k];
     const auto pi = padded(in.shape);
@@ -329,9 +432,9 @@ InstantiateResult KernelLibrary::instantiate_cluster(const ElementwiseCluster& c
         }
       }
     }
+    if (rows.base[k]) pattern[0] = AccessPatternDim{0, 0, 0, static_cast<int32_t>(po[0]) - 1};   // all of it, once
     inst.inputs.push_back(desc);
     inst.input_patterns.push_back(pattern);
-    if (!one_element[k]) streamed.push_back(static_cast<unsigned>(k));
   }
   for (const TensorParams& o : params.outputs) {
     DescriptorTemplate desc;
@@ -354,10 +457,9 @@ InstantiateResult KernelLibrary::instantiate_cluster(const ElementwiseCluster& c
   }
   variant << " ->";
   for (uint32_t v : cluster.outputs) variant << " " << v;
-  const uint32_t row_vectors = (po[0] + f32_lanes - 1) / f32_lanes;
   src << "// elementwise cluster: " << variant.str() << "\n"
-      << width_prelude(streamed, row_vectors, 2) << ".equ LANES " << lanes << "\n"
-      << ".macro ROW_SETUP\n.endm\n.include \"nest.inc\"\n.include \"ops.inc\"\n"
+      << prelude << ".equ LANES " << lanes << "\n"
+      << ".macro ROW_SETUP\n" << code.row_setup << ".endm\n.include \"nest.inc\"\n.include \"ops.inc\"\n"
       << code.setup << "        NEST_BEGIN\n" << code.body << "        NEST_END\n";
   inst.variant = variant.str();
   return assembled(std::move(inst), src.str(), "elementwise_cluster");
@@ -365,7 +467,7 @@ InstantiateResult KernelLibrary::instantiate_cluster(const ElementwiseCluster& c
 
 // A standalone kernel's body runs one op's chain two vectors a step in the order written, so a
 // long chain (gelu's erf polynomial, the backward kernels) waits on its own latencies; the list
-// schedule interleaves the two vectors' chains. One-instruction ops stream at the same speed
+// schedule of a cluster interleaves the chains of its step's vectors. One-instruction ops stream at the same speed
 // either way and keep their kernels.
 std::optional<InstantiateResult> KernelLibrary::instantiate_scheduled_single(const std::string& guid,
                                                                               const KernelParams& params) {
@@ -377,7 +479,7 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_scheduled_single(con
     if (in.shape != params.outputs[0].shape || !in.strides.empty() || in.dtype != DType::F32) return std::nullopt;
   std::vector<std::string> args{"f32", "V0"};
   for (size_t k = 0; k < params.inputs.size(); ++k) args.push_back("V" + std::to_string(1 + k));
-  if (schedule::expand_op(it->second->op_macro, args, false).size() < 2) return std::nullopt;
+  if (schedule::expand_op(it->second->op_macro, args, 0).size() < 2) return std::nullopt;
   ElementwiseCluster cluster;
   ClusterOp op{guid, {}, params.scalars};
   for (uint32_t k = 0; k < params.inputs.size(); ++k) op.operands.push_back(k);

@@ -1505,7 +1505,7 @@ unsigned KernelLibrary::prefetch_ahead(size_t streamed_inputs) {
 }
 
 std::string KernelLibrary::width_prelude(const std::vector<unsigned>& prefetched, uint32_t row_vectors,
-                                         unsigned unroll) const {
+                                         unsigned unroll, std::vector<std::string>* step_lines) const {
   const unsigned ahead_vectors = prefetch_ahead(prefetched.size());
   std::string text = ".equ F32_LANES " + std::to_string(lanes_of(DType::F32)) + "\n.equ VECTOR_BYTES " +
                      std::to_string(vector_bits_ / 8) + "\n";
@@ -1543,8 +1543,15 @@ std::string KernelLibrary::width_prelude(const std::vector<unsigned>& prefetched
   }
   text += ".endm\n.macro PREFETCH_START\n" + start;
   std::string steps;
-  for (unsigned u = 0; u < unroll; ++u) steps += step;
-  text += ".endm\n.macro PREFETCH_STEP ireg\n" + (row_vectors > ahead_vectors ? steps : std::string()) + ".endm\n";
+  if (row_vectors > ahead_vectors) {
+    for (unsigned u = 0; u < unroll && step_lines != nullptr; ++u)
+      for (size_t k = 0; k < prefetched.size(); ++k) {
+        step_lines->push_back("prefetch I7, " + std::to_string(prefetched[k]));
+        if (k + 1 == prefetched.size()) step_lines->push_back("iadd_dim I7, " + vector_lanes + " dim=0");
+      }
+    for (unsigned u = 0; u < unroll && step_lines == nullptr; ++u) steps += step;
+  }
+  text += ".endm\n.macro PREFETCH_STEP ireg\n" + steps + ".endm\n";
   return text;
 }
 

@@ -163,6 +163,10 @@ class KernelLibrary {
   // Binary ops with a bias row (one row broadcast over every outer dim) of at most this many
   // vectors keep it in registers (eltwise_binary_row.s).
   static constexpr uint32_t kBiasRowVectors = 12;
+  // An elementwise cluster's inputs that are one row broadcast over every outer dim (a bias) are
+  // read once into VLM when their rows, padded to four vectors, fit this many bytes together (every
+  // preset's TPC has 80 KB of VLM).
+  static constexpr uint32_t kVlmRowBytes = 32768;
   // Reductions over an outer dim at most this long read a step's inputs straight-line
   // (short_reductions.cpp) instead of reduce_outer.s's loop along the dim.
   static constexpr uint32_t kShortReduceLength = 8;
@@ -275,8 +279,10 @@ class KernelLibrary {
   // (empty: no prefetching) for rows of `row_vectors` vectors: a row's start prefetches at most
   // that many, and a row no longer than kPrefetchAheadVectors needs no prefetch per vector. A
   // kernel stepping `unroll` vectors per index-space step (LANES covers them) prefetches each.
+  // With `step_lines`, PREFETCH_STEP stays empty and its instructions (one a line) go there, for a
+  // list-scheduled body to issue beside its own.
   std::string width_prelude(const std::vector<unsigned>& prefetched = {}, uint32_t row_vectors = UINT32_MAX,
-                            unsigned unroll = 1) const;
+                            unsigned unroll = 1, std::vector<std::string>* step_lines = nullptr) const;
   unsigned vector_bits_;
   std::vector<std::string> guid_list_;
   std::map<std::string, const KernelDef*> defs_;

@@ -687,7 +687,7 @@ TEST(TpcKernelGeluErf, DenseSweepF32) {
   RecordProperty("gelu_f32_errors", text);
 }
 
-// ops.inc's ERF_F32 alone: gelu_fwd_f32's instantiation with the program of `Y = ERF_F32(X)` (the
+// ops.inc's ERF_F32 alone: gelu_fwd_f32's kernel-file instantiation with the program of `Y = ERF_F32(X)` (the
 // same eltwise_f32.s, OP = ERF_F32), against double erf over [-6, 6] and special values.
 TEST(TpcKernelGeluErf, ErfMacroWithin1e7Absolute) {
   const uint32_t n = 1 << 17;
@@ -698,7 +698,7 @@ TEST(TpcKernelGeluErf, ErfMacroWithin1e7Absolute) {
   KernelParams p;
   p.inputs = {x.params()};
   p.outputs = {x.params()};
-  const InstantiateResult r = KernelLibrary::instance().instantiate("gelu_fwd_f32", p);
+  const InstantiateResult r = KernelLibrary::instance().instantiate_own_kernel("gelu_fwd_f32", p);
   ASSERT_TRUE(r.ok()) << r.message;
   tpc::AssembleOptions options;
   options.read_file = [](const std::string& path) { return KernelLibrary::embedded_source(path.substr(path.find_last_of('/') + 1)); };

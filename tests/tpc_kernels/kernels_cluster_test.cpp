@@ -140,7 +140,7 @@ TEST(TpcKernelCluster, LongMacrosInterleavedStayBitIdentical) {
 }
 
 // A long f32 elementwise op launched on its own runs as a cluster of one (its chain list-scheduled,
-// two vectors interleaved): the same bits as its own kernel, on 1 and 8 cores. One-instruction ops
+// the step's vectors interleaved): the same bits as its own kernel, on 1 and 8 cores. One-instruction ops
 // and broadcasts keep their own kernels.
 TEST(TpcKernelCluster, LongOpsAloneRunScheduledAndBitIdentical) {
   KernelLibrary& library = KernelLibrary::instance();
@@ -184,6 +184,51 @@ TEST(TpcKernelCluster, LongOpsAloneRunScheduledAndBitIdentical) {
   same_kernel("add_fwd_f32", {{{DType::F32, shape, {}}, {DType::F32, shape, {}}}, {{DType::F32, shape, {}}}, {}});
   same_kernel("addcdiv_fwd_f32", {{{DType::F32, shape, {}}, {DType::F32, {1000, 1}, {}}, {DType::F32, shape, {}}},
                                   {{DType::F32, shape, {}}}, {0.5f}});
+}
+
+// A long chain steps four vectors when they fit the registers, with the stream's prefetches issued
+// beside the chain: gelu_tanh_bwd (19 VPU operations a vector) within two bundles a vector of its
+// VPU work, against the kernel file's 2 vectors a step with the prefetches in bundles of their own.
+TEST(TpcKernelCluster, LongChainsStepFourVectorsWithThePrefetchesBesideThem) {
+  KernelLibrary& library = KernelLibrary::instance();
+  const uint32_t lanes = KernelLibrary::kDefaultVectorBits / 32, vectors = 512;
+  const std::vector<uint32_t> shape{lanes * vectors};
+  const std::vector<HostTensor> inputs{random_tensor(shape, 40), random_tensor(shape, 41)};
+  KernelParams params{{inputs[0].params(), inputs[1].params()}, {{DType::F32, shape, {}}}, {}};
+  const InstantiateResult scheduled = library.instantiate("gelu_tanh_bwd_f32", params);
+  const InstantiateResult own = library.instantiate_own_kernel("gelu_tanh_bwd_f32", params);
+  ASSERT_TRUE(scheduled.ok() && own.ok()) << scheduled.message << own.message;
+  EXPECT_EQ(scheduled.inst->ispace_geometry[0], static_cast<int32_t>(vectors / 4)) << "four vectors a step";
+  std::vector<HostTensor> got{HostTensor(DType::F32, shape)}, want{HostTensor(DType::F32, shape)};
+  const auto r = testing::run_instantiated(scheduled, inputs, got, 1, KernelLibrary::kDefaultVectorBits);
+  const auto r_own = testing::run_instantiated(own, inputs, want, 1, KernelLibrary::kDefaultVectorBits);
+  ASSERT_TRUE(r.ok && r_own.ok) << r.error << r_own.error;
+  ASSERT_EQ(got[0].data, want[0].data);
+  EXPECT_LT(r.bundles, uint64_t{21} * vectors) << "19 VPU operations a vector, and little beside them";
+  EXPECT_GT(r_own.bundles, uint64_t{23} * vectors);
+}
+
+// A row broadcast over every outer dim (BERT's bias before gelu) is read once per core into VLM and
+// taken from there: the kernel declares it reads the whole row, and the values are the ops' own,
+// with four vectors a step (3072-wide rows) and two (320-wide rows, where four would pad a row's
+// five vectors to eight).
+TEST(TpcKernelCluster, BiasRowsAreReadOnceIntoVlm) {
+  ElementwiseCluster c;
+  c.ops = {{"add_fwd_f32", {0, 1}, {}}, {"gelu_tanh_fwd_f32", {2}, {}}};
+  c.outputs = {3};
+  for (const auto& [width, per_step] : {std::pair<uint32_t, uint32_t>{3072, 4}, {320, 2}}) {
+    SCOPED_TRACE(std::to_string(width) + " wide");
+    const std::vector<uint32_t> shape{width, 13};
+    const std::vector<HostTensor> inputs{random_tensor(shape, 42), random_tensor({width, 1}, 43)};
+    KernelParams params{{inputs[0].params(), inputs[1].params()}, {{DType::F32, shape, {}}}, {}};
+    const InstantiateResult inst = KernelLibrary::instance().instantiate_cluster(c, params);
+    ASSERT_TRUE(inst.ok()) << inst.message;
+    const uint32_t step = per_step * KernelLibrary::kDefaultVectorBits / 32;
+    EXPECT_EQ(inst.inst->ispace_geometry[0], static_cast<int32_t>((width + step - 1) / step));
+    EXPECT_EQ(inst.inst->input_patterns[1][0], (AccessPatternDim{0, 0, 0, static_cast<int32_t>(width) - 1}));
+    EXPECT_EQ(inst.inst->input_patterns[0][0].a, static_cast<int32_t>(step)) << "x streams";
+    expect_cluster_equals_op_by_op(c, inputs, shape);
+  }
 }
 
 TEST(TpcKernelCluster, RefusesWhatOneKernelCannotBe) {
