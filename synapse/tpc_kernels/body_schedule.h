@@ -35,6 +35,9 @@ std::optional<std::vector<std::string>> expand_macro(const std::string& definiti
 // VLM loads before them; a bundle holds one instruction per slot (load, scalar, vector, store) and
 // one immediate; the longest remaining path first (prefetches, on no path, fill free load slots).
 // `last` (if any) goes in the last bundle (nest.inc's dim-0 step).
+// A load the prefetch buffer serves (every preset's tpc.prefetch_hit_latency): the load latency
+// of bodies whose streams are prefetched.
+constexpr unsigned kPrefetchHitLatency = 4;
 std::vector<std::string> list_schedule(const std::vector<std::string>& lines, const std::string& last = "",
                                        unsigned load_latency = 16);
 

@@ -71,9 +71,6 @@ std::string rows_to_vlm(const RowsInVlm& rows) {
   return src;
 }
 
-// A load the prefetch buffer serves: every preset's tpc.prefetch_hit_latency.
-constexpr unsigned kPrefetchHitLatency = 4;
-
 // The index registers of a step's vectors: nest.inc's I2 and vectors one, two, three on.
 constexpr const char* kCopyIndex[] = {"I2", "I4", "I5", "I6"};
 static_assert(std::size(kCopyIndex) == schedule::kOpCopies);
@@ -269,7 +266,7 @@ ClusterCode cluster_code(const std::map<std::string, const KernelLibrary::Kernel
   for (unsigned c = 1; c < copies; ++c) lines.push_back(std::string("iadd_dim ") + kCopyIndex[c] + ", LANES dim=0");
   // The step's last bundle steps I2 (nest.inc).
   // Every streamed load finds its prefetch (nest.inc's PREFETCH_ROW and the step's own).
-  const std::vector<std::string> bundles = schedule::list_schedule(lines, "iadd_dim I2, LANES dim=0", kPrefetchHitLatency);
+  const std::vector<std::string> bundles = schedule::list_schedule(lines, "iadd_dim I2, LANES dim=0", schedule::kPrefetchHitLatency);
   std::string text;
   for (size_t i = 0; i < bundles.size(); ++i) text += (i + 1 == bundles.size() ? "end_d0: " : "        ") + bundles[i] + "\n";
   if (code.out_of_registers) {

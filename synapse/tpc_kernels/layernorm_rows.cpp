@@ -362,7 +362,7 @@ std::string layernorm_bwd_scheduled(unsigned vectors, bool affine, size_t out) {
   src << ".macro ROW_SETUP\n.endm\n.include \"nest.inc\"\n        mov.f32 V8, 0.0\n";
   if (affine) src << rows_to_vlm(vectors, {4});
   src << "        NEST_BEGIN\n";
-  const std::vector<std::string> bundles = schedule::list_schedule(b, "iadd_dim I2, LANES dim=0");
+  const std::vector<std::string> bundles = schedule::list_schedule(b, "iadd_dim I2, LANES dim=0", schedule::kPrefetchHitLatency);
   src << loop_body(bundles);
   src << "        NEST_END\n";
   return src.str();
@@ -424,7 +424,7 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_scheduled_layernorm(
 
   // Gamma and beta: full rows read them from VLM (rows_to_vlm), narrow rows once into registers.
   const std::vector<unsigned> prefetched = {0};
-  const std::vector<std::string> bundles = schedule::list_schedule(body, "iadd_dim I2, LANES dim=0");
+  const std::vector<std::string> bundles = schedule::list_schedule(body, "iadd_dim I2, LANES dim=0", schedule::kPrefetchHitLatency);
   std::ostringstream src;
   const unsigned row_vectors = k != 0 ? rows / k : rows * vectors;
   src << "// " << guid << ": " << rows << " row(s) of " << n0 << " f32 elements a step, list-scheduled\n"
@@ -491,7 +491,7 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_narrow_layernorm_bwd
   inst.srf[0] = n0;
   inst.srf[1] = f32_bits(static_cast<float>(n0));
 
-  const std::vector<std::string> bundles = schedule::list_schedule(body, "iadd_dim I2, LANES dim=0");
+  const std::vector<std::string> bundles = schedule::list_schedule(body, "iadd_dim I2, LANES dim=0", schedule::kPrefetchHitLatency);
   unsigned shift = 0;
   while ((1u << shift) < n0) ++shift;
   std::ostringstream src;

@@ -56,7 +56,7 @@ std::string optim_step_kernel(const std::string& definitions) {
   }
   step.insert(step.end(), pair.begin(), pair.end());
   for (const std::string& line : pair) step.push_back(schedule::rename_registers(line, second_pair()));
-  const std::vector<std::string> bundles = schedule::list_schedule(step, "iadd_dim I2, LANES dim=0");
+  const std::vector<std::string> bundles = schedule::list_schedule(step, "iadd_dim I2, LANES dim=0", schedule::kPrefetchHitLatency);
 
   std::string src = ".macro ROW_SETUP\n.endm\n.include \"nest.inc\"\n.include \"optim_ops.inc\"\n"
                     "        PRE_NEST\n        NEST_BEGIN\n";

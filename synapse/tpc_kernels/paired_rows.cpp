@@ -130,7 +130,7 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_paired_rows(const st
 
   std::vector<unsigned> prefetched;
   for (size_t k = 0; k < p.inputs.size(); ++k) prefetched.push_back(static_cast<unsigned>(k));
-  const std::vector<std::string> bundles = schedule::list_schedule(paired_body(backward, log, vectors), "iadd_dim I2, LANES dim=0");
+  const std::vector<std::string> bundles = schedule::list_schedule(paired_body(backward, log, vectors), "iadd_dim I2, LANES dim=0", schedule::kPrefetchHitLatency);
   std::ostringstream src;
   src << "// " << def.guid << ": two rows of " << vectors << " f32 vectors a step\n"
       << width_prelude(prefetched, 2 * vectors, 1) << ".equ LANES " << lanes << "\n"
