@@ -104,7 +104,9 @@ inline constexpr uint32_t kCardGeneration = 1656;
 // The NIC ports the card has (u64, bit n: port n), which a real driver learns from the NIC
 // firmware's port configuration.
 inline constexpr uint32_t kNicPortsMask = 1664;
-inline constexpr uint32_t kExtendedBytes = 1672;
+// The TPC's prefetch-buffer entries (u32), which the kernel library sizes its lookahead by.
+inline constexpr uint32_t kTpcPrefetchEntries = 1672;
+inline constexpr uint32_t kExtendedBytes = 1680;
 }  // namespace info
 
 // The card's memory map as a driver needs it. The defaults are Gaudi 1's (DRAM_PHYS_BASE,
@@ -135,6 +137,7 @@ struct DeviceInfo {
   MemoryMap memory_map;              // hpusim's extension
   uint32_t card_generation = 1;      // hpusim's extension
   uint64_t nic_ports_mask = 0;       // hpusim's extension
+  uint32_t tpc_prefetch_entries = 128;   // hpusim's extension
 };
 // The binning masks of a card with `tpcs` TPCs, `dma_channels` DMA channels (2 PCI + internal)
 // and `mme_masters` MME masters.
@@ -146,6 +149,7 @@ std::optional<MemoryMap> parse_memory_map(const uint8_t* block, uint64_t bytes);
 // The card generation of an INFO_GET answer of `bytes` bytes; nullopt when it has no extension.
 std::optional<uint32_t> parse_card_generation(const uint8_t* block, uint64_t bytes);
 std::optional<uint64_t> parse_nic_ports_mask(const uint8_t* block, uint64_t bytes);
+std::optional<uint32_t> parse_tpc_prefetch_entries(const uint8_t* block, uint64_t bytes);
 
 }  // namespace cpucp
 

@@ -178,6 +178,7 @@ Card::Card(sc_core::sc_module_name name, const preset::Card& preset, const CardO
     fw_if::cpucp::set_make_up(config.info, static_cast<unsigned>(tpc_cores_.size()),
                               static_cast<unsigned>(dma_cores_.size()), masters);
     config.info.tpc_vector_bits = static_cast<uint16_t>(preset.tpc().vector_bits());
+    config.info.tpc_prefetch_entries = preset.tpc().prefetch_entries();
     config.info.nic_ports_mask = nic_ports_.size() >= 64 ? ~0ull : (1ull << nic_ports_.size()) - 1;
     config.info.mme_geometries = static_cast<uint8_t>(std::max(1, preset.mme().geometries_size()));
     const auto& map = preset.memory_map();

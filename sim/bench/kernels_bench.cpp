@@ -215,7 +215,7 @@ std::vector<Case> cases_for(const std::string& guid, bool large) {
 }
 
 struct CardLimits {
-  unsigned tpcs = 0, vector_bits = 0;
+  unsigned tpcs = 0, vector_bits = 0, prefetch_entries = 0;
   double tpc_ghz = 0, hbm_bytes_per_s = 0;
 };
 
@@ -257,7 +257,7 @@ KernelsBenchRow run_case(synDeviceId device, const CardLimits& card, const Case&
   for (const Tensor& t : c.inputs) params.inputs.push_back({dtype(t.type), {t.shape.begin(), t.shape.end()}, {}});
   for (const Tensor& t : c.outputs) params.outputs.push_back({dtype(t.type), {t.shape.begin(), t.shape.end()}, {}});
   params.scalars = c.scalars;
-  const tk::InstantiateResult inst = tk::KernelLibrary::instance(card.vector_bits).instantiate(c.guid, params);
+  const tk::InstantiateResult inst = tk::KernelLibrary::instance(card.vector_bits, card.prefetch_entries).instantiate(c.guid, params);
   if (inst.inst) r.tpcs = static_cast<unsigned>(tk::partition_index_space(inst.inst->ispace_geometry, card.tpcs).size());
   for (const tk::KernelPart& part : inst.parts)
     r.tpcs = std::max(r.tpcs, static_cast<unsigned>(tk::partition_index_space(part.inst.ispace_geometry, card.tpcs).size()));
@@ -300,6 +300,7 @@ std::vector<KernelsBenchRow> run_kernels_bench(const KernelsBenchOptions& option
   const auto& preset = box->card().preset();
   card.tpcs = preset.tpc().count();
   card.vector_bits = preset.tpc().vector_bits();
+  card.prefetch_entries = preset.tpc().prefetch_entries();
   card.tpc_ghz = preset.clocks().tpc_mhz() / 1000.0;
   card.hbm_bytes_per_s = box->cosim().on_sim_thread([&] { return box->card().memory().hbm().peak_bytes_per_second(); });
   if (card.tpcs == 0) throw std::invalid_argument("bench kernels: the preset has no TPC (tpc.count is 0)");
@@ -315,7 +316,7 @@ std::vector<KernelsBenchRow> run_kernels_bench(const KernelsBenchOptions& option
       << std::setw(8) << "%roof" << std::setw(6) << "TPCs" << "\n";
   std::vector<KernelsBenchRow> rows;
   std::vector<std::string> without_case;
-  for (const std::string& guid : tk::KernelLibrary::instance(card.vector_bits).guids()) {
+  for (const std::string& guid : tk::KernelLibrary::instance(card.vector_bits, card.prefetch_entries).guids()) {
     if (!std::regex_search(guid, filter)) continue;
     const std::vector<Case> cases = cases_for(guid, options.large);
     if (cases.empty()) without_case.push_back(guid);

@@ -13,6 +13,7 @@ namespace hpusim::synapse::compiler {
 struct CompileTarget {
   unsigned tpcs = 8;                        // TPC 0 .. tpcs-1, stream 0 of each
   unsigned tpc_vector_bits = 2048;          // the TPCs' vector width: the kernels' lane counts
+  unsigned tpc_prefetch_entries = 128;      // the TPCs' prefetch-buffer entries: the kernels' lookahead
   std::vector<regs::QueueId> mme_queues = {regs::QueueId::MME_1_0, regs::QueueId::MME_0_0};  // MME0, MME2
   uint32_t mme_geometries = 2;              // output geometries each MME engine offers
   regs::QueueId external_queue = regs::QueueId::DMA_0_0;   // where the launch's last job runs
@@ -32,7 +33,7 @@ struct CompileTarget {
   // The SRAM arena intermediates may use (0: none); the runtime gives its SRAM user range.
   uint64_t sram_bytes = 0;
 
-  // "tpcs=8 vector=2048 mme=2 geometries=2 dma=6 sob=256+1536 mon=256 fuse=2 sram=...": recorded in the
+  // "tpcs=8 vector=2048 prefetch=128 mme=2 geometries=2 dma=6 sob=256+1536 mon=256 fuse=2 sram=...": recorded in the
   // recipe (and so part of the recipe cache's key).
   std::string describe() const;
 };

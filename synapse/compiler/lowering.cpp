@@ -274,7 +274,7 @@ class Lowering {
     for (TensorId t : node.inputs) params.inputs.push_back({graph_.tensor(t).dtype, graph_.tensor(t).shape, {}});
     for (TensorId t : node.outputs) params.outputs.push_back({graph_.tensor(t).dtype, graph_.tensor(t).shape, {}});
     params.scalars = node.params.scalars;
-    tk::KernelLibrary& library = tk::KernelLibrary::instance(target_.tpc_vector_bits);
+    tk::KernelLibrary& library = tk::KernelLibrary::instance(target_.tpc_vector_bits, target_.tpc_prefetch_entries);
     const auto fused = epilogues_.find(order_[step].index);
     const auto cluster = clusters_.find(order_[step].index);
     tk::InstantiateResult inst = cluster != clusters_.end() ? library.instantiate_cluster(cluster->second, params)
@@ -452,7 +452,7 @@ std::string CompileTarget::describe() const {
   // fuse=2: chains and clusters (a recipe cached by a compiler that fused chains only says fuse=1,
   // so it is compiled again rather than replayed with other cycle counts).
   std::ostringstream s;
-  s << "tpcs=" << tpcs << " vector=" << tpc_vector_bits << " mme=" << mme_queues.size() << " geometries=" << mme_geometries
+  s << "tpcs=" << tpcs << " vector=" << tpc_vector_bits << " prefetch=" << tpc_prefetch_entries << " mme=" << mme_queues.size() << " geometries=" << mme_geometries
     << " dma=" << dma_queues.size() << " sob=" << sob_base
     << "+" << sob_count << " mon=" << monitor_base << " fuse=" << (fuse_elementwise ? 2 : 0) << " sram=" << sram_bytes;
   return s.str();

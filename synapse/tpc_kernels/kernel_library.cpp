@@ -1068,7 +1068,7 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
         inst.output_patterns[0][0] = vec0;
         if (vectors(py[0]) == 1 && py[1] > 1) {
           variant << "permute rows " << t;
-          src << ".equ LANES " << lanes << "\n.equ ROWS_AHEAD " << kPermuteRowsAhead << "\n.include \"permute_rows.s\"\n";
+          src << ".equ LANES " << lanes << "\n.equ ROWS_AHEAD " << prefetch_budget() << "\n.include \"permute_rows.s\"\n";
         } else {
           variant << "permute view " << t;
           src << ".equ LANES " << lanes << "\n.macro ROW_SETUP\n.endm\n.include \"permute_view.s\"\n";
@@ -1470,7 +1470,8 @@ tpc::LaunchContext Instantiation::launch_context(const std::vector<uint64_t>& in
   return ctx;
 }
 
-KernelLibrary::KernelLibrary(unsigned vector_bits) : vector_bits_(vector_bits) {
+KernelLibrary::KernelLibrary(unsigned vector_bits, unsigned prefetch_entries)
+    : vector_bits_(vector_bits), prefetch_entries_(prefetch_entries) {
   if (!valid_vector_bits(vector_bits)) {
     throw std::invalid_argument("KernelLibrary: vector_bits must be a power of two in " +
                                 std::to_string(kMinVectorBits) + " .. " + std::to_string(kMaxVectorBits) + ", not " +
@@ -1484,12 +1485,12 @@ KernelLibrary::KernelLibrary(unsigned vector_bits) : vector_bits_(vector_bits) {
   std::sort(guid_list_.begin(), guid_list_.end());
 }
 
-KernelLibrary& KernelLibrary::instance(unsigned vector_bits) {
+KernelLibrary& KernelLibrary::instance(unsigned vector_bits, unsigned prefetch_entries) {
   static std::mutex mutex;
-  static std::map<unsigned, std::unique_ptr<KernelLibrary>> libraries;
+  static std::map<std::pair<unsigned, unsigned>, std::unique_ptr<KernelLibrary>> libraries;
   std::lock_guard<std::mutex> lock(mutex);
-  std::unique_ptr<KernelLibrary>& lib = libraries[vector_bits];
-  if (!lib) lib = std::make_unique<KernelLibrary>(vector_bits);
+  std::unique_ptr<KernelLibrary>& lib = libraries[{vector_bits, prefetch_entries}];
+  if (!lib) lib = std::make_unique<KernelLibrary>(vector_bits, prefetch_entries);
   return *lib;
 }
 
@@ -1499,8 +1500,8 @@ bool KernelLibrary::valid_vector_bits(unsigned bits) {
 
 unsigned KernelLibrary::lanes_of(DType t) const { return vector_bits_ / tpc::dtype_bits(t); }
 
-unsigned KernelLibrary::prefetch_ahead(size_t streamed_inputs) {
-  const unsigned fit = kPrefetchBudget / static_cast<unsigned>(std::max<size_t>(1, streamed_inputs));
+unsigned KernelLibrary::prefetch_ahead(size_t streamed_inputs) const {
+  const unsigned fit = prefetch_budget() / static_cast<unsigned>(std::max<size_t>(1, streamed_inputs));
   return std::clamp(fit, kMinPrefetchAheadVectors, kPrefetchAheadVectors);
 }
 

@@ -145,14 +145,15 @@ class KernelLibrary {
   static constexpr unsigned kDefaultVectorBits = 2048;   // every preset's TPC today
   static constexpr unsigned kMinVectorBits = 256, kMaxVectorBits = 16384;
   // How far ahead of its loads along dim 0 a streaming kernel prefetches (kernels/nest.inc): as far
-  // as kPrefetchBudget buffer entries allow over the inputs it streams, between the two bounds
-  // (every preset's TPC has 128 entries; ISA.md).
-  static constexpr unsigned kPrefetchAheadVectors = 48, kMinPrefetchAheadVectors = 8, kPrefetchBudget = 112;
+  // as the library's prefetch budget (prefetch_budget()) allows over the inputs it streams, between
+  // the two bounds.
+  static constexpr unsigned kPrefetchAheadVectors = 48, kMinPrefetchAheadVectors = 8;
+  // The TPC's prefetch-buffer entries (the preset's tpc.prefetch_entries, as the device reports it)
+  // every built-in preset has; the library's streams keep an eighth of them free (for a row's
+  // start and the statistics the layernorm backward prefetches).
+  static constexpr unsigned kDefaultPrefetchEntries = 128;
   // Across short rows: the row at most this many rows on.
   static constexpr unsigned kMaxRowsAhead = 16;
-  // permute_rows.s: rows of one vector prefetched ahead of the copy (Little's law at a TPC's
-  // share of HBM bandwidth and the loaded latency, within the prefetch buffer).
-  static constexpr unsigned kPermuteRowsAhead = kPrefetchBudget;
   // The scheduled layernorm backward prefetches the row statistics (scalars) this many rows ahead.
   static constexpr unsigned kStatsRowsAhead = 4;
   // Softmax rows of at most this many vectors stay in registers (softmax_short.s).
@@ -170,15 +171,21 @@ class KernelLibrary {
   // Reductions over an outer dim at most this long read a step's inputs straight-line
   // (short_reductions.cpp) instead of reduce_outer.s's loop along the dim.
   static constexpr uint32_t kShortReduceLength = 8;
-  static unsigned prefetch_ahead(size_t streamed_inputs);
+  unsigned prefetch_ahead(size_t streamed_inputs) const;
+  // The prefetch-buffer entries the streams may hold at once; permute_rows.s prefetches this many
+  // rows of one vector ahead of the copy.
+  unsigned prefetch_budget() const { return prefetch_entries_ - prefetch_entries_ / 8; }
   static bool valid_vector_bits(unsigned bits);   // a power of two in kMin .. kMaxVectorBits
 
   // The kernels for a TPC whose vectors are `vector_bits` wide (the preset's tpc.vector_bits, as
   // the device reports it): the lane counts and byte steps the variants are assembled with.
   // std::invalid_argument unless valid_vector_bits.
-  explicit KernelLibrary(unsigned vector_bits = kDefaultVectorBits);
-  // A process-wide library per vector width (its cache is shared).
-  static KernelLibrary& instance(unsigned vector_bits = kDefaultVectorBits);
+  // `prefetch_entries`: the TPC's prefetch buffer, which the streams' lookahead fits.
+  explicit KernelLibrary(unsigned vector_bits = kDefaultVectorBits,
+                         unsigned prefetch_entries = kDefaultPrefetchEntries);
+  // A process-wide library per vector width and prefetch buffer (its cache is shared).
+  static KernelLibrary& instance(unsigned vector_bits = kDefaultVectorBits,
+                                 unsigned prefetch_entries = kDefaultPrefetchEntries);
 
   unsigned vector_bits() const { return vector_bits_; }
   unsigned lanes_of(DType t) const;   // elements of type t in one vector
@@ -284,6 +291,7 @@ class KernelLibrary {
   std::string width_prelude(const std::vector<unsigned>& prefetched = {}, uint32_t row_vectors = UINT32_MAX,
                             unsigned unroll = 1, std::vector<std::string>* step_lines = nullptr) const;
   unsigned vector_bits_;
+  unsigned prefetch_entries_;
   std::vector<std::string> guid_list_;
   std::map<std::string, const KernelDef*> defs_;
   mutable std::mutex mutex_;

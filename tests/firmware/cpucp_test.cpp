@@ -61,8 +61,9 @@ TEST(FirmwareCpucp, InfoBlockLayout) {
   info.num_sensors = 2;
   info.nic_ports_mask = 0x3FF;
   const auto block = cpucp::build_info_block(info);
-  // struct cpucp_info (1616 bytes) and hpusim's extension (memory map, card generation, NIC ports).
-  ASSERT_EQ(block.size(), 1672u);
+  // struct cpucp_info (1616 bytes) and hpusim's extension (memory map, card generation, NIC ports,
+  // TPC prefetch entries).
+  ASSERT_EQ(block.size(), 1680u);
   EXPECT_EQ(cpucp::parse_nic_ports_mask(block.data(), block.size()), 0x3FFu);
   EXPECT_EQ(cpucp::parse_nic_ports_mask(block.data(), 1664), std::nullopt) << "a firmware without the field";
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(block.data() + cpucp::info::kCardName)), "HL205-LONG-NAME");
@@ -162,6 +163,15 @@ TEST(FirmwareCpucp, InfoBlockCarriesTheTpcVectorWidthAndMmeGeometries) {
   EXPECT_EQ(block[1152] | block[1153] << 8, 4096);   // the reserved u32 at 1152: hpusim's
   EXPECT_EQ(block[1154], 3);
   EXPECT_EQ(block[1156], 0);                           // card_type follows untouched
+}
+
+TEST(FirmwareCpucp, InfoBlockCarriesTheTpcPrefetchEntries) {
+  cpucp::DeviceInfo info;
+  EXPECT_EQ(cpucp::parse_tpc_prefetch_entries(cpucp::build_info_block(info).data(), 1680), 128u);
+  info.tpc_prefetch_entries = 512;
+  const auto block = cpucp::build_info_block(info);
+  EXPECT_EQ(cpucp::parse_tpc_prefetch_entries(block.data(), block.size()), 512u);
+  EXPECT_EQ(cpucp::parse_tpc_prefetch_entries(block.data(), 1672), std::nullopt) << "a firmware without the field";
 }
 
 }  // namespace

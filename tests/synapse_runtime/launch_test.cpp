@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -244,31 +245,57 @@ TEST_F(SynapseLaunchTest, TpcNodesWriteOnlyChangedDescriptorsAndWriteThemBeforeT
   EXPECT_EQ(events[second], 'D') << events;
 }
 
+// A card other than the default: a dense graph compiled for the card the runtime found gives a
+// recipe whose target names `field` and exact values, and the same graph compiled for a card
+// differing as `other_card` says is refused at load.
+class SynapseLaunchCardTest : public SynapseLaunchTest {
+ protected:
+  void expect_compiled_for_the_card(const std::string& field,
+                                    const std::function<void(compiler::CompileTarget&)>& other_card) {
+    const DenseReluGraph g(96, 64, 80);
+    recipe::Recipe recipe;
+    const auto loaded = compile_and_load(g.graph, &recipe);
+    ASSERT_TRUE(loaded);
+    EXPECT_NE(recipe.target().find(" " + field + " "), std::string::npos) << recipe.target();
+    const Run r = run_dense(g, loaded, 3);
+    expect_equal_bits(r.out, g.reference(r.x, r.w, r.bias));
+    compiler::CompileTarget other = rt->target();
+    other_card(other);
+    recipe::Recipe other_recipe;
+    ASSERT_TRUE(compiler::compile_graph(g.graph, other, &other_recipe).ok());
+    std::shared_ptr<LoadedRecipe> refused;
+    EXPECT_EQ(rt->load(other_recipe, &refused).status, graph::Status::DeviceTypeMismatch);
+  }
+};
+
 // A card whose TPCs have 512-bit vectors: the runtime learns the width from the device (the
 // firmware's INFO through HW_IP_INFO), the kernels are assembled for it, and the recipe records
 // it, so a recipe compiled for another width is refused.
-class SynapseLaunchNarrowTpcTest : public SynapseLaunchTest {
+class SynapseLaunchNarrowTpcTest : public SynapseLaunchCardTest {
  protected:
   std::vector<std::string> extra_overrides() const override { return {"tpc.vector_bits=512"}; }
 };
 
+// A card whose TPCs have twice the prefetch buffer: the runtime learns it from the device, the
+// kernels prefetch further (the library's lookahead fits the buffer), the recipe records it and the
+// values do not move.
+class SynapseLaunchLargePrefetchTest : public SynapseLaunchCardTest {
+ protected:
+  std::vector<std::string> extra_overrides() const override { return {"tpc.prefetch_entries=256"}; }
+};
+
+TEST_F(SynapseLaunchLargePrefetchTest, TheRuntimeCompilesForTheCardsPrefetchBuffer) {
+  EXPECT_EQ(rt->target().tpc_prefetch_entries, 256u);
+  expect_compiled_for_the_card("prefetch=256", [](compiler::CompileTarget& t) { t.tpc_prefetch_entries = 128; });
+}
+
 TEST_F(SynapseLaunchNarrowTpcTest, TheRuntimeCompilesForTheCardsVectorWidth) {
   EXPECT_EQ(rt->target().tpc_vector_bits, 512u);
-  const DenseReluGraph g(96, 64, 80);
-  recipe::Recipe recipe;
-  const auto loaded = compile_and_load(g.graph, &recipe);
-  ASSERT_TRUE(loaded);
-  EXPECT_NE(recipe.target().find(" vector=512 "), std::string::npos) << recipe.target();
-  const Run r = run_dense(g, loaded, 3);
-  expect_equal_bits(r.out, g.reference(r.x, r.w, r.bias));
+  expect_compiled_for_the_card("vector=512", [](compiler::CompileTarget& t) { t.tpc_vector_bits = 2048; });
   compiler::CompileTarget wide = rt->target();
-  wide.tpc_vector_bits = 2048;
-  recipe::Recipe other;
-  ASSERT_TRUE(compiler::compile_graph(g.graph, wide, &other).ok());
-  std::shared_ptr<LoadedRecipe> refused;
-  EXPECT_EQ(rt->load(other, &refused).status, graph::Status::DeviceTypeMismatch);
   wide.tpc_vector_bits = 768;
-  const graph::Result bad = compiler::compile_graph(g.graph, wide, &other);
+  recipe::Recipe other;
+  const graph::Result bad = compiler::compile_graph(DenseReluGraph(96, 64, 80).graph, wide, &other);
   EXPECT_EQ(bad.status, graph::Status::InvalidArgument);
   EXPECT_NE(bad.message.find("a TPC vector width of 768 bits"), std::string::npos) << bad.message;
 }

@@ -231,6 +231,35 @@ TEST(TpcKernelCluster, BiasRowsAreReadOnceIntoVlm) {
   }
 }
 
+// The streams' lookahead fits the TPC's prefetch buffer (the preset's tpc.prefetch_entries, which
+// the device reports): an eighth of the buffer kept free, the rest shared by the streamed inputs,
+// within 8 .. 48 vectors; the kernels prefetch that far and compute the same bits.
+TEST(TpcKernelCluster, TheLookaheadFitsThePrefetchBuffer) {
+  const unsigned bits = KernelLibrary::kDefaultVectorBits;
+  EXPECT_EQ(KernelLibrary::instance(bits, 128).prefetch_ahead(4), 28u);   // 112 / 4
+  EXPECT_EQ(KernelLibrary::instance(bits, 256).prefetch_ahead(4), 48u);   // 224 / 4, at most 48
+  EXPECT_EQ(KernelLibrary::instance(bits, 64).prefetch_ahead(4), 14u);    // 56 / 4
+  EXPECT_EQ(KernelLibrary::instance(bits, 64).prefetch_ahead(1), 48u);
+  EXPECT_EQ(KernelLibrary::instance(bits, 32).prefetch_ahead(2), 14u);
+  EXPECT_EQ(KernelLibrary::instance(bits, 0).prefetch_ahead(1), 8u);      // a buffer of none: the least
+  const std::vector<uint32_t> shape{64 * 400};
+  const std::vector<HostTensor> inputs{random_tensor(shape, 50), random_tensor(shape, 51), random_tensor(shape, 52, 0.5f, 2.0f)};
+  KernelParams params{{inputs[0].params(), inputs[1].params(), inputs[2].params()}, {{DType::F32, shape, {}}}, {0.25f}};
+  std::vector<HostTensor> want{HostTensor(DType::F32, shape)};
+  const InstantiateResult usual = KernelLibrary::instance(bits, 128).instantiate("addcdiv_fwd_f32", params);
+  ASSERT_TRUE(usual.ok()) << usual.message;
+  ASSERT_TRUE(testing::run_instantiated(usual, inputs, want, 8, bits).ok);
+  for (unsigned entries : {0u, 64u, 256u}) {
+    SCOPED_TRACE(std::to_string(entries) + " entries");
+    const InstantiateResult r = KernelLibrary::instance(bits, entries).instantiate("addcdiv_fwd_f32", params);
+    ASSERT_TRUE(r.ok()) << r.message;
+    EXPECT_NE(r.inst->program->bundles, usual.inst->program->bundles) << "the lookahead is part of the program";
+    std::vector<HostTensor> got{HostTensor(DType::F32, shape)};
+    ASSERT_TRUE(testing::run_instantiated(r, inputs, got, 8, bits).ok);
+    EXPECT_EQ(got[0].data, want[0].data);
+  }
+}
+
 TEST(TpcKernelCluster, RefusesWhatOneKernelCannotBe) {
   KernelLibrary& library = KernelLibrary::instance();
   const KernelParams one{{{DType::F32, {64}, {}}}, {{DType::F32, {64}, {}}}, {}};
