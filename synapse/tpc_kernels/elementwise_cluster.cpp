@@ -347,16 +347,12 @@ InstantiateResult KernelLibrary::instantiate_cluster(const ElementwiseCluster& c
   if (error.empty() && cluster.outputs.size() != given.outputs.size())
     error = "the cluster names " + std::to_string(cluster.outputs.size()) + " outputs, the params " +
             std::to_string(given.outputs.size());
-  ClusterCode code;
-  if (error.empty()) {
-    code = cluster_code(defs_, cluster, given.inputs.size(), one_element, 2);
-    error = code.error;
-  }
-  if (!error.empty()) {
+  const auto refuse = [&](const std::string& why) {
     result.status = GlueStatus::IncompatibleInputSize;
-    result.message = "elementwise cluster: " + error;
+    result.message = "elementwise cluster: " + why;
     return result;
-  }
+  };
+  if (!error.empty()) return refuse(error);
   const KernelParams params = as_one_run(given, one_element);
   const unsigned f32_lanes = lanes_of(DType::F32);
   const TensorParams& out = params.outputs[0];
@@ -387,7 +383,8 @@ InstantiateResult KernelLibrary::instantiate_cluster(const ElementwiseCluster& c
     *prelude_out = width_prelude(streamed, row_vectors, copies, &prefetches);
     return cluster_code(defs_, cluster, given.inputs.size(), one_element, copies, rows, prefetches);
   };
-  code = plan(2, &prelude);
+  ClusterCode code = plan(2, &prelude);
+  if (!code.error.empty()) return refuse(code.error);
   // Four vectors a step hide twice the latency of a long chain; taken when the values fit and a
   // row's vectors padded to a step of four exceed those padded to two by at most an eighth.
   unsigned copies = 2;
