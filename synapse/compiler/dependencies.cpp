@@ -29,6 +29,7 @@ std::vector<std::vector<uint32_t>> node_dependencies(const Graph& graph, const s
   const size_t steps = order.size();
   std::vector<std::vector<Touch>> touches(steps);
   for (size_t i = 0; i < steps; ++i) {
+    if (plan.is_view_step(static_cast<uint32_t>(i))) continue;   // its readers wait for its source's writer
     const graph::NodeDesc& node = graph.node(order[i]);
     const auto add = [&](TensorId t, bool write) {
       Touch touch;

@@ -3,7 +3,9 @@
 // outputs overlap (write after read / write: the planner reuses workspace memory). Waits that
 // another wait already implies are dropped, so each node waits for a minimal set. Persistent
 // tensors of one section overlap by their section offsets (an optimizer's updated weight at the
-// weight's own offset is the weight), those without a section only themselves.
+// weight's own offset is the weight), those without a section only themselves. A copy planned as
+// a view (plan.view_steps) touches nothing: its readers read its source's bytes, so they wait for
+// the source's writer, and nothing waits for it.
 #pragma once
 
 #include <cstdint>

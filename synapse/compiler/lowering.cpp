@@ -12,6 +12,7 @@
 #include "arch/mme/mme_launch.h"
 #include "arch/tpc/asm/program.h"
 #include "arch/tpc/tpc_launch.h"
+#include "synapse/compiler/copy_views.h"
 #include "synapse/compiler/dependencies.h"
 #include "synapse/compiler/fusion.h"
 #include "synapse/compiler/memory_plan.h"
@@ -102,7 +103,7 @@ class Lowering {
 
     QueueProgram& last = program(target_.external_queue, true);
     for (size_t i = 0; i < order_.size(); ++i) {
-      if (!waited_on[i]) last.wait_for(sob_of(i), static_cast<uint16_t>(recipe_.nodes(static_cast<int>(i)).jobs()));
+      if (!waited_on[i] && recipe_.nodes(static_cast<int>(i)).jobs() > 0) last.wait_for(sob_of(i), static_cast<uint16_t>(recipe_.nodes(static_cast<int>(i)).jobs()));
     }
     for (size_t i = 0; i <= order_.size(); ++i) last.set_sob(sob_of(i), 0);   // the start object too
 
@@ -241,6 +242,10 @@ class Lowering {
 
   // ---- DMA ----
   graph::Result lower_dma(size_t step, const NodeDesc& node, recipe::NodeRecord& record) {
+    if (plan_.is_view_step(static_cast<uint32_t>(step))) {
+      record.set_engine("view");   // the output is planned on the input's bytes: no work, no jobs
+      return graph::Result::success();
+    }
     record.set_engine("dma");
     if (target_.dma_queues.empty()) {
       return graph::Result::error(graph::Status::InvalidArgument,
@@ -477,7 +482,8 @@ graph::Result compile_graph(const Graph& graph, const CompileTarget& target, rec
     if (!topological) return graph::Result::error(graph::Status::Fail, "compiler: the graph has no order");
     const ScheduledGraph scheduled = schedule_nodes(lowered, *topological);
     MemoryPlan plan;
-    r = plan_memory(scheduled.graph, scheduled.order, &plan, kDefaultAlignment, target.sram_bytes, scheduled.holds);
+    r = plan_memory(scheduled.graph, scheduled.order, &plan, kDefaultAlignment, target.sram_bytes, scheduled.holds,
+                    find_copy_views(scheduled.graph, scheduled.order));
     if (!r.ok()) return r;
     return Lowering(scheduled.graph, target, scheduled.order, plan, fused.epilogues, fused.clusters,
                     fused.untouched_persistent, graph::structural_hash(graph))

@@ -101,11 +101,13 @@ std::vector<PatchPoint> find_patch_points(const Graph& g, const std::vector<Node
   return points;
 }
 
-// The non-persistent tensors with their sizes and live ranges, in placement order.
-Result size_tensors(const Graph& g, const std::vector<TensorUse>& uses, uint64_t alignment, MemoryPlan* plan) {
+// The non-persistent tensors with their sizes and live ranges, in placement order (views are
+// placed after the rest, on their roots).
+Result size_tensors(const Graph& g, const std::vector<TensorUse>& uses, const std::vector<uint32_t>& root_of,
+                    uint64_t alignment, MemoryPlan* plan) {
   std::vector<uint32_t> planned;
   for (uint32_t t = 0; t < g.tensor_count(); ++t)
-    if (!g.tensor(TensorId{t}).persistent && uses[t].writer_step != kNone) planned.push_back(t);
+    if (!g.tensor(TensorId{t}).persistent && uses[t].writer_step != kNone && root_of[t] == kNone) planned.push_back(t);
   std::sort(planned.begin(), planned.end(), [&](uint32_t a, uint32_t b) {
     if (uses[a].writer_step != uses[b].writer_step) return uses[a].writer_step < uses[b].writer_step;
     return uses[a].writer_slot < uses[b].writer_slot;
@@ -178,8 +180,12 @@ const PatchPoint* MemoryPlan::find_patch_point(TensorId id) const {
   return nullptr;
 }
 
+bool MemoryPlan::is_view_step(uint32_t step) const {
+  return std::binary_search(view_steps.begin(), view_steps.end(), step);
+}
+
 Result plan_memory(const Graph& graph, const std::vector<NodeId>& order, MemoryPlan* plan, uint64_t alignment,
-                   uint64_t sram_capacity, const std::vector<LiveUntil>& holds) {
+                   uint64_t sram_capacity, const std::vector<LiveUntil>& holds, const std::vector<CopyView>& views) {
   if (!is_power_of_two(alignment)) return invalid("alignment " + std::to_string(alignment) + " is not a power of two");
   Result r = check_order_covers_graph(graph, order);
   std::vector<TensorUse> uses(graph.tensor_count());
@@ -195,12 +201,33 @@ Result plan_memory(const Graph& graph, const std::vector<NodeId>& order, MemoryP
     TensorUse& use = uses[hold.tensor.index];
     if (use.last_step != kNone) use.last_step = std::max(use.last_step, hold.step);
   }
+  // Each view's root (the first source that is no view) stays live until the view's last reader.
+  std::vector<uint32_t> root_of(graph.tensor_count(), kNone);
+  for (const CopyView& v : views) {
+    if (!r.ok()) break;
+    if (v.step >= order.size() || v.source.index >= uses.size() || v.view.index >= uses.size() ||
+        uses[v.view.index].writer_step != v.step || root_of[v.view.index] != kNone ||
+        graph.tensor(v.source).persistent || graph.tensor(v.view).persistent) {
+      r = invalid("a copy view at step " + std::to_string(v.step) + " does not match the order's copy there");
+      break;
+    }
+    const uint32_t root = root_of[v.source.index] != kNone ? root_of[v.source.index] : v.source.index;
+    root_of[v.view.index] = root;
+    uses[root].last_step = std::max(uses[root].last_step, uses[v.view.index].last_step);
+  }
   MemoryPlan result;
   result.alignment = alignment;
   result.sram_capacity = sram_capacity;
-  if (r.ok()) r = size_tensors(graph, uses, alignment, &result);
+  if (r.ok()) r = size_tensors(graph, uses, root_of, alignment, &result);
   if (!r.ok()) return r;
   place_tensors(&result);
+  for (const CopyView& v : views) {
+    const PlannedTensor root = *result.find(TensorId{root_of[v.view.index]});
+    const TensorUse& use = uses[v.view.index];
+    result.tensors.push_back({v.view, root.offset, root.size, use.writer_step, use.last_step, root.in_sram, root.tensor});
+    result.view_steps.push_back(v.step);
+  }
+  std::sort(result.view_steps.begin(), result.view_steps.end());
   result.patch_points = find_patch_points(graph, order);
   r = check_plan(graph, result);
   if (!r.ok()) return Result::error(Status::Fail, "memory plan self-check: " + r.message);

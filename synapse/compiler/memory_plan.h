@@ -11,8 +11,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
+#include "synapse/compiler/copy_views.h"
 #include "synapse/graph/graph.h"
 #include "synapse/graph/status.h"
 
@@ -35,6 +37,7 @@ struct PlannedTensor {
   uint32_t first_step = 0;
   uint32_t last_step = 0;
   bool in_sram = false;
+  std::optional<TensorId> view_of;   // a copy view (copy_views.h): on this tensor's bytes, no memory of its own
 };
 
 // A persistent tensor and the nodes that touch it, each list in step order.
@@ -51,10 +54,12 @@ struct MemoryPlan {
   uint64_t workspace_bytes = 0;           // the highest end in the workspace
   uint64_t sram_capacity = 0;             // the SRAM arena's size (0: no SRAM)
   uint64_t sram_bytes = 0;                // the highest end in the SRAM arena
-  uint64_t bytes_without_reuse = 0;       // the sum of the sizes
+  uint64_t bytes_without_reuse = 0;       // the sum of the sizes (views have none of their own)
+  std::vector<uint32_t> view_steps;       // the steps of the copies planned as views: they touch no memory
 
   const PlannedTensor* find(TensorId id) const;
   const PatchPoint* find_patch_point(TensorId id) const;
+  bool is_view_step(uint32_t step) const;
 };
 
 // Places the non-persistent tensors the nodes of `order` touch (tensors no node touches take
@@ -74,12 +79,15 @@ struct MemoryPlan {
 //
 // `holds`: tensors kept live at least until a step (by its index in `order`) though no node
 // touches them there: the scheduler's way of saying a node placed earlier may still be running.
+//
+// `views` (find_copy_views): each view is planned on its source's bytes (the tensor its source
+// is a view of, if that is one too), which stays live until the view's last reader.
 struct LiveUntil {
   TensorId tensor;
   uint32_t step = 0;
 };
 Result plan_memory(const Graph& graph, const std::vector<NodeId>& order, MemoryPlan* plan,
                    uint64_t alignment = kDefaultAlignment, uint64_t sram_capacity = 0,
-                   const std::vector<LiveUntil>& holds = {});
+                   const std::vector<LiveUntil>& holds = {}, const std::vector<CopyView>& views = {});
 
 }  // namespace hpusim::synapse::compiler

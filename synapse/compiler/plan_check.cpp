@@ -53,7 +53,7 @@ Result check_tensor(const Graph& g, const MemoryPlan& plan, const PlannedTensor&
 Result check_live_overlap(const Graph& g, const MemoryPlan& plan, bool sram) {
   std::vector<const PlannedTensor*> by_first;
   for (const PlannedTensor& t : plan.tensors)
-    if (t.in_sram == sram) by_first.push_back(&t);
+    if (t.in_sram == sram && !t.view_of) by_first.push_back(&t);
   std::stable_sort(by_first.begin(), by_first.end(),
                    [](const PlannedTensor* a, const PlannedTensor* b) { return a->first_step < b->first_step; });
   std::map<uint64_t, const PlannedTensor*> live;          // by offset
@@ -77,6 +77,21 @@ Result check_live_overlap(const Graph& g, const MemoryPlan& plan, bool sram) {
   return Result::success();
 }
 
+// A view shares its root's bytes and lies within its root's live range.
+Result check_view(const Graph& g, const MemoryPlan& plan, const PlannedTensor& view) {
+  const PlannedTensor* root = plan.find(*view.view_of);
+  const std::string name = label(g, view);
+  if (root == nullptr || root->view_of)
+    return broken(name + " is a view of tensor " + std::to_string(view.view_of->index) + ", which is not a planned root");
+  if (root->offset != view.offset || root->in_sram != view.in_sram || root->size != view.size)
+    return broken(name + " at " + bytes_text(view) + " is not on its root " + label(g, *root) + " at " + bytes_text(*root));
+  if (view.first_step < root->first_step || view.last_step > root->last_step)
+    return broken(name + " is live from step " + std::to_string(view.first_step) + " to " +
+                  std::to_string(view.last_step) + ", outside its root " + label(g, *root) + "'s steps " +
+                  std::to_string(root->first_step) + " to " + std::to_string(root->last_step));
+  return Result::success();
+}
+
 }  // namespace
 
 Result check_plan(const Graph& graph, const MemoryPlan& plan) {
@@ -86,9 +101,10 @@ Result check_plan(const Graph& graph, const MemoryPlan& plan) {
   uint64_t sum = 0;
   bool overflow = false;
   for (const PlannedTensor& t : plan.tensors) {
-    const Result r = check_tensor(graph, plan, t, &seen);
+    Result r = check_tensor(graph, plan, t, &seen);
+    if (r.ok() && t.view_of) r = check_view(graph, plan, t);
     if (!r.ok()) return r;
-    overflow = overflow || __builtin_add_overflow(sum, t.size, &sum);
+    if (!t.view_of) overflow = overflow || __builtin_add_overflow(sum, t.size, &sum);
   }
   if (overflow || sum != plan.bytes_without_reuse)
     return broken("bytes_without_reuse is " + std::to_string(plan.bytes_without_reuse) + ", but the sizes add up to " +

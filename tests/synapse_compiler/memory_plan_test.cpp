@@ -2,6 +2,7 @@
 // tensors left to the runtime, alignment.
 #include <gtest/gtest.h>
 
+#include "synapse/compiler/dependencies.h"
 #include "synapse/compiler/plan_check.h"
 #include "tests/synapse_compiler/plan_fixtures.h"
 
@@ -112,6 +113,57 @@ TEST(SynapseMemoryPlan, ATensorNoNodeReadsLivesOnlyAtItsProducersStep) {
   EXPECT_EQ(p.plan.find(*p.graph.find_tensor("unused")), nullptr);
   EXPECT_EQ(p.plan.workspace_bytes, 3 * kTile);
   EXPECT_EQ(p.plan.bytes_without_reuse, 5 * kTile);
+}
+
+TEST(SynapseMemoryPlan, ACopyBetweenWorkspaceTensorsIsAViewOfItsSource) {
+  // x -> n0 -> a -> n1 (memcpy) -> b -> n2 (memcpy) -> c -> n3 -> d -> n4 -> y: b and c are
+  // planned on a's bytes, a lives until c's reader (n3), and n3 waits for n0 (the copies wait
+  // for nothing and nothing waits for them).
+  GraphSpec s = chain_spec();
+  s.node("n1").guid = "memcpy";
+  s.node("n2").guid = "memcpy";
+  s.tensors[2].shape = {32, 64};   // a reshape: same bytes, another shape
+  Planned p{build(s), {}, {}, {}};
+  p.order = graph::topological_order(p.graph).value();
+  const std::vector<CopyView> views = find_copy_views(p.graph, p.order);
+  ASSERT_EQ(views.size(), 2u);
+  EXPECT_EQ(views[0].step, 1u);
+  p.result = plan_memory(p.graph, p.order, &p.plan, kDefaultAlignment, 0, {}, views);
+  ASSERT_TRUE(p.result.ok()) << p.result.message;
+  EXPECT_EQ(planned(p, "a").last_step, 3u);
+  EXPECT_EQ(planned(p, "b").offset, 0u);
+  EXPECT_EQ(planned(p, "c").offset, 0u);
+  EXPECT_EQ(*planned(p, "c").view_of, *p.graph.find_tensor("a")) << "a view of a view is on the root";
+  EXPECT_EQ(planned(p, "d").offset, kTile);   // a is still live at n3
+  EXPECT_EQ(p.plan.workspace_bytes, 2 * kTile);
+  EXPECT_EQ(p.plan.bytes_without_reuse, 2 * kTile);
+  EXPECT_EQ(p.plan.view_steps, (std::vector<uint32_t>{1, 2}));
+  EXPECT_TRUE(check_plan(p.graph, p.plan).ok());
+
+  const auto waits = node_dependencies(p.graph, p.order, p.plan);
+  EXPECT_TRUE(waits[1].empty());
+  EXPECT_TRUE(waits[2].empty());
+  EXPECT_EQ(waits[3], (std::vector<uint32_t>{0}));
+  EXPECT_EQ(waits[4], (std::vector<uint32_t>{3}));
+
+  // The checker: a view off its root's bytes, or live past its root.
+  MemoryPlan bad = p.plan;
+  for (PlannedTensor& t : bad.tensors)
+    if (t.view_of) t.offset = kTile;
+  Result r = check_plan(p.graph, bad);
+  EXPECT_EQ(r.message, "tensor 'b' at bytes [8192, 16384) is not on its root tensor 'a' at bytes [0, 8192)");
+  bad = p.plan;
+  for (PlannedTensor& t : bad.tensors)
+    if (t.tensor == *p.graph.find_tensor("a")) t.last_step = 2;
+  r = check_plan(p.graph, bad);
+  EXPECT_EQ(r.message, "tensor 'c' is live from step 2 to 3, outside its root tensor 'a''s steps 0 to 2");
+
+  // A copy out of or into a persistent tensor stays a copy: x -> n0 (memcpy) -> a -> n1 (memcpy) -> y.
+  GraphSpec persistent;
+  for (const char* t : {"x", "a", "y"}) persistent.tensors.push_back({t, DType::F32, {64, 32}, t[0] != 'a'});
+  persistent.nodes = {{"n0", "memcpy", {"x"}, {"a"}, {}}, {"n1", "memcpy", {"a"}, {"y"}, {}}};
+  const Graph g = build(persistent);
+  EXPECT_TRUE(find_copy_views(g, graph::topological_order(g).value()).empty());
 }
 
 TEST(SynapseMemoryPlan, PersistentTensorsArePatchPointsAndTakeNoWorkspace) {

@@ -549,16 +549,63 @@ Graph relu_copy_neg(const std::vector<uint32_t>& in, const std::vector<uint32_t>
   return g;
 }
 
-TEST_F(SynapseLaunchTest, MemcpyReshapesThroughAnInternalDmaBetweenTpcNodes) {
-  // x [96, 10] -> relu -> r (workspace) -> memcpy -> m [32, 30] (workspace) -> neg -> y [32, 30].
-  const Graph g = relu_copy_neg({96, 10}, {32, 30});
+// x (persistent, `in` shape) -> relu -> r -> memcpy -> y (persistent, `out` shape).
+Graph relu_copy(const std::vector<uint32_t>& in, const std::vector<uint32_t>& out) {
+  Graph g;
+  TensorId x, r, y;
+  EXPECT_TRUE(g.add_tensor({"x", DType::F32, in, true}, &x).ok());
+  EXPECT_TRUE(g.add_tensor({"r", DType::F32, in}, &r).ok());
+  EXPECT_TRUE(g.add_tensor({"y", DType::F32, out, true}, &y).ok());
+  EXPECT_TRUE(g.add_node({"act", "relu_fwd_f32", {x}, {r}, {}}).ok());
+  EXPECT_TRUE(g.add_node({"reshape", "memcpy", {r}, {y}, {}}).ok());
+  return g;
+}
+
+bool has_job_on(const recipe::Recipe& recipe, const std::vector<regs::QueueId>& queues) {
+  for (const auto& job : recipe.jobs())
+    for (regs::QueueId q : queues)
+      if (job.queue_id() == regs::to_index(q)) return true;
+  return false;
+}
+
+TEST_F(SynapseLaunchTest, MemcpyIntoAPersistentTensorCopiesThroughAnInternalDma) {
+  // x [96, 10] -> relu -> r (workspace) -> memcpy -> y [32, 30] (persistent).
+  const Graph g = relu_copy({96, 10}, {32, 30});
   recipe::Recipe recipe;
   const auto loaded = compile_and_load(g, &recipe);
   ASSERT_TRUE(loaded);
   EXPECT_EQ(recipe.nodes(1).engine(), "dma");
-  bool dma_job = false;
-  for (const auto& job : recipe.jobs()) dma_job |= job.queue_id() == regs::to_index(regs::QueueId::DMA_2_0);
-  EXPECT_TRUE(dma_job);
+  EXPECT_EQ(recipe.nodes(1).jobs(), 1u);
+  EXPECT_TRUE(has_job_on(recipe, {regs::QueueId::DMA_2_0}));
+
+  const std::vector<float> host = random_floats(960, 9);
+  const std::vector<float> out = run_x_to_y(recipe, loaded, host, 960);
+  for (size_t i = 0; i < host.size(); ++i) {
+    const float want = host[i] <= 0.0f ? 0.0f : host[i];
+    ASSERT_EQ(bits(out[i]), bits(want)) << "element " << i;
+  }
+
+  compiler::CompileTarget no_dma = rt->target();
+  no_dma.dma_queues.clear();
+  recipe::Recipe none;
+  const graph::Result refused = compiler::compile_graph(g, no_dma, &none);
+  EXPECT_EQ(refused.status, graph::Status::InvalidArgument);
+  EXPECT_EQ(refused.message, "node 'reshape': the target has no DMA queue for a copy");
+}
+
+TEST_F(SynapseLaunchTest, AReshapeBetweenWorkspaceTensorsIsAViewWithNoCopy) {
+  // x [96, 10] -> relu -> r (workspace) -> memcpy -> m [32, 30] (workspace) -> neg -> y: m is
+  // planned on r's bytes, the copy has no jobs (no DMA queue at all), neg waits for relu.
+  const Graph g = relu_copy_neg({96, 10}, {32, 30});
+  recipe::Recipe recipe;
+  const auto loaded = compile_and_load(g, &recipe);
+  ASSERT_TRUE(loaded);
+  EXPECT_EQ(recipe.nodes(1).engine(), "view");
+  EXPECT_EQ(recipe.nodes(1).jobs(), 0u);
+  EXPECT_FALSE(has_job_on(recipe, rt->target().dma_queues));
+  ASSERT_EQ(recipe.nodes(2).waits_for_size(), 1);
+  EXPECT_EQ(recipe.nodes(2).waits_for(0), 0u);
+  EXPECT_EQ(recipe.workspace_bytes() + recipe.sram_bytes(), 3840u) << "one tensor's bytes: the view has none of its own";
 
   const std::vector<float> host = random_floats(960, 9);
   const std::vector<float> out = run_x_to_y(recipe, loaded, host, 960);
@@ -566,6 +613,12 @@ TEST_F(SynapseLaunchTest, MemcpyReshapesThroughAnInternalDmaBetweenTpcNodes) {
     const float want = -(host[i] <= 0.0f ? 0.0f : host[i]);
     ASSERT_EQ(bits(out[i]), bits(want)) << "element " << i;
   }
+
+  // Needing no copy, it compiles for a target without DMA queues.
+  compiler::CompileTarget no_dma = rt->target();
+  no_dma.dma_queues.clear();
+  recipe::Recipe without;
+  EXPECT_TRUE(compiler::compile_graph(g, no_dma, &without).ok());
 
   Graph bad;
   TensorId a, b;
@@ -576,12 +629,6 @@ TEST_F(SynapseLaunchTest, MemcpyReshapesThroughAnInternalDmaBetweenTpcNodes) {
   const graph::Result err = compiler::compile_graph(bad, rt->target(), &none);
   EXPECT_EQ(err.status, graph::Status::InvalidArgument);
   EXPECT_EQ(err.message, "node 'reshape': memcpy: output 0 'b' has 992 elements, input 0 'a' has 960");
-
-  compiler::CompileTarget no_dma = rt->target();
-  no_dma.dma_queues.clear();
-  const graph::Result refused = compiler::compile_graph(g, no_dma, &none);
-  EXPECT_EQ(refused.status, graph::Status::InvalidArgument);
-  EXPECT_EQ(refused.message, "node 'reshape': the target has no DMA queue for a copy");
 }
 
 TEST_F(SynapseLaunchTest, ALossOverALongRowSumsItsChunksOnEveryTpcThenThePartials) {
@@ -611,9 +658,9 @@ TEST_F(SynapseLaunchTest, ALossOverALongRowSumsItsChunksOnEveryTpcThenThePartial
 
 TEST_F(SynapseLaunchTest, ALargeCopyIsSpreadOverTheInternalDmaChannels) {
   // 1.5 MB: six pieces of 256 KB, one per internal DMA queue (DMA2..7 on hl205), each signalling
-  // the node; the consumer waits for all six.
+  // the node; the launch's last job waits for all six.
   const uint32_t n = 1536 * 256;
-  const Graph g = relu_copy_neg({1536, 256}, {256, 1536});
+  const Graph g = relu_copy({1536, 256}, {256, 1536});
   recipe::Recipe recipe;
   const auto loaded = compile_and_load(g, &recipe);
   ASSERT_TRUE(loaded);
@@ -628,7 +675,7 @@ TEST_F(SynapseLaunchTest, ALargeCopyIsSpreadOverTheInternalDmaChannels) {
   const std::vector<float> host = random_floats(n, 11);
   const std::vector<float> out = run_x_to_y(recipe, loaded, host, n);
   for (size_t i = 0; i < host.size(); ++i) {
-    const float want = -(host[i] <= 0.0f ? 0.0f : host[i]);
+    const float want = host[i] <= 0.0f ? 0.0f : host[i];
     ASSERT_EQ(bits(out[i]), bits(want)) << "element " << i;
   }
 }
