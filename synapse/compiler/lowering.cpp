@@ -103,7 +103,8 @@ class Lowering {
 
     QueueProgram& last = program(target_.external_queue, true);
     for (size_t i = 0; i < order_.size(); ++i) {
-      if (!waited_on[i] && recipe_.nodes(static_cast<int>(i)).jobs() > 0) last.wait_for(sob_of(i), static_cast<uint16_t>(recipe_.nodes(static_cast<int>(i)).jobs()));
+      const uint32_t jobs = recipe_.nodes(static_cast<int>(i)).jobs();
+      if (!waited_on[i] && jobs > 0) last.wait_for(sob_of(i), static_cast<uint16_t>(jobs));   // a view has none
     }
     for (size_t i = 0; i <= order_.size(); ++i) last.set_sob(sob_of(i), 0);   // the start object too
 

@@ -207,6 +207,7 @@ Result plan_memory(const Graph& graph, const std::vector<NodeId>& order, MemoryP
     if (!r.ok()) break;
     if (v.step >= order.size() || v.source.index >= uses.size() || v.view.index >= uses.size() ||
         uses[v.view.index].writer_step != v.step || root_of[v.view.index] != kNone ||
+        graph.node(order[v.step]).inputs != std::vector<TensorId>{v.source} ||
         graph.tensor(v.source).persistent || graph.tensor(v.view).persistent) {
       r = invalid("a copy view at step " + std::to_string(v.step) + " does not match the order's copy there");
       break;

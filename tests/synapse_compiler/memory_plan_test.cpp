@@ -146,6 +146,13 @@ TEST(SynapseMemoryPlan, ACopyBetweenWorkspaceTensorsIsAViewOfItsSource) {
   EXPECT_EQ(waits[3], (std::vector<uint32_t>{0}));
   EXPECT_EQ(waits[4], (std::vector<uint32_t>{3}));
 
+  // A view that names another source than its copy reads is refused.
+  std::vector<CopyView> wrong = views;
+  wrong[0].source = *p.graph.find_tensor("d");
+  MemoryPlan untouched;
+  const Result refused = plan_memory(p.graph, p.order, &untouched, kDefaultAlignment, 0, {}, wrong);
+  EXPECT_EQ(refused.message, "a copy view at step 1 does not match the order's copy there");
+
   // The checker: a view off its root's bytes, or live past its root.
   MemoryPlan bad = p.plan;
   for (PlannedTensor& t : bad.tensors)
