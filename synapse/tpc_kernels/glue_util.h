@@ -96,6 +96,19 @@ std::string optim_bank_macros(size_t states, size_t out_base, const std::string&
 // short kernel's operations list-scheduled (layernorm_rows.cpp); dx is tensor `out`.
 std::string layernorm_bwd_scheduled(unsigned vectors, bool affine, size_t out);
 
+// layernorm_bwd_gb.s's ROW_BLOCK macro: four rows list-scheduled (layernorm_gamma_beta.cpp), with
+// the LDW / EACH3 of `io_definitions` (io_f32.inc or io_bf16.inc). Empty when one is missing.
+std::string layernorm_gamma_beta_block(const std::string& io_definitions);
+
+// layernorm_bwd_gamma_beta_f32's kernel text after the prelude (LANES = columns f32 vectors): a
+// step owns `columns` column vectors (at most kMaxGammaBetaColumns) and walks the rows once for
+// all of them, prefetching `rows_ahead` rows ahead (layernorm_gamma_beta.cpp). Empty when the
+// arguments are out of range.
+inline constexpr unsigned kMaxGammaBetaColumns = 4;
+// The library's choice: BERT's 768 features are three steps, and 16 row chunks of them 48.
+inline constexpr unsigned kGammaBetaColumns = 4;
+std::string layernorm_gamma_beta_columns(unsigned columns, unsigned rows_ahead);
+
 // A permute that moves dim 0, 32-bit elements, `lanes` <= 64: the kernel text after the prelude
 // and `.equ LANES` (tile_transpose.cpp). The index space is Y's, dim 0 in vectors and dim
 // inv[0] in tiles of `lanes`.

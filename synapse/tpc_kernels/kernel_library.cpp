@@ -895,9 +895,12 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
   // f32 dropout steps two vectors at a time (two interleaved banks; io_f32x2.inc).
   const bool dropout = def.kind == Kind::DropoutFwd || def.kind == Kind::DropoutBwd;
   // optim.s (the kernel file) steps two vectors; the library's optimizers four (optim_step.cpp).
+  // f32 layernorm_bwd_gamma_beta steps kGammaBetaColumns vectors (layernorm_gamma_beta.cpp).
+  const bool gamma_beta_columns = def.kind == Kind::LayerNormBwdGB && def.out == DType::F32 && !kernel_file;
   const unsigned unroll = def.kind == Kind::Optim ? (kernel_file ? 2 : glue::kOptimStepVectors)
                           : dropout && def.out == DType::F32 ? 2
-                                                             : 1;
+                          : gamma_beta_columns             ? glue::kGammaBetaColumns
+                                                           : 1;
   const char* io = def.out == DType::BF16 ? "io_bf16.inc" : dropout && unroll == 2 ? "io_f32x2.inc" : "io_f32.inc";
   const TensorParams& x = p.inputs.empty() ? p.outputs[0] : p.inputs[0];
   const auto px = padded(x.shape);
@@ -999,12 +1002,28 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
       break;
     }
     case Kind::LayerNormBwdGB: {
-      inst.ispace_geometry = {vectors(px[0]), 1, 1, 1, 1};
-      for (size_t k = 0; k < 4; ++k) inst.input_patterns[k] = pattern_of(k < 2 ? vec0 : first0, px, true);
-      for (size_t k = 0; k < 2; ++k) inst.output_patterns[k] = pattern_of(vec0, padded({px[0]}), false);
+      const int32_t step_lanes = L * static_cast<int32_t>(unroll);
+      const AccessPatternDim step0{0, step_lanes, 0, step_lanes - 1};
+      inst.ispace_geometry = {static_cast<int32_t>((px[0] + step_lanes - 1) / step_lanes), 1, 1, 1, 1};
+      for (size_t k = 0; k < 4; ++k) inst.input_patterns[k] = pattern_of(k < 2 ? step0 : first0, px, true);
+      for (size_t k = 0; k < 2; ++k) inst.output_patterns[k] = pattern_of(step0, padded({px[0]}), false);
       for (unsigned d = 1; d < kMaxDims; ++d) inst.srf[3 + d] = px[d];
       variant << "layernorm bwd gamma beta " << t;
-      src << ".include \"" << io << "\"\n.include \"layernorm_bwd_gb.s\"\n";
+      if (gamma_beta_columns) {
+        // A row's prefetches: every column of grad and x, and its mean and rstd.
+        const unsigned rows_ahead = std::clamp(prefetch_budget() / (2 * unroll + 2), 1u, 16u);
+        variant << " " << unroll << " columns scheduled";
+        inst.srf[3] = 1;   // column steps per dim-4 step (a split's row chunks set more)
+        src << glue::layernorm_gamma_beta_columns(unroll, rows_ahead);
+        break;
+      }
+      const std::string block = glue::layernorm_gamma_beta_block(embedded_source(io).value_or(""));
+      if (block.empty()) {
+        result.status = GlueStatus::InternalError;
+        result.message = def.guid + ": " + io + " lacks a macro the row block calls";
+        return result;
+      }
+      src << ".include \"" << io << "\"\n" << block << ".include \"layernorm_bwd_gb.s\"\n";
       break;
     }
     case Kind::NllFwd:

@@ -119,10 +119,25 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_split_gamma_beta(con
     d.size = {px[0], 1, 1, 1, chunks};
     d.stride = {1, px[0], px[0], px[0], px[0]};
   }
-  sums.inst.ispace_geometry[4] = static_cast<int32_t>(chunks);
   sums.inst.srf[7] = 1;   // the step walks its own chunk
-  for (auto* patterns : {&sums.inst.input_patterns, &sums.inst.output_patterns})
-    for (TensorAccessPattern& pat : *patterns) pat[4] = AccessPatternDim{4, 1, 0, 0};
+  const int32_t column_steps = sums.inst.ispace_geometry[0];
+  if (sums.inst.srf[3] != 0) {
+    // The scheduled f32 kernel (layernorm_gamma_beta.cpp) takes a step per (chunk, column step)
+    // on dim 4, so the launch spreads them all over the cores (it splits one dim); a step's
+    // columns are then no linear function of the index: the patterns cover every column.
+    sums.inst.srf[3] = static_cast<uint32_t>(column_steps);
+    sums.inst.ispace_geometry[0] = 1;
+    sums.inst.ispace_geometry[4] = static_cast<int32_t>(chunks) * column_steps;
+    for (auto* patterns : {&sums.inst.input_patterns, &sums.inst.output_patterns})
+      for (TensorAccessPattern& pat : *patterns) {
+        if (pat[0].a != 0) pat[0] = AccessPatternDim{0, 0, 0, static_cast<int32_t>(px[0]) - 1};
+        pat[4] = AccessPatternDim{4, 0, 0, static_cast<int32_t>(chunks) - 1};
+      }
+  } else {
+    sums.inst.ispace_geometry[4] = static_cast<int32_t>(chunks);
+    for (auto* patterns : {&sums.inst.input_patterns, &sums.inst.output_patterns})
+      for (TensorAccessPattern& pat : *patterns) pat[4] = AccessPatternDim{4, 1, 0, 0};
+  }
   sums.inst.variant += " row chunks";
   const uint32_t scratch = static_cast<uint32_t>(p.inputs.size() + p.outputs.size());
   sums.tensors = {0, 1, 2, 3, scratch, scratch + 1};

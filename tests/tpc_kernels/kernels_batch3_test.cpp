@@ -591,8 +591,24 @@ TEST(TpcKernelGlue3, GeometryAndPatterns) {
   r = lib.instantiate("layernorm_bwd_gamma_beta_f32", {{tp(F, {130, 3}), tp(F, {130, 3}), tp(F, {1, 3}), tp(F, {1, 3})},
                                                        {tp(F, {130}), tp(F, {130})}, {}});
   ASSERT_TRUE(r.ok()) << r.message;
-  EXPECT_EQ(r.inst->ispace_geometry, (std::array<int32_t, 5>{3, 1, 1, 1, 1}));
+  // f32: a step is four vectors (layernorm_gamma_beta.cpp), one column step a dim-4 step (S3).
+  EXPECT_EQ(r.inst->ispace_geometry, (std::array<int32_t, 5>{1, 1, 1, 1, 1}));
+  EXPECT_EQ(r.inst->input_patterns[0][0], (AccessPatternDim{0, 256, 0, 255}));
   EXPECT_EQ(r.inst->input_patterns[0][1], (AccessPatternDim{1, 0, 0, 2}));
+  EXPECT_EQ(r.inst->srf[3], 1u);
+  r = lib.instantiate("layernorm_bwd_gamma_beta_bf16", {{tp(B, {130, 3}), tp(B, {130, 3}), tp(F, {1, 3}), tp(F, {1, 3})},
+                                                        {tp(B, {130}), tp(B, {130})}, {}});
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(r.inst->ispace_geometry, (std::array<int32_t, 5>{2, 1, 1, 1, 1}));
+  // A split (1024 rows in 16 chunks of 64): its (chunk, column step) pairs on dim 4, every column.
+  r = lib.instantiate("layernorm_bwd_gamma_beta_f32", {{tp(F, {768, 1024}), tp(F, {768, 1024}), tp(F, {1, 1024}), tp(F, {1, 1024})},
+                                                       {tp(F, {768}), tp(F, {768})}, {}});
+  ASSERT_TRUE(r.ok()) << r.message;
+  ASSERT_EQ(r.parts.size(), 3u);
+  EXPECT_EQ(r.parts[0].inst.ispace_geometry, (std::array<int32_t, 5>{1, 1, 1, 1, 48}));
+  EXPECT_EQ(r.parts[0].inst.srf[3], 3u);
+  EXPECT_EQ(r.parts[0].inst.input_patterns[0][0], (AccessPatternDim{0, 0, 0, 767}));
+  EXPECT_EQ(r.parts[0].inst.output_patterns[0][4], (AccessPatternDim{4, 0, 0, 15}));
   r = lib.instantiate("nll_loss_bwd_f32", {{tp(F, {1}), tp(I, {5}), tp(F, {1})}, {tp(F, {100, 5})}, {}});
   ASSERT_TRUE(r.ok()) << r.message;
   EXPECT_EQ(r.inst->ispace_geometry, (std::array<int32_t, 5>{2, 5, 1, 1, 1}));

@@ -7,6 +7,10 @@
 // Split across cores (the glue's row chunks): dim 4 is the chunk, in the index space too, and a
 // step walks its own chunk's rows (S7 = 1), its sums going to that chunk's partials.
 // SRF: S4..S7 = the sizes of dims 1..4 (i32); dim 4 runs from the step's own coordinate.
+// Rows go four at a time while four remain: the glue's ROW_BLOCK (layernorm_gamma_beta.cpp), the
+// four rows' bodies below list-scheduled into one block (I3 / I4 at its first row, stepped a row
+// at a time), the same operations in the same order per element as the single row's; the rest
+// one at a time.
 .macro ROW_SETUP
 .endm
 .include "nest.inc"
@@ -59,6 +63,15 @@ r2:     cmp.ge.i32 SP2, S10, S5
         jmp r2_done @SP2
         imov_dim I3, S10 dim=2; ld_smov S11, 0
         PREFETCH_ROWS
+        sub.i32 S15, S4, 3
+r1x4:   cmp.ge.i32 SP2, S11, S15
+        jmp r1 @SP2
+        imov_dim I3, S11 dim=1
+        imov I4, I3
+        imov_dim I4, 0 dim=0
+        ROW_BLOCK
+        add.i32 S11, S11, 4
+        jmp r1x4
 r1:     cmp.ge.i32 SP2, S11, S4
         jmp r1_done @SP2
         imov_dim I3, S11 dim=1
