@@ -1,7 +1,8 @@
-// Softmax and its backward over short f32 rows, two rows a step (BERT's attention rows: 128
-// elements). softmax_short.s keeps a row in registers, but its chain (max, exp, sum, scale) has
-// little to overlap within one row; two rows side by side give the list schedule
-// (body_schedule.h) two independent chains. The tensors are viewed as rows of two rows each;
+// Softmax and its backward over short f32 rows, four rows a step (two where four do not divide
+// the rows; BERT's attention rows: 128 elements). softmax_short.s keeps a row in registers, but
+// its chain (max, exp, sum, scale) has little to overlap within one row; rows side by side give
+// the list schedule (body_schedule.h) independent chains. The tensors are viewed as rows of four
+// (or two) rows each;
 // every row runs softmax_short.s's / softmax_bwd_short.s's operations in their order, so the
 // results are bit-identical.
 #include "synapse/tpc_kernels/body_schedule.h"
@@ -17,29 +18,39 @@ using namespace glue;
 
 namespace {
 
-// The body of one step: rows 0 and 1 of the pair, `vectors` f32 vectors each.
-std::vector<std::string> paired_body(bool backward, bool log, unsigned vectors) {
+constexpr unsigned kPairedRowsStep = 4;
+
+// The body of one step: `rows` rows of `vectors` f32 vectors each. Registers come from every V
+// but V8 (the shuffle's all-zero lane index); the vectors' coordinates step along dim 0 in I3
+// (loads) and I4 (stores), a row after the other.
+std::vector<std::string> paired_body(bool backward, bool log, unsigned vectors, unsigned rows) {
   std::vector<std::string> b;
-  unsigned next = 10;
-  auto reg = [&]() { return "V" + std::to_string(next == 24 ? (next = 30, next++) : next++); };
-  // The coordinates of the pair's vectors: I2 (the step's), then F32_LANES apart in I3.. .
-  std::vector<std::string> at{"I2"};
-  for (unsigned k = 1; k < 2 * vectors; ++k) {
-    at.push_back("I" + std::to_string(2 + k));
-    b.push_back("imov " + at[k] + ", I2");
-    b.push_back("iadd_dim " + at[k] + ", (" + std::to_string(k) + " * F32_LANES) dim=0");
-  }
-  for (unsigned row = 0; row < 2; ++row) {
-    std::vector<std::string> x, e, out;
+  unsigned next = 0;
+  auto reg = [&]() {
+    if (next == 8) ++next;
+    return "V" + std::to_string(next++);
+  };
+  b.push_back("imov I3, I2");
+  b.push_back("imov I4, I2");
+  const auto load = [&](const std::string& d, unsigned tensor, bool step) {
+    b.push_back("ld_tnsr " + d + ", I3, " + std::to_string(tensor));
+    if (step) b.push_back("iadd_dim I3, F32_LANES dim=0");
+  };
+  const auto store = [&](const std::string& v) {
+    b.push_back("st_tnsr I4, " + std::string(backward ? "2" : "1") + ", " + v);
+    b.push_back("iadd_dim I4, F32_LANES dim=0");
+  };
+  for (unsigned row = 0; row < rows; ++row) {
+    std::vector<std::string> x, e;
     for (unsigned r = 0; r < vectors; ++r) {
       x.push_back(reg());
-      e.push_back(reg());
-      out.push_back(reg());
-      b.push_back("ld_tnsr " + x[r] + ", " + at[row * vectors + r] + ", 0");
-      if (backward) b.push_back("ld_tnsr " + e[r] + ", " + at[row * vectors + r] + ", 1");
+      e.push_back(backward ? reg() : x.back());   // the forward's exp overwrites x
+      load(x[r], 0, !backward);
+      if (backward) load(e[r], 1, true);
     }
-    const std::string acc = reg(), m = reg(), s = reg(), t = reg();
+    const std::string acc = reg(), s = reg();
     if (backward) {   // x = grad, e = y: softmax_bwd_short.s
+      const std::string t = reg();
       b.push_back("mov.f32 " + acc + ", 0.0");
       for (unsigned r = 0; r < vectors; ++r) {
         if (log) {
@@ -52,39 +63,50 @@ std::vector<std::string> paired_body(bool backward, bool log, unsigned vectors) 
       b.push_back("reduce.add.f32 " + acc + ", " + acc);
       b.push_back("shuffle.f32 " + s + ", " + acc + ", V8");
       for (unsigned r = 0; r < vectors; ++r) {
-        const std::string u = reg();
         if (log) {
-          b.push_back("special.exp.f32 " + u + ", " + e[r]);
-          b.push_back("mul.f32 " + u + ", " + u + ", " + s);
-          b.push_back("sub.f32 " + out[r] + ", " + x[r] + ", " + u);
+          b.push_back("special.exp.f32 " + e[r] + ", " + e[r]);
+          b.push_back("mul.f32 " + e[r] + ", " + e[r] + ", " + s);
+          b.push_back("sub.f32 " + x[r] + ", " + x[r] + ", " + e[r]);
+          store(x[r]);
         } else {
-          b.push_back("sub.f32 " + u + ", " + x[r] + ", " + s);
-          b.push_back("mul.f32 " + out[r] + ", " + e[r] + ", " + u);
+          b.push_back("sub.f32 " + x[r] + ", " + x[r] + ", " + s);
+          b.push_back("mul.f32 " + x[r] + ", " + e[r] + ", " + x[r]);
+          store(x[r]);
         }
-        b.push_back("st_tnsr " + at[row * vectors + r] + ", 2, " + out[r]);
       }
       continue;
     }
-    b.push_back("mov.f32 " + acc + ", 0xFF800000");   // softmax_short.s
-    for (unsigned r = 0; r < vectors; ++r) b.push_back("max.f32 " + acc + ", " + acc + ", " + x[r]);
-    b.push_back("reduce.max.f32 " + acc + ", " + acc);
+    // softmax_short.s starts the max from -inf and the sum from 0: max(-inf, a) is a (NaN too)
+    // and 0 + e is e (an exp is never -0), so both start from the first vector here.
+    const auto fold = [&](const std::string& op, const std::string& d, const std::vector<std::string>& v) {
+      std::string from = v[0];
+      for (unsigned r = 1; r < vectors; ++r) {
+        b.push_back(op + ".f32 " + d + ", " + from + ", " + v[r]);
+        from = d;
+      }
+      b.push_back("reduce." + op + ".f32 " + d + ", " + from);
+    };
+    const std::string m = reg();
+    fold("max", acc, x);
     b.push_back("shuffle.f32 " + m + ", " + acc + ", V8");
+    // log_softmax's output is x - max - log(sum): x is kept, the exps go to registers of their own.
+    if (log)
+      for (unsigned r = 0; r < vectors; ++r) e[r] = reg();
     for (unsigned r = 0; r < vectors; ++r) b.push_back("sub.f32 " + e[r] + ", " + x[r] + ", " + m);
     for (unsigned r = 0; r < vectors; ++r) b.push_back("special.exp.f32 " + e[r] + ", " + e[r]);
     const std::string sum = reg();
-    b.push_back("mov.f32 " + sum + ", 0.0");
-    for (unsigned r = 0; r < vectors; ++r) b.push_back("add.f32 " + sum + ", " + sum + ", " + e[r]);
-    b.push_back("reduce.add.f32 " + sum + ", " + sum);
+    fold("add", sum, e);
     b.push_back("shuffle.f32 " + s + ", " + sum + ", V8");
     if (log) b.push_back("special.log.f32 " + s + ", " + s);
     for (unsigned r = 0; r < vectors; ++r) {
       if (log) {
-        b.push_back("sub.f32 " + out[r] + ", " + x[r] + ", " + m);
-        b.push_back("sub.f32 " + out[r] + ", " + out[r] + ", " + s);
+        b.push_back("sub.f32 " + x[r] + ", " + x[r] + ", " + m);
+        b.push_back("sub.f32 " + x[r] + ", " + x[r] + ", " + s);
+        store(x[r]);
       } else {
-        b.push_back("div.f32 " + out[r] + ", " + e[r] + ", " + s);
+        b.push_back("div.f32 " + e[r] + ", " + e[r] + ", " + s);
+        store(e[r]);
       }
-      b.push_back("st_tnsr " + at[row * vectors + r] + ", 1, " + out[r]);
     }
   }
   return b;
@@ -111,12 +133,15 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_paired_rows(const st
   if (shape[0] % lanes != 0 || vectors == 0 || vectors > 2 || rows < 2 || rows % 2 != 0 || rows / 2 > INT32_MAX)
     return std::nullopt;
   const bool log = def.op_macro == "log_softmax";
+  // Four rows a step where they divide the rows: two pairs' chains overlap (a pair's chain, about
+  // 60 cycles of dependent max, exp, sum and division, was most of its step).
+  const unsigned step_rows = rows % kPairedRowsStep == 0 ? kPairedRowsStep : 2;
 
   Instantiation inst;
   inst.guid = def.guid;
-  const uint32_t pair = 2 * shape[0];
-  inst.ispace_geometry = {1, static_cast<int32_t>(rows / 2), 1, 1, 1};
-  const TensorParams view{DType::F32, {pair, static_cast<uint32_t>(rows / 2)}, {}};
+  const uint32_t pair = step_rows * shape[0];
+  inst.ispace_geometry = {1, static_cast<int32_t>(rows / step_rows), 1, 1, 1};
+  const TensorParams view{DType::F32, {pair, static_cast<uint32_t>(rows / step_rows)}, {}};
   TensorAccessPattern pattern = pattern_of(AccessPatternDim{0, 0, 0, static_cast<int32_t>(pair) - 1}, padded(view.shape), false);
   for (size_t k = 0; k < p.inputs.size(); ++k) {
     DescriptorTemplate d = descriptor_of(view);
@@ -130,14 +155,16 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_paired_rows(const st
 
   std::vector<unsigned> prefetched;
   for (size_t k = 0; k < p.inputs.size(); ++k) prefetched.push_back(static_cast<unsigned>(k));
-  const std::vector<std::string> bundles = schedule::list_schedule(paired_body(backward, log, vectors), "iadd_dim I2, LANES dim=0", schedule::kPrefetchHitLatency);
+  const std::vector<std::string> bundles = schedule::list_schedule(paired_body(backward, log, vectors, step_rows), "iadd_dim I2, LANES dim=0",
+                                                                  schedule::kPrefetchHitLatency);
   std::ostringstream src;
-  src << "// " << def.guid << ": two rows of " << vectors << " f32 vectors a step\n"
-      << width_prelude(prefetched, 2 * vectors, 1) << ".equ LANES " << lanes << "\n"
+  src << "// " << def.guid << ": " << step_rows << " rows of " << vectors << " f32 vectors a step\n"
+      << width_prelude(prefetched, step_rows * vectors, 1) << ".equ LANES " << lanes << "\n"
       << ".macro ROW_SETUP\n.endm\n.include \"nest.inc\"\n        mov.f32 V8, 0.0\n        NEST_BEGIN\n";
   for (size_t i = 0; i < bundles.size(); ++i) src << (i + 1 == bundles.size() ? "end_d0: " : "        ") << bundles[i] << "\n";
   src << "        NEST_END\n";
-  inst.variant = def.op_macro + (backward ? " bwd" : " fwd") + " f32 paired rows " + std::to_string(vectors);
+  inst.variant = def.op_macro + (backward ? " bwd" : " fwd") + " f32 " + std::to_string(step_rows) + " rows a step of " +
+                 std::to_string(vectors);
   return assembled(std::move(inst), src.str(), def.guid);
 }
 

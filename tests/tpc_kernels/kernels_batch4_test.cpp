@@ -133,7 +133,11 @@ TEST(TpcKernelPermute, OneVectorRowsAndShortRowVariants) {
   EXPECT_NE(r.inst->variant.find("short 2"), std::string::npos) << r.inst->variant;
   r = lib.instantiate("softmax_fwd_f32", {{tp(DType::F32, {128, 6})}, {tp(DType::F32, {128, 6})}, {}});
   ASSERT_TRUE(r.ok()) << r.message;
-  EXPECT_NE(r.inst->variant.find("paired rows 2"), std::string::npos) << r.inst->variant;
+  EXPECT_NE(r.inst->variant.find("2 rows a step of 2"), std::string::npos) << r.inst->variant;
+  r = lib.instantiate("softmax_fwd_f32", {{tp(DType::F32, {128, 8})}, {tp(DType::F32, {128, 8})}, {}});
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_NE(r.inst->variant.find("4 rows a step of 2"), std::string::npos) << r.inst->variant;
+  EXPECT_EQ(r.inst->ispace_geometry, (std::array<int32_t, 5>{1, 2, 1, 1, 1}));
   r = lib.instantiate("softmax_bwd_f32", {{tp(DType::F32, {300, 6}), tp(DType::F32, {300, 6})}, {tp(DType::F32, {300, 6})}, {}});
   ASSERT_TRUE(r.ok()) << r.message;
   EXPECT_EQ(r.inst->variant.find("short"), std::string::npos) << r.inst->variant;
@@ -278,29 +282,33 @@ TEST(TpcKernelLayerNorm, GammaBetaColumnsAreBitIdenticalToTheKernelFile) {
   }
 }
 
+// Rows four a step (8 rows) and two a step (6 rows) against one row a step (9 rows: no pairing).
 TEST(TpcKernelSoftmax, PairedRowsAreBitIdenticalToOneRowAStep) {
   uint32_t seed = 950;
   for (uint32_t n0 : {64u, 128u}) {
     for (const char* op : {"softmax", "log_softmax"}) {
-      SCOPED_TRACE(std::string(op) + " rows of " + std::to_string(n0));
-      HostTensor odd(DType::F32, {n0, 9}), g_odd(DType::F32, {n0, 9});
-      fill_uniform(odd, seed++, -6.0f, 6.0f);
-      fill_uniform(g_odd, seed++, -1.0f, 1.0f);
-      HostTensor even(DType::F32, {n0, 8}), g_even(DType::F32, {n0, 8});
-      std::copy(odd.data.begin(), odd.data.begin() + n0 * 8, even.data.begin());
-      std::copy(g_odd.data.begin(), g_odd.data.begin() + n0 * 8, g_even.data.begin());
-      const auto y_odd = run_1_and_8(std::string(op) + "_fwd_f32", {odd}, {HostTensor(DType::F32, {n0, 9})});
-      const auto y_even = run_1_and_8(std::string(op) + "_fwd_f32", {even}, {HostTensor(DType::F32, {n0, 8})});
-      EXPECT_TRUE(std::equal(y_even[0].data.begin(), y_even[0].data.end(), y_odd[0].data.begin()));
-      const auto dx_odd = run_1_and_8(std::string(op) + "_bwd_f32", {g_odd, y_odd[0]}, {HostTensor(DType::F32, {n0, 9})});
-      const auto dx_even = run_1_and_8(std::string(op) + "_bwd_f32", {g_even, y_even[0]}, {HostTensor(DType::F32, {n0, 8})});
-      EXPECT_TRUE(std::equal(dx_even[0].data.begin(), dx_even[0].data.end(), dx_odd[0].data.begin()));
+      for (uint32_t rows : {8u, 6u}) {
+        SCOPED_TRACE(std::string(op) + " " + std::to_string(rows) + " rows of " + std::to_string(n0));
+        HostTensor odd(DType::F32, {n0, 9}), g_odd(DType::F32, {n0, 9});
+        fill_uniform(odd, seed++, -6.0f, 6.0f);
+        fill_uniform(g_odd, seed++, -1.0f, 1.0f);
+        HostTensor even(DType::F32, {n0, rows}), g_even(DType::F32, {n0, rows});
+        std::copy(odd.data.begin(), odd.data.begin() + n0 * rows, even.data.begin());
+        std::copy(g_odd.data.begin(), g_odd.data.begin() + n0 * rows, g_even.data.begin());
+        const auto y_odd = run_1_and_8(std::string(op) + "_fwd_f32", {odd}, {HostTensor(DType::F32, {n0, 9})});
+        const auto y_even = run_1_and_8(std::string(op) + "_fwd_f32", {even}, {HostTensor(DType::F32, {n0, rows})});
+        EXPECT_TRUE(std::equal(y_even[0].data.begin(), y_even[0].data.end(), y_odd[0].data.begin()));
+        const auto dx_odd = run_1_and_8(std::string(op) + "_bwd_f32", {g_odd, y_odd[0]}, {HostTensor(DType::F32, {n0, 9})});
+        const auto dx_even =
+            run_1_and_8(std::string(op) + "_bwd_f32", {g_even, y_even[0]}, {HostTensor(DType::F32, {n0, rows})});
+        EXPECT_TRUE(std::equal(dx_even[0].data.begin(), dx_even[0].data.end(), dx_odd[0].data.begin()));
+      }
     }
   }
   KernelLibrary& lib = KernelLibrary::instance();
   const auto r = lib.instantiate("softmax_bwd_f32", {{tp(DType::F32, {64, 8}), tp(DType::F32, {64, 8})}, {tp(DType::F32, {64, 8})}, {}});
   ASSERT_TRUE(r.ok()) << r.message;
-  EXPECT_EQ(r.inst->variant, "softmax bwd f32 paired rows 1");
+  EXPECT_EQ(r.inst->variant, "softmax bwd f32 4 rows a step of 1");
 }
 
 TEST(TpcKernelPermute, StridedTensors) {
