@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <numeric>
 #include <random>
 #include <string>
@@ -166,6 +167,30 @@ TEST(TpcKernelPermute, OneVectorRowsAndShortRowVariants) {
 // layernorm over f32 rows of whole vectors is glue-written and list-scheduled (layernorm_rows.cpp;
 // the forward two rows a step for an even row count): Y, mean, rstd and the backward's dx
 // bit-identical to the short-row kernel files, with and without gamma / beta, on 1 and 8 cores.
+// `scheduled` on 1 and 8 cores against `own` (the kernel file) on one, bit for bit; `outputs`
+// makes the output tensors. Returns the kernel file's outputs.
+std::vector<HostTensor> expect_same_bits(const InstantiateResult& scheduled, const InstantiateResult& own,
+                                         const std::vector<HostTensor>& inputs,
+                                         const std::function<std::vector<HostTensor>()>& outputs) {
+  std::vector<HostTensor> expected = outputs();
+  const RunOutcome reference = run_instantiated(own, inputs, expected, 1, KernelLibrary::kDefaultVectorBits);
+  if (!reference.ok) {
+    ADD_FAILURE() << "the kernel file: " << reference.error;
+    return expected;
+  }
+  for (unsigned cores : {1u, 8u}) {
+    std::vector<HostTensor> got = outputs();
+    const RunOutcome r = run_instantiated(scheduled, inputs, got, cores, KernelLibrary::kDefaultVectorBits);
+    if (!r.ok) {
+      ADD_FAILURE() << cores << " cores: " << r.error;
+      continue;
+    }
+    EXPECT_TRUE(r.gaps_ok) << cores << " cores wrote outside the outputs";
+    for (size_t k = 0; k < got.size(); ++k) EXPECT_EQ(got[k].data, expected[k].data) << "output " << k << ", " << cores << " cores";
+  }
+  return expected;
+}
+
 TEST(TpcKernelLayerNorm, ScheduledRowsAreBitIdenticalToTheShortKernel) {
   KernelLibrary& lib = KernelLibrary::instance();
   uint32_t seed = 990;
@@ -202,15 +227,7 @@ TEST(TpcKernelLayerNorm, ScheduledRowsAreBitIdenticalToTheShortKernel) {
           return std::vector<HostTensor>{HostTensor(DType::F32, {n0, rows}), HostTensor(DType::F32, {1, rows}),
                                          HostTensor(DType::F32, {1, rows})};
         };
-        std::vector<HostTensor> expected = outputs();
-        ASSERT_TRUE(run_instantiated(own, inputs, expected, 1, KernelLibrary::kDefaultVectorBits).ok);
-        for (unsigned cores : {1u, 8u}) {
-          std::vector<HostTensor> got = outputs();
-          const RunOutcome r = run_instantiated(scheduled, inputs, got, cores, KernelLibrary::kDefaultVectorBits);
-          ASSERT_TRUE(r.ok) << r.error;
-          EXPECT_TRUE(r.gaps_ok) << cores << " cores wrote outside the outputs";
-          for (size_t k = 0; k < got.size(); ++k) EXPECT_EQ(got[k].data, expected[k].data) << "output " << k << ", " << cores << " cores";
-        }
+        const std::vector<HostTensor> expected = expect_same_bits(scheduled, own, inputs, outputs);
         // The backward's dx from the forward's statistics.
         HostTensor grad(DType::F32, {n0, rows});
         fill_uniform(grad, seed++, -1.0f, 1.0f);
@@ -226,15 +243,8 @@ TEST(TpcKernelLayerNorm, ScheduledRowsAreBitIdenticalToTheShortKernel) {
                   std::string::npos)
             << bwd_scheduled.inst->variant;
         EXPECT_NE(bwd_own.inst->variant.find("short"), std::string::npos) << bwd_own.inst->variant;
-        std::vector<HostTensor> dx_expected{HostTensor(DType::F32, {n0, rows})};
-        ASSERT_TRUE(run_instantiated(bwd_own, bwd_inputs, dx_expected, 1, KernelLibrary::kDefaultVectorBits).ok);
-        for (unsigned cores : {1u, 8u}) {
-          std::vector<HostTensor> dx{HostTensor(DType::F32, {n0, rows})};
-          const RunOutcome r = run_instantiated(bwd_scheduled, bwd_inputs, dx, cores, KernelLibrary::kDefaultVectorBits);
-          ASSERT_TRUE(r.ok) << r.error;
-          EXPECT_TRUE(r.gaps_ok);
-          EXPECT_EQ(dx[0].data, dx_expected[0].data) << "dx, " << cores << " cores";
-        }
+        expect_same_bits(bwd_scheduled, bwd_own, bwd_inputs,
+                         [&] { return std::vector<HostTensor>{HostTensor(DType::F32, {n0, rows})}; });
       }
     }
   }
@@ -270,15 +280,7 @@ TEST(TpcKernelLayerNorm, GammaBetaColumnsAreBitIdenticalToTheKernelFile) {
     const auto outputs = [&] {
       return std::vector<HostTensor>{HostTensor(DType::F32, {shape[0]}), HostTensor(DType::F32, {shape[0]})};
     };
-    std::vector<HostTensor> expected = outputs();
-    ASSERT_TRUE(run_instantiated(own, inputs, expected, 1, KernelLibrary::kDefaultVectorBits).ok);
-    for (unsigned cores : {1u, 8u}) {
-      std::vector<HostTensor> got = outputs();
-      const RunOutcome r = run_instantiated(columns, inputs, got, cores, KernelLibrary::kDefaultVectorBits);
-      ASSERT_TRUE(r.ok) << r.error;
-      EXPECT_TRUE(r.gaps_ok) << cores << " cores wrote outside the outputs";
-      for (size_t k = 0; k < got.size(); ++k) EXPECT_EQ(got[k].data, expected[k].data) << "output " << k << ", " << cores << " cores";
-    }
+    expect_same_bits(columns, own, inputs, outputs);
   }
 }
 
