@@ -102,8 +102,9 @@ std::string layernorm_gamma_beta_block(const std::string& io_definitions);
 
 // layernorm_bwd_gamma_beta_f32's kernel text after the prelude (LANES = columns f32 vectors): a
 // step owns `columns` column vectors (at most kMaxGammaBetaColumns) and walks the rows once for
-// all of them, prefetching `rows_ahead` rows ahead (layernorm_gamma_beta.cpp). Empty when the
-// arguments are out of range.
+// all of them, prefetching `rows_ahead` rows ahead (layernorm_gamma_beta.cpp). SRF: S3 the column
+// steps each index-space dim-4 step holds (1; a row-chunk split sets them all there), S4..S7 the
+// sizes of dims 1..4 (dim 4: the chunks a step walks). Empty when the arguments are out of range.
 inline constexpr unsigned kMaxGammaBetaColumns = 4;
 // The library's choice: BERT's 768 features are three steps, and 16 row chunks of them 48.
 inline constexpr unsigned kGammaBetaColumns = 4;

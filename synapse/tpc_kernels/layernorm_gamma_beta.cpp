@@ -80,7 +80,7 @@ std::string layernorm_gamma_beta_columns(unsigned columns, unsigned rows_ahead) 
     prefetch_row.push_back(line);
 
   // One row: the row rows_ahead on prefetched, then this one's (at I3 / I4) loaded and summed;
-  // `pair` picks registers of a second row (V4.., V34..), so that two rows interleave.
+  // `second` picks the registers of a pair's second row (V4.., V34..), so that two rows interleave.
   const auto row_lines = [&](bool second) {
     std::vector<std::string> row = prefetch_row;
     const std::string mean = second ? "S16" : "S12", rstd = second ? "S17" : "S13";
