@@ -67,12 +67,11 @@ std::vector<std::string> paired_body(bool backward, bool log, unsigned vectors, 
           b.push_back("special.exp.f32 " + e[r] + ", " + e[r]);
           b.push_back("mul.f32 " + e[r] + ", " + e[r] + ", " + s);
           b.push_back("sub.f32 " + x[r] + ", " + x[r] + ", " + e[r]);
-          store(x[r]);
         } else {
           b.push_back("sub.f32 " + x[r] + ", " + x[r] + ", " + s);
           b.push_back("mul.f32 " + x[r] + ", " + e[r] + ", " + x[r]);
-          store(x[r]);
         }
+        store(x[r]);
       }
       continue;
     }
