@@ -1,7 +1,9 @@
 #include "synapse/compiler/memory_plan.h"
 
 #include <algorithm>
+#include <iterator>
 #include <string>
+#include <utility>
 
 #include "synapse/compiler/plan_check.h"
 #include "synapse/compiler/tensor_size.h"
@@ -42,6 +44,34 @@ struct TensorUse {
   uint32_t writer_step = kNone;
   uint32_t writer_slot = 0;    // among the writer's outputs
   uint32_t last_step = kNone;  // the last step that touches it
+  std::vector<uint32_t> reader_steps;   // ascending, each once
+};
+
+// Which steps each step already waits for through its inputs (read after write, transitively).
+// A copy planned as a view touches no memory and nothing waits for it, so its readers inherit
+// what it waits for without it.
+class ReadPrecedence {
+ public:
+  ReadPrecedence(const Graph& g, const std::vector<NodeId>& order, const std::vector<TensorUse>& uses,
+                 const std::vector<bool>& view_step)
+      : words_((order.size() + 63) / 64), bits_(order.size() * words_, 0) {
+    for (uint32_t s = 0; s < order.size(); ++s) {
+      for (TensorId t : g.node(order[s]).inputs) {
+        const uint32_t w = uses[t.index].writer_step;
+        if (w == kNone || w >= s) continue;   // persistent and written by no earlier step
+        for (size_t i = 0; i < words_; ++i) bits_[s * words_ + i] |= bits_[w * words_ + i];
+        if (!view_step[w]) bits_[s * words_ + w / 64] |= uint64_t{1} << (w % 64);
+      }
+    }
+  }
+  // Step `later` waits, directly or not, for step `earlier`.
+  bool waits_for(uint32_t later, uint32_t earlier) const {
+    return (bits_[later * words_ + earlier / 64] >> (earlier % 64)) & 1;
+  }
+
+ private:
+  size_t words_;
+  std::vector<uint64_t> bits_;
 };
 
 Result find_writers(const Graph& g, const std::vector<NodeId>& order, std::vector<TensorUse>* uses) {
@@ -76,6 +106,7 @@ Result find_readers(const Graph& g, const std::vector<NodeId>& order, std::vecto
                          step_label(use.writer_step));
       }
       use.last_step = use.last_step == kNone ? s : std::max(use.last_step, s);
+      if (use.reader_steps.empty() || use.reader_steps.back() != s) use.reader_steps.push_back(s);
     }
   }
   return Result::success();
@@ -102,9 +133,10 @@ std::vector<PatchPoint> find_patch_points(const Graph& g, const std::vector<Node
 }
 
 // The non-persistent tensors with their sizes and live ranges, in placement order (views are
-// placed after the rest, on their roots).
+// placed after the rest, on their roots), and for each the steps touching its bytes.
 Result size_tensors(const Graph& g, const std::vector<TensorUse>& uses, const std::vector<uint32_t>& root_of,
-                    uint64_t alignment, MemoryPlan* plan) {
+                    const std::vector<bool>& view_step, uint64_t alignment, MemoryPlan* plan,
+                    std::vector<std::vector<uint32_t>>* touching_steps) {
   std::vector<uint32_t> planned;
   for (uint32_t t = 0; t < g.tensor_count(); ++t)
     if (!g.tensor(TensorId{t}).persistent && uses[t].writer_step != kNone && root_of[t] == kNone) planned.push_back(t);
@@ -120,6 +152,18 @@ Result size_tensors(const Graph& g, const std::vector<TensorUse>& uses, const st
       return invalid(tensor_label(g, TensorId{t}) + ": shape " + graph::shape_text(desc.shape) + " " +
                      tpc::dtype_name(desc.dtype) + ": the workspace would not fit 64 bits");
     plan->tensors.push_back({TensorId{t}, 0, *size, uses[t].writer_step, uses[t].last_step});
+    touching_steps->push_back({uses[t].writer_step});
+    for (uint32_t r : uses[t].reader_steps)
+      if (!view_step[r]) touching_steps->back().push_back(r);
+  }
+  // A view's readers read its root's bytes.
+  for (uint32_t v = 0; v < g.tensor_count(); ++v) {
+    if (root_of[v] == kNone) continue;
+    const auto root = std::find_if(plan->tensors.begin(), plan->tensors.end(),
+                                   [&](const PlannedTensor& p) { return p.tensor.index == root_of[v]; });
+    std::vector<uint32_t>& steps = (*touching_steps)[root - plan->tensors.begin()];
+    for (uint32_t r : uses[v].reader_steps)
+      if (!view_step[r]) steps.push_back(r);
   }
   return Result::success();
 }
@@ -135,34 +179,48 @@ uint64_t lowest_free_offset(const std::vector<const PlannedTensor*>& live, uint6
   return candidate;
 }
 
-// First fit in placement order. Since tensors come by first step, the placed tensors live at
-// the same time as the next one are exactly those whose range has not ended before its first
-// step; the rest can never conflict again and are dropped from `live`.
-// Two arenas (SRAM first, when it has room, then the workspace), each first fit.
-void place_tensors(MemoryPlan* plan) {
-  std::vector<const PlannedTensor*> live_sram, live_hbm;   // each sorted by offset
-  const auto insert = [](std::vector<const PlannedTensor*>& live, const PlannedTensor* t) {
-    auto at = std::upper_bound(live.begin(), live.end(), t->offset,
+// First fit in placement order, two arenas (SRAM first, when it has room, then the workspace).
+// A placed tensor's bytes are free for the next one only if its live range has ended before the
+// next one's first step and the next one's writer already waits, through what it reads, for
+// every step that touches them: reuse then never adds a wait, so it cannot serialise engines
+// that would otherwise run side by side (a GEMM's output on the bytes of a bias add that runs
+// meanwhile on the TPCs would make the GEMM wait for the add).
+void place_tensors(MemoryPlan* plan, const std::vector<std::vector<uint32_t>>& touching_steps,
+                   const ReadPrecedence& precedence) {
+  std::vector<const PlannedTensor*> placed_sram, placed_hbm;   // each sorted by offset
+  const auto insert = [](std::vector<const PlannedTensor*>& placed, const PlannedTensor* t) {
+    auto at = std::upper_bound(placed.begin(), placed.end(), t->offset,
                                [](uint64_t offset, const PlannedTensor* p) { return offset < p->offset; });
-    live.insert(at, t);
+    placed.insert(at, t);
   };
+  const PlannedTensor* first = plan->tensors.data();
+  std::vector<const PlannedTensor*> live;
   for (PlannedTensor& t : plan->tensors) {
-    for (auto* live : {&live_sram, &live_hbm}) {
-      live->erase(std::remove_if(live->begin(), live->end(),
-                                 [&](const PlannedTensor* p) { return p->last_step < t.first_step; }),
-                  live->end());
-    }
-    const uint64_t in_sram = lowest_free_offset(live_sram, t.size);
-    if (plan->sram_capacity > 0 && t.size <= plan->sram_capacity && in_sram <= plan->sram_capacity - t.size) {
+    const auto live_then = [&](const PlannedTensor* p) { return p->last_step >= t.first_step; };
+    const auto not_behind = [&](const PlannedTensor* p) {
+      if (live_then(p)) return true;
+      for (uint32_t step : touching_steps[p - first])
+        if (!precedence.waits_for(t.first_step, step)) return true;
+      return false;
+    };
+    const auto fits_in_sram = [&](const auto& conflicts) {
+      if (plan->sram_capacity == 0 || t.size > plan->sram_capacity) return false;
+      live.clear();
+      std::copy_if(placed_sram.begin(), placed_sram.end(), std::back_inserter(live), conflicts);
+      const uint64_t offset = lowest_free_offset(live, t.size);
+      if (offset > plan->sram_capacity - t.size) return false;
       t.in_sram = true;
-      t.offset = in_sram;
+      t.offset = offset;
       plan->sram_bytes = std::max(plan->sram_bytes, t.offset + t.size);
-      insert(live_sram, &t);
-      continue;
-    }
-    t.offset = lowest_free_offset(live_hbm, t.size);
+      insert(placed_sram, &t);
+      return true;
+    };
+    if (fits_in_sram(not_behind) || fits_in_sram(live_then)) continue;
+    live.clear();
+    std::copy_if(placed_hbm.begin(), placed_hbm.end(), std::back_inserter(live), not_behind);
+    t.offset = lowest_free_offset(live, t.size);
     plan->workspace_bytes = std::max(plan->workspace_bytes, t.offset + t.size);
-    insert(live_hbm, &t);
+    insert(placed_hbm, &t);
   }
 }
 
@@ -219,9 +277,13 @@ Result plan_memory(const Graph& graph, const std::vector<NodeId>& order, MemoryP
   MemoryPlan result;
   result.alignment = alignment;
   result.sram_capacity = sram_capacity;
-  if (r.ok()) r = size_tensors(graph, uses, root_of, alignment, &result);
+  std::vector<bool> view_step(order.size(), false);
+  for (const CopyView& v : views)
+    if (r.ok()) view_step[v.step] = true;
+  std::vector<std::vector<uint32_t>> touching_steps;
+  if (r.ok()) r = size_tensors(graph, uses, root_of, view_step, alignment, &result, &touching_steps);
   if (!r.ok()) return r;
-  place_tensors(&result);
+  place_tensors(&result, touching_steps, ReadPrecedence(graph, order, uses, view_step));
   for (const CopyView& v : views) {
     const PlannedTensor root = *result.find(TensorId{root_of[v.view.index]});
     const TensorUse& use = uses[v.view.index];

@@ -65,8 +65,12 @@ struct MemoryPlan {
 // Places the non-persistent tensors the nodes of `order` touch (tensors no node touches take
 // no memory). First fit by liveness: tensors are taken by first step, then by their slot among
 // the producer's outputs (so the plan depends on the order, not on creation order), and each
-// goes to the lowest aligned offset where it overlaps no placed tensor that is live at the same
-// time. The plan is checked with check_plan before it is returned.
+// goes to the lowest aligned offset where it overlaps no placed tensor it may not reuse. A
+// placed tensor's bytes may be reused only when its live range ended before the new tensor's
+// first step and the new tensor's writer already waits, through what it reads (transitively),
+// for the placed tensor's writer and every reader: reuse never adds a wait between nodes that
+// could otherwise run side by side on different engines. The plan is checked with check_plan
+// before it is returned.
 //
 // Errors (synInvalidArgument; nothing is written to *plan): an alignment that is not a power of
 // two; an order entry that is not a node of the graph or repeats one; an order that leaves out

@@ -230,17 +230,19 @@ TEST(CliRun, AWarmDiskCacheCompilesNothingAndACorruptRecipeIsRecompiled) {
 // A launch's device time does not depend on where its recipe came from (compiled in the process,
 // read from the disk cache, found in the memory cache), on whether the run is traced, nor on how
 // long the host kept the card idle before it (the modeled compile time): every step of each run
-// has the same device time as in the others. From the third step on the steps are equal (the
-// first launches warm the TPC instruction caches and the MMU). "The same" is to the nanosecond
-// but for 1 ns: the device time is the host clock's span from the submission to the completion
-// interrupt, and where a submission falls within a cycle of each clock domain (TPC 556 ps, ...)
-// moves the completion by less than a cycle.
+// has the same device time as in the others. With the HBM's refresh off, the steps from the third
+// on are equal too (the first launches warm the TPC instruction caches and the MMU); with it on,
+// where a step falls against the refresh interval moves it by tens of nanoseconds. "The same" is
+// to the nanosecond but for 1 ns: the device time is the host clock's span from the submission to
+// the completion interrupt, and where a submission falls within a cycle of each clock domain (TPC
+// 556 ps, ...) moves the completion by less than a cycle.
 TEST(CliRun, DeviceTimeDoesNotDependOnWhereTheRecipeCameFrom) {
   const std::string dir = temp("origin_cache");
   fs::remove_all(dir);
   struct Variant {
     std::string name, args, env;
     uint64_t first_compiles;
+    bool steady = false;   // refresh off: its own device times, the third and fourth steps equal
   };
   const std::vector<Variant> variants = {
       {"compiled, disk cache cold", "", "PT_HPU_RECIPE_CACHE_CONFIG=" + dir + ",true,64", 1},
@@ -248,6 +250,7 @@ TEST(CliRun, DeviceTimeDoesNotDependOnWhereTheRecipeCameFrom) {
       {"memory cache only", "", "", 1},
       {"traced", " --trace " + temp("origin.pftrace"), "", 1},
       {"no modeled compile time", " --set host.compile_per_node_ns=0", "", 1},
+      {"no refresh", " --set hbm.refresh_enabled=false", "", 1, true},
   };
   std::vector<uint64_t> reference;
   for (const Variant& v : variants) {
@@ -260,7 +263,10 @@ TEST(CliRun, DeviceTimeDoesNotDependOnWhereTheRecipeCameFrom) {
     std::vector<uint64_t> device;
     for (const auto& step : steps) device.push_back(step.get<uint64_t>("device_ns"));
     const auto near = [](uint64_t a, uint64_t b) { return a + 1 >= b && b + 1 >= a; };
-    EXPECT_TRUE(near(device[2], device[3])) << v.name << ": " << device[2] << " vs " << device[3];
+    if (v.steady) {
+      EXPECT_TRUE(near(device[2], device[3])) << v.name << ": " << device[2] << " vs " << device[3];
+      continue;
+    }
     if (reference.empty()) {
       reference = device;
       continue;

@@ -1,5 +1,5 @@
-// Placement by liveness: reuse along a chain, branches and late readers kept apart, persistent
-// tensors left to the runtime, alignment.
+// Placement by liveness: reuse along a chain, branches and late readers kept apart, no reuse
+// that would add a wait, persistent tensors left to the runtime, alignment.
 #include <gtest/gtest.h>
 
 #include "synapse/compiler/dependencies.h"
@@ -97,6 +97,57 @@ TEST(SynapseMemoryPlan, ATensorReadLateStaysLiveUntilThen) {
   EXPECT_EQ(planned(p, "c").offset, 2 * kTile);
   EXPECT_EQ(planned(p, "d").offset, kTile);
   EXPECT_EQ(p.plan.workspace_bytes, 3 * kTile);
+}
+
+// x -> n0 -> a -> n1 -> y; x -> n2 -> c; (c, y) -> n3 -> d -> n4 -> z, in that order (x, y, z
+// persistent). n2 does not depend on n1, the last reader of a.
+Planned independent_branch_plan(uint64_t sram_capacity) {
+  GraphSpec s;
+  for (const char* t : {"x", "a", "y", "c", "d", "z"})
+    s.tensors.push_back({t, DType::F32, {64, 32}, t[0] == 'x' || t[0] == 'y' || t[0] == 'z'});
+  s.nodes = {{"n0", "op", {"x"}, {"a"}, {}}, {"n1", "op", {"a"}, {"y"}, {}}, {"n2", "op", {"x"}, {"c"}, {}},
+             {"n3", "op", {"c", "y"}, {"d"}, {}}, {"n4", "op", {"d"}, {"z"}, {}}};
+  Planned p{build(s), {}, {}, {}};
+  for (const char* n : {"n0", "n1", "n2", "n3", "n4"}) p.order.push_back(*p.graph.find_node(n));
+  p.result = plan_memory(p.graph, p.order, &p.plan, kDefaultAlignment, sram_capacity);
+  return p;
+}
+
+TEST(SynapseMemoryPlan, BytesGoOnlyToAWriterThatAlreadyWaitsForEveryReader) {
+  const Planned p = independent_branch_plan(0);
+  ASSERT_TRUE(p.result.ok()) << p.result.message;
+  EXPECT_EQ(planned(p, "a").last_step, 1u);
+  EXPECT_EQ(planned(p, "c").first_step, 2u);
+  EXPECT_EQ(planned(p, "a").offset, 0u);
+  EXPECT_EQ(planned(p, "c").offset, kTile) << "a is dead at n2, but n2 need not wait for n1, which reads a";
+  EXPECT_EQ(planned(p, "d").offset, 0u) << "n3 reads y, so it waits for n1 (and n0) already";
+  EXPECT_EQ(p.plan.workspace_bytes, 2 * kTile);
+  EXPECT_TRUE(check_plan(p.graph, p.plan).ok());
+
+  // So the plan adds no wait: n2 waits for nothing, n3 for what it reads.
+  const std::vector<std::vector<uint32_t>> waits = node_dependencies(p.graph, p.order, p.plan);
+  EXPECT_EQ(waits[2], std::vector<uint32_t>{});
+  EXPECT_EQ(waits[3], (std::vector<uint32_t>{1, 2}));
+}
+
+TEST(SynapseMemoryPlan, SramReusesDeadBytesEvenAtTheCostOfAWaitBeforeSpilling) {
+  // One SRAM tile: c does not fit beside a's bytes without waiting for n1, and SRAM beats a wait.
+  const Planned p = independent_branch_plan(kTile);
+  ASSERT_TRUE(p.result.ok()) << p.result.message;
+  EXPECT_TRUE(planned(p, "a").in_sram);
+  EXPECT_TRUE(planned(p, "c").in_sram);
+  EXPECT_EQ(planned(p, "c").offset, 0u);
+  EXPECT_FALSE(planned(p, "d").in_sram) << "c is live at n3";
+  EXPECT_EQ(node_dependencies(p.graph, p.order, p.plan)[2], std::vector<uint32_t>{1});
+
+  // Two tiles: room without the wait.
+  const Planned roomy = independent_branch_plan(2 * kTile);
+  ASSERT_TRUE(roomy.result.ok());
+  EXPECT_EQ(planned(roomy, "c").offset, kTile);
+  EXPECT_TRUE(planned(roomy, "d").in_sram);
+  EXPECT_EQ(planned(roomy, "d").offset, 0u);
+  EXPECT_EQ(roomy.plan.workspace_bytes, 0u);
+  EXPECT_EQ(node_dependencies(roomy.graph, roomy.order, roomy.plan)[2], std::vector<uint32_t>{});
 }
 
 TEST(SynapseMemoryPlan, ATensorNoNodeReadsLivesOnlyAtItsProducersStep) {
