@@ -14,6 +14,7 @@
 #include "arch/tpc/tpc_launch.h"
 #include "synapse/compiler/copy_views.h"
 #include "synapse/compiler/dependencies.h"
+#include "synapse/compiler/engine_order.h"
 #include "synapse/compiler/fusion.h"
 #include "synapse/compiler/memory_plan.h"
 #include "synapse/compiler/queue_program.h"
@@ -456,11 +457,12 @@ class Lowering {
 
 std::string CompileTarget::describe() const {
   // fuse=2: chains and clusters (a recipe cached by a compiler that fused chains only says fuse=1,
-  // so it is compiled again rather than replayed with other cycle counts).
+  // so it is compiled again rather than replayed with other cycle counts). order=2: the engine
+  // order and workspace reuse only behind waits (a recipe cached before them says neither).
   std::ostringstream s;
   s << "tpcs=" << tpcs << " vector=" << tpc_vector_bits << " prefetch=" << tpc_prefetch_entries << " mme=" << mme_queues.size() << " geometries=" << mme_geometries
     << " dma=" << dma_queues.size() << " sob=" << sob_base
-    << "+" << sob_count << " mon=" << monitor_base << " fuse=" << (fuse_elementwise ? 2 : 0) << " sram=" << sram_bytes;
+    << "+" << sob_count << " mon=" << monitor_base << " fuse=" << (fuse_elementwise ? 2 : 0) << " order=2 sram=" << sram_bytes;
   return s.str();
 }
 
@@ -481,7 +483,7 @@ graph::Result compile_graph(const Graph& graph, const CompileTarget& target, rec
     const Graph& lowered = target.fuse_elementwise ? fused.graph : graph;
     const auto topological = target.fuse_elementwise ? std::optional(fused.order) : graph::topological_order(lowered);
     if (!topological) return graph::Result::error(graph::Status::Fail, "compiler: the graph has no order");
-    const ScheduledGraph scheduled = schedule_nodes(lowered, *topological);
+    const ScheduledGraph scheduled = schedule_nodes(lowered, engine_order(lowered, *topological));
     MemoryPlan plan;
     r = plan_memory(scheduled.graph, scheduled.order, &plan, kDefaultAlignment, target.sram_bytes, scheduled.holds,
                     find_copy_views(scheduled.graph, scheduled.order));

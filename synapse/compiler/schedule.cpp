@@ -6,7 +6,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "arch/mme/mme_job.h"
+#include "synapse/compiler/engine_order.h"
 #include "synapse/compiler/tensor_size.h"
 #include "synapse/graph/mme_nodes.h"
 #include "synapse/tpc_kernels/kernel_library.h"
@@ -38,14 +38,6 @@ int64_t ready_after(const graph::Graph& g, const std::vector<NodeId>& order, siz
     }
   }
   return -1;
-}
-
-// The MACs of an MME node (0 if it has no job).
-uint64_t mme_macs(const graph::Graph& g, NodeId node) {
-  mme::MmeJob job;
-  if (!graph::mme_job_for(g, node, &job).ok()) return 0;
-  const mme::GemmDims d = mme::gemm_dims(job);
-  return d.m * d.n * d.k * d.batch;
 }
 
 struct Part {
