@@ -38,6 +38,7 @@ struct CompileBenchResult {
   double mme_roof_ns = 0, tpc_roof_ns = 0, hbm_roof_ns = 0, roofline_ns = 0;
   std::string roofline_limit;
   double overlap = 0;   // share of the launch in which an MME and a TPC both ran
+  double engines_span_ns = 0;   // from the first kernel or MME job to start to the last to end
   double wall_seconds = 0;
 };
 

@@ -115,6 +115,10 @@ Overlap engine_overlap(hw::Card& card, const EngineBusy& before) {
   o.tpc_ns = double(length(t)) / 1000.0;
   o.mme_ns = double(length(m)) / 1000.0;
   o.both_ns = double(intersection(t, m)) / 1000.0;
+  Intervals either = t;
+  either.insert(either.end(), m.begin(), m.end());
+  either = merged(std::move(either));
+  if (!either.empty()) o.span_ns = double(either.back().second - either.front().first) / 1000.0;
   return o;
 }
 

@@ -48,9 +48,11 @@ Roofline roofline(const EngineBusy& before, const EngineBusy& after);
 
 // When the engines ran, from the kernels and jobs finished since `before` (the engines' histories;
 // read on the simulation thread): the time at least one MME ran a job, at least one TPC ran a
-// kernel, and both at once.
+// kernel, and both at once; and the span from the first of those kernels and jobs to start to
+// the last to end (the launch's device time without the submission before it and the completion
+// after it).
 struct Overlap {
-  double mme_ns = 0, tpc_ns = 0, both_ns = 0;
+  double mme_ns = 0, tpc_ns = 0, both_ns = 0, span_ns = 0;
   bool complete = true;   // false: an engine finished more than its history keeps
 };
 Overlap engine_overlap(hw::Card& card, const EngineBusy& before);

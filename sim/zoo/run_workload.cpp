@@ -116,6 +116,7 @@ std::vector<StepRecord> run_workload(const RunOptions& options, std::unique_ptr<
     r.mme_active_ns = overlap.mme_ns;
     r.tpc_active_ns = overlap.tpc_ns;
     r.overlap_ns = overlap.both_ns;
+    r.engines_span_ns = overlap.span_ns;
     r.overlap_complete = overlap.complete;
     out << std::left << std::setw(6) << i << std::right << std::setw(12) << std::setprecision(6) << r.loss
         << std::setw(14) << std::fixed << std::setprecision(1) << r.device_ns / 1e3 << std::setw(12)
@@ -175,6 +176,7 @@ std::string steps_to_json(const RunOptions& options, const std::vector<StepRecor
     step["engines_active"] = {{"mme_ns", r.mme_active_ns},
                               {"tpc_ns", r.tpc_active_ns},
                               {"both_ns", r.overlap_ns},
+                              {"span_ns", r.engines_span_ns},
                               {"complete", r.overlap_complete}};
     all.push_back(std::move(step));
   }

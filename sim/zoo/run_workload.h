@@ -34,8 +34,9 @@ struct StepRecord {
   // it did, and the longest of them.
   double mme_roof_ns = 0, tpc_roof_ns = 0, hbm_roof_ns = 0, roofline_ns = 0;
   std::string roofline_limit;
-  // When the engines ran during the launch: at least one MME, at least one TPC, both at once.
-  double mme_active_ns = 0, tpc_active_ns = 0, overlap_ns = 0;
+  // When the engines ran during the launch: at least one MME, at least one TPC, both at once;
+  // from the first kernel or job to start to the last to end.
+  double mme_active_ns = 0, tpc_active_ns = 0, overlap_ns = 0, engines_span_ns = 0;
   bool overlap_complete = true;
 };
 

@@ -74,6 +74,12 @@ TEST(CliRun, MlpPrintsEveryStepAndWritesJsonAndTrace) {
     EXPECT_GT(tpc_active, 0.0);
     EXPECT_LE(std::max(mme_active, tpc_active), double(steps[i].get<uint64_t>("device_ns")));
     EXPECT_LE(both, std::min(mme_active, tpc_active));
+    // The engines' span: at least each engine's active time, at most the launch (which adds the
+    // submission before the first kernel and the completion after the last).
+    const double span = steps[i].get<double>("engines_active.span_ns");
+    EXPECT_GE(span, std::max(mme_active, tpc_active));
+    EXPECT_LE(span, double(steps[i].get<uint64_t>("device_ns")));
+    EXPECT_GE(span, mme_active + tpc_active - both);
     EXPECT_EQ(steps[i].get<uint64_t>("compiles"), i == 0 ? 1u : 0u);
     EXPECT_EQ(steps[i].get<uint64_t>("cache_hits"), i == 0 ? 0u : 1u);
     EXPECT_EQ(steps[i].get<uint64_t>("cache_misses"), i == 0 ? 1u : 0u);
@@ -457,8 +463,14 @@ TEST(CliBenchCompile, ReportsCompileAndLaunchCostsAndStepTimes) {
     EXPECT_LE(row.get<double>("tpc_busy"), 1.0);
     EXPECT_GE(row.get<double>("overlap"), 0.0);
     EXPECT_LT(row.get<double>("overlap"), 1.0);
+    // The engines' span leaves out the submission and the completion: shorter than the launch,
+    // and no faster than the roofline either.
+    EXPECT_LT(row.get<double>("engines_span_ns"), double(row.get<uint64_t>("device_ns")));
+    EXPECT_GE(row.get<double>("x_roofline_engines"), 1.0);
+    EXPECT_LT(row.get<double>("x_roofline_engines"), row.get<double>("x_roofline"));
   }
   EXPECT_NE(r.output.find("x roofline"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("x engines"), std::string::npos) << r.output;
   const ProgramRun bad = run_hpusim("bench compile --workloads resnet");
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.output.find("unknown workload 'resnet'"), std::string::npos) << bad.output;
