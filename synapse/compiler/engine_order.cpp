@@ -1,7 +1,6 @@
 #include "synapse/compiler/engine_order.h"
 
 #include <algorithm>
-#include <map>
 
 #include "arch/mme/mme_job.h"
 #include "synapse/compiler/memory_order.h"

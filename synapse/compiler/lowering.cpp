@@ -457,12 +457,13 @@ class Lowering {
 
 std::string CompileTarget::describe() const {
   // fuse=2: chains and clusters (a recipe cached by a compiler that fused chains only says fuse=1,
-  // so it is compiled again rather than replayed with other cycle counts). order=2: the engine
-  // order and workspace reuse only behind waits (a recipe cached before them says neither).
+  // so it is compiled again rather than replayed with other cycle counts). order=3: the engine
+  // order, workspace reuse only behind waits and SRAM for the shortest-lived tensors first (order=2
+  // had the first two; a recipe cached before them says neither).
   std::ostringstream s;
   s << "tpcs=" << tpcs << " vector=" << tpc_vector_bits << " prefetch=" << tpc_prefetch_entries << " mme=" << mme_queues.size() << " geometries=" << mme_geometries
     << " dma=" << dma_queues.size() << " sob=" << sob_base
-    << "+" << sob_count << " mon=" << monitor_base << " fuse=" << (fuse_elementwise ? 2 : 0) << " order=2 sram=" << sram_bytes;
+    << "+" << sob_count << " mon=" << monitor_base << " fuse=" << (fuse_elementwise ? 2 : 0) << " order=3 sram=" << sram_bytes;
   return s.str();
 }
 

@@ -1,7 +1,7 @@
 #include "synapse/compiler/memory_plan.h"
 
 #include <algorithm>
-#include <iterator>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -168,59 +168,114 @@ Result size_tensors(const Graph& g, const std::vector<TensorUse>& uses, const st
   return Result::success();
 }
 
-// The lowest aligned offset where `size` bytes fit between the intervals of `live` (disjoint,
-// sorted by offset). Every candidate is 0 or the end of a placed tensor, so it stays aligned.
-uint64_t lowest_free_offset(const std::vector<const PlannedTensor*>& live, uint64_t size) {
+// Byte ranges [offset, offset + size) of placed tensors, sorted by offset (they may overlap one
+// another: two tensors that share bytes can both be in the way of a third).
+using Ranges = std::vector<std::pair<uint64_t, uint64_t>>;
+
+// The lowest aligned offset where `size` bytes fit between `ranges`. Every candidate is 0 or the
+// end of a placed tensor, so it stays aligned.
+uint64_t lowest_free_offset(const Ranges& ranges, uint64_t size) {
   uint64_t candidate = 0;
-  for (const PlannedTensor* p : live) {
-    if (candidate + size <= p->offset) break;
-    candidate = std::max(candidate, p->offset + p->size);
+  for (const auto& [offset, bytes] : ranges) {
+    if (candidate + size <= offset) break;
+    candidate = std::max(candidate, offset + bytes);
   }
   return candidate;
 }
 
-// First fit in placement order, two arenas (SRAM first, when it has room, then the workspace).
-// A placed tensor's bytes are free for the next one only if its live range has ended before the
-// next one's first step and the next one's writer already waits, through what it reads, for
-// every step that touches them: reuse then never adds a wait, so it cannot serialise engines
-// that would otherwise run side by side (a GEMM's output on the bytes of a bias add that runs
-// meanwhile on the TPCs would make the GEMM wait for the add).
+// Which tensors may share bytes (indices into the plan's tensors): `a` ends before `b` starts,
+// and b's writer already waits, through what it reads, for every step that touches a's bytes.
+// Reuse then never adds a wait, so it cannot serialise engines that would otherwise run side by
+// side (a GEMM's output on the bytes of a bias add that runs meanwhile on the TPCs would make the
+// GEMM wait for the add).
+class Sharing {
+ public:
+  Sharing(const std::vector<PlannedTensor>& tensors, const std::vector<std::vector<uint32_t>>& touching_steps,
+          const ReadPrecedence& precedence)
+      : tensors_(tensors), touching_steps_(touching_steps), precedence_(precedence) {}
+  bool behind(size_t a, size_t b) const {
+    if (tensors_[a].last_step >= tensors_[b].first_step) return false;
+    for (uint32_t step : touching_steps_[a])
+      if (!precedence_.waits_for(tensors_[b].first_step, step)) return false;
+    return true;
+  }
+  bool may_share(size_t a, size_t b) const { return behind(a, b) || behind(b, a); }
+  bool live_apart(size_t a, size_t b) const {
+    return tensors_[a].last_step < tensors_[b].first_step || tensors_[b].last_step < tensors_[a].first_step;
+  }
+
+ private:
+  const std::vector<PlannedTensor>& tensors_;
+  const std::vector<std::vector<uint32_t>>& touching_steps_;
+  const ReadPrecedence& precedence_;
+};
+
+// An SRAM arena filled first fit, tensors taken in `order`: each where it may share bytes with
+// every placed tensor it overlaps, else (a wait is cheaper than HBM traffic) where it is only
+// live apart from them, else not at all.
+struct SramFill {
+  std::vector<std::optional<uint64_t>> offset;   // per tensor; none: not in SRAM
+};
+SramFill fill_sram(const std::vector<PlannedTensor>& tensors, const std::vector<uint32_t>& order, uint64_t capacity,
+                   const Sharing& sharing) {
+  SramFill fill;
+  fill.offset.resize(tensors.size());
+  std::vector<std::pair<uint64_t, size_t>> placed;   // (offset, tensor), sorted by offset
+  Ranges in_the_way;
+  for (uint32_t t : order) {
+    const uint64_t size = tensors[t].size;
+    if (size > capacity) continue;
+    for (bool strict : {true, false}) {
+      in_the_way.clear();
+      for (const auto& [offset, p] : placed)
+        if (!(strict ? sharing.may_share(p, t) : sharing.live_apart(p, t))) in_the_way.emplace_back(offset, tensors[p].size);
+      const uint64_t offset = lowest_free_offset(in_the_way, size);
+      if (offset > capacity - size) continue;
+      fill.offset[t] = offset;
+      placed.insert(std::upper_bound(placed.begin(), placed.end(), std::pair{offset, size_t{t}}), {offset, t});
+      break;
+    }
+  }
+  return fill;
+}
+
+// Two arenas. SRAM is filled first: in placement order if that way it holds every tensor (the
+// order then changes no traffic, and its addresses repeat more from node to node: fewer
+// relocations to patch), else shortest-lived first (a forward activation the backward reads
+// would otherwise hold its bytes for the whole step). The workspace then takes the rest in
+// placement order, first fit where it may share bytes.
 void place_tensors(MemoryPlan* plan, const std::vector<std::vector<uint32_t>>& touching_steps,
                    const ReadPrecedence& precedence) {
-  std::vector<const PlannedTensor*> placed_sram, placed_hbm;   // each sorted by offset
-  const auto insert = [](std::vector<const PlannedTensor*>& placed, const PlannedTensor* t) {
-    auto at = std::upper_bound(placed.begin(), placed.end(), t->offset,
-                               [](uint64_t offset, const PlannedTensor* p) { return offset < p->offset; });
-    placed.insert(at, t);
-  };
-  const PlannedTensor* first = plan->tensors.data();
-  std::vector<const PlannedTensor*> live;
-  for (PlannedTensor& t : plan->tensors) {
-    const auto live_then = [&](const PlannedTensor* p) { return p->last_step >= t.first_step; };
-    const auto not_behind = [&](const PlannedTensor* p) {
-      if (live_then(p)) return true;
-      for (uint32_t step : touching_steps[p - first])
-        if (!precedence.waits_for(t.first_step, step)) return true;
-      return false;
-    };
-    const auto fits_in_sram = [&](const auto& conflicts) {
-      if (plan->sram_capacity == 0 || t.size > plan->sram_capacity) return false;
-      live.clear();
-      std::copy_if(placed_sram.begin(), placed_sram.end(), std::back_inserter(live), conflicts);
-      const uint64_t offset = lowest_free_offset(live, t.size);
-      if (offset > plan->sram_capacity - t.size) return false;
-      t.in_sram = true;
-      t.offset = offset;
-      plan->sram_bytes = std::max(plan->sram_bytes, t.offset + t.size);
-      insert(placed_sram, &t);
-      return true;
-    };
-    if (fits_in_sram(not_behind) || fits_in_sram(live_then)) continue;
-    live.clear();
-    std::copy_if(placed_hbm.begin(), placed_hbm.end(), std::back_inserter(live), not_behind);
-    t.offset = lowest_free_offset(live, t.size);
-    plan->workspace_bytes = std::max(plan->workspace_bytes, t.offset + t.size);
-    insert(placed_hbm, &t);
+  std::vector<PlannedTensor>& tensors = plan->tensors;
+  const Sharing sharing(tensors, touching_steps, precedence);
+  if (plan->sram_capacity > 0) {
+    std::vector<uint32_t> by_step(tensors.size());
+    for (uint32_t t = 0; t < by_step.size(); ++t) by_step[t] = t;
+    std::vector<uint32_t> by_life = by_step;
+    std::stable_sort(by_life.begin(), by_life.end(), [&](uint32_t a, uint32_t b) {
+      return tensors[a].last_step - tensors[a].first_step < tensors[b].last_step - tensors[b].first_step;
+    });
+    SramFill fill = fill_sram(tensors, by_step, plan->sram_capacity, sharing);
+    if (std::find(fill.offset.begin(), fill.offset.end(), std::nullopt) != fill.offset.end())
+      fill = fill_sram(tensors, by_life, plan->sram_capacity, sharing);
+    for (size_t t = 0; t < tensors.size(); ++t) {
+      if (!fill.offset[t]) continue;
+      tensors[t].in_sram = true;
+      tensors[t].offset = *fill.offset[t];
+      plan->sram_bytes = std::max(plan->sram_bytes, tensors[t].offset + tensors[t].size);
+    }
+  }
+  std::vector<std::pair<uint64_t, size_t>> placed;   // workspace (offset, tensor), sorted by offset
+  Ranges in_the_way;
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    if (tensors[t].in_sram) continue;
+    in_the_way.clear();
+    for (const auto& [offset, p] : placed)
+      if (!sharing.behind(p, t)) in_the_way.emplace_back(offset, tensors[p].size);
+    tensors[t].offset = lowest_free_offset(in_the_way, tensors[t].size);
+    plan->workspace_bytes = std::max(plan->workspace_bytes, tensors[t].offset + tensors[t].size);
+    placed.insert(std::upper_bound(placed.begin(), placed.end(), std::pair{tensors[t].offset, t}),
+                  {tensors[t].offset, t});
   }
 }
 

@@ -77,9 +77,10 @@ struct MemoryPlan {
 // a node; a tensor written by two nodes; a node that reads a non-persistent tensor no earlier
 // step writes; a workspace that would not fit 64 bits. README.md lists the messages.
 //
-// SRAM: with `sram_capacity` > 0 each tensor first tries the SRAM arena (the same first fit,
-// bounded by the capacity) and goes to the workspace when it does not fit there: intermediates
-// live in SRAM while it has room, which is where it helps (its bandwidth and latency beat HBM's).
+// SRAM: with `sram_capacity` > 0 the SRAM arena is filled first (the same first fit, bounded by
+// the capacity), in placement order if that way it holds every tensor, else shortest-lived first
+// (ties by placement order); a tensor that finds no room otherwise takes bytes by liveness alone.
+// The rest go to the workspace. SRAM's bandwidth and latency beat HBM's.
 //
 // `holds`: tensors kept live at least until a step (by its index in `order`) though no node
 // touches them there: the scheduler's way of saying a node placed earlier may still be running.

@@ -67,6 +67,23 @@ TEST(SynapseMemoryPlan, IntermediatesGoToSramWhileItHasRoomThenToTheWorkspace) {
   EXPECT_NE(r.message.find("overlap"), std::string::npos) << r.message;
 }
 
+TEST(SynapseMemoryPlan, SramGoesToTheShortestLivedTensorsFirst) {
+  // n4 reads a as well as d: a lives through the whole chain. Taken by first step it would hold
+  // the only SRAM tile from step 0 to 4; the tensors living one step each get it instead.
+  GraphSpec s = chain_spec();
+  s.nodes.back().inputs.push_back("a");
+  const Planned p = plan_spec(s, kDefaultAlignment, kTile);
+  ASSERT_TRUE(p.result.ok()) << p.result.message;
+  EXPECT_FALSE(planned(p, "a").in_sram);
+  EXPECT_TRUE(planned(p, "b").in_sram);
+  EXPECT_FALSE(planned(p, "c").in_sram) << "b is live at n2";
+  EXPECT_TRUE(planned(p, "d").in_sram) << "n3 waits for n2, b's last reader";
+  EXPECT_EQ(planned(p, "d").offset, 0u);
+  EXPECT_EQ(p.plan.sram_bytes, kTile);
+  EXPECT_EQ(p.plan.workspace_bytes, 2 * kTile);
+  EXPECT_TRUE(check_plan(p.graph, p.plan).ok());
+}
+
 TEST(SynapseMemoryPlan, ADiamondKeepsBothBranchesLive) {
   // x -> n0 -> a; a -> n1 -> b; a -> n2 -> c; (b, c) -> n3 -> d; d -> n4 -> y.
   GraphSpec s;
