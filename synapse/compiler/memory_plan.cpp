@@ -212,14 +212,11 @@ class Sharing {
 
 // An SRAM arena filled first fit, tensors taken in `order`: each where it may share bytes with
 // every placed tensor it overlaps, else (a wait is cheaper than HBM traffic) where it is only
-// live apart from them, else not at all.
-struct SramFill {
-  std::vector<std::optional<uint64_t>> offset;   // per tensor; none: not in SRAM
-};
+// live apart from them, else not at all. Per tensor: its SRAM offset, or none.
+using SramFill = std::vector<std::optional<uint64_t>>;
 SramFill fill_sram(const std::vector<PlannedTensor>& tensors, const std::vector<uint32_t>& order, uint64_t capacity,
                    const Sharing& sharing) {
-  SramFill fill;
-  fill.offset.resize(tensors.size());
+  SramFill fill(tensors.size());
   std::vector<std::pair<uint64_t, size_t>> placed;   // (offset, tensor), sorted by offset
   Ranges in_the_way;
   for (uint32_t t : order) {
@@ -231,7 +228,7 @@ SramFill fill_sram(const std::vector<PlannedTensor>& tensors, const std::vector<
         if (!(strict ? sharing.may_share(p, t) : sharing.live_apart(p, t))) in_the_way.emplace_back(offset, tensors[p].size);
       const uint64_t offset = lowest_free_offset(in_the_way, size);
       if (offset > capacity - size) continue;
-      fill.offset[t] = offset;
+      fill[t] = offset;
       placed.insert(std::upper_bound(placed.begin(), placed.end(), std::pair{offset, size_t{t}}), {offset, t});
       break;
     }
@@ -256,12 +253,12 @@ void place_tensors(MemoryPlan* plan, const std::vector<std::vector<uint32_t>>& t
       return tensors[a].last_step - tensors[a].first_step < tensors[b].last_step - tensors[b].first_step;
     });
     SramFill fill = fill_sram(tensors, by_step, plan->sram_capacity, sharing);
-    if (std::find(fill.offset.begin(), fill.offset.end(), std::nullopt) != fill.offset.end())
+    if (std::find(fill.begin(), fill.end(), std::nullopt) != fill.end())
       fill = fill_sram(tensors, by_life, plan->sram_capacity, sharing);
     for (size_t t = 0; t < tensors.size(); ++t) {
-      if (!fill.offset[t]) continue;
+      if (!fill[t]) continue;
       tensors[t].in_sram = true;
-      tensors[t].offset = *fill.offset[t];
+      tensors[t].offset = *fill[t];
       plan->sram_bytes = std::max(plan->sram_bytes, tensors[t].offset + tensors[t].size);
     }
   }
