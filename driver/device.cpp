@@ -1132,7 +1132,10 @@ void HlDevice::account_busy(uint64_t seq, uint64_t completed_ps) {
 void HlDevice::finish_cs(Cs& cs, CsState state) {
   cs.state = state;
   cs.completed_ps = entry_completion_ps_ != 0 ? std::min(entry_completion_ps_, link_.host_now_ps()) : link_.host_now_ps();
-  if (!cs.kernel) account_busy(cs.seq, cs.completed_ps);
+  // As hl_irq_handler_cq stamps it on entry: the device was done when its MSI arrived, before the
+  // interrupt's latency and handler (host time) passed.
+  cs.stamped_ps = entry_msi_ps_ != 0 ? std::min(entry_msi_ps_, cs.completed_ps) : cs.completed_ps;
+  if (!cs.kernel) account_busy(cs.seq, cs.stamped_ps);
   if (state == CsState::kCompleted) trace_completion(cs);
   if (state == CsState::kCompleted) {
     // hl_hw_queue_update_ci: internal queues get their slots back when the CS completes.
@@ -1306,7 +1309,7 @@ int HlDevice::do_wait_cs(hl_wait_cs_args& args) {
       case CsState::kCompleted:
         args.out.status = HL_WAIT_CS_STATUS_COMPLETED;
         args.out.flags = HL_WAIT_CS_STATUS_FLAG_TIMESTAMP_VLD;
-        args.out.timestamp_nsec = static_cast<int64_t>(cs->completed_ps / 1000);
+        args.out.timestamp_nsec = static_cast<int64_t>(cs->stamped_ps / 1000);
         trace_waited(in.seq);
         return 0;
       case CsState::kTimedOut:

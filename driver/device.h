@@ -168,7 +168,8 @@ class HlDevice : public DeviceFileOps {
     uint64_t timeout_ps = 0;
     uint64_t head_since_ps = 0;                  // when it became the oldest in flight
     bool skip_reset = false;
-    uint64_t completed_ps = 0;
+    uint64_t completed_ps = 0;   // handled: the interrupt's latency and handler charged
+    uint64_t stamped_ps = 0;     // its wait_cs time stamp: the completion MSI's arrival
     uint64_t submitted_ps = 0;
   };
 

@@ -25,7 +25,7 @@ struct RunOptions {
 struct StepRecord {
   uint32_t step = 0;
   float loss = 0;
-  uint64_t device_ns = 0;   // the step's launch: submission to completion
+  uint64_t device_ns = 0;   // the step's launch: its doorbells to its completion MSI
   uint64_t step_ns = 0;     // the whole step in host time (compile, copies, launch, loss read back)
   uint64_t host_ns = 0;     // step_ns - device_ns: host work the device did not hide
   uint64_t compiles = 0, cache_hits = 0, cache_misses = 0;   // during this step

@@ -206,8 +206,9 @@ void charge(hpusim::platform::HostWork work, uint64_t count = 1);
 // (0 without a timeline or when `with_flow` is false).
 uint64_t host_span(Device& d, const std::string& name, uint64_t start_ps, bool with_flow = false,
                    std::vector<hpusim::traces::Arg> args = {});
-// Puts the device spans of completed launches on the timeline (submission to completion), each
-// on the flow from its host launch slice to the completion.
+// Puts the device spans of completed launches on the timeline (the submission's return, its
+// doorbells rung, to the completion MSI), each on the flow from its host launch slice to the
+// completion.
 void flush_spans(Device& d, bool wait_all);
 QueueId queue_of(synStreamType type);
 synStatus create_stream(synStreamHandle* stream, synDeviceId id, QueueId queue, uint32_t flags, const char* function);

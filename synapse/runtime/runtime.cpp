@@ -534,15 +534,16 @@ Result Runtime::launch(LoadedRecipe& loaded, const std::vector<uint64_t>& persis
   launch_prepare_ns_ += static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - prepare_start).count());
   uint64_t s = 0;
-  uint64_t submitted_ps = host_now_ps();
   int rc = hlthunk::submit(fd_, chunks, &s);
   // A queue or the driver's CS table is full: the oldest launch in flight frees room.
   while (rc == -EAGAIN && !launch_ranges_.empty()) {
     if (Result r = wait(launch_ranges_.front().seq); !r.ok()) break;
     launch_ranges_.pop_front();
-    submitted_ps = host_now_ps();
     rc = hlthunk::submit(fd_, chunks, &s);
   }
+  // The device has the launch once the submission returns (its doorbells rung): the driver's work
+  // in the ioctl is host time.
+  const uint64_t submitted_ps = host_now_ps();
   for (uint64_t handle : handles) hlthunk::cb_destroy(fd_, handle);
   if (rc != 0) return Result::error(Status::CommandSubmissionFailure, "launch submission: " + errno_text(rc));
   last_seq_ = last_launch_seq_ = s;

@@ -192,9 +192,11 @@ class Runtime {
   Result finish_wait(uint64_t seq, const WaitOutcome& outcome);
   // True when `seq` has completed (no waiting).
   bool completed(uint64_t seq);
-  // Host time (ps) at which completed submission `seq` completed, as the driver reports it.
+  // Host time (ps) at which completed submission `seq` completed, as the driver stamps it (its
+  // completion MSI's arrival).
   Result completion_time_ps(uint64_t seq, uint64_t* ps);
-  // Host time now (ps), and the host time at which launch `seq` was submitted (0 if unknown).
+  // Host time now (ps), and the host time at which launch `seq` was submitted, its submission ioctl
+  // returned with the doorbells rung (0 if unknown).
   uint64_t host_now_ps();
   uint64_t submit_time_ps(uint64_t seq) const;
   // The completion time (ps) of launch `seq` if a wait of this runtime has seen it complete, and
@@ -262,7 +264,7 @@ class Runtime {
   DeviceAllocator allocator_;
   uint64_t last_seq_ = 0;
   uint64_t last_launch_seq_ = 0;
-  std::map<uint64_t, uint64_t> submit_ps_;   // launches: seq -> host time of the submission
+  std::map<uint64_t, uint64_t> submit_ps_;   // launches: seq -> host time the submission returned
   uint64_t launch_prepare_ns_ = 0;
   uint64_t sram_base_ = 0, sram_size_ = 0;   // the SRAM user range, the recipes' SRAM arena
   static constexpr uint64_t kMinStagingBytes = 64 * 1024;

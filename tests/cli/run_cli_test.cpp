@@ -166,13 +166,15 @@ TEST(CliRun, KernelsAreNamedByTheNodeWhoseOwnKernelTheyAre) {
 
 // Each launch is one flow: the host's launch slice, the driver's CS ioctl, the launch on the
 // device, the card's command buffers that run its external jobs, the completion interrupt, and the
-// wait that saw it complete.
+// wait that saw it complete. The launch's device time runs from the ioctl's return (its doorbells
+// rung) to the completion MSI's arrival: the ioctl and the interrupt's handling are host time.
 TEST(CliRun, EachLaunchIsOneFlowFromTheHostThroughTheCardToTheWaitingHost) {
   const std::string trace = temp("flows.pftrace");
   const ProgramRun r = run_hpusim("run mlp --steps 3 -q --trace " + trace);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const hpusim::traces::TraceModel model = hpusim::traces::read_perfetto(trace);
   size_t launches = 0;
+  std::vector<uint64_t> device_ns;
   for (const auto& s : model.slices) {
     if (s.name != "launch mlp_step" || s.flow_ids.empty() || model.track(s.track)->name.rfind("api", 0) != 0) continue;
     ++launches;
@@ -191,8 +193,24 @@ TEST(CliRun, EachLaunchIsOneFlowFromTheHostThroughTheCardToTheWaitingHost) {
     EXPECT_TRUE(flow.terminated) << text;
     const auto order = model.flow_slices(s.flow_ids[0]);
     for (size_t i = 1; i < order.size(); ++i) EXPECT_LE(order[i - 1]->start_ns, order[i]->start_ns) << text;
+    const auto on = [&](const std::string& name) {
+      const auto found = std::find(chain.begin(), chain.end(), name);
+      return found == chain.end() ? nullptr : order[static_cast<size_t>(found - chain.begin())];
+    };
+    const auto *ioctl = on("ioctls: CS"), *device = on("launches: launch mlp_step"), *msi = on("interrupts: CS completion");
+    ASSERT_TRUE(ioctl && device && msi) << text;
+    EXPECT_EQ(device->start_ns, ioctl->end_ns) << text;
+    EXPECT_EQ(device->end_ns, msi->start_ns) << text;
+    EXPECT_GT(msi->duration_ns(), 0u) << text;
+    device_ns.push_back(device->duration_ns());
   }
   EXPECT_EQ(launches, 3u);
+  // The run's device time per step is the launch's span on the timeline.
+  const std::string json = temp("flows.json");
+  ASSERT_EQ(run_hpusim("run mlp --steps 3 -q --json " + json).exit_code, 0);
+  const auto steps = steps_of(json);
+  ASSERT_EQ(steps.size(), device_ns.size());
+  for (size_t i = 0; i < steps.size(); ++i) EXPECT_EQ(steps[i].get<uint64_t>("device_ns"), device_ns[i]) << i;
 }
 
 TEST(CliRun, AWarmDiskCacheCompilesNothingAndACorruptRecipeIsRecompiled) {

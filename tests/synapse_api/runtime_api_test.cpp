@@ -337,7 +337,8 @@ TEST(SynapseDeviceType, ComesFromTheCardsGeneration) {
 
 // hpusim_deviceBusyNs counts the device's work (copies and launches), not the time it waits for
 // the host: the same step twice, with 2 ms of host-only work between, adds about the same busy
-// time twice (the memory's state differs a little between the runs), not 2 ms more.
+// time twice (the memory's state and the buffers' addresses differ between the runs: within 5 %),
+// not 2 ms more.
 TEST_F(SynapseRuntimeApi, DeviceBusyTimeCountsTheDevicesWorkNotItsWaits) {
   synGraphHandle g = dense_graph();
   synRecipeHandle recipe = nullptr;
@@ -355,7 +356,7 @@ TEST_F(SynapseRuntimeApi, DeviceBusyTimeCountsTheDevicesWorkNotItsWaits) {
   ASSERT_EQ(hpusim_hostWork(device, HPUSIM_HOST_CPU_FALLBACK_OP, 100, "host only"), synSuccess) << error();
   expect_reference(run(recipe));
   ASSERT_EQ(hpusim_deviceBusyNs(device, &busy2), synSuccess) << error();
-  EXPECT_NEAR(static_cast<double>(busy2 - busy1), static_cast<double>(busy1 - busy0), 0.02 * (busy1 - busy0));
+  EXPECT_NEAR(static_cast<double>(busy2 - busy1), static_cast<double>(busy1 - busy0), 0.05 * (busy1 - busy0));
   EXPECT_EQ(hpusim_deviceBusyNs(device, nullptr), synInvalidArgument);
   EXPECT_EQ(hpusim_hostWork(device, static_cast<hpusim_HostWork>(9), 1, "x"), synInvalidArgument);
   EXPECT_EQ(error(), "hpusim_hostWork: unknown host work 9");

@@ -145,12 +145,14 @@ synStatus hpusim_hostWork(synDeviceId deviceId, hpusim_HostWork work, uint64_t c
  * and waits on the timeline. Nothing is charged; without a trace it does nothing. */
 synStatus hpusim_traceSpan(synDeviceId deviceId, const char* name, uint64_t startNanoseconds);
 /* How long device `deviceId` has been busy (ns) with the submissions completed so far (launches,
- * copies: the union of their submission-to-completion intervals, one queued behind another
- * counting from when the device reached it). One driver INFO ioctl, charged as any. */
+ * copies: the union of their intervals from the doorbells to the completion MSI, one queued behind
+ * another counting from when the device reached it). One driver INFO ioctl, charged as any. */
 synStatus hpusim_deviceBusyNs(synDeviceId deviceId, uint64_t* busyNanoseconds);
-/* Completed launches so far, and the device time (submission to completion, ns) of the last. */
+/* Completed launches so far, and the device time of the last (ns): from its submission's return,
+ * the doorbells rung, to its completion MSI (the driver's time stamp). */
 synStatus hpusim_lastLaunchDeviceTime(uint64_t* nanoseconds);
-/* The host times (ns) at which the last launch was submitted and completed (waits for it). */
+/* The host times (ns) at which the last launch's submission returned and its completion MSI
+ * arrived (waits for it). */
 synStatus hpusim_lastLaunchWindowNs(uint64_t* submitted, uint64_t* completed);
 
 /* Checks the whole graph; the first problem's status, its message in hpusim_lastErrorMessage. */
