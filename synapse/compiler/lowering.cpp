@@ -107,7 +107,7 @@ class Lowering {
       const uint32_t jobs = recipe_.nodes(static_cast<int>(i)).jobs();
       if (!waited_on[i] && jobs > 0) last.wait_for(sob_of(i), static_cast<uint16_t>(jobs));   // a view has none
     }
-    for (size_t i = 0; i <= order_.size(); ++i) last.set_sob(sob_of(i), 0);   // the start object too
+    for (size_t i = 0; i <= order_.size(); ++i) last.clear_sob(sob_of(i));   // the start object too
 
     // Internal queues first, the external one (which ends the launch) last.
     for (auto& [queue, prog] : programs_) {
@@ -459,11 +459,12 @@ std::string CompileTarget::describe() const {
   // fuse=2: chains and clusters (a recipe cached by a compiler that fused chains only says fuse=1,
   // so it is compiled again rather than replayed with other cycle counts). order=3: the engine
   // order, workspace reuse only behind waits and SRAM for the shortest-lived tensors first (order=2
-  // had the first two; a recipe cached before them says neither).
+  // had the first two; a recipe cached before them says neither). frame=2: the last job clears the
+  // sync objects with posted messages (before, each waited for the one before it).
   std::ostringstream s;
   s << "tpcs=" << tpcs << " vector=" << tpc_vector_bits << " prefetch=" << tpc_prefetch_entries << " mme=" << mme_queues.size() << " geometries=" << mme_geometries
     << " dma=" << dma_queues.size() << " sob=" << sob_base
-    << "+" << sob_count << " mon=" << monitor_base << " fuse=" << (fuse_elementwise ? 2 : 0) << " order=3 sram=" << sram_bytes;
+    << "+" << sob_count << " mon=" << monitor_base << " fuse=" << (fuse_elementwise ? 2 : 0) << " order=3 frame=2 sram=" << sram_bytes;
   return s.str();
 }
 

@@ -70,6 +70,10 @@ void QueueProgram::set_sob(uint32_t sob, uint16_t value, bool engine_barrier) {
   message_sob(sob, qman::sob_write_value(value, false), qman::Barriers{engine_barrier, true, true});
 }
 
+void QueueProgram::clear_sob(uint32_t sob) {
+  message_sob(sob, qman::sob_write_value(0, false), qman::Barriers{});
+}
+
 void QueueProgram::append(const std::vector<uint8_t>& fragment, const RegisterRelocations& relocations,
                           RegisterRange reused) {
   size_t at = 0;

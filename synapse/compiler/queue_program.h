@@ -52,6 +52,10 @@ class QueueProgram {
   // Sets the launch's sync object `sob` to `value`; with `engine_barrier`, only once the queue's
   // engine (its DMA, on a DMA queue) has finished what earlier packets started.
   void set_sob(uint32_t sob, uint16_t value, bool engine_barrier = false);
+  // Sets the launch's sync object `sob` back to 0 with a posted message: clears issue back to back,
+  // not one message round trip each. Only for a job's tail, whose completion message (the driver's,
+  // behind a message barrier) lands after them.
+  void clear_sob(uint32_t sob);
   // Appends a fragment. Every WREG_32 packet in it whose register is in `relocations` becomes a
   // patch point (its value must already be the placeholder's half). Throws std::logic_error if a
   // packet does not decode or a relocated register holds something else.

@@ -398,6 +398,33 @@ TEST_F(SynapseLaunchTest, SyncObjectsAreRelocatedPerLaunchAndCheckedInTheRecipe)
       << recipe::check_recipe(bad);
 }
 
+// The last job (on the external queue) waits for the nodes, then clears every sync object of the
+// launch with posted messages: no barrier on any clear, so they issue back to back rather than
+// one message round trip each; the driver's completion message, behind its message barrier, lands
+// after them (launches reusing a range run right: LaunchesAfterATimedOutLaunchRunThroughEverySyncRange).
+TEST_F(SynapseLaunchTest, TheLastJobClearsTheSyncObjectsWithPostedMessages) {
+  const DenseReluGraph g(64, 64, 64);
+  recipe::Recipe recipe;
+  ASSERT_TRUE(compiler::compile_graph(g.graph, rt->target(), &recipe).ok());
+  ASSERT_GT(recipe.jobs_size(), 0);
+  const recipe::QueueJob& last = recipe.jobs(recipe.jobs_size() - 1);
+  EXPECT_EQ(last.queue_id(), static_cast<uint32_t>(rt->target().external_queue));
+  const std::string& cb = last.command_buffer();
+  std::vector<qman::MsgLong> after_waits;
+  for (size_t at = 0; at < cb.size();) {
+    const qman::DecodeResult d = qman::decode(reinterpret_cast<const uint8_t*>(cb.data()) + at, cb.size() - at);
+    ASSERT_TRUE(d.ok()) << d.message;
+    if (std::holds_alternative<qman::Fence>(d.packet)) after_waits.clear();
+    if (const auto* m = std::get_if<qman::MsgLong>(&d.packet)) after_waits.push_back(*m);
+    at += d.size;
+  }
+  ASSERT_EQ(after_waits.size(), recipe.sob_count());
+  for (const qman::MsgLong& clear : after_waits) {
+    EXPECT_EQ(clear.value, qman::sob_write_value(0, false));
+    EXPECT_EQ(clear.barriers, qman::Barriers{});
+  }
+}
+
 // y = x + x, a TPC-only graph.
 struct DoubleGraph {
   Graph graph;
