@@ -460,11 +460,12 @@ std::string CompileTarget::describe() const {
   // so it is compiled again rather than replayed with other cycle counts). order=3: the engine
   // order, workspace reuse only behind waits and SRAM for the shortest-lived tensors first (order=2
   // had the first two; a recipe cached before them says neither). frame=2: the last job clears the
-  // sync objects with posted messages (before, each waited for the one before it).
+  // sync objects with posted messages (before, each waited for the one before it). kernels=2: bf16
+  // ops computed in f32 run list-scheduled (a recipe cached before holds their kernel files).
   std::ostringstream s;
   s << "tpcs=" << tpcs << " vector=" << tpc_vector_bits << " prefetch=" << tpc_prefetch_entries << " mme=" << mme_queues.size() << " geometries=" << mme_geometries
     << " dma=" << dma_queues.size() << " sob=" << sob_base
-    << "+" << sob_count << " mon=" << monitor_base << " fuse=" << (fuse_elementwise ? 2 : 0) << " order=3 frame=2 sram=" << sram_bytes;
+    << "+" << sob_count << " mon=" << monitor_base << " fuse=" << (fuse_elementwise ? 2 : 0) << " order=3 frame=2 kernels=2 sram=" << sram_bytes;
   return s.str();
 }
 

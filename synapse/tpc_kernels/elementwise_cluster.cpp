@@ -23,7 +23,14 @@ using namespace glue;
 
 namespace {
 
-bool clusterable(const KernelLibrary::KernelDef& def) {
+// A GUID a cluster of `io` tensors can hold. f32: every elementwise kind (each op's instructions
+// in f32, as its kernel runs them). bf16: only the kinds whose kernel computes in f32 and rounds
+// once on store (eltwise_f32.s), and only alone (instantiate_scheduled_single): a chain of bf16
+// ops rounds after each op, which a cluster's registers would not.
+bool clusterable(const KernelLibrary::KernelDef& def, DType io = DType::F32) {
+  if (io == DType::BF16)
+    return def.in == DType::BF16 && def.out == DType::BF16 &&
+           (def.kind == Kind::Backward || def.kind == Kind::UnaryF32 || def.kind == Kind::Ternary);
   switch (def.kind) {
     case Kind::Binary:
     case Kind::Unary:
@@ -92,12 +99,15 @@ struct ClusterCode {
   std::optional<uint32_t> s0; // the S0 every ternary op takes, when they all take one value
 };
 
-// Plans the registers and writes the code for a step of `copies` vectors (2 or 4). `inputs`: the
+// Plans the registers and writes the code for a step of `copies` f32 vectors (2 or 4). `inputs`: the
 // kernel's input count; `one_element[k]`: input k is one element (held in a register, not streamed).
+// `io` bf16: the tensors are bf16, a bf16 vector widening into copies 2j and 2j + 1 (io_bf16.inc's
+// halves) and each output rounded once into one bf16 vector (every tensor streamed).
 ClusterCode cluster_code(const std::map<std::string, const KernelLibrary::KernelDef*>& defs,
                          const ElementwiseCluster& cluster, size_t inputs, const std::vector<bool>& one_element,
                          unsigned copies, const RowsInVlm& rows = {},
-                         const std::vector<std::string>& step_prefetches = {}) {
+                         const std::vector<std::string>& step_prefetches = {}, DType io = DType::F32) {
+  const bool bf16 = io == DType::BF16;
   ClusterCode code;
   const size_t values = inputs + cluster.ops.size();
   std::vector<const KernelLibrary::KernelDef*> op_defs;
@@ -105,8 +115,8 @@ ClusterCode cluster_code(const std::map<std::string, const KernelLibrary::Kernel
     const ClusterOp& op = cluster.ops[k];
     const std::string label = "op " + std::to_string(k) + " (" + op.guid + ")";
     const auto it = defs.find(op.guid);
-    if (it == defs.end() || !clusterable(*it->second)) {
-      code.error = label + ": not an f32 elementwise GUID a cluster can hold";
+    if (it == defs.end() || !clusterable(*it->second, io)) {
+      code.error = label + (bf16 ? ": not a bf16 GUID computed in f32" : ": not an f32 elementwise GUID a cluster can hold");
       return code;
     }
     const KernelLibrary::KernelDef& def = *it->second;
@@ -130,6 +140,10 @@ ClusterCode cluster_code(const std::map<std::string, const KernelLibrary::Kernel
   }
   if (cluster.outputs.empty()) {
     code.error = "a cluster without outputs";
+    return code;
+  }
+  if (bf16 && cluster.ops.size() != 1) {
+    code.error = "a bf16 cluster holds one op (a chain of bf16 ops rounds after each op)";
     return code;
   }
   for (uint32_t v : cluster.outputs)
@@ -216,15 +230,28 @@ ClusterCode cluster_code(const std::map<std::string, const KernelLibrary::Kernel
   // index registers are set at a row's start and step with I2, so the loads need not wait for them.
   std::vector<std::string> lines;
   for (unsigned c = 1; c < copies; ++c) {
+    if (bf16 && c % 2 == 1) continue;   // a bf16 vector's hi half is read with its lo
     code.row_setup += std::string("        imov ") + kCopyIndex[c] + ", I2\n        iadd_dim " + kCopyIndex[c] + ", " +
                       (c == 1 ? "F32_LANES" : "(" + std::to_string(c) + " * F32_LANES)") + " dim=0\n";
   }
   // A VLM row's vector at the step's dim-0 coordinate: S16 its byte offset, S17..S19 the copies'
   // addresses in turn.
   unsigned vlm_address = 0;
+  // bf16: each loaded vector's register, free again once every input is widened (not at once, so
+  // that the loads need not wait for each other's converts).
+  std::vector<std::string> loaded_bf16;
   for (size_t k = 0; k < inputs; ++k) {
     if (one_element[k] || last_use[k] < 0) continue;
     take_all(k);
+    if (bf16) {
+      for (unsigned j = 0; j < copies / 2; ++j) {
+        const std::string wide = loaded_bf16.emplace_back(take());
+        lines.push_back("ld_tnsr " + wide + ", " + kCopyIndex[2 * j] + ", " + std::to_string(k));
+        lines.push_back("convert.bf16.f32 " + reg[2 * j][k] + ", " + wide + " part=0");
+        lines.push_back("convert.bf16.f32 " + reg[2 * j + 1][k] + ", " + wide + " part=1");
+      }
+      continue;
+    }
     const bool in_vlm = k < rows.base.size() && rows.base[k];
     if (in_vlm && vlm_address == 0) lines.insert(lines.end(), {"iget_dim S16, I2 dim=0", "shl.i32 S16, S16, 2"});
     for (unsigned c = 0; c < copies; ++c) {
@@ -237,6 +264,7 @@ ClusterCode cluster_code(const std::map<std::string, const KernelLibrary::Kernel
       lines.push_back("ld_vlm.f32 " + reg[c][k] + ", " + address);
     }
   }
+  for (const std::string& r : loaded_bf16) give_back(r);
   for (size_t k = 0; k < cluster.ops.size(); ++k) {
     const KernelLibrary::KernelDef& def = *op_defs[k];
     if (def.kind == Kind::Fill) continue;
@@ -257,13 +285,22 @@ ClusterCode cluster_code(const std::map<std::string, const KernelLibrary::Kernel
     for (uint32_t operand : op.operands)
       if (last_use[operand] == static_cast<int64_t>(k) && !pinned[operand] && !reg[0][operand].empty())
         give_back_all(operand);   // an operand given twice is given back once
-    for (size_t j : stored_as[v])
-      for (unsigned c = 0; c < copies; ++c)
+    for (size_t j : stored_as[v]) {
+      for (unsigned c = 0; c < copies && !bf16; ++c)
         lines.push_back(std::string("st_tnsr ") + kCopyIndex[c] + ", " + std::to_string(inputs + j) + ", " + reg[c][v]);
+      for (unsigned c = 0; c < copies && bf16; c += 2) {
+        const std::string narrow = take();
+        lines.push_back("convert.f32.bf16 " + narrow + ", " + reg[c][v] + " part=0");
+        lines.push_back("convert.f32.bf16 " + narrow + ", " + reg[c + 1][v] + " part=1");
+        lines.push_back(std::string("st_tnsr ") + kCopyIndex[c] + ", " + std::to_string(inputs + j) + ", " + narrow);
+        give_back(narrow);
+      }
+    }
     if (last_use[v] <= static_cast<int64_t>(k)) give_back_all(v);
   }
   lines.insert(lines.end(), step_prefetches.begin(), step_prefetches.end());
-  for (unsigned c = 1; c < copies; ++c) lines.push_back(std::string("iadd_dim ") + kCopyIndex[c] + ", LANES dim=0");
+  for (unsigned c = 1; c < copies; ++c)
+    if (!bf16 || c % 2 == 0) lines.push_back(std::string("iadd_dim ") + kCopyIndex[c] + ", LANES dim=0");
   // The step's last bundle steps I2 (nest.inc).
   // Every streamed load finds its prefetch (nest.inc's PREFETCH_ROW and the step's own).
   const std::vector<std::string> bundles = schedule::list_schedule(lines, "iadd_dim I2, LANES dim=0", schedule::kPrefetchHitLatency);
@@ -281,15 +318,19 @@ ClusterCode cluster_code(const std::map<std::string, const KernelLibrary::Kernel
 
 bool is_one_element(const TensorParams& t) { return elements(t) == 1; }
 
-// Checks the tensors; on success fills `one_element` (per input) and returns "".
+// Checks the tensors; on success fills `one_element` (per input) and returns "". Every tensor is
+// f32, or every one bf16 (`io`: the outputs' dtype) with no input of one element.
 std::string check_tensors(const KernelParams& p, std::vector<bool>* one_element) {
   if (p.inputs.size() + p.outputs.size() > tpc::kMaxTensors)
     return "a cluster of " + std::to_string(p.inputs.size()) + " inputs and " + std::to_string(p.outputs.size()) +
            " outputs: a kernel takes at most " + std::to_string(tpc::kMaxTensors) + " tensors";
   if (p.outputs.empty()) return "a cluster without outputs";
+  const DType io = p.outputs[0].dtype;
+  const char* io_name = io == DType::BF16 ? "bf16" : "f32";
+  if (io != DType::F32 && io != DType::BF16) return "output 0 is neither f32 nor bf16";
   const auto po = padded(p.outputs[0].shape);
   for (size_t j = 0; j < p.outputs.size(); ++j) {
-    if (p.outputs[j].dtype != DType::F32) return "output " + std::to_string(j) + " is not f32";
+    if (p.outputs[j].dtype != io) return "output " + std::to_string(j) + " is not " + io_name + " as output 0";
     if (padded(p.outputs[j].shape) != po)
       return "output " + std::to_string(j) + " " + shape_text(p.outputs[j].shape) + " differs from output 0 " +
              shape_text(p.outputs[0].shape);
@@ -298,8 +339,9 @@ std::string check_tensors(const KernelParams& p, std::vector<bool>* one_element)
   const bool scalar_output = po == std::array<uint32_t, kMaxDims>{1, 1, 1, 1, 1};
   for (size_t k = 0; k < p.inputs.size(); ++k) {
     const TensorParams& in = p.inputs[k];
-    if (in.dtype != DType::F32) return "input " + std::to_string(k) + " is not f32";
+    if (in.dtype != io) return "input " + std::to_string(k) + " is not " + io_name + " as the outputs";
     (*one_element)[k] = is_one_element(in) && !scalar_output;
+    if ((*one_element)[k] && io == DType::BF16) return "input " + std::to_string(k) + " is one bf16 element";
     if ((*one_element)[k]) continue;
     const auto pi = padded(in.shape);
     for (unsigned d = 0; d < kMaxDims; ++d)
@@ -335,7 +377,8 @@ std::optional<unsigned> KernelLibrary::cluster_registers(const ElementwiseCluste
                                                          const KernelParams& params) const {
   std::vector<bool> one_element;
   if (!check_tensors(params, &one_element).empty()) return std::nullopt;
-  const ClusterCode code = cluster_code(defs_, cluster, params.inputs.size(), one_element, 2);
+  const ClusterCode code =
+      cluster_code(defs_, cluster, params.inputs.size(), one_element, 2, {}, {}, params.outputs[0].dtype);
   if (!code.error.empty() && !code.out_of_registers) return std::nullopt;
   return code.registers;
 }
@@ -356,8 +399,12 @@ InstantiateResult KernelLibrary::instantiate_cluster(const ElementwiseCluster& c
   const KernelParams params = as_one_run(given, one_element);
   const unsigned f32_lanes = lanes_of(DType::F32);
   const TensorParams& out = params.outputs[0];
+  const DType io = out.dtype;
+  // A step's vectors of the tensors: bf16 ones each hold two of the f32 copies.
+  const unsigned copies_per_vector = io == DType::BF16 ? 2 : 1;
   const auto po = padded(out.shape);
   const uint32_t row_vectors = (po[0] + f32_lanes - 1) / f32_lanes;
+  const uint32_t row_io_vectors = (po[0] + lanes_of(io) - 1) / lanes_of(io);
   // Rows broadcast over every outer dim go to VLM, padded to a step of four vectors, when they fit
   // kVlmRowBytes together.
   RowsInVlm rows{std::vector<std::optional<uint32_t>>(params.inputs.size()), vector_bits_ / 8, row_vectors};
@@ -365,7 +412,7 @@ InstantiateResult KernelLibrary::instantiate_cluster(const ElementwiseCluster& c
     const bool outer = po[1] * po[2] * po[3] * po[4] > 1;
     const uint32_t row_bytes = (row_vectors + 3) / 4 * 4 * rows.vector_bytes;
     uint32_t used = 0;
-    for (size_t k = 0; k < params.inputs.size() && outer; ++k) {
+    for (size_t k = 0; k < params.inputs.size() && outer && io == DType::F32; ++k) {
       const auto pi = padded(params.inputs[k].shape);
       if (one_element[k] || pi[0] != po[0] || pi[1] * pi[2] * pi[3] * pi[4] != 1) continue;
       if (used + row_bytes > kVlmRowBytes) break;
@@ -380,15 +427,18 @@ InstantiateResult KernelLibrary::instantiate_cluster(const ElementwiseCluster& c
   std::string prelude;
   const auto plan = [&](unsigned copies, std::string* prelude_out) {
     std::vector<std::string> prefetches;
-    *prelude_out = width_prelude(streamed, row_vectors, copies, &prefetches);
-    return cluster_code(defs_, cluster, given.inputs.size(), one_element, copies, rows, prefetches);
+    *prelude_out = width_prelude(streamed, row_io_vectors, copies / copies_per_vector, &prefetches);
+    return cluster_code(defs_, cluster, given.inputs.size(), one_element, copies, rows, prefetches, io);
   };
   ClusterCode code = plan(2, &prelude);
   if (!code.error.empty()) return refuse(code.error);
   // Four vectors a step hide twice the latency of a long chain; taken when the values fit and a
-  // row's vectors padded to a step of four exceed those padded to two by at most an eighth.
+  // row's vectors padded to a step of four exceed those padded to two by at most an eighth (bf16:
+  // two bf16 vectors a step against one).
   unsigned copies = 2;
-  if (8 * ((row_vectors + 3) / 4 * 4 - (row_vectors + 1) / 2 * 2) <= row_vectors) {
+  const uint32_t wide = 4 / copies_per_vector, narrow = 2 / copies_per_vector;
+  if (8 * ((row_io_vectors + wide - 1) / wide * wide - (row_io_vectors + narrow - 1) / narrow * narrow) <=
+      row_io_vectors) {
     std::string prelude_four;
     ClusterCode four = plan(4, &prelude_four);
     if (four.error.empty()) {
@@ -412,7 +462,7 @@ InstantiateResult KernelLibrary::instantiate_cluster(const ElementwiseCluster& c
     const TensorParams& in = params.inputs[k];
     const auto pi = padded(in.shape);
     DescriptorTemplate desc;
-    desc.dtype = DType::F32;
+    desc.dtype = io;
     desc.dims = static_cast<uint8_t>(std::max<size_t>(rank, std::max<size_t>(in.shape.size(), 1)));
     desc.stride = strides_of(in);
     TensorAccessPattern pattern = dense;
@@ -432,7 +482,7 @@ InstantiateResult KernelLibrary::instantiate_cluster(const ElementwiseCluster& c
   }
   for (const TensorParams& o : params.outputs) {
     DescriptorTemplate desc;
-    desc.dtype = DType::F32;
+    desc.dtype = io;
     desc.dims = rank;
     desc.size = po;
     desc.stride = strides_of(o);
@@ -461,19 +511,24 @@ InstantiateResult KernelLibrary::instantiate_cluster(const ElementwiseCluster& c
 
 // A standalone kernel's body runs one op's chain two vectors a step in the order written, so a
 // long chain (gelu's erf polynomial, the backward kernels) waits on its own latencies; the list
-// schedule of a cluster interleaves the chains of its step's vectors. One-instruction ops stream at the same speed
-// either way and keep their kernels.
+// schedule of a cluster interleaves the chains of its step's vectors. One-instruction f32 ops
+// stream at the same speed either way and keep their kernels. A bf16 op computed in f32 always
+// takes the cluster: its kernel file widens, computes and narrows one vector a step through one
+// scratch register, each step's chain waiting on the last.
 std::optional<InstantiateResult> KernelLibrary::instantiate_scheduled_single(const std::string& guid,
                                                                               const KernelParams& params) {
   const auto it = defs_.find(guid);
-  if (it == defs_.end() || !clusterable(*it->second) || it->second->kind == Kind::Fill) return std::nullopt;
-  if (params.outputs.size() != 1 || !params.outputs[0].strides.empty()) return std::nullopt;
+  if (it == defs_.end() || it->second->kind == Kind::Fill) return std::nullopt;
+  const DType io = it->second->out;
+  if (!clusterable(*it->second, io)) return std::nullopt;
+  if (params.outputs.size() != 1 || !params.outputs[0].strides.empty() || params.outputs[0].dtype != io)
+    return std::nullopt;
   if (params.inputs.size() != it->second->input_names.size()) return std::nullopt;
   for (const TensorParams& in : params.inputs)
-    if (in.shape != params.outputs[0].shape || !in.strides.empty() || in.dtype != DType::F32) return std::nullopt;
+    if (in.shape != params.outputs[0].shape || !in.strides.empty() || in.dtype != io) return std::nullopt;
   std::vector<std::string> args{"f32", "V0"};
   for (size_t k = 0; k < params.inputs.size(); ++k) args.push_back("V" + std::to_string(1 + k));
-  if (schedule::expand_op(it->second->op_macro, args, 0).size() < 2) return std::nullopt;
+  if (io == DType::F32 && schedule::expand_op(it->second->op_macro, args, 0).size() < 2) return std::nullopt;
   ElementwiseCluster cluster;
   ClusterOp op{guid, {}, params.scalars};
   for (uint32_t k = 0; k < params.inputs.size(); ++k) op.operands.push_back(k);

@@ -229,7 +229,9 @@ class KernelLibrary {
   bool can_cluster(const std::string& guid) const;
   InstantiateResult instantiate_cluster(const ElementwiseCluster& cluster, const KernelParams& params);
   // The GUID's own kernel file, never the list-scheduled cluster of one instantiate() picks for a
-  // long f32 elementwise op (instantiate_scheduled_single); the tests compare the two bit for bit.
+  // long f32 elementwise op or a bf16 op computed in f32 (instantiate_scheduled_single); the tests
+  // compare the two bit for bit. (instantiate_cluster takes such a bf16 op alone too: bf16 tensors,
+  // none of one element; a chain of bf16 ops would skip the rounding after each.)
   InstantiateResult instantiate_own_kernel(const std::string& guid, const KernelParams& params) {
     return instantiate_impl(guid, params, {}, true);
   }

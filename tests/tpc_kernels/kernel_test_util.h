@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -202,6 +203,11 @@ struct RunOutcome {
   std::string error;
   size_t cores_used = 0;
   uint64_t bundles = 0;
+  // The cycles the bundles take to issue on an in-order core whose scoreboard waits for each
+  // register a bundle reads or writes (latencies: scalar 1, vector 4, special functions 8, loads
+  // 4 as if every one hit the prefetch buffer); summed over the cores. What a kernel's schedule
+  // costs apart from the memory.
+  uint64_t issue_cycles = 0;
   bool gaps_ok = true;
   size_t parts = 0;   // launches (1, or a node's parts)
 };
@@ -224,6 +230,46 @@ inline RunOutcome run_kernel(const std::string& guid, const std::vector<HostTens
   KernelLibrary& library = KernelLibrary::instance(vector_bits);
   const InstantiateResult r = then.empty() ? library.instantiate(guid, p) : library.instantiate_fused(guid, p, then);
   return run_instantiated(r, inputs, outputs, cores, vector_bits);
+}
+
+// TpcExecutor::run's loop, also adding to *cycles the issue cycles RunOutcome::issue_cycles describes.
+inline tpc::RunResult run_counting_issue_cycles(tpc::TpcExecutor& ex, const std::vector<tpc::Bundle>& program,
+                                                uint64_t* cycles, uint64_t max_bundles = 100'000'000) {
+  tpc::RunResult r;
+  tpc::ExecInfo info;
+  std::map<std::pair<int, int>, uint64_t> ready;   // (register file, index) -> the cycle its value is ready
+  const auto key = [](const tpc::RegRef& reg) { return std::make_pair(static_cast<int>(reg.file), static_cast<int>(reg.index)); };
+  uint64_t cycle = 0;
+  while (ex.state().status == tpc::CoreStatus::Running && r.bundles < max_bundles && ex.state().pc < program.size()) {
+    ex.execute(program[ex.state().pc], info);
+    if (info.faulted) break;
+    ++r.bundles;
+    uint64_t issue = cycle;
+    for (const tpc::SlotExec& slot : info.slot) {
+      for (unsigned k = 0; k < slot.num_reads; ++k) {
+        const auto it = ready.find(key(slot.reads[k]));
+        if (it != ready.end()) issue = std::max(issue, it->second);
+      }
+      if (slot.write.file != tpc::RegFile::None) {
+        const auto it = ready.find(key(slot.write));
+        if (it != ready.end()) issue = std::max(issue, it->second);
+      }
+    }
+    for (const tpc::SlotExec& slot : info.slot) {
+      if (slot.write.file == tpc::RegFile::None || !slot.executed) continue;
+      const unsigned latency = slot.latency == tpc::LatencyClass::Spu       ? 1
+                               : slot.latency == tpc::LatencyClass::Special ? 8
+                               : slot.latency == tpc::LatencyClass::None    ? 0
+                                                                            : 4;
+      ready[key(slot.write)] = issue + latency;
+    }
+    cycle = issue + 1;
+  }
+  if (ex.state().status == tpc::CoreStatus::Running && ex.state().pc >= program.size())
+    ex.raise_fault(tpc::FaultKind::FetchError, "pc past the end of the program");
+  *cycles += cycle;
+  r.status = ex.state().status;
+  return r;
 }
 
 // The same for an instantiation already made (an elementwise cluster's, for one).
@@ -262,7 +308,7 @@ inline RunOutcome run_instantiated(const InstantiateResult& r, const std::vector
       tpc::TpcExecutor ex(config);
       ex.set_global_memory(&mem);
       ex.launch(inst->launch_context(ins, outs, s.offset, s.size));
-      const tpc::RunResult res = ex.run(inst->program->bundles, 100'000'000);
+      const tpc::RunResult res = run_counting_issue_cycles(ex, inst->program->bundles, &out.issue_cycles);
       out.bundles += res.bundles;
       if (res.status != tpc::CoreStatus::Halted) {
         out.error = "core did not halt: " + ex.state().fault.message;

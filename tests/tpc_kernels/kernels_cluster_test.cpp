@@ -186,6 +186,58 @@ TEST(TpcKernelCluster, LongOpsAloneRunScheduledAndBitIdentical) {
                                   {{DType::F32, shape, {}}}, {0.5f}});
 }
 
+// A bf16 op computed in f32 (the backward kernels, gelu, silu, addcmul / addcdiv) launched alone
+// runs as a cluster of one: each bf16 vector widened into two f32 copies, the copies' chains
+// list-scheduled, each result rounded once. The same bits as its kernel file (io_bf16.inc), on 1
+// and 8 cores and on a row that ends inside a vector, in 30 % fewer issue cycles at least; even
+// the two-instruction relu_bwd, whose kernel file waits on one vector's widen, op and narrow.
+TEST(TpcKernelCluster, Bf16OpsComputedInF32RunScheduledAndBitIdentical) {
+  KernelLibrary& library = KernelLibrary::instance();
+  const uint32_t lanes = KernelLibrary::kDefaultVectorBits / 16;
+  for (const std::string guid : {"gelu_fwd_bf16", "gelu_bwd_bf16", "relu_bwd_bf16", "silu_fwd_bf16",
+                                 "gelu_tanh_bwd_bf16", "addcmul_fwd_bf16"}) {
+    for (const std::vector<uint32_t>& shape : {std::vector<uint32_t>{lanes * 64}, std::vector<uint32_t>{1000, 3}}) {
+      SCOPED_TRACE(guid + " on " + std::to_string(shape[0]) + "-wide rows");
+      const size_t arity = guid == "addcmul_fwd_bf16" ? 3 : guid.find("_bwd") != std::string::npos ? 2 : 1;
+      std::vector<HostTensor> inputs;
+      for (size_t k = 0; k < arity; ++k) {
+        inputs.emplace_back(DType::BF16, shape);
+        testing::fill_uniform(inputs.back(), 60 + static_cast<uint32_t>(k), -3.0f, 3.0f);
+      }
+      KernelParams params;
+      for (const HostTensor& t : inputs) params.inputs.push_back(t.params());
+      params.outputs.push_back({DType::BF16, shape, {}});
+      if (guid == "addcmul_fwd_bf16") params.scalars = {0.375f};
+      const InstantiateResult scheduled = library.instantiate(guid, params);
+      const InstantiateResult own = library.instantiate_own_kernel(guid, params);
+      ASSERT_TRUE(scheduled.ok() && own.ok()) << scheduled.message << own.message;
+      EXPECT_EQ(scheduled.inst->guid, guid);
+      EXPECT_NE(scheduled.inst->variant, own.inst->variant) << "expected the scheduled cluster of one";
+      std::vector<HostTensor> want{HostTensor(DType::BF16, shape)};
+      const auto r_own = testing::run_instantiated(own, inputs, want, 1, KernelLibrary::kDefaultVectorBits);
+      ASSERT_TRUE(r_own.ok) << r_own.error;
+      for (unsigned cores : {1u, 8u}) {
+        std::vector<HostTensor> got{HostTensor(DType::BF16, shape)};
+        const auto r = testing::run_instantiated(scheduled, inputs, got, cores, KernelLibrary::kDefaultVectorBits);
+        ASSERT_TRUE(r.ok) << r.error;
+        EXPECT_TRUE(r.gaps_ok);
+        ASSERT_EQ(got[0].data, want[0].data) << cores << " cores";
+        if (cores == 1) {
+          EXPECT_LT(r.issue_cycles * 10, r_own.issue_cycles * 7)
+              << "the kernel file's " << r_own.issue_cycles << " issue cycles, less 30 % at least";
+        }
+      }
+    }
+  }
+  // A chain of bf16 ops rounds after each op, so a cluster holds one.
+  ElementwiseCluster chain;
+  chain.ops = {{"gelu_fwd_bf16", {0}, {}}, {"gelu_fwd_bf16", {1}, {}}};
+  chain.outputs = {2};
+  const InstantiateResult refused =
+      library.instantiate_cluster(chain, {{{DType::BF16, {256}, {}}}, {{DType::BF16, {256}, {}}}, {}});
+  EXPECT_EQ(refused.message, "elementwise cluster: a bf16 cluster holds one op (a chain of bf16 ops rounds after each op)");
+}
+
 // A long chain steps four vectors when they fit the registers, with the stream's prefetches issued
 // beside the chain: gelu_tanh_bwd (19 VPU operations a vector) within two bundles a vector of its
 // VPU work, against the kernel file's 2 vectors a step with the prefetches in bundles of their own.
