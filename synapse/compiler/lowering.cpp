@@ -461,7 +461,8 @@ std::string CompileTarget::describe() const {
   // order, workspace reuse only behind waits and SRAM for the shortest-lived tensors first (order=2
   // had the first two; a recipe cached before them says neither). frame=2: the last job clears the
   // sync objects with posted messages (before, each waited for the one before it). kernels=2: bf16
-  // ops computed in f32 run list-scheduled (a recipe cached before holds their kernel files).
+  // ops computed in f32 run list-scheduled, and the streams prefetch up to 128 vectors ahead (a
+  // recipe cached before holds the older kernels).
   std::ostringstream s;
   s << "tpcs=" << tpcs << " vector=" << tpc_vector_bits << " prefetch=" << tpc_prefetch_entries << " mme=" << mme_queues.size() << " geometries=" << mme_geometries
     << " dma=" << dma_queues.size() << " sob=" << sob_base

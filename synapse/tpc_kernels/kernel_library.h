@@ -146,10 +146,12 @@ class KernelLibrary {
   static constexpr unsigned kMinVectorBits = 256, kMaxVectorBits = 16384;
   // How far ahead of its loads along dim 0 a streaming kernel prefetches (kernels/nest.inc): as far
   // as the library's prefetch budget (prefetch_budget()) allows over the inputs it streams, between
-  // the two bounds. The whole budget (112 for one input) would bring a one-input stream from about
-  // 60 % to 79 % of the HBM roofline on hl205, but the HBM model then costs about 26 % more wall
-  // time per simulated BERT-layer step (more requests in flight): deeper waits for a cheaper queue.
-  static constexpr unsigned kPrefetchAheadVectors = 48, kMinPrefetchAheadVectors = 8;
+  // the two bounds. A TPC's share of the HBM needs that depth (Little's law): at 48 vectors a
+  // one-input stream reached about 60 % of the HBM roofline, at the whole budget of 112 about 79 %.
+  static constexpr unsigned kPrefetchAheadVectors = 128, kMinPrefetchAheadVectors = 8;
+  // The depth a short-row reduction's steps keep in flight (short_reductions.cpp): deeper costs it
+  // more bundles than it hides.
+  static constexpr unsigned kShortRowPrefetchVectors = 48;
   // The TPC's prefetch-buffer entries (the preset's tpc.prefetch_entries, as the device reports it)
   // every built-in preset has; the library's streams keep an eighth of them free (for a row's
   // start and the statistics the layernorm backward prefetches).

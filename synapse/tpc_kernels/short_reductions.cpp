@@ -121,8 +121,8 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_short_outer_reductio
   if (s.loads() > kMaxStepLoads || s.loads() + s.outputs() > kMaxStepRegisters) return std::nullopt;
   const uint64_t steps = outer / s.rows;
   if (steps > INT32_MAX) return std::nullopt;
-  // A step's loads `ahead` steps before it reaches them: about the dim-0 kernels' prefetch depth.
-  const unsigned ahead = std::clamp(kPrefetchAheadVectors / s.loads(), 1u, kMaxRowsAhead);
+  // A step's loads `ahead` steps before it reaches them.
+  const unsigned ahead = std::clamp(kShortRowPrefetchVectors / s.loads(), 1u, kMaxRowsAhead);
 
   Instantiation inst;
   inst.guid = def.guid;

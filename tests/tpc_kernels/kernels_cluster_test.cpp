@@ -285,13 +285,14 @@ TEST(TpcKernelCluster, BiasRowsAreReadOnceIntoVlm) {
 
 // The streams' lookahead fits the TPC's prefetch buffer (the preset's tpc.prefetch_entries, which
 // the device reports): an eighth of the buffer kept free, the rest shared by the streamed inputs,
-// within 8 .. 48 vectors; the kernels prefetch that far and compute the same bits.
+// within 8 .. 128 vectors; the kernels prefetch that far and compute the same bits.
 TEST(TpcKernelCluster, TheLookaheadFitsThePrefetchBuffer) {
   const unsigned bits = KernelLibrary::kDefaultVectorBits;
   EXPECT_EQ(KernelLibrary::instance(bits, 128).prefetch_ahead(4), 28u);   // 112 / 4
-  EXPECT_EQ(KernelLibrary::instance(bits, 256).prefetch_ahead(4), 48u);   // 224 / 4, at most 48
+  EXPECT_EQ(KernelLibrary::instance(bits, 256).prefetch_ahead(4), 56u);   // 224 / 4
+  EXPECT_EQ(KernelLibrary::instance(bits, 512).prefetch_ahead(1), 128u);  // 448, at most 128
   EXPECT_EQ(KernelLibrary::instance(bits, 64).prefetch_ahead(4), 14u);    // 56 / 4
-  EXPECT_EQ(KernelLibrary::instance(bits, 64).prefetch_ahead(1), 48u);
+  EXPECT_EQ(KernelLibrary::instance(bits, 64).prefetch_ahead(1), 56u);
   EXPECT_EQ(KernelLibrary::instance(bits, 32).prefetch_ahead(2), 14u);
   EXPECT_EQ(KernelLibrary::instance(bits, 0).prefetch_ahead(1), 8u);      // a buffer of none: the least
   const std::vector<uint32_t> shape{64 * 400};
