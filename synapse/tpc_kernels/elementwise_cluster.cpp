@@ -23,6 +23,10 @@ using namespace glue;
 
 namespace {
 
+// Ops whose macro reads S0: the ternary ops (S0 their scalar) and dropout's backward (S0 the
+// scale of the kept elements, from its scalar p).
+bool takes_s0(const KernelLibrary::KernelDef& def) { return def.kind == Kind::Ternary || def.kind == Kind::DropoutBwd; }
+
 // A GUID a cluster of `io` tensors can hold. f32: every elementwise kind (each op's instructions
 // in f32, as its kernel runs them). bf16: only the kinds whose kernel computes in f32 and rounds
 // once on store (eltwise_f32.s), and only alone (instantiate_scheduled_single): a chain of bf16
@@ -30,13 +34,14 @@ namespace {
 bool clusterable(const KernelLibrary::KernelDef& def, DType io = DType::F32) {
   if (io == DType::BF16)
     return def.in == DType::BF16 && def.out == DType::BF16 &&
-           (def.kind == Kind::Backward || def.kind == Kind::UnaryF32 || def.kind == Kind::Ternary);
+           (def.kind == Kind::Backward || def.kind == Kind::UnaryF32 || takes_s0(def));
   switch (def.kind) {
     case Kind::Binary:
     case Kind::Unary:
     case Kind::Backward:
     case Kind::UnaryF32:
     case Kind::Ternary:
+    case Kind::DropoutBwd:
       return def.in == DType::F32 && def.out == DType::F32;
     case Kind::Fill:
       return def.out == DType::F32;
@@ -96,7 +101,7 @@ struct ClusterCode {
   std::string setup;          // before the loop nest (once per core)
   std::string row_setup;      // at each row's start: the copies' index registers
   std::string body;           // one step; its last bundle steps I2 (end_d0)
-  std::optional<uint32_t> s0; // the S0 every ternary op takes, when they all take one value
+  std::optional<uint32_t> s0; // the S0 every op reading it takes, when they all take one value
 };
 
 // Plans the registers and writes the code for a step of `copies` f32 vectors (2 or 4). `inputs`: the
@@ -130,10 +135,14 @@ ClusterCode cluster_code(const std::map<std::string, const KernelLibrary::Kernel
         code.error = label + ": operand value " + std::to_string(v) + " is not an input or an earlier op's result";
         return code;
       }
-    const size_t scalars = def.kind == Kind::Fill || def.kind == Kind::Ternary ? 1 : 0;
+    const size_t scalars = def.kind == Kind::Fill || takes_s0(def) ? 1 : 0;
     if (op.scalars.size() != scalars) {
       code.error = label + ": takes " + std::to_string(scalars) + " scalar parameters, got " +
                    std::to_string(op.scalars.size());
+      return code;
+    }
+    if (def.kind == Kind::DropoutBwd && !(op.scalars[0] >= 0.0f && op.scalars[0] <= 1.0f)) {
+      code.error = label + ": p must be in [0, 1]";
       return code;
     }
     op_defs.push_back(&def);
@@ -207,11 +216,15 @@ ClusterCode cluster_code(const std::map<std::string, const KernelLibrary::Kernel
       pinned[k] = true;
       setup << "        imov I3, 0\n        ld_tnsr_s S16, I3, " << k << "\n        mov.f32 " << reg[0][k] << ", S16\n";
     }
+  // The scalar an op holds in a register (a fill) or in S0.
+  const auto scalar_bits = [&](size_t k) -> uint32_t {
+    if (op_defs[k]->kind == Kind::DropoutBwd) return f32_bits(dropout_scale(cluster.ops[k].scalars[0]));
+    return op_defs[k]->kind == Kind::Fill || takes_s0(*op_defs[k]) ? f32_bits(cluster.ops[k].scalars[0]) : 0;
+  };
   std::vector<uint32_t> s0_values;
   for (size_t k = 0; k < cluster.ops.size(); ++k) {
-    const uint32_t bits = op_defs[k]->kind == Kind::Fill || op_defs[k]->kind == Kind::Ternary
-                              ? f32_bits(cluster.ops[k].scalars[0]) : 0;
-    if (op_defs[k]->kind == Kind::Ternary && std::find(s0_values.begin(), s0_values.end(), bits) == s0_values.end())
+    const uint32_t bits = scalar_bits(k);
+    if (takes_s0(*op_defs[k]) && std::find(s0_values.begin(), s0_values.end(), bits) == s0_values.end())
       s0_values.push_back(bits);
     if (op_defs[k]->kind != Kind::Fill) continue;
     const size_t v = inputs + k;
@@ -271,7 +284,7 @@ ClusterCode cluster_code(const std::map<std::string, const KernelLibrary::Kernel
     const ClusterOp& op = cluster.ops[k];
     const size_t v = inputs + k;
     take_all(v);
-    if (def.kind == Kind::Ternary && s0_values.size() > 1) lines.push_back("mov S0, " + hex(f32_bits(op.scalars[0])));
+    if (takes_s0(def) && s0_values.size() > 1) lines.push_back("mov S0, " + hex(scalar_bits(k)));
     for (unsigned c = 0; c < copies; ++c) {
       std::vector<std::string> args{"f32", reg[c][v]};
       for (uint32_t operand : op.operands) args.push_back(reg[c][operand]);

@@ -87,6 +87,12 @@ inline uint32_t f32_bits(float f) {
   return u;
 }
 
+// Dropout's scale of the kept elements, 1 / (1 - p) in double rounded to f32 (0 when p is 1: none
+// is kept).
+inline float dropout_scale(float p) {
+  return p == 1.0f ? 0.0f : static_cast<float>(1.0 / (1.0 - static_cast<double>(p)));
+}
+
 // optim.s's bank macros (WD_GRAD, DECOUPLED_WD, LOAD_STATES, STORE_STATES, STORE_LAST) for
 // `states` state tensors (inputs 2..) whose outputs follow the param's, output `out_base`; `wd` /
 // `decay`: the registers holding weight decay / 1 - lr * wd, or empty (none).

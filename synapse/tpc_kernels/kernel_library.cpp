@@ -1346,7 +1346,7 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
       for (auto& pat : inst.output_patterns) pat = pattern_of(step0, px, false);
       if (def.kind == Kind::DropoutFwd || def.kind == Kind::DropoutBwd) {
         const float prob = p.scalars[0];
-        const float scale = prob == 1.0f ? 0.0f : static_cast<float>(1.0 / (1.0 - static_cast<double>(prob)));
+        const float scale = dropout_scale(prob);
         if (def.kind == Kind::DropoutFwd) {
           const bool seed_tensor = p.inputs.size() == 2;
           inst.srf[0] = f32_bits(prob);
