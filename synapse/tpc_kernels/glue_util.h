@@ -98,9 +98,10 @@ inline float dropout_scale(float p) {
 // `decay`: the registers holding weight decay / 1 - lr * wd, or empty (none).
 std::string optim_bank_macros(size_t states, size_t out_base, const std::string& wd, const std::string& decay);
 
-// layernorm_bwd_f32's kernel text after the prelude for rows of `vectors` whole vectors: the
-// short kernel's operations list-scheduled (layernorm_rows.cpp); dx is tensor `out`.
-std::string layernorm_bwd_scheduled(unsigned vectors, bool affine, size_t out);
+// layernorm_bwd's kernel text after the prelude for rows of `vectors` f32 vectors (bf16: the halves
+// of the row's bf16 vectors): the short kernel's operations list-scheduled (layernorm_rows.cpp);
+// dx is tensor `out`.
+std::string layernorm_bwd_scheduled(unsigned vectors, bool affine, size_t out, bool bf16);
 
 // layernorm_bwd_gb.s's ROW_BLOCK macro: four rows list-scheduled (layernorm_gamma_beta.cpp), with
 // the LDW / EACH3 of `io_definitions` (io_f32.inc or io_bf16.inc). Empty when one is missing.

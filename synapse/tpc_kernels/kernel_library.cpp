@@ -882,8 +882,9 @@ uint32_t mix32(uint32_t x) {
 // Whether layernorm_bwd takes the list-scheduled row kernel (glue::layernorm_bwd_scheduled).
 bool KernelLibrary::scheduled_layernorm_bwd(const KernelDef& def, const KernelParams& p, bool kernel_file) const {
   const uint32_t n0 = padded((p.inputs.empty() ? p.outputs[0] : p.inputs[0]).shape)[0];
-  return def.kind == Kind::LayerNormBwd && !kernel_file && def.out == DType::F32 &&
-         (n0 + lanes_of(DType::F32) - 1) / lanes_of(DType::F32) <= kShortRowRegisters;
+  const unsigned halves = def.out == DType::BF16 ? 2 : 1;   // f32 vectors a vector of the tensors holds
+  return def.kind == Kind::LayerNormBwd && !kernel_file && (def.out == DType::F32 || def.out == DType::BF16) &&
+         (n0 + lanes_of(def.out) - 1) / lanes_of(def.out) * halves <= kShortRowRegisters;
 }
 
 InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const KernelParams& p, bool kernel_file) {
@@ -991,7 +992,8 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
         const uint32_t row_vectors = static_cast<uint32_t>((px[0] + lanes - 1) / lanes);
         if (scheduled_layernorm_bwd(def, p, kernel_file)) {
           variant << " scheduled " << row_vectors;
-          src << layernorm_bwd_scheduled(row_vectors, affine, p.inputs.size());
+          src << layernorm_bwd_scheduled(def.out == DType::BF16 ? 2 * row_vectors : row_vectors, affine, p.inputs.size(),
+                                         def.out == DType::BF16);
         } else if (row_vectors <= (def.out == DType::BF16 ? kShortRowRegisters / 2 : kShortRowRegisters)) {
           variant << " short " << row_vectors;
           src << layernorm_bwd_row_macros(row_vectors, def.out == DType::BF16) << ".include \"layernorm_bwd_short.s\"\n";

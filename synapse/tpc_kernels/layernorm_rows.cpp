@@ -49,8 +49,8 @@ struct StepViews {
   DescriptorTemplate row, stat;
   TensorAccessPattern row_pattern, stat_pattern;
 };
-StepViews step_views(uint32_t width, uint32_t rows, uint64_t steps) {
-  const TensorParams row{DType::F32, {width, static_cast<uint32_t>(steps)}, {}};
+StepViews step_views(uint32_t width, uint32_t rows, uint64_t steps, DType io = DType::F32) {
+  const TensorParams row{io, {width, static_cast<uint32_t>(steps)}, {}};
   const TensorParams stat{DType::F32, {rows, static_cast<uint32_t>(steps)}, {}};
   return {descriptor_of(row), descriptor_of(stat),
           pattern_of(AccessPatternDim{0, 0, 0, static_cast<int32_t>(width) - 1}, padded(row.shape), false),
@@ -58,8 +58,9 @@ StepViews step_views(uint32_t width, uint32_t rows, uint64_t steps) {
 }
 
 // Gamma / beta: their row of n0 at every one of `steps` steps (stride 0 along dim 1).
-void add_repeated_row(Instantiation& inst, uint32_t n0, uint64_t steps, const std::array<uint32_t, kMaxDims>& shape) {
-  DescriptorTemplate d = descriptor_of(TensorParams{DType::F32, {n0, static_cast<uint32_t>(steps)}, {}});
+void add_repeated_row(Instantiation& inst, uint32_t n0, uint64_t steps, const std::array<uint32_t, kMaxDims>& shape,
+                      DType io = DType::F32) {
+  DescriptorTemplate d = descriptor_of(TensorParams{io, {n0, static_cast<uint32_t>(steps)}, {}});
   d.stride[1] = 0;
   inst.inputs.push_back(d);
   TensorAccessPattern pattern = pattern_of(AccessPatternDim{0, 0, 0, static_cast<int32_t>(n0) - 1}, shape, false);
@@ -67,19 +68,26 @@ void add_repeated_row(Instantiation& inst, uint32_t n0, uint64_t steps, const st
   inst.input_patterns.push_back(pattern);
 }
 
-// Before the nest: the `vectors` vectors of each of `tensors` (stride-0 rows the same at every
-// step: gamma, beta) read once into VLM, one tensor after the other from VLM address 0. Prefetched
-// with each step instead, a step's read and the steps' ahead fell in one prefetch-buffer entry, so
-// every step after the first waited a memory latency for them.
-std::string rows_to_vlm(unsigned vectors, const std::vector<unsigned>& tensors) {
+// Before the nest: the `vectors` f32 vectors of each of `tensors` (stride-0 rows the same at every
+// step: gamma, beta) read once into VLM, one tensor after the other from VLM address 0 (bf16: read
+// as vectors / 2 bf16 vectors, each widened into its two f32 halves). Prefetched with each step
+// instead, a step's read and the steps' ahead fell in one prefetch-buffer entry, so every step
+// after the first waited a memory latency for them.
+std::string rows_to_vlm(unsigned vectors, const std::vector<unsigned>& tensors, bool bf16 = false) {
   std::string src;
   unsigned at = 0;
+  const unsigned loads = bf16 ? vectors / 2 : vectors;
+  const auto v = [](unsigned n) { return "V" + std::to_string(n); };
   for (unsigned t : tensors) {
     src += "        imov I3, 0\n";
+    for (unsigned r = 0; r < loads; ++r)
+      src += "        ld_tnsr " + v(20 + r) + ", I3, " + std::to_string(t) + "; iadd_dim I3, " +
+             (bf16 ? "(2 * F32_LANES)" : "F32_LANES") + " dim=0\n";
+    for (unsigned r = 0; r < loads && bf16; ++r)
+      for (unsigned half = 0; half < 2; ++half)
+        src += "        convert.bf16.f32 " + v(26 + 2 * r + half) + ", " + v(20 + r) + " part=" + std::to_string(half) + "\n";
     for (unsigned r = 0; r < vectors; ++r)
-      src += "        ld_tnsr V" + std::to_string(20 + r) + ", I3, " + std::to_string(t) + "; iadd_dim I3, F32_LANES dim=0\n";
-    for (unsigned r = 0; r < vectors; ++r)
-      src += "        st_vlm (" + std::to_string(at++) + " * VECTOR_BYTES), V" + std::to_string(20 + r) + "\n";
+      src += "        st_vlm (" + std::to_string(at++) + " * VECTOR_BYTES), " + v((bf16 ? 26 : 20) + r) + "\n";
   }
   return src;
 }
@@ -87,39 +95,58 @@ std::string rows_to_vlm(unsigned vectors, const std::vector<unsigned>& tensors) 
 // Tensors: 0 X, [1 gamma, 2 beta,] then Y, mean, rstd. SRF: S1 = the row length (f32), S2 = eps.
 // Registers: V8 zero (shuffle's lane 0), V16 lane ids, VP5 lane 0; I3 X's loads, then the
 // statistics' coordinates; I4 / I6 the rows' stores. Gamma and beta come from VLM (vectors 0 ..
-// vectors-1 and vectors .. 2 vectors-1; gamma_beta_to_vlm).
-std::vector<std::string> layernorm_body(unsigned rows, unsigned vectors, bool affine, size_t out_y) {
+// vectors-1 and vectors .. 2 vectors-1; gamma_beta_to_vlm). `vectors` counts f32 vectors: with
+// bf16 tensors, a row's bf16 vectors' halves (lo, hi), each bf16 vector loaded into its hi half's
+// register and widened in place, the sums on one accumulator per half added at the end (io_bf16.inc's
+// COMBINE), and Y narrowed into the lo half's register.
+std::vector<std::string> layernorm_body(unsigned rows, unsigned vectors, bool affine, size_t out_y, bool bf16) {
   std::vector<std::string> b;
   VectorRegisters regs(16, 16);
   const auto reg = [&] { return regs.take(); };
-  const std::string step = "F32_LANES dim=0";
+  const std::string step = std::string(bf16 ? "(2 * F32_LANES)" : "F32_LANES") + " dim=0";
+  const unsigned halves = bf16 ? 2 : 1;
   std::vector<std::vector<std::string>> x(rows);
   b.push_back("imov I3, I2");
   for (unsigned row = 0; row < rows; ++row)
-    for (unsigned r = 0; r < vectors; ++r) {
-      x[row].push_back(reg());
+    for (unsigned r = 0; r < vectors; r += halves) {
+      for (unsigned h = 0; h < halves; ++h) x[row].push_back(reg());
       if (row + r > 0) b.push_back("iadd_dim I3, " + step);
-      b.push_back("ld_tnsr " + x[row][r] + ", I3, 0");
+      b.push_back("ld_tnsr " + x[row].back() + ", I3, 0");
+      if (bf16) {
+        b.push_back("convert.bf16.f32 " + x[row][r] + ", " + x[row][r + 1] + " part=0");
+        b.push_back("convert.bf16.f32 " + x[row][r + 1] + ", " + x[row][r + 1] + " part=1");
+      }
     }
-  std::vector<std::string> acc(rows), mean(rows), rstd(rows), t(rows);
+  std::vector<std::string> acc(rows), acc_hi(rows), mean(rows), rstd(rows), t(rows);
+  // 0 + each vector on the accumulator of its half, the halves' added (bf16), then the lanes'.
+  const auto sum_lanes = [&](unsigned row, const std::vector<std::string>& terms) {
+    const std::string& a = acc[row];
+    for (unsigned h = 0; h < halves; ++h) b.push_back("mov.f32 " + (h ? acc_hi[row] : a) + ", 0.0");
+    for (unsigned r = 0; r < vectors; ++r) {
+      const std::string& into = r % halves ? acc_hi[row] : a;
+      if (terms.empty()) {
+        b.push_back("add.f32 " + into + ", " + into + ", " + x[row][r]);
+      } else {
+        b.push_back("mul.f32 " + terms[r % halves] + ", " + x[row][r] + ", " + x[row][r]);
+        b.push_back("add.f32 " + into + ", " + into + ", " + terms[r % halves]);
+      }
+    }
+    if (bf16) b.push_back("add.f32 " + a + ", " + a + ", " + acc_hi[row]);
+    b.push_back("reduce.add.f32 " + a + ", " + a);
+  };
   for (unsigned row = 0; row < rows; ++row) {
     acc[row] = reg();
+    if (bf16) acc_hi[row] = reg();
     mean[row] = reg();
     rstd[row] = reg();
     t[row] = reg();
     const std::string& a = acc[row];
-    b.push_back("mov.f32 " + a + ", 0.0");
-    for (const std::string& v : x[row]) b.push_back("add.f32 " + a + ", " + a + ", " + v);
-    b.push_back("reduce.add.f32 " + a + ", " + a);
+    sum_lanes(row, {});
     b.push_back("div.f32 " + a + ", " + a + ", S1");
     b.push_back("shuffle.f32 " + mean[row] + ", " + a + ", V8");
     for (const std::string& v : x[row]) b.push_back("sub.f32 " + v + ", " + v + ", " + mean[row]);
-    b.push_back("mov.f32 " + a + ", 0.0");
-    for (const std::string& v : x[row]) {
-      b.push_back("mul.f32 " + t[row] + ", " + v + ", " + v);
-      b.push_back("add.f32 " + a + ", " + a + ", " + t[row]);
-    }
-    b.push_back("reduce.add.f32 " + a + ", " + a);
+    // The squares (bf16: the hi halves' in rstd's register, not yet written).
+    sum_lanes(row, bf16 ? std::vector<std::string>{t[row], rstd[row]} : std::vector<std::string>{t[row]});
     b.push_back("div.f32 " + a + ", " + a + ", S1");
     b.push_back("add.f32 " + a + ", " + a + ", S2");
     b.push_back("special.rsqrt.f32 " + a + ", " + a);
@@ -156,8 +183,14 @@ std::vector<std::string> layernorm_body(unsigned rows, unsigned vectors, bool af
         b.push_back("mul.f32 " + v + ", " + v + ", " + gamma);
         b.push_back("add.f32 " + v + ", " + v + ", " + beta);
       }
-      if (r) b.push_back("iadd_dim " + store_at[row] + ", " + step);
-      b.push_back("st_tnsr " + store_at[row] + ", " + std::to_string(out_y) + ", " + v);
+      if (bf16 && r % 2 == 0) continue;   // stored with its hi half
+      const std::string& y = x[row][r + 1 - halves];
+      if (bf16) {
+        b.push_back("convert.f32.bf16 " + y + ", " + y + " part=0");
+        b.push_back("convert.f32.bf16 " + y + ", " + v + " part=1");
+      }
+      if (r + 1 > halves) b.push_back("iadd_dim " + store_at[row] + ", " + step);
+      b.push_back("st_tnsr " + store_at[row] + ", " + std::to_string(out_y) + ", " + y);
     }
   }
   return b;
@@ -301,12 +334,18 @@ std::vector<std::string> narrow_rows_bwd_body(unsigned k, unsigned per_step, boo
 namespace glue {
 
 // layernorm_bwd_short.s's row, one row a step, as a list-scheduled body: the same operations per
-// vector in the same order. Tensors 0 grad, 1 x, 2 mean, 3 rstd, [4 gamma,] `out` dx.
-std::string layernorm_bwd_scheduled(unsigned vectors, bool affine, size_t out) {
+// vector in the same order. Tensors 0 grad, 1 x, 2 mean, 3 rstd, [4 gamma,] `out` dx. `vectors`
+// counts f32 vectors; bf16 tensors as layernorm_body's (halves widened in place, a sum per half).
+std::string layernorm_bwd_scheduled(unsigned vectors, bool affine, size_t out, bool bf16) {
   std::vector<std::string> b;
   VectorRegisters regs;
   const auto reg = [&] { return regs.take(); };
   const std::string mean = reg(), rstd = reg(), sum = reg(), dot = reg(), t = reg(), a = reg(), c = reg();
+  const unsigned halves = bf16 ? 2 : 1;
+  const std::string step = std::string(bf16 ? "(2 * F32_LANES)" : "F32_LANES") + " dim=0";
+  // Each half's sums (bf16: the hi halves' own, added at the end as io_bf16.inc's COMBINE).
+  const std::vector<std::string> sums = bf16 ? std::vector<std::string>{sum, reg()} : std::vector<std::string>{sum};
+  const std::vector<std::string> dots = bf16 ? std::vector<std::string>{dot, reg()} : std::vector<std::string>{dot};
   b.push_back("imov I3, I2");
   b.push_back("imov_dim I3, 0 dim=0");
   b.push_back("ld_tnsr_s S18, I3, 2");
@@ -321,26 +360,39 @@ std::string layernorm_bwd_scheduled(unsigned vectors, bool affine, size_t out) {
   b.push_back("prefetch I6, 3");
   std::vector<std::string> g, x;
   const std::string pool[4] = {reg(), reg(), reg(), reg()};
-  b.push_back("imov I4, I2");
   for (unsigned r = 0; r < vectors; ++r) {
     g.push_back(reg());
     x.push_back(reg());
-    if (r) b.push_back("iadd_dim I4, F32_LANES dim=0");
-    b.push_back("ld_tnsr " + g[r] + ", I4, 0");
-    b.push_back("ld_tnsr " + x[r] + ", I4, 1");
-    if (affine) {   // gamma from VLM (put there before the nest)
-      b.push_back("ld_vlm.f32 " + pool[r % 4] + ", (" + std::to_string(r) + " * VECTOR_BYTES)");
-      b.push_back("mul.f32 " + g[r] + ", " + g[r] + ", " + pool[r % 4]);
+  }
+  b.push_back("imov I4, I2");
+  for (unsigned r = 0; r < vectors; r += halves) {
+    if (r) b.push_back("iadd_dim I4, " + step);
+    for (const auto* v : {&g, &x}) {
+      const std::string& into = (*v)[r + halves - 1];
+      b.push_back("ld_tnsr " + into + ", I4, " + (v == &g ? "0" : "1"));
+      if (bf16) {
+        b.push_back("convert.bf16.f32 " + (*v)[r] + ", " + into + " part=0");
+        b.push_back("convert.bf16.f32 " + into + ", " + into + " part=1");
+      }
+    }
+    for (unsigned h = r; h < r + halves && affine; ++h) {   // gamma from VLM (put there before the nest)
+      b.push_back("ld_vlm.f32 " + pool[h % 4] + ", (" + std::to_string(h) + " * VECTOR_BYTES)");
+      b.push_back("mul.f32 " + g[h] + ", " + g[h] + ", " + pool[h % 4]);
     }
   }
-  b.push_back("mov.f32 " + sum + ", 0.0");
-  b.push_back("mov.f32 " + dot + ", 0.0");
+  for (const std::string& acc : sums) b.push_back("mov.f32 " + acc + ", 0.0");
+  for (const std::string& acc : dots) b.push_back("mov.f32 " + acc + ", 0.0");
   for (unsigned r = 0; r < vectors; ++r) {
+    const std::string &into_sum = sums[r % halves], &into_dot = dots[r % halves];
     b.push_back("sub.f32 " + x[r] + ", " + x[r] + ", " + mean);
     b.push_back("mul.f32 " + x[r] + ", " + x[r] + ", " + rstd);
-    b.push_back("add.f32 " + sum + ", " + sum + ", " + g[r]);
+    b.push_back("add.f32 " + into_sum + ", " + into_sum + ", " + g[r]);
     b.push_back("mul.f32 " + t + ", " + x[r] + ", " + g[r]);
-    b.push_back("add.f32 " + dot + ", " + dot + ", " + t);
+    b.push_back("add.f32 " + into_dot + ", " + into_dot + ", " + t);
+  }
+  if (bf16) {
+    b.push_back("add.f32 " + sum + ", " + sum + ", " + sums[1]);
+    b.push_back("add.f32 " + dot + ", " + dot + ", " + dots[1]);
   }
   b.push_back("reduce.add.f32 " + sum + ", " + sum);
   b.push_back("reduce.add.f32 " + dot + ", " + dot);
@@ -355,12 +407,18 @@ std::string layernorm_bwd_scheduled(unsigned vectors, bool affine, size_t out) {
     b.push_back("sub.f32 " + g[r] + ", " + g[r] + ", " + a);
     b.push_back("sub.f32 " + g[r] + ", " + g[r] + ", " + u);
     b.push_back("mul.f32 " + g[r] + ", " + g[r] + ", " + rstd);
-    if (r) b.push_back("iadd_dim I5, F32_LANES dim=0");
-    b.push_back("st_tnsr I5, " + std::to_string(out) + ", " + g[r]);
+    if (bf16 && r % 2 == 0) continue;   // stored with its hi half, narrowed into the lo half's register
+    const std::string& dx = g[r + 1 - halves];
+    if (bf16) {
+      b.push_back("convert.f32.bf16 " + dx + ", " + dx + " part=0");
+      b.push_back("convert.f32.bf16 " + dx + ", " + g[r] + " part=1");
+    }
+    if (r + 1 > halves) b.push_back("iadd_dim I5, " + step);
+    b.push_back("st_tnsr I5, " + std::to_string(out) + ", " + dx);
   }
   std::ostringstream src;
   src << ".macro ROW_SETUP\n.endm\n.include \"nest.inc\"\n        mov.f32 V8, 0.0\n";
-  if (affine) src << rows_to_vlm(vectors, {4});
+  if (affine) src << rows_to_vlm(vectors, {4}, bf16);
   src << "        NEST_BEGIN\n";
   const std::vector<std::string> bundles = schedule::list_schedule(b, "iadd_dim I2, LANES dim=0", schedule::kPrefetchHitLatency);
   src << loop_body(bundles);
@@ -375,25 +433,29 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_scheduled_layernorm(
   const auto it = defs_.find(guid);
   if (it != defs_.end() && it->second->kind == Kind::LayerNormBwd && it->second->out == DType::F32)
     return instantiate_narrow_layernorm_bwd(guid, p);
-  if (it == defs_.end() || it->second->kind != Kind::LayerNormFwd || it->second->out != DType::F32) return std::nullopt;
+  if (it == defs_.end() || it->second->kind != Kind::LayerNormFwd) return std::nullopt;
+  const DType io = it->second->out;
+  const bool bf16 = io == DType::BF16;
+  if (io != DType::F32 && !bf16) return std::nullopt;
   const bool affine = p.inputs.size() == 3;
   if ((p.inputs.size() != 1 && !affine) || p.outputs.size() != 3 || p.scalars.size() != 1) return std::nullopt;
   const TensorParams& x = p.inputs[0];
   const auto shape = padded(x.shape);
   const uint32_t n0 = shape[0];
-  const unsigned lanes = lanes_of(DType::F32);
-  const unsigned vectors = n0 / lanes;
+  const unsigned lanes = lanes_of(io);
+  const unsigned io_vectors = n0 / lanes;
+  const unsigned vectors = bf16 ? 2 * io_vectors : io_vectors;   // f32 vectors (bf16: the halves)
   const uint64_t total_rows = elements(x) / n0;
-  // Rows narrower than a vector: k of them a vector (narrow_rows_body).
-  const unsigned k = n0 < lanes && lanes % n0 == 0 ? lanes / n0 : 0;
+  // Rows narrower than a vector: k of them a vector (narrow_rows_body; f32).
+  const unsigned k = n0 < lanes && lanes % n0 == 0 && !bf16 ? lanes / n0 : 0;
   if (k != 0 && (k > 4 || total_rows % k != 0)) return std::nullopt;
   if (k == 0 && (n0 % lanes != 0 || vectors == 0 || vectors > kShortRowRegisters)) return std::nullopt;
-  const auto dense = [](const TensorParams& t) { return t.dtype == DType::F32 && flattened(t).shape.size() == 1; };
-  if (!dense(x) || !dense(p.outputs[0]) || padded(p.outputs[0].shape) != shape) return std::nullopt;
-  for (size_t t = 1; t < 3; ++t)
-    if (!dense(p.outputs[t]) || elements(p.outputs[t]) != total_rows) return std::nullopt;
+  const auto dense = [](const TensorParams& t, DType dtype) { return t.dtype == dtype && flattened(t).shape.size() == 1; };
+  if (!dense(x, io) || !dense(p.outputs[0], io) || padded(p.outputs[0].shape) != shape) return std::nullopt;
+  for (size_t t = 1; t < 3; ++t)   // mean and rstd: f32
+    if (!dense(p.outputs[t], DType::F32) || elements(p.outputs[t]) != total_rows) return std::nullopt;
   for (size_t t = 1; t < p.inputs.size(); ++t)
-    if (!dense(p.inputs[t]) || elements(p.inputs[t]) != n0) return std::nullopt;
+    if (!dense(p.inputs[t], io) || elements(p.inputs[t]) != n0) return std::nullopt;
   std::vector<std::string> body;
   unsigned rows = total_rows % 2 == 0 ? 2 : 1;   // per step
   if (k != 0) {
@@ -402,7 +464,7 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_scheduled_layernorm(
     if (!body.empty()) rows = 2 * k;
     else body = narrow_rows_body(k, 1, affine, p.inputs.size());
   } else {
-    body = layernorm_body(rows, vectors, affine, p.inputs.size());
+    body = layernorm_body(rows, vectors, affine, p.inputs.size(), bf16);
   }
   if (body.empty()) return std::nullopt;
   const uint64_t steps = total_rows / rows;
@@ -412,10 +474,10 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_scheduled_layernorm(
   inst.guid = guid;
   inst.ispace_geometry = {1, static_cast<int32_t>(steps), 1, 1, 1};
   const uint32_t width = rows * n0;
-  const StepViews views = step_views(width, rows, steps);
+  const StepViews views = step_views(width, rows, steps, io);
   inst.inputs.push_back(views.row);
   inst.input_patterns.push_back(views.row_pattern);
-  for (size_t t = 1; t < p.inputs.size(); ++t) add_repeated_row(inst, n0, steps, shape);
+  for (size_t t = 1; t < p.inputs.size(); ++t) add_repeated_row(inst, n0, steps, shape, io);
   inst.outputs = {views.row, views.stat, views.stat};
   inst.output_patterns = {views.row_pattern, views.stat_pattern, views.stat_pattern};
   inst.srf[0] = n0;
@@ -426,8 +488,9 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_scheduled_layernorm(
   const std::vector<unsigned> prefetched = {0};
   const std::vector<std::string> bundles = schedule::list_schedule(body, "iadd_dim I2, LANES dim=0", schedule::kPrefetchHitLatency);
   std::ostringstream src;
-  const unsigned row_vectors = k != 0 ? rows / k : rows * vectors;
-  src << "// " << guid << ": " << rows << " row(s) of " << n0 << " f32 elements a step, list-scheduled\n"
+  const unsigned row_vectors = k != 0 ? rows / k : rows * io_vectors;
+  src << "// " << guid << ": " << rows << " row(s) of " << n0 << " " << tpc::dtype_name(io)
+      << " elements a step, list-scheduled\n"
       << width_prelude(prefetched, row_vectors, 1) << ".equ LANES " << lanes << "\n"
       << ".macro ROW_SETUP\n.endm\n.include \"nest.inc\"\n        lane_id.i32 V16\n        mov.f32 V8, 0.0\n";
   if (k != 0) {
@@ -442,13 +505,13 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_scheduled_layernorm(
           << "        shuffle.f32 V19, V19, V17\n        shuffle.f32 V20, V20, V17\n";
   } else {
     src << "        cmp.eq.i32 VP5, V16, 0\n";
-    if (affine) src << rows_to_vlm(vectors, {1, 2});
+    if (affine) src << rows_to_vlm(vectors, {1, 2}, bf16);
   }
   src << "        NEST_BEGIN\n";
   src << loop_body(bundles);
   src << "        NEST_END\n";
-  inst.variant = "layernorm fwd f32 scheduled " + std::to_string(rows) + " x " +
-                 (k != 0 ? std::to_string(n0) + " elements" : std::to_string(vectors)) + (affine ? " affine" : "");
+  inst.variant = "layernorm fwd " + std::string(tpc::dtype_name(io)) + " scheduled " + std::to_string(rows) + " x " +
+                 (k != 0 ? std::to_string(n0) + " elements" : std::to_string(io_vectors)) + (affine ? " affine" : "");
   return assembled(std::move(inst), src.str(), guid);
 }
 

@@ -164,9 +164,10 @@ TEST(TpcKernelPermute, OneVectorRowsAndShortRowVariants) {
   EXPECT_EQ(r.inst->ispace_geometry, (std::array<int32_t, 5>{1, 1024, 1, 1, 1}));
 }
 
-// layernorm over f32 rows of whole vectors is glue-written and list-scheduled (layernorm_rows.cpp;
-// the forward two rows a step for an even row count): Y, mean, rstd and the backward's dx
-// bit-identical to the short-row kernel files, with and without gamma / beta, on 1 and 8 cores.
+// layernorm over f32 or bf16 rows of whole vectors is glue-written and list-scheduled
+// (layernorm_rows.cpp; the forward two rows a step for an even row count): Y, mean, rstd and the
+// backward's dx bit-identical to the short-row kernel files, with and without gamma / beta, on 1
+// and 8 cores.
 // `scheduled` on 1 and 8 cores against `own` (the kernel file) on one, bit for bit; `outputs`
 // makes the output tensors. Returns the kernel file's outputs.
 std::vector<HostTensor> expect_same_bits(const InstantiateResult& scheduled, const InstantiateResult& own,
@@ -194,57 +195,61 @@ std::vector<HostTensor> expect_same_bits(const InstantiateResult& scheduled, con
 TEST(TpcKernelLayerNorm, ScheduledRowsAreBitIdenticalToTheShortKernel) {
   KernelLibrary& lib = KernelLibrary::instance();
   uint32_t seed = 990;
-  for (uint32_t n0 : {16u, 32u, 64u, 704u, 768u}) {
-    for (uint32_t rows : {7u, 10u, 12u}) {
-      for (bool affine : {false, true}) {
-        SCOPED_TRACE(std::to_string(rows) + " rows of " + std::to_string(n0) + (affine ? " affine" : ""));
-        std::vector<HostTensor> inputs{HostTensor(DType::F32, {n0, rows})};
-        fill_uniform(inputs[0], seed++, -3.0f, 5.0f);
-        if (affine) {
-          for (int k = 0; k < 2; ++k) {
-            inputs.emplace_back(DType::F32, std::vector<uint32_t>{n0});
-            fill_uniform(inputs.back(), seed++, -2.0f, 2.0f);
+  for (DType t : {DType::F32, DType::BF16}) {
+    const bool bf16 = t == DType::BF16;
+    const uint32_t lanes = KernelLibrary::kDefaultVectorBits / tpc::dtype_bits(t);
+    for (uint32_t n0 : bf16 ? std::vector<uint32_t>{64u, 128u, 640u, 768u} : std::vector<uint32_t>{16u, 32u, 64u, 704u, 768u}) {
+      for (uint32_t rows : {7u, 10u, 12u}) {
+        for (bool affine : {false, true}) {
+          SCOPED_TRACE(std::to_string(rows) + " rows of " + std::to_string(n0) + sfx(t) + (affine ? " affine" : ""));
+          std::vector<HostTensor> inputs{HostTensor(t, {n0, rows})};
+          fill_uniform(inputs[0], seed++, -3.0f, 5.0f);
+          if (affine) {
+            for (int k = 0; k < 2; ++k) {
+              inputs.emplace_back(t, std::vector<uint32_t>{n0});
+              fill_uniform(inputs.back(), seed++, -2.0f, 2.0f);
+            }
           }
+          KernelParams params;
+          for (const HostTensor& in : inputs) params.inputs.push_back(in.params());
+          params.outputs = {tp(t, {n0, rows}), tp(DType::F32, {1, rows}), tp(DType::F32, {1, rows})};
+          params.scalars = {1e-5f};
+          const InstantiateResult scheduled = lib.instantiate("layernorm_fwd" + sfx(t), params);
+          const InstantiateResult own = lib.instantiate_own_kernel("layernorm_fwd" + sfx(t), params);
+          ASSERT_TRUE(scheduled.ok() && own.ok()) << scheduled.message << own.message;
+          if (n0 >= lanes)
+            EXPECT_NE(scheduled.inst->variant.find(rows % 2 == 0 ? "scheduled 2" : "scheduled 1"), std::string::npos)
+                << scheduled.inst->variant;
+          else if (!bf16 && rows % (64 / n0) == 0)   // k rows a vector, 2k a step when that divides
+            EXPECT_NE(scheduled.inst->variant.find("scheduled " + std::to_string(rows % (128 / n0) == 0 ? 128 / n0 : 64 / n0) +
+                                                   " x " + std::to_string(n0) + " elements"),
+                      std::string::npos)
+                << scheduled.inst->variant;
+          else
+            EXPECT_EQ(scheduled.inst->variant, own.inst->variant);
+          const auto outputs = [&] {
+            return std::vector<HostTensor>{HostTensor(t, {n0, rows}), HostTensor(DType::F32, {1, rows}),
+                                           HostTensor(DType::F32, {1, rows})};
+          };
+          const std::vector<HostTensor> expected = expect_same_bits(scheduled, own, inputs, outputs);
+          // The backward's dx from the forward's statistics.
+          HostTensor grad(t, {n0, rows});
+          fill_uniform(grad, seed++, -1.0f, 1.0f);
+          std::vector<HostTensor> bwd_inputs{grad, inputs[0], expected[1], expected[2]};
+          if (affine) bwd_inputs.push_back(inputs[1]);
+          KernelParams bwd;
+          for (const HostTensor& in : bwd_inputs) bwd.inputs.push_back(in.params());
+          bwd.outputs = {tp(t, {n0, rows})};
+          const InstantiateResult bwd_scheduled = lib.instantiate("layernorm_bwd" + sfx(t), bwd);
+          const InstantiateResult bwd_own = lib.instantiate_own_kernel("layernorm_bwd" + sfx(t), bwd);
+          ASSERT_TRUE(bwd_scheduled.ok() && bwd_own.ok()) << bwd_scheduled.message << bwd_own.message;
+          if (!bf16 || n0 >= lanes)
+            EXPECT_NE(bwd_scheduled.inst->variant.find(!bf16 && n0 < 64 && rows % (64 / n0) == 0 ? " elements" : "scheduled"),
+                      std::string::npos)
+                << bwd_scheduled.inst->variant;
+          EXPECT_NE(bwd_own.inst->variant.find("short"), std::string::npos) << bwd_own.inst->variant;
+          expect_same_bits(bwd_scheduled, bwd_own, bwd_inputs, [&] { return std::vector<HostTensor>{HostTensor(t, {n0, rows})}; });
         }
-        KernelParams params;
-        for (const HostTensor& t : inputs) params.inputs.push_back(t.params());
-        params.outputs = {tp(DType::F32, {n0, rows}), tp(DType::F32, {1, rows}), tp(DType::F32, {1, rows})};
-        params.scalars = {1e-5f};
-        const InstantiateResult scheduled = lib.instantiate("layernorm_fwd_f32", params);
-        const InstantiateResult own = lib.instantiate_own_kernel("layernorm_fwd_f32", params);
-        ASSERT_TRUE(scheduled.ok() && own.ok()) << scheduled.message << own.message;
-        if (n0 >= 64)
-          EXPECT_NE(scheduled.inst->variant.find(rows % 2 == 0 ? "scheduled 2" : "scheduled 1"), std::string::npos)
-              << scheduled.inst->variant;
-        else if (rows % (64 / n0) == 0)   // k rows a vector, 2k a step when that divides
-          EXPECT_NE(scheduled.inst->variant.find("scheduled " + std::to_string(rows % (128 / n0) == 0 ? 128 / n0 : 64 / n0) +
-                                                 " x " + std::to_string(n0) + " elements"),
-                    std::string::npos)
-              << scheduled.inst->variant;
-        else
-          EXPECT_EQ(scheduled.inst->variant, own.inst->variant);
-        const auto outputs = [&] {
-          return std::vector<HostTensor>{HostTensor(DType::F32, {n0, rows}), HostTensor(DType::F32, {1, rows}),
-                                         HostTensor(DType::F32, {1, rows})};
-        };
-        const std::vector<HostTensor> expected = expect_same_bits(scheduled, own, inputs, outputs);
-        // The backward's dx from the forward's statistics.
-        HostTensor grad(DType::F32, {n0, rows});
-        fill_uniform(grad, seed++, -1.0f, 1.0f);
-        std::vector<HostTensor> bwd_inputs{grad, inputs[0], expected[1], expected[2]};
-        if (affine) bwd_inputs.push_back(inputs[1]);
-        KernelParams bwd;
-        for (const HostTensor& t : bwd_inputs) bwd.inputs.push_back(t.params());
-        bwd.outputs = {tp(DType::F32, {n0, rows})};
-        const InstantiateResult bwd_scheduled = lib.instantiate("layernorm_bwd_f32", bwd);
-        const InstantiateResult bwd_own = lib.instantiate_own_kernel("layernorm_bwd_f32", bwd);
-        ASSERT_TRUE(bwd_scheduled.ok() && bwd_own.ok()) << bwd_scheduled.message << bwd_own.message;
-        EXPECT_NE(bwd_scheduled.inst->variant.find(n0 < 64 && rows % (64 / n0) == 0 ? " elements" : "scheduled"),
-                  std::string::npos)
-            << bwd_scheduled.inst->variant;
-        EXPECT_NE(bwd_own.inst->variant.find("short"), std::string::npos) << bwd_own.inst->variant;
-        expect_same_bits(bwd_scheduled, bwd_own, bwd_inputs,
-                         [&] { return std::vector<HostTensor>{HostTensor(DType::F32, {n0, rows})}; });
       }
     }
   }
@@ -284,26 +289,29 @@ TEST(TpcKernelLayerNorm, GammaBetaColumnsAreBitIdenticalToTheKernelFile) {
   }
 }
 
-// Rows four a step (8 rows) and two a step (6 rows) against one row a step (9 rows: no pairing).
+// Rows four a step (8 rows) and two a step (6 rows) against one row a step (9 rows: no pairing),
+// f32 and bf16 (a bf16 row of one vector pairs as its two f32 halves).
 TEST(TpcKernelSoftmax, PairedRowsAreBitIdenticalToOneRowAStep) {
   uint32_t seed = 950;
-  for (uint32_t n0 : {64u, 128u}) {
-    for (const char* op : {"softmax", "log_softmax"}) {
-      for (uint32_t rows : {8u, 6u}) {
-        SCOPED_TRACE(std::string(op) + " " + std::to_string(rows) + " rows of " + std::to_string(n0));
-        HostTensor odd(DType::F32, {n0, 9}), g_odd(DType::F32, {n0, 9});
-        fill_uniform(odd, seed++, -6.0f, 6.0f);
-        fill_uniform(g_odd, seed++, -1.0f, 1.0f);
-        HostTensor even(DType::F32, {n0, rows}), g_even(DType::F32, {n0, rows});
-        std::copy(odd.data.begin(), odd.data.begin() + n0 * rows, even.data.begin());
-        std::copy(g_odd.data.begin(), g_odd.data.begin() + n0 * rows, g_even.data.begin());
-        const auto y_odd = run_1_and_8(std::string(op) + "_fwd_f32", {odd}, {HostTensor(DType::F32, {n0, 9})});
-        const auto y_even = run_1_and_8(std::string(op) + "_fwd_f32", {even}, {HostTensor(DType::F32, {n0, rows})});
-        EXPECT_TRUE(std::equal(y_even[0].data.begin(), y_even[0].data.end(), y_odd[0].data.begin()));
-        const auto dx_odd = run_1_and_8(std::string(op) + "_bwd_f32", {g_odd, y_odd[0]}, {HostTensor(DType::F32, {n0, 9})});
-        const auto dx_even =
-            run_1_and_8(std::string(op) + "_bwd_f32", {g_even, y_even[0]}, {HostTensor(DType::F32, {n0, rows})});
-        EXPECT_TRUE(std::equal(dx_even[0].data.begin(), dx_even[0].data.end(), dx_odd[0].data.begin()));
+  for (DType t : {DType::F32, DType::BF16}) {
+    for (uint32_t n0 : {64u, 128u}) {
+      for (const char* op : {"softmax", "log_softmax"}) {
+        for (uint32_t rows : {8u, 6u}) {
+          SCOPED_TRACE(std::string(op) + sfx(t) + " " + std::to_string(rows) + " rows of " + std::to_string(n0));
+          HostTensor odd(t, {n0, 9}), g_odd(t, {n0, 9});
+          fill_uniform(odd, seed++, -6.0f, 6.0f);
+          fill_uniform(g_odd, seed++, -1.0f, 1.0f);
+          HostTensor even(t, {n0, rows}), g_even(t, {n0, rows});
+          std::copy(odd.data.begin(), odd.data.begin() + n0 * rows, even.data.begin());
+          std::copy(g_odd.data.begin(), g_odd.data.begin() + n0 * rows, g_even.data.begin());
+          const auto y_odd = run_1_and_8(std::string(op) + "_fwd" + sfx(t), {odd}, {HostTensor(t, {n0, 9})});
+          const auto y_even = run_1_and_8(std::string(op) + "_fwd" + sfx(t), {even}, {HostTensor(t, {n0, rows})});
+          EXPECT_TRUE(std::equal(y_even[0].data.begin(), y_even[0].data.end(), y_odd[0].data.begin()));
+          const auto dx_odd = run_1_and_8(std::string(op) + "_bwd" + sfx(t), {g_odd, y_odd[0]}, {HostTensor(t, {n0, 9})});
+          const auto dx_even =
+              run_1_and_8(std::string(op) + "_bwd" + sfx(t), {g_even, y_even[0]}, {HostTensor(t, {n0, rows})});
+          EXPECT_TRUE(std::equal(dx_even[0].data.begin(), dx_even[0].data.end(), dx_odd[0].data.begin()));
+        }
       }
     }
   }
@@ -311,6 +319,29 @@ TEST(TpcKernelSoftmax, PairedRowsAreBitIdenticalToOneRowAStep) {
   const auto r = lib.instantiate("softmax_bwd_f32", {{tp(DType::F32, {64, 8}), tp(DType::F32, {64, 8})}, {tp(DType::F32, {64, 8})}, {}});
   ASSERT_TRUE(r.ok()) << r.message;
   EXPECT_EQ(r.inst->variant, "softmax bwd f32 4 rows a step of 1");
+  // bf16 rows of 128 paired, in at most half the issue cycles of one row a step through io_bf16.inc's
+  // one scratch register.
+  for (const std::string guid : {"softmax_fwd_bf16", "log_softmax_fwd_bf16", "softmax_bwd_bf16", "log_softmax_bwd_bf16"}) {
+    SCOPED_TRACE(guid);
+    const bool bwd = guid.find("_bwd") != std::string::npos;
+    std::vector<HostTensor> inputs{HostTensor(DType::BF16, {128, 64})};
+    if (bwd) inputs.emplace_back(DType::BF16, std::vector<uint32_t>{128, 64});
+    for (size_t k = 0; k < inputs.size(); ++k) fill_uniform(inputs[k], seed++, bwd && k == 1 ? 0.0f : -6.0f, 1.0f);
+    KernelParams params;
+    for (const HostTensor& in : inputs) params.inputs.push_back(in.params());
+    params.outputs.push_back(tp(DType::BF16, {128, 64}));
+    const auto paired = lib.instantiate(guid, params);
+    const auto own = lib.instantiate_own_kernel(guid, params);
+    ASSERT_TRUE(paired.ok() && own.ok()) << paired.message << own.message;
+    EXPECT_EQ(paired.inst->variant, guid.substr(0, guid.find("_" + std::string(bwd ? "bwd" : "fwd"))) +
+                                        (bwd ? " bwd" : " fwd") + " bf16 4 rows a step of 1");
+    std::vector<HostTensor> got{HostTensor(DType::BF16, {128, 64})}, want{HostTensor(DType::BF16, {128, 64})};
+    const auto r_paired = run_instantiated(paired, inputs, got, 1, KernelLibrary::kDefaultVectorBits);
+    const auto r_own = run_instantiated(own, inputs, want, 1, KernelLibrary::kDefaultVectorBits);
+    ASSERT_TRUE(r_paired.ok && r_own.ok) << r_paired.error << r_own.error;
+    EXPECT_EQ(got[0].data, want[0].data);
+    EXPECT_LT(r_paired.issue_cycles * 2, r_own.issue_cycles) << "the kernel file's " << r_own.issue_cycles;
+  }
 }
 
 TEST(TpcKernelPermute, StridedTensors) {
