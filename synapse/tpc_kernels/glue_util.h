@@ -93,6 +93,14 @@ inline float dropout_scale(float p) {
   return p == 1.0f ? 0.0f : static_cast<float>(1.0 / (1.0 - static_cast<double>(p)));
 }
 
+// dropout_fwd's list-scheduled kernel text after the prelude (dropout_scheduled.cpp): tensors 0 X,
+// [1 seed,] `y_tensor` Y and the mask after it; SRF S0 = dropout_keep_threshold(p), S1 = the scale,
+// S2 = the key (without a seed tensor), S3..S6 the sizes of dims 0..3. LANES must be four f32
+// vectors; `step_prefetches` are issued in the body (width_prelude's step lines).
+std::string dropout_fwd_scheduled(bool bf16, bool seed_tensor, size_t y_tensor, const std::vector<std::string>& step_prefetches);
+// ceil(p * 2^24): an element is kept when (h >> 8) >= it (u >= p of the generator).
+uint32_t dropout_keep_threshold(float p);
+
 // optim.s's bank macros (WD_GRAD, DECOUPLED_WD, LOAD_STATES, STORE_STATES, STORE_LAST) for
 // `states` state tensors (inputs 2..) whose outputs follow the param's, output `out_base`; `wd` /
 // `decay`: the registers holding weight decay / 1 - lr * wd, or empty (none).

@@ -893,12 +893,15 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
   inst.guid = def.guid;
   const unsigned lanes = lanes_of(def.out);
   const std::string t = tpc::dtype_name(def.out);
-  // f32 dropout steps two vectors at a time (two interleaved banks; io_f32x2.inc).
+  // f32 dropout steps two vectors at a time (two interleaved banks; io_f32x2.inc); the forward's
+  // list-scheduled body (dropout_scheduled.cpp) four f32 vectors (two bf16).
   const bool dropout = def.kind == Kind::DropoutFwd || def.kind == Kind::DropoutBwd;
+  const bool scheduled_dropout = def.kind == Kind::DropoutFwd && !kernel_file;
   // optim.s (the kernel file) steps two vectors; the library's optimizers four (optim_step.cpp).
   // f32 layernorm_bwd_gamma_beta steps kGammaBetaColumns vectors (layernorm_gamma_beta.cpp).
   const bool gamma_beta_columns = def.kind == Kind::LayerNormBwdGB && def.out == DType::F32 && !kernel_file;
   const unsigned unroll = def.kind == Kind::Optim ? (kernel_file ? 2 : glue::kOptimStepVectors)
+                          : scheduled_dropout             ? (def.out == DType::F32 ? 4 : 2)
                           : dropout && def.out == DType::F32 ? 2
                           : gamma_beta_columns             ? glue::kGammaBetaColumns
                                                            : 1;
@@ -915,6 +918,7 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
   inst.input_patterns.resize(p.inputs.size());
   inst.output_patterns.resize(p.outputs.size());
   std::ostringstream src, variant;
+  std::vector<std::string> step_prefetches;   // a list-scheduled body's own PREFETCH_STEP
   // What the kernel streams along dim 0 is prefetched (kernels/nest.inc): every optimizer input,
   // layernorm's X (and its backward's grad), a permute view's X.
   std::vector<unsigned> prefetched;
@@ -939,7 +943,7 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
       << width_prelude(prefetched,
                        static_cast<uint32_t>((padded(p.inputs.empty() ? p.outputs[0].shape : p.inputs[0].shape)[0] +
                                               lanes_of(def.out) - 1) / lanes_of(def.out)),
-                       unroll);
+                       unroll, scheduled_dropout ? &step_prefetches : nullptr);
   if (def.kind != Kind::Permute && def.kind != Kind::Gather && !is_strided(def.kind))
     src << ".equ LANES " << lanes * unroll << "\n";   // per variant
   // gamma / beta ([N0]) repeated along X's dims 1..4 with stride 0.
@@ -1037,6 +1041,16 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
       for (unsigned d = 0; d < kMaxDims; ++d) scalar_pat[d] = AccessPatternDim{static_cast<uint8_t>(d), 0, 0, 0};
       const bool ignore = !p.scalars.empty();
       const int32_t ignore_index = ignore ? static_cast<int32_t>(p.scalars[0]) : 0;
+      // The target viewed as [1, N]: a read at (0, n) is target n alone, so a prefetch of it is
+      // the one element a load then takes.
+      DescriptorTemplate& target = inst.inputs[1];
+      target.dims = 2;
+      target.size[1] = target.size[0];
+      target.stride[1] = target.stride[0];
+      target.size[0] = 1;
+      target.stride[0] = 1;
+      // Samples prefetched ahead: the target and (forward) the logp row of each.
+      src << ".equ AHEAD " << std::min(prefetch_ahead(fwd ? 2 : 1), kNllPrefetchSamples) << "\n";
       if (fwd) {
         inst.ispace_geometry = {1, 1, 1, 1, 1};
         TensorAccessPattern all = scalar_pat;
@@ -1044,7 +1058,7 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
         all[1].end_b = static_cast<int32_t>(pl[1]) - 1;
         inst.input_patterns[0] = all;
         inst.input_patterns[1] = scalar_pat;
-        inst.input_patterns[1][0].end_b = static_cast<int32_t>(pl[1]) - 1;
+        inst.input_patterns[1][1].end_b = static_cast<int32_t>(pl[1]) - 1;
         inst.output_patterns = {scalar_pat, scalar_pat};
         inst.inputs[0].padding = def.out == DType::BF16 ? 0x7FC0u : 0x7FC00000u;   // NaN: a bad target
         inst.srf[0] = pl[1];
@@ -1055,7 +1069,7 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
       } else {
         inst.ispace_geometry = {vectors(pl[0]), static_cast<int32_t>(pl[1]), 1, 1, 1};
         inst.input_patterns = {scalar_pat, scalar_pat, scalar_pat};
-        inst.input_patterns[1][0] = AccessPatternDim{1, 1, 0, 0};   // target[n] for dx's row n
+        inst.input_patterns[1][1] = AccessPatternDim{1, 1, 0, 0};   // target[n] for dx's row n
         inst.output_patterns[0] = pattern_of(vec0, pl, false);
         inst.srf[0] = static_cast<uint32_t>(ignore_index);
         inst.srf[1] = ignore ? 1 : 0;
@@ -1349,7 +1363,17 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
       if (def.kind == Kind::DropoutFwd || def.kind == Kind::DropoutBwd) {
         const float prob = p.scalars[0];
         const float scale = dropout_scale(prob);
-        if (def.kind == Kind::DropoutFwd) {
+        if (def.kind == Kind::DropoutFwd && scheduled_dropout) {
+          const bool seed_tensor = p.inputs.size() == 2;
+          inst.srf[0] = glue::dropout_keep_threshold(prob);
+          inst.srf[1] = f32_bits(scale);
+          if (!seed_tensor) inst.srf[2] = mix32(static_cast<uint32_t>(p.scalars[1]) ^ 0x9e3779b9u);
+          for (unsigned d = 0; d < 4; ++d) inst.srf[3 + d] = px[d];
+          if (seed_tensor)
+            for (auto& dim : inst.input_patterns[1]) dim = AccessPatternDim{dim.ispace_dim, 0, 0, 0};
+          variant << "dropout fwd " << t << " scheduled" << (seed_tensor ? " seed tensor" : "");
+          src << glue::dropout_fwd_scheduled(def.out == DType::BF16, seed_tensor, p.inputs.size(), step_prefetches);
+        } else if (def.kind == Kind::DropoutFwd) {
           const bool seed_tensor = p.inputs.size() == 2;
           inst.srf[0] = f32_bits(prob);
           inst.srf[1] = f32_bits(scale);

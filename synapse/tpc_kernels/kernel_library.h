@@ -160,6 +160,9 @@ class KernelLibrary {
   static constexpr unsigned kMaxRowsAhead = 16;
   // The scheduled layernorm backward prefetches the row statistics (scalars) this many rows ahead.
   static constexpr unsigned kStatsRowsAhead = 4;
+  // nll_loss: samples whose target (and forward, logp row) are prefetched ahead of the one loaded,
+  // at most (within the prefetch budget).
+  static constexpr unsigned kNllPrefetchSamples = 32;
   // Softmax rows of at most this many vectors stay in registers (softmax_short.s).
   static constexpr uint32_t kShortRowVectors = 4;
   // Layernorm rows of at most this many f32 registers (bf16: half as many vectors) stay in

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "synapse/tpc_kernels/glue_util.h"
 #include "synapse/tpc_kernels/row_chunks.h"
 #include "tests/tpc_kernels/kernel_test_util.h"
 
@@ -363,6 +364,44 @@ TEST(TpcKernelDropout, ASeedTensorGivesTheMaskOfThatSeed) {
   }
 }
 
+// The forward runs a list-scheduled body (dropout_scheduled.cpp: four vectors' hash chains
+// interleaved, the keep test on integers): the kernel file's Y and mask bit for bit, with the seed
+// as a scalar and as a tensor, in at most 70 % of its issue cycles.
+TEST(TpcKernelDropout, TheScheduledForwardIsTheKernelFileBitForBit) {
+  KernelLibrary& lib = KernelLibrary::instance();
+  for (DType t : {DType::F32, DType::BF16}) {
+    for (bool seed_input : {false, true}) {
+      for (float p : {0.1f, 0.3f, 0.999f}) {
+        SCOPED_TRACE(std::string("dropout_fwd") + sfx(t) + (seed_input ? " seed tensor" : "") + " p " + std::to_string(p));
+        const Shape s{1000, 3};
+        std::vector<HostTensor> inputs{HostTensor(t, s)};
+        fill_uniform(inputs[0], 31, -4.0f, 4.0f);
+        KernelParams params{{inputs[0].params()}, {tp(t, s), tp(t, s)}, {p, 12345.0f}};
+        if (seed_input) {
+          inputs.emplace_back(DType::I32, Shape{1});
+          inputs.back().data[0] = 12345;
+          params.inputs.push_back(inputs.back().params());
+          params.scalars = {p};
+        }
+        const InstantiateResult scheduled = lib.instantiate("dropout_fwd" + sfx(t), params);
+        const InstantiateResult own = lib.instantiate_own_kernel("dropout_fwd" + sfx(t), params);
+        ASSERT_TRUE(scheduled.ok() && own.ok()) << scheduled.message << own.message;
+        EXPECT_NE(scheduled.inst->variant.find("scheduled"), std::string::npos) << scheduled.inst->variant;
+        std::vector<HostTensor> want{HostTensor(t, s), HostTensor(t, s)}, got = want;
+        const RunOutcome r_own = run_instantiated(own, inputs, want, 1, KernelLibrary::kDefaultVectorBits);
+        const RunOutcome r = run_instantiated(scheduled, inputs, got, 1, KernelLibrary::kDefaultVectorBits);
+        ASSERT_TRUE(r.ok && r_own.ok) << r.error << r_own.error;
+        EXPECT_EQ(got[0].data, want[0].data);
+        EXPECT_EQ(got[1].data, want[1].data);
+        EXPECT_LT(r.issue_cycles * 10, r_own.issue_cycles * 7) << "the kernel file's " << r_own.issue_cycles;
+      }
+    }
+  }
+  EXPECT_EQ(glue::dropout_keep_threshold(0.0f), 0u);
+  EXPECT_EQ(glue::dropout_keep_threshold(0.5f), 8388608u);
+  EXPECT_EQ(glue::dropout_keep_threshold(1.0f), 16777216u);   // no h >> 8 reaches it: nothing kept
+}
+
 // ---- optimizers, in place ----
 
 // Runs an optimizer GUID with the updated tensors' outputs at their inputs' addresses: the
@@ -612,7 +651,11 @@ TEST(TpcKernelGlue3, GeometryAndPatterns) {
   r = lib.instantiate("nll_loss_bwd_f32", {{tp(F, {1}), tp(I, {5}), tp(F, {1})}, {tp(F, {100, 5})}, {}});
   ASSERT_TRUE(r.ok()) << r.message;
   EXPECT_EQ(r.inst->ispace_geometry, (std::array<int32_t, 5>{2, 5, 1, 1, 1}));
-  EXPECT_EQ(r.inst->input_patterns[1][0], (AccessPatternDim{1, 1, 0, 0}));
+  // The target viewed as [1, N] (a read at (0, n) is target n alone, what its prefetch brings).
+  EXPECT_EQ(r.inst->inputs[1].size[0], 1u);
+  EXPECT_EQ(r.inst->inputs[1].size[1], 5u);
+  EXPECT_EQ(r.inst->input_patterns[1][0], (AccessPatternDim{0, 0, 0, 0}));
+  EXPECT_EQ(r.inst->input_patterns[1][1], (AccessPatternDim{1, 1, 0, 0}));
   r = lib.instantiate("nll_loss_fwd_bf16", {{tp(B, {100, 5}), tp(I, {5})}, {tp(B, {}), tp(B, {1})}, {-100.0f}});
   ASSERT_TRUE(r.ok()) << r.message;
   EXPECT_EQ(r.inst->ispace_geometry, (std::array<int32_t, 5>{1, 1, 1, 1, 1}));
