@@ -125,10 +125,11 @@ inline constexpr unsigned kMaxGammaBetaColumns = 4;
 inline constexpr unsigned kGammaBetaColumns = 4;
 std::string layernorm_gamma_beta_columns(unsigned columns, unsigned rows_ahead);
 
-// A permute that moves dim 0, 32-bit elements, `lanes` <= 64: the kernel text after the prelude
+// A permute that moves dim 0, 32-bit elements with `lanes` <= 64 or 16-bit ones with `lanes` <=
+// 128 (`element_bits`): the kernel text after the prelude
 // and `.equ LANES` (tile_transpose.cpp). The index space is Y's, dim 0 in vectors and dim
 // inv[0] in tiles of `lanes`.
-std::string tile_transpose_kernel(const std::array<unsigned, kMaxDims>& perm, unsigned lanes);
+std::string tile_transpose_kernel(const std::array<unsigned, kMaxDims>& perm, unsigned lanes, unsigned element_bits);
 
 // The vectors an optimizer step of optim_step.cpp covers (LANES = this many f32 vectors).
 inline constexpr unsigned kOptimStepVectors = 4;

@@ -1108,21 +1108,23 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
           variant << "permute view " << t;
           src << ".equ LANES " << lanes << "\n.macro ROW_SETUP\n.endm\n.include \"permute_view.s\"\n";
         }
-      } else if (!kernel_file && tpc::dtype_bits(def.out) == 32 && lanes <= 64) {
+      } else if (!kernel_file && ((tpc::dtype_bits(def.out) == 32 && lanes <= 64) ||
+                                  (tpc::dtype_bits(def.out) == 16 && lanes <= 128))) {
         // Tiles transposed in registers (tile_transpose.cpp), as raw bits.
+        const DType raw = tpc::dtype_bits(def.out) == 16 ? DType::U16 : DType::U32;
         const unsigned q = inv[0];
         const int32_t L = static_cast<int32_t>(lanes);
         inst.ispace_geometry[0] = vectors(py[0]);
         inst.ispace_geometry[q] = static_cast<int32_t>((py[q] + lanes - 1) / lanes);
-        inst.inputs[0].dtype = DType::U32;
-        inst.outputs[0].dtype = DType::U32;
+        inst.inputs[0].dtype = raw;
+        inst.outputs[0].dtype = raw;
         inst.input_patterns[0][0] = AccessPatternDim{static_cast<uint8_t>(q), L, 0, L - 1};
         inst.input_patterns[0][perm[0]] = vec0;
         inst.output_patterns[0][0] = vec0;
         inst.output_patterns[0][q] = AccessPatternDim{static_cast<uint8_t>(q), L, 0, L - 1};
         variant << "permute tiles " << t << " perm";
         for (unsigned d = 0; d < kMaxDims; ++d) variant << " " << perm[d];
-        src << ".equ LANES " << lanes << "\n" << glue::tile_transpose_kernel(perm, lanes);
+        src << ".equ LANES " << lanes << "\n" << glue::tile_transpose_kernel(perm, lanes, tpc::dtype_bits(def.out));
       } else {
         // Raw bits through the scalar moves: the unsigned type of the element's width.
         const DType raw = def.out == DType::BF16 ? DType::U16 : DType::U32;

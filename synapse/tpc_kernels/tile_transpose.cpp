@@ -1,5 +1,6 @@
-// A permute that moves dim 0 (Y's dim 0 is X's dim a = perm[0] != 0) for 32-bit elements, by
-// L x L tiles (L = the f32 lanes): a step loads L vectors of X (rows a0 .. a0+L-1 along dim a,
+// A permute that moves dim 0 (Y's dim 0 is X's dim a = perm[0] != 0) for 32- or 16-bit elements,
+// by L x L tiles (L = the lanes of the element width: 64 u32 or 128 u16 at 2048 bits): a step
+// loads L vectors of X (rows a0 .. a0+L-1 along dim a,
 // L elements of X's dim 0 each) and stores L vectors of Y (rows along Y's dim q = inv[0], L
 // elements of Y's dim 0 each), the tile transposed in registers in between.
 //
@@ -12,9 +13,10 @@
 // runs one copy of the quarter code four times: Q rows of X into registers, those stages, the
 // rows to VLM. Then groups of four rows r, r+Q, r+2Q, r+3Q come back from VLM for the top two
 // stages and go to Y, one copy of the code for four groups run Q/4 times. Both loops keep a
-// step's code far inside the instruction cache (about 220 bundles at 64 lanes; a step's loop
-// larger than the cache misses every line of it, LRU). Values move as raw bits (u32): NaN
-// payloads are kept.
+// step's code inside the instruction cache (about 220 bundles at 64 lanes, 420 at 128 in a 16 KB
+// cache of 512; a step's loop larger than the cache misses every line of it, LRU). At 128 lanes
+// the quarter's 32 rows, six temporaries and two shuffle indexes take all 40 registers. Values
+// move as raw bits (u32 / u16): NaN payloads are kept.
 //
 // VLM: the shuffle indexes i ^ 2^k at vector k (set once, before the nest), then the tile's rows.
 // Each part is list-scheduled (body_schedule.h).
@@ -33,14 +35,15 @@ std::string vreg(unsigned n) { return "V" + std::to_string(n); }
 
 }  // namespace
 
-std::string tile_transpose_kernel(const std::array<unsigned, kMaxDims>& perm, unsigned lanes) {
+std::string tile_transpose_kernel(const std::array<unsigned, kMaxDims>& perm, unsigned lanes, unsigned element_bits) {
   std::array<unsigned, kMaxDims> inv{};
   for (unsigned d = 0; d < kMaxDims; ++d) inv[perm[d]] = d;
   const unsigned a = perm[0], q = inv[0], quarter = lanes / 4;
   const unsigned groups_per_pass = std::min(4u, quarter), passes = quarter / groups_per_pass;
   unsigned stages = 0;
   while ((1u << stages) < lanes) ++stages;
-  const unsigned vector_bytes = lanes * 4;
+  const unsigned vector_bytes = lanes * element_bits / 8;
+  const std::string raw = element_bits == 16 ? ".u16 " : ".u32 ";   // the ops' raw-bits type
   const auto vlm = [&](unsigned vector) { return std::to_string(vector * vector_bytes); };
   const auto mask = [](unsigned k) { return "VP" + std::to_string(k + 1); };
   const auto dim = [](unsigned d) { return " dim=" + std::to_string(d); };
@@ -49,10 +52,10 @@ std::string tile_transpose_kernel(const std::array<unsigned, kMaxDims>& perm, un
   // One stage's swap of rows ra, rb (registers) for bit k, through the temporary t.
   const auto swap = [&](const std::string& ra, const std::string& rb, const std::string& t, unsigned k,
                         const std::string& index) {
-    body.push_back("sel.u32 " + t + ", " + ra + ", " + rb + ", " + mask(k));
-    body.push_back("shuffle.u32 " + t + ", " + t + ", " + index);
-    body.push_back("sel.u32 " + ra + ", " + t + ", " + ra + ", " + mask(k));
-    body.push_back("sel.u32 " + rb + ", " + rb + ", " + t + ", " + mask(k));
+    body.push_back("sel" + raw + t + ", " + ra + ", " + rb + ", " + mask(k));
+    body.push_back("shuffle" + raw + t + ", " + t + ", " + index);
+    body.push_back("sel" + raw + ra + ", " + t + ", " + ra + ", " + mask(k));
+    body.push_back("sel" + raw + rb + ", " + rb + ", " + t + ", " + mask(k));
   };
   // The step's scalar state: S18 counts passes of a loop, S19 is where the quarters store in VLM.
   const auto reset_loop_state = [&] {
@@ -90,7 +93,7 @@ std::string tile_transpose_kernel(const std::array<unsigned, kMaxDims>& perm, un
   }
   for (unsigned k = stages - 2; k-- > 0;) {
     const std::string index = vreg(quarter + 6 + next_index++ % 2);
-    body.push_back("ld_vlm.u32 " + index + ", " + vlm(k));
+    body.push_back("ld_vlm" + raw + index + ", " + vlm(k));
     for (unsigned r = 0; r < quarter; ++r)
       if ((r & (1u << k)) == 0) swap(vreg(r), vreg(r + (1u << k)), vreg(quarter + next_temp++ % 6), k, index);
   }
@@ -113,13 +116,13 @@ std::string tile_transpose_kernel(const std::array<unsigned, kMaxDims>& perm, un
   // r+3Q from VLM, the stages of bits Q and 2Q, the rows to Y (I4 writes rows r and r+2Q, I5
   // rows r+Q and r+3Q).
   const std::string index_q = vreg(38), index_2q = vreg(39);
-  body.push_back("ld_vlm.u32 " + index_q + ", " + vlm(stages - 2));
-  body.push_back("ld_vlm.u32 " + index_2q + ", " + vlm(stages - 1));
+  body.push_back("ld_vlm" + raw + index_q + ", " + vlm(stages - 2));
+  body.push_back("ld_vlm" + raw + index_2q + ", " + vlm(stages - 1));
   for (unsigned g = 0; g < groups_per_pass; ++g) {
     const auto row = [&](unsigned m) { return vreg(6 * g + m); };
     for (unsigned m = 0; m < 4; ++m) {
       const std::string address = "S" + std::to_string(m);
-      body.push_back("ld_vlm.u32 " + row(m) + ", " + address);
+      body.push_back("ld_vlm" + raw + row(m) + ", " + address);
       body.push_back("add.i32 " + address + ", " + address + ", " + std::to_string(vector_bytes));
     }
     swap(row(0), row(1), vreg(6 * g + 4), stages - 2, index_q);
@@ -152,11 +155,11 @@ std::string tile_transpose_kernel(const std::array<unsigned, kMaxDims>& perm, un
   for (const std::string& bundle : setup) src += "        " + bundle + "\n";
   src += ".endm\n.include \"nest.inc\"\n";
   // Before the nest: the stages' masks and shuffle indexes.
-  src += "        lane_id.u32 V0\n";
+  src += "        lane_id" + raw + "V0\n";
   for (unsigned k = 0; k < stages; ++k) {
     const std::string s = std::to_string(1u << k);
-    src += "        and.u32 V1, V0, " + s + "\n        cmp.ne.u32 " + mask(k) + ", V1, 0\n";
-    src += "        xor.u32 V1, V0, " + s + "\n        st_vlm " + vlm(k) + ", V1\n";
+    src += "        and" + raw + "V1, V0, " + s + "\n        cmp.ne" + raw + mask(k) + ", V1, 0\n";
+    src += "        xor" + raw + "V1, V0, " + s + "\n        st_vlm " + vlm(k) + ", V1\n";
   }
   const auto emit = [&](const std::vector<std::string>& bundles, const std::string& first_label,
                         const std::string& last_label) {

@@ -111,7 +111,7 @@ TEST(TpcKernelPermute, ZeroDimAndVariants) {
   EXPECT_NE(r.inst->variant.find("view"), std::string::npos) << r.inst->variant;
   r = lib.instantiate("permute_bf16", {{tp(DType::BF16, {70, 3, 4})}, {tp(DType::BF16, {4, 70, 3})}, {2, 0, 1}});
   ASSERT_TRUE(r.ok()) << r.message;
-  EXPECT_NE(r.inst->variant.find("gather"), std::string::npos) << r.inst->variant;
+  EXPECT_NE(r.inst->variant.find("tiles"), std::string::npos) << r.inst->variant;
 }
 
 // Rows of one vector take permute_rows.s (the innermost loop over dim 1; the prefetch wrapping to
@@ -384,6 +384,34 @@ TEST(TpcKernelPermute, TilesCostAFractionOfABundlePerElementTheGatherTwo) {
   EXPECT_LT(rg.bundles, 3 * x.count()) << rg.bundles;
 }
 
+// bf16 tiles are 128 x 128 (u16 lanes): the gather's values in under a quarter of a bundle an
+// element, on a shape that ends inside a tile both ways, on 1 and 8 cores.
+TEST(TpcKernelPermute, Bf16TilesAreTheGathersValuesAtAFractionOfItsCost) {
+  for (const Shape& shape : {Shape{256, 128}, Shape{300, 130}}) {
+    SCOPED_TRACE(shape_str(shape));
+    HostTensor x(DType::BF16, shape);
+    fill_bits(x, 5);
+    const Shape ys{shape[1], shape[0]};
+    const KernelParams params{{x.params()}, {tp(DType::BF16, ys)}, {0.0f, 1.0f}};
+    const InstantiateResult tiles = KernelLibrary::instance().instantiate("transpose_bf16", params);
+    const InstantiateResult own = KernelLibrary::instance().instantiate_own_kernel("transpose_bf16", params);
+    ASSERT_TRUE(tiles.ok() && own.ok()) << tiles.message << own.message;
+    EXPECT_NE(tiles.inst->variant.find("tiles"), std::string::npos) << tiles.inst->variant;
+    std::vector<HostTensor> want{HostTensor(DType::BF16, ys)};
+    const RunOutcome rg = run_instantiated(own, {x}, want, 1, KernelLibrary::kDefaultVectorBits);
+    ASSERT_TRUE(rg.ok) << rg.error;
+    EXPECT_EQ(want[0].data, permute_ref(x, {1, 0}, ys).data);
+    for (unsigned cores : {1u, 8u}) {
+      std::vector<HostTensor> got{HostTensor(DType::BF16, ys)};
+      const RunOutcome rt = run_instantiated(tiles, {x}, got, cores, KernelLibrary::kDefaultVectorBits);
+      ASSERT_TRUE(rt.ok) << rt.error;
+      EXPECT_TRUE(rt.gaps_ok);
+      EXPECT_EQ(got[0].data, want[0].data) << cores << " cores";
+      if (cores == 1 && shape[0] == 256) EXPECT_LT(rt.bundles * 4, x.count()) << rt.bundles;
+    }
+  }
+}
+
 // BERT's heads permute split over 24 cores (6 tokens x 12 heads a dim-3 pass): each row
 // prefetches the same row of the next pass, three bundles a row and no wrap, where the rows-ahead
 // walk (one core: 1536 rows a pass) pays six a row. The same bits.
@@ -607,8 +635,15 @@ TEST(TpcKernelGlue4, GeometryAndPatterns) {
   EXPECT_EQ(r.inst->input_patterns[0][0], (AccessPatternDim{0, 64, 0, 63}));
   EXPECT_EQ(r.inst->input_patterns[0][1], (AccessPatternDim{2, 1, 0, 0}));   // X's dim 1 is Y's dim 2
   EXPECT_EQ(r.inst->output_patterns[0][1], (AccessPatternDim{1, 1, 0, 0}));
-  // Gather: the index space is Y's shape in elements; raw-bit descriptors.
+  // Tiles of 128 x 128 bf16: Y's dim 0 in vectors, Y's dim 1 (X's dim 0) in tiles; raw bits.
   r = lib.instantiate("permute_bf16", {{tp(B, {70, 3, 4})}, {tp(B, {4, 70, 3})}, {2, 0, 1}});
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(r.inst->ispace_geometry, (std::array<int32_t, 5>{1, 1, 3, 1, 1}));
+  EXPECT_EQ(r.inst->inputs[0].dtype, DType::U16);
+  EXPECT_EQ(r.inst->input_patterns[0][0], (AccessPatternDim{1, 128, 0, 127}));
+  EXPECT_EQ(r.inst->input_patterns[0][2], (AccessPatternDim{0, 128, 0, 127}));
+  // Gather (the kernel file): the index space is Y's shape in elements; raw-bit descriptors.
+  r = lib.instantiate_own_kernel("permute_bf16", {{tp(B, {70, 3, 4})}, {tp(B, {4, 70, 3})}, {2, 0, 1}});
   ASSERT_TRUE(r.ok()) << r.message;
   EXPECT_EQ(r.inst->ispace_geometry, (std::array<int32_t, 5>{4, 70, 3, 1, 1}));
   EXPECT_EQ(r.inst->inputs[0].dtype, DType::U16);
