@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <map>
+#include <random>
 #include <regex>
 #include <stdexcept>
 
@@ -36,6 +39,10 @@ struct Case {
   double ops_per_element = 1;
   size_t ops_of = 0;          // the output whose elements count the work
   bool ops_on_input = false;  // or input 0's (reductions, embedding backward, nll_loss)
+  // Inputs that are indices (i32) and the bound they are drawn below: spread over their range as a
+  // real gather's are (all zeros, every lookup would read one row: a hot spot no model has).
+  std::map<size_t, uint32_t> index_bound;
+  uint64_t table_rows_read = 0;   // input 0 is a table of which the kernel reads this many rows
 };
 
 uint64_t elements(const Shape& s) {
@@ -142,14 +149,18 @@ std::vector<Case> cases_for(const std::string& guid, bool large) {
       c.inputs = {{t, act}, {syn_type_int32, act}};
       c.outputs = {{t, act}};
       c.scalars = {1.0f};
+      c.index_bound[1] = tokens;   // along dim 1
     } else if (starts(guid, "embedding_fwd")) {
       c.inputs = {{t, {768, 4096}}, {syn_type_int32, {tokens}}};
       c.outputs = {{t, act}};
       c.ops_per_element = 0;
+      c.index_bound[1] = 4096;
+      c.table_rows_read = tokens;
     } else if (starts(guid, "embedding_bwd")) {
       c.inputs = {{t, act}, {syn_type_int32, {tokens}}};
       c.outputs = {{t, {768, 4096}}};
       c.ops_on_input = true;
+      c.index_bound[1] = 4096;
     } else if (starts(guid, "permute")) {
       // BERT's heads: {head_dim, heads, seq, batch} -> {head_dim, seq, heads, batch}.
       c.inputs = {{t, {64, 12, 128, 8 * scale}}};
@@ -173,10 +184,12 @@ std::vector<Case> cases_for(const std::string& guid, bool large) {
       c.inputs = {{t, {1000, tokens / 8}}, {syn_type_int32, {tokens / 8}}};
       c.outputs = {{t, {1}}, {t, {1}}};
       c.ops_per_element = 0;
+      c.index_bound[1] = 1000;
     } else if (starts(guid, "nll_loss_bwd")) {
       c.inputs = {{t, {1}}, {syn_type_int32, {tokens / 8}}, {t, {1}}};
       c.outputs = {{t, {1000, tokens / 8}}};
       c.ops_per_element = 0;
+      c.index_bound[1] = 1000;
     } else if (guid == "sgd_momentum_f32") {
       same(3, 6);
       c.outputs.push_back({t, act});
@@ -230,8 +243,15 @@ KernelsBenchRow run_case(synDeviceId device, const CardLimits& card, const Case&
   synRecipeHandle recipe = g.compile("bench_" + c.guid);
   zoo::DeviceTensors tensors(device, g);
   for (size_t i = 0; i < c.inputs.size(); ++i) {
-    const std::vector<uint8_t> zeros(elements(c.inputs[i].shape) * type_bytes(c.inputs[i].type), 0);
-    tensors.upload("in" + std::to_string(i), zeros.data(), zeros.size());
+    std::vector<uint8_t> bytes(elements(c.inputs[i].shape) * type_bytes(c.inputs[i].type), 0);
+    if (const auto bound = c.index_bound.find(i); bound != c.index_bound.end()) {
+      std::mt19937 draw(static_cast<uint32_t>(i + 1));   // the same indices on every run
+      for (size_t k = 0; k + 4 <= bytes.size(); k += 4) {
+        const uint32_t index = draw() % bound->second;
+        std::memcpy(&bytes[k], &index, 4);
+      }
+    }
+    tensors.upload("in" + std::to_string(i), bytes.data(), bytes.size());
   }
   tensors.synchronize();
   platform::Platform* box = platform::Platform::current();
@@ -262,7 +282,14 @@ KernelsBenchRow run_case(synDeviceId device, const CardLimits& card, const Case&
   for (const tk::KernelPart& part : inst.parts)
     r.tpcs = std::max(r.tpcs, static_cast<unsigned>(tk::partition_index_space(part.inst.ispace_geometry, card.tpcs).size()));
   r.kernel_us = r.tpcs ? static_cast<double>(after.tpc_ps - before.tpc_ps) / r.tpcs / 1e6 : 0;
-  for (const Tensor& t : c.inputs) r.bytes += static_cast<double>(elements(t.shape) * type_bytes(t.type));
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    const Tensor& t = c.inputs[i];
+    // A lookup table is read a row per lookup, at most once a row (the rows ahead of a short
+    // batch are never read): embedding_fwd's W.
+    const uint64_t read = i == 0 && c.table_rows_read > 0 ? std::min<uint64_t>(elements(t.shape), c.table_rows_read * t.shape[0])
+                                                           : elements(t.shape);
+    r.bytes += static_cast<double>(read * type_bytes(t.type));
+  }
   for (const Tensor& t : c.outputs) r.bytes += static_cast<double>(elements(t.shape) * type_bytes(t.type));
   const Tensor& work = c.ops_on_input ? c.inputs.at(0) : c.outputs.at(c.ops_of);
   r.ops = static_cast<double>(elements(work.shape)) * c.ops_per_element;

@@ -98,6 +98,10 @@ inline float dropout_scale(float p) {
 // S2 = the key (without a seed tensor), S3..S6 the sizes of dims 0..3. LANES must be four f32
 // vectors; `step_prefetches` are issued in the body (width_prelude's step lines).
 std::string dropout_fwd_scheduled(bool bf16, bool seed_tensor, size_t y_tensor, const std::vector<std::string>& step_prefetches);
+// embedding_fwd's kernel text after the prelude for `rows` rows of `vectors` vectors a step
+// (embedding_rows.cpp): tensors 0 W [D, V], 1 the indices viewed as [1, N], 2 Y viewed as [D, N];
+// the index space {1, ceil(N / rows)}; the indices prefetched `steps_ahead` steps ahead.
+std::string embedding_fwd_rows(unsigned rows, unsigned vectors, unsigned steps_ahead);
 // ceil(p * 2^24): an element is kept when (h >> 8) >= it (u >= p of the generator).
 uint32_t dropout_keep_threshold(float p);
 

@@ -1142,6 +1142,31 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
     case Kind::EmbeddingFwd: {
       const auto py = padded(p.outputs[0].shape);
       const auto pw = padded(p.inputs[0].shape);
+      const uint32_t row_vectors = static_cast<uint32_t>(vectors(py[0]));
+      const uint64_t n = elements(p.inputs[1]);
+      const auto dense = [](const TensorParams& tp) { return flattened(tp).shape.size() <= 1; };
+      if (!kernel_file && row_vectors <= kEmbeddingRowVectors && dense(p.inputs[1]) && dense(p.outputs[0]) && n > 0 &&
+          n <= INT32_MAX) {
+        // Several rows a step, list-scheduled (embedding_rows.cpp): the indices viewed as [1, N]
+        // (a read at (0, n) is index n alone, what its prefetch brings), Y as [D, N].
+        const unsigned rows = std::min(kEmbeddingStepRows, kEmbeddingRowVectors / row_vectors);
+        const unsigned ahead = std::max(1u, kEmbeddingIndicesAhead / rows);
+        const uint32_t steps = static_cast<uint32_t>((n + rows - 1) / rows);
+        const TensorParams index_view{p.inputs[1].dtype, {1, static_cast<uint32_t>(n)}, {}};
+        const TensorParams y_view{p.outputs[0].dtype, {py[0], static_cast<uint32_t>(n)}, {}};
+        inst.inputs[1] = descriptor_of(index_view);
+        inst.outputs[0] = descriptor_of(y_view);
+        inst.ispace_geometry = {1, static_cast<int32_t>(steps), 1, 1, 1};
+        const int32_t R = static_cast<int32_t>(rows);
+        inst.input_patterns[0] = pattern_of(vec0, pw, true);
+        inst.input_patterns[1] = pattern_of(AccessPatternDim{0, 0, 0, 0}, padded(index_view.shape), false);
+        inst.input_patterns[1][1] = AccessPatternDim{1, R, 0, R - 1};
+        inst.output_patterns[0] = pattern_of(row0, padded(y_view.shape), false);
+        inst.output_patterns[0][1] = AccessPatternDim{1, R, 0, R - 1};
+        variant << "embedding fwd " << t << " rows " << rows;
+        src << glue::embedding_fwd_rows(rows, row_vectors, ahead);
+        break;
+      }
       inst.ispace_geometry = {vectors(py[0]), static_cast<int32_t>(py[1]), static_cast<int32_t>(py[2]),
                               static_cast<int32_t>(py[3]), static_cast<int32_t>(py[4])};
       // weight: any row (data-dependent); indices: dim k is walked by the index space's dim k + 1.

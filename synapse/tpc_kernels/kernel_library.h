@@ -163,6 +163,12 @@ class KernelLibrary {
   // nll_loss: samples whose target (and forward, logp row) are prefetched ahead of the one loaded,
   // at most (within the prefetch budget).
   static constexpr unsigned kNllPrefetchSamples = 32;
+  // embedding_fwd over rows of at most this many vectors takes several rows a step (at most
+  // kEmbeddingStepRows, every vector of them in a register of its own; embedding_rows.cpp), their
+  // indices prefetched kEmbeddingIndicesAhead rows ahead.
+  static constexpr unsigned kEmbeddingRowVectors = 36;
+  static constexpr unsigned kEmbeddingStepRows = 8;
+  static constexpr unsigned kEmbeddingIndicesAhead = 32;
   // Softmax rows of at most this many vectors stay in registers (softmax_short.s).
   static constexpr uint32_t kShortRowVectors = 4;
   // Layernorm rows of at most this many f32 registers (bf16: half as many vectors) stay in
