@@ -102,6 +102,11 @@ std::string dropout_fwd_scheduled(bool bf16, bool seed_tensor, size_t y_tensor, 
 // (embedding_rows.cpp): tensors 0 W [D, V], 1 the indices viewed as [1, N], 2 Y viewed as [D, N];
 // the index space {1, ceil(N / rows)}; the indices prefetched `steps_ahead` steps ahead.
 std::string embedding_fwd_rows(unsigned rows, unsigned vectors, unsigned steps_ahead);
+// where_fwd's kernel text after the prelude (where_scheduled.cpp) when no input is broadcast
+// along dim 0: LANES is one u8 vector of cond, `parts` vectors of the `raw` (u32 / u16) A, B and Y;
+// cond prefetched `steps_ahead` steps ahead, A's and B's prefetches (`step_prefetches`) in the body.
+std::string where_fwd_scheduled(const std::string& raw, unsigned parts, unsigned steps_ahead,
+                                const std::vector<std::string>& step_prefetches);
 // ceil(p * 2^24): an element is kept when (h >> 8) >= it (u >= p of the generator).
 uint32_t dropout_keep_threshold(float p);
 

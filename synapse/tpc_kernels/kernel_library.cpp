@@ -897,11 +897,18 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
   // list-scheduled body (dropout_scheduled.cpp) four f32 vectors (two bf16).
   const bool dropout = def.kind == Kind::DropoutFwd || def.kind == Kind::DropoutBwd;
   const bool scheduled_dropout = def.kind == Kind::DropoutFwd && !kernel_file;
+  // where with no input broadcast along dim 0 steps one u8 vector of cond (where_scheduled.cpp).
+  const bool scheduled_where = def.kind == Kind::Where && !kernel_file && [&] {
+    for (const TensorParams& in : p.inputs)
+      if (padded(in.shape)[0] != padded(p.outputs[0].shape)[0]) return false;
+    return true;
+  }();
   // optim.s (the kernel file) steps two vectors; the library's optimizers four (optim_step.cpp).
   // f32 layernorm_bwd_gamma_beta steps kGammaBetaColumns vectors (layernorm_gamma_beta.cpp).
   const bool gamma_beta_columns = def.kind == Kind::LayerNormBwdGB && def.out == DType::F32 && !kernel_file;
   const unsigned unroll = def.kind == Kind::Optim ? (kernel_file ? 2 : glue::kOptimStepVectors)
                           : scheduled_dropout             ? (def.out == DType::F32 ? 4 : 2)
+                          : scheduled_where               ? lanes_of(DType::U8) / lanes_of(def.out)
                           : dropout && def.out == DType::F32 ? 2
                           : gamma_beta_columns             ? glue::kGammaBetaColumns
                                                            : 1;
@@ -936,14 +943,18 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
   if (def.kind == Kind::DropoutFwd) prefetched = {0};
   if (def.kind == Kind::DropoutBwd) prefetched = {0, 1};
   // where's inputs unless broadcast along dim 0.
+  // (The scheduled where prefetches cond itself, a u8 vector a step, as far ahead as A's and B's
+  // `where_ahead` vectors: a / unroll entries of the budget, 2a + a / unroll in all.)
   if (def.kind == Kind::Where)
-    for (unsigned k = 0; k < 3; ++k)
+    for (unsigned k = scheduled_where ? 1 : 0; k < 3; ++k)
       if (padded(p.inputs[k].shape)[0] != 1 || padded(p.outputs[0].shape)[0] == 1) prefetched.push_back(k);
+  const unsigned where_ahead = scheduled_where ? prefetch_budget() * unroll / (2 * unroll + 1) : 0;
   src << "// " << def.guid << ": the glue's prelude for the kernel file included at the end\n"
       << width_prelude(prefetched,
                        static_cast<uint32_t>((padded(p.inputs.empty() ? p.outputs[0].shape : p.inputs[0].shape)[0] +
                                               lanes_of(def.out) - 1) / lanes_of(def.out)),
-                       unroll, scheduled_dropout ? &step_prefetches : nullptr);
+                       unroll, scheduled_dropout || scheduled_where ? &step_prefetches : nullptr,
+                       scheduled_where ? prefetch_budget() - 2 * where_ahead : 0);
   if (def.kind != Kind::Permute && def.kind != Kind::Gather && !is_strided(def.kind))
     src << ".equ LANES " << lanes * unroll << "\n";   // per variant
   // gamma / beta ([N0]) repeated along X's dims 1..4 with stride 0.
@@ -1213,8 +1224,12 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
       // Broadcasting as the binary kernels: stride 0 along dims >= 1, a variant per dim-0 broadcast input.
       const auto py = padded(p.outputs[0].shape);
       const size_t rank = std::max<size_t>(p.outputs[0].shape.size(), 1);
-      inst.ispace_geometry = {vectors(py[0]), static_cast<int32_t>(py[1]), static_cast<int32_t>(py[2]),
-                              static_cast<int32_t>(py[3]), static_cast<int32_t>(py[4])};
+      // The scheduled kernel's step: one u8 vector of cond, `unroll` vectors of A, B and Y.
+      const int32_t S = L * static_cast<int32_t>(unroll);
+      const AccessPatternDim step0 = scheduled_where ? AccessPatternDim{0, S, 0, S - 1} : vec0;
+      inst.ispace_geometry = {scheduled_where ? static_cast<int32_t>((py[0] + S - 1) / S) : vectors(py[0]),
+                              static_cast<int32_t>(py[1]), static_cast<int32_t>(py[2]), static_cast<int32_t>(py[3]),
+                              static_cast<int32_t>(py[4])};
       const DType raw = def.out == DType::BF16 ? DType::U16 : DType::U32;   // raw bits through sel
       const std::string rt = tpc::dtype_name(raw);
       // cond's load reads a whole u8 vector at the step's coordinate (the first L lanes are used).
@@ -1225,7 +1240,8 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
         DescriptorTemplate& desc = inst.inputs[k];
         desc.dims = static_cast<uint8_t>(std::max<size_t>(rank, std::max<size_t>(p.inputs[k].shape.size(), 1)));
         if (k > 0) desc.dtype = raw;
-        TensorAccessPattern pat = pattern_of(k == 0 ? AccessPatternDim{0, L, 0, cond_lanes - 1} : vec0, py, false);
+        TensorAccessPattern pat =
+            pattern_of(k == 0 ? AccessPatternDim{0, S, 0, cond_lanes - 1} : step0, py, false);
         for (unsigned d = 0; d < kMaxDims; ++d) {
           if (pi[d] != 1 || py[d] == 1) continue;
           pat[d] = AccessPatternDim{static_cast<uint8_t>(d), 0, 0, 0};
@@ -1239,7 +1255,12 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
         inst.input_patterns[k] = pat;
       }
       inst.outputs[0].dtype = raw;
-      inst.output_patterns[0] = pattern_of(vec0, py, false);
+      inst.output_patterns[0] = pattern_of(step0, py, false);
+      if (scheduled_where) {
+        variant << "where " << t << " scheduled";
+        src << glue::where_fwd_scheduled(rt, unroll, std::max(1u, where_ahead / unroll), step_prefetches);
+        break;
+      }
       variant << "where " << t;
       for (size_t k = 0; k < 3; ++k)
         if (bcast0[k]) variant << " bcast-" << k << "0";
@@ -1578,8 +1599,14 @@ unsigned KernelLibrary::prefetch_ahead(size_t streamed_inputs) const {
 }
 
 std::string KernelLibrary::width_prelude(const std::vector<unsigned>& prefetched, uint32_t row_vectors,
-                                         unsigned unroll, std::vector<std::string>* step_lines) const {
-  const unsigned ahead_vectors = prefetch_ahead(prefetched.size());
+                                         unsigned unroll, std::vector<std::string>* step_lines,
+                                         unsigned reserved_entries) const {
+  const unsigned ahead_vectors =
+      reserved_entries == 0
+          ? prefetch_ahead(prefetched.size())
+          : std::clamp((prefetch_budget() - std::min(reserved_entries, prefetch_budget())) /
+                           static_cast<unsigned>(std::max<size_t>(1, prefetched.size())),
+                       kMinPrefetchAheadVectors, kPrefetchAheadVectors);
   std::string text = ".equ F32_LANES " + std::to_string(lanes_of(DType::F32)) + "\n.equ VECTOR_BYTES " +
                      std::to_string(vector_bits_ / 8) + "\n";
   // One vector of every prefetched input at \ireg, then \ireg one vector on (with the last prefetch).
@@ -1717,7 +1744,11 @@ InstantiateResult KernelLibrary::instantiate_impl(const std::string& guid, const
   InstantiateResult result;
   auto it = defs_.find(guid);
   if (it != defs_.end() && is_batch3(it->second->kind) && !validate(*it->second, given))
-    return instantiate_batch3(*it->second, it->second->kind == Kind::Optim ? as_one_run(given) : given, kernel_file);
+    return instantiate_batch3(*it->second,
+                              it->second->kind == Kind::Optim || (it->second->kind == Kind::Where && !kernel_file)
+                                  ? as_one_run(given)
+                                  : given,
+                              kernel_file);
   const bool elementwise = it != defs_.end() && (it->second->kind == Kind::Binary || it->second->kind == Kind::Unary ||
                                                  it->second->kind == Kind::Backward || it->second->kind == Kind::UnaryF32 ||
                                                  it->second->kind == Kind::Ternary || it->second->kind == Kind::Cast ||

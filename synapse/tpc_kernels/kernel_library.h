@@ -302,9 +302,11 @@ class KernelLibrary {
   // that many, and a row no longer than kPrefetchAheadVectors needs no prefetch per vector. A
   // kernel stepping `unroll` vectors per index-space step (LANES covers them) prefetches each.
   // With `step_lines`, PREFETCH_STEP stays empty and its instructions (one a line) go there, for a
-  // list-scheduled body to issue beside its own.
+  // list-scheduled body to issue beside its own. `reserved_entries` of the prefetch budget are the
+  // body's own (a stream it prefetches itself) and not shared among `prefetched`.
   std::string width_prelude(const std::vector<unsigned>& prefetched = {}, uint32_t row_vectors = UINT32_MAX,
-                            unsigned unroll = 1, std::vector<std::string>* step_lines = nullptr) const;
+                            unsigned unroll = 1, std::vector<std::string>* step_lines = nullptr,
+                            unsigned reserved_entries = 0) const;
   unsigned vector_bits_;
   unsigned prefetch_entries_;
   std::vector<std::string> guid_list_;

@@ -167,6 +167,42 @@ TEST(TpcKernelWhere, BroadcastsEveryInputOnEveryDimAndKeepsRawBits) {
     }
 }
 
+// No input broadcast along dim 0: a step is one u8 vector of cond and the four (bf16: two) vectors
+// of A, B and Y it covers (where_scheduled.cpp); the kernel file's values, on 1 and 8 cores. An
+// input broadcast along dim 0 keeps the kernel file.
+TEST(TpcKernelWhere, ScheduledStepsOneVectorOfCond) {
+  KernelLibrary& lib = KernelLibrary::instance();
+  for (DType t : {DType::F32, DType::BF16, DType::I32}) {
+    for (const WhereCase& c : {WhereCase{{1000, 3}, {1000, 3}, {1000, 3}, {1000, 3}},
+                               WhereCase{{1000, 3}, {1000, 1}, {1000, 3}, {1000, 3}}}) {
+      SCOPED_TRACE(std::string("where_fwd") + sfx(t) + " B " + shape_str(c.b));
+      HostTensor cond(DType::U8, c.cond), a(t, c.a), b(t, c.b);
+      std::mt19937 rng(9);
+      for (uint32_t& v : cond.data) v = rng() % 2 ? 0u : 1u + rng() % 255;
+      fill_bits(a, 10);
+      fill_bits(b, 11);
+      const KernelParams params{{cond.params(), a.params(), b.params()}, {tp(t, c.out)}, {}};
+      const InstantiateResult scheduled = lib.instantiate("where_fwd" + sfx(t), params);
+      const InstantiateResult own = lib.instantiate_own_kernel("where_fwd" + sfx(t), params);
+      ASSERT_TRUE(scheduled.ok() && own.ok()) << scheduled.message << own.message;
+      EXPECT_NE(scheduled.inst->variant.find("scheduled"), std::string::npos) << scheduled.inst->variant;
+      std::vector<HostTensor> want{HostTensor(t, c.out)};
+      ASSERT_TRUE(run_instantiated(own, {cond, a, b}, want, 1, KernelLibrary::kDefaultVectorBits).ok);
+      for (unsigned cores : {1u, 8u}) {
+        std::vector<HostTensor> got{HostTensor(t, c.out)};
+        const RunOutcome r = run_instantiated(scheduled, {cond, a, b}, got, cores, KernelLibrary::kDefaultVectorBits);
+        ASSERT_TRUE(r.ok) << r.error;
+        EXPECT_TRUE(r.gaps_ok);
+        EXPECT_EQ(got[0].data, want[0].data) << cores << " cores";
+      }
+    }
+  }
+  const InstantiateResult bcast = lib.instantiate(
+      "where_fwd_f32", {{tp(DType::U8, {1, 4}), tp(DType::F32, {257, 4}), tp(DType::F32, {257, 4})}, {tp(DType::F32, {257, 4})}, {}});
+  ASSERT_TRUE(bcast.ok()) << bcast.message;
+  EXPECT_EQ(bcast.inst->variant.find("scheduled"), std::string::npos) << bcast.inst->variant;
+}
+
 TEST(TpcKernelWhere, StridedTensors) {
   for (DType t : {DType::F32, DType::BF16, DType::I32}) {
     HostTensor cond(DType::U8, {70, 3}, {1, 301}), a(t, {70, 3}, {1, 80}), b(t, {70, 1});
@@ -912,7 +948,14 @@ TEST(TpcKernelGlue5, GeometryAndPatterns) {
   EXPECT_EQ(r.inst->inputs[2].stride[1], 0);
   EXPECT_EQ(r.inst->input_patterns[0][0], (AccessPatternDim{0, 0, 0, 0}));
   EXPECT_EQ(r.inst->input_patterns[2][1], (AccessPatternDim{1, 0, 0, 0}));
+  // No dim-0 broadcast: one run of 900 elements, a step one u8 vector of cond and four of A, B, Y.
   r = lib.instantiate("where_fwd_f32", {{tp(U, {300, 3}), tp(F, {300, 3}), tp(F, {300, 3})}, {tp(F, {300, 3})}, {}});
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(r.inst->ispace_geometry, (std::array<int32_t, 5>{4, 1, 1, 1, 1}));
+  EXPECT_EQ(r.inst->input_patterns[0][0], (AccessPatternDim{0, 256, 0, 255}));
+  EXPECT_EQ(r.inst->input_patterns[1][0], (AccessPatternDim{0, 256, 0, 255}));
+  // The kernel file: a step one vector of Y, cond's whole u8 vector read at it.
+  r = lib.instantiate_own_kernel("where_fwd_f32", {{tp(U, {300, 3}), tp(F, {300, 3}), tp(F, {300, 3})}, {tp(F, {300, 3})}, {}});
   ASSERT_TRUE(r.ok()) << r.message;
   EXPECT_EQ(r.inst->input_patterns[0][0], (AccessPatternDim{0, 64, 0, 255}));
   EXPECT_EQ(r.inst->input_patterns[1][0], (AccessPatternDim{0, 64, 0, 63}));
