@@ -1709,6 +1709,7 @@ InstantiateResult KernelLibrary::instantiate(const std::string& guid, const Kern
   if (auto paired = instantiate_paired_rows(guid, params)) return std::move(*paired);
   if (auto scheduled = instantiate_scheduled_single(guid, params)) return std::move(*scheduled);
   if (auto scheduled = instantiate_scheduled_layernorm(guid, params)) return std::move(*scheduled);
+  if (auto rows = instantiate_row_reduction(guid, params)) return std::move(*rows);
   return instantiate_impl(guid, params, {});
 }
 

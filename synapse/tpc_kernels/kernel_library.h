@@ -280,6 +280,9 @@ class KernelLibrary {
   // paired_rows.cpp: softmax / log_softmax and their backward over f32 rows of one or two whole
   // vectors, two rows a step (nullopt: not such a node).
   std::optional<InstantiateResult> instantiate_paired_rows(const std::string& guid, const KernelParams& params);
+  // row_reductions.cpp: reductions over dim 0 of short f32 / bf16 rows, several rows a step,
+  // list-scheduled, bit-identical to reduce_dim0.s (nullopt: not such a node).
+  std::optional<InstantiateResult> instantiate_row_reduction(const std::string& guid, const KernelParams& params);
   // One f32 elementwise op of more than one instruction over dense tensors of one shape, as a
   // cluster of one (elementwise_cluster.cpp): its body list-scheduled, two vectors a step.
   std::optional<InstantiateResult> instantiate_scheduled_single(const std::string& guid, const KernelParams& params);

@@ -267,6 +267,41 @@ TEST(TpcKernelReduceShort, ShortOuterDimsAreBitIdenticalToTheLoopKernelInFewerBu
   }
 }
 
+// Reductions over dim 0 of short rows take several rows a step (row_reductions.cpp): the loop
+// kernel's values bit for bit (f32 and bf16, rows ending inside a vector, row counts the step does
+// not divide), on 1 and 8 cores, in fewer bundles.
+TEST(TpcKernelReduceRows, ShortRowsAreBitIdenticalToTheLoopKernel) {
+  KernelLibrary& lib = KernelLibrary::instance();
+  uint32_t seed = 700;
+  for (DType t : {DType::F32, DType::BF16}) {
+    for (const Shape& shape : {Shape{768, 10}, Shape{300, 7}, Shape{64, 9}, Shape{130, 5, 2}}) {
+      for (const std::string kind : {"sum", "mean", "max", "min"}) {
+        const std::string guid = "reduce_" + kind + "_fwd" + sfx(t);
+        SCOPED_TRACE(guid + " " + shape_str(shape));
+        HostTensor x(t, shape);
+        fill_random(x, seed++, -1e3f, 1e3f);
+        Shape ys = shape;
+        ys[0] = 1;
+        const KernelParams params{{x.params()}, {tp(t, ys)}, {0.0f}};
+        const InstantiateResult rows = lib.instantiate(guid, params);
+        const InstantiateResult loop = lib.instantiate_own_kernel(guid, params);
+        ASSERT_TRUE(rows.ok() && loop.ok()) << rows.message << loop.message;
+        EXPECT_NE(rows.inst->variant.find("rows a step"), std::string::npos) << rows.inst->variant;
+        std::vector<HostTensor> want{HostTensor(t, ys)};
+        const RunOutcome ran_loop = run_instantiated(loop, {x}, want, 1, KernelLibrary::kDefaultVectorBits);
+        ASSERT_TRUE(ran_loop.ok) << ran_loop.error;
+        for (unsigned cores : {1u, 8u}) {
+          std::vector<HostTensor> got{HostTensor(t, ys)};
+          const RunOutcome r = run_instantiated(rows, {x}, got, cores, KernelLibrary::kDefaultVectorBits);
+          ASSERT_TRUE(r.ok && r.gaps_ok) << r.error;
+          EXPECT_EQ(got[0].data, want[0].data) << cores << " cores";
+          if (cores == 1) EXPECT_LT(r.issue_cycles * 2, ran_loop.issue_cycles) << "the loop kernel's " << ran_loop.issue_cycles;
+        }
+      }
+    }
+  }
+}
+
 // A long f32 row into one element (a loss) is split over chunks (row_chunks.h): each chunk's sum
 // in the kernel's order, then the partials summed the same way; a mean divides by every element.
 TEST(TpcKernelReduceSplit, LongRowsIntoOneElementSumTheirChunksInTheKernelsOrder) {
@@ -553,7 +588,15 @@ TEST(TpcKernelGlue2, RejectsBadReductionsSoftmaxAndAddcParams) {
 
 TEST(TpcKernelGlue2, GeometryPatternsPaddingAndEveryReductionVariant) {
   KernelLibrary lib;
+  // Short rows over dim 0: several rows a step (row_reductions.cpp), X viewed as [N0, rows].
   auto r = lib.instantiate("reduce_max_fwd_bf16", KernelParams{{bf16({300, 5, 4})}, {bf16({1, 5, 4})}, {0.0f}});
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(r.inst->variant, "reduce max dim 0 bf16 4 rows a step of 3");
+  EXPECT_EQ(r.inst->ispace_geometry, (std::array<int32_t, 5>{1, 5, 1, 1, 1}));
+  EXPECT_EQ(r.inst->input_patterns[0][1], (AccessPatternDim{1, 4, 0, 3}));
+  EXPECT_EQ(r.inst->inputs[0].padding, 0xFF80u);   // bf16 -inf
+  // The loop kernel: a row a step.
+  r = lib.instantiate_own_kernel("reduce_max_fwd_bf16", KernelParams{{bf16({300, 5, 4})}, {bf16({1, 5, 4})}, {0.0f}});
   ASSERT_TRUE(r.ok()) << r.message;
   EXPECT_EQ(r.inst->ispace_geometry, (std::array<int32_t, 5>{1, 5, 4, 1, 1}));
   EXPECT_EQ(r.inst->input_patterns[0][0], (AccessPatternDim{0, 0, 0, 299}));
