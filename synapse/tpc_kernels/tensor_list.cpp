@@ -329,7 +329,8 @@ InstantiateResult KernelLibrary::instantiate_tensor_list(const std::string& guid
   Instantiation sumsq;
   sumsq.guid = guid;
   sumsq.variant = "tensor-list sum of squares";
-  if (!assemble(sumsq, prelude + ".include \"sumsq_partial.s\"\n")) return result;
+  if (!assemble(sumsq, prelude + ".equ AHEAD " + std::to_string(prefetch_ahead(1)) + "\n.include \"sumsq_partial.s\"\n"))
+    return result;
   Instantiation scale;
   scale.guid = guid;
   scale.variant = "tensor-list scale";

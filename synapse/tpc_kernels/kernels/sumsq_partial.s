@@ -1,7 +1,10 @@
 // sumsq_partial.s: the first pass of a tensor-list norm. X (tensor 0) is read flat, in C chunks
 // of S0 vectors each (S0 a multiple of 4; vectors past X's end read 0); chunk c's sum of squares
 // goes to element S1 + c of the partials (tensor 1, described as [1, M]: a store there writes
-// lane 0 only). The index space is the C chunks.
+// lane 0 only). The index space is the C chunks. X is prefetched AHEAD vectors (the glue's .equ)
+// ahead of the loads: a chunk's first AHEAD vectors at its start (those the chunk before on this
+// core already asked for send nothing), then four more each pass; without it every pass waited
+// a memory latency for its loads.
         ispace_offset I0
         ispace_size I1
         iget_dim S20, I0 dim=0
@@ -13,9 +16,20 @@
         mov.f32 V10, 0.0
         mul.i32 S22, S20, S0
         add.i32 S23, S22, S0
+        mul.i32 S24, S22, LANES
+        imov I4, 0
+        imov_dim I4, S24 dim=0
+        mov S26, 0
+        mov S27, AHEAD
+        loop S26, S27, ahead_end
+ahead_end: prefetch I4, 0; iadd_dim I4, LANES dim=0
         loop S22, S23, vec_end step=4
         mul.i32 S24, S22, LANES
         imov_dim I2, S24 dim=0
+        prefetch I4, 0; iadd_dim I4, LANES dim=0
+        prefetch I4, 0; iadd_dim I4, LANES dim=0
+        prefetch I4, 0; iadd_dim I4, LANES dim=0
+        prefetch I4, 0; iadd_dim I4, LANES dim=0
         ld_tnsr V11, I2, 0; iadd_dim I2, LANES dim=0
         ld_tnsr V12, I2, 0; iadd_dim I2, LANES dim=0
         ld_tnsr V13, I2, 0; iadd_dim I2, LANES dim=0
