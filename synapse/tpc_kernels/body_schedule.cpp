@@ -271,4 +271,10 @@ std::vector<std::string> list_schedule(const std::vector<std::string>& lines, co
   return bundles;
 }
 
+std::string loop_body(const std::vector<std::string>& bundles) {
+  std::string text;
+  for (size_t i = 0; i < bundles.size(); ++i) text += (i + 1 == bundles.size() ? "end_d0: " : "        ") + bundles[i] + "\n";
+  return text;
+}
+
 }  // namespace hpusim::synapse::tpc_kernels::schedule

@@ -41,4 +41,7 @@ constexpr unsigned kPrefetchHitLatency = 4;
 std::vector<std::string> list_schedule(const std::vector<std::string>& lines, const std::string& last = "",
                                        unsigned load_latency = 16);
 
+// The bundles as nest.inc's dim-0 loop body, one a line: the last one carries the label end_d0.
+std::string loop_body(const std::vector<std::string>& bundles);
+
 }  // namespace hpusim::synapse::tpc_kernels::schedule

@@ -92,7 +92,7 @@ std::string dropout_fwd_scheduled(bool bf16, bool seed_tensor, size_t y_tensor,
   for (unsigned c = 1; c < kCopies; ++c) src << "        add.i32 " << v(16 + c) << ", V16, (" << c << " * F32_LANES)\n";
   src << "        mov.f32 V20, 1.0\n        NEST_BEGIN\n";
   const std::vector<std::string> bundles = schedule::list_schedule(b, "iadd_dim I2, LANES dim=0", schedule::kPrefetchHitLatency);
-  for (size_t i = 0; i < bundles.size(); ++i) src << (i + 1 == bundles.size() ? "end_d0: " : "        ") << bundles[i] << "\n";
+  src << schedule::loop_body(bundles);
   src << "        NEST_END\n";
   return src.str();
 }

@@ -317,8 +317,7 @@ ClusterCode cluster_code(const std::map<std::string, const KernelLibrary::Kernel
   // The step's last bundle steps I2 (nest.inc).
   // Every streamed load finds its prefetch (nest.inc's PREFETCH_ROW and the step's own).
   const std::vector<std::string> bundles = schedule::list_schedule(lines, "iadd_dim I2, LANES dim=0", schedule::kPrefetchHitLatency);
-  std::string text;
-  for (size_t i = 0; i < bundles.size(); ++i) text += (i + 1 == bundles.size() ? "end_d0: " : "        ") + bundles[i] + "\n";
+  const std::string text = schedule::loop_body(bundles);
   if (code.out_of_registers) {
     code.error = "the cluster needs more than the " + std::to_string(capacity) +
                  " vector registers the kernel has for values";

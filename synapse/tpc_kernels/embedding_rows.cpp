@@ -53,7 +53,7 @@ std::string embedding_fwd_rows(unsigned rows, unsigned vectors, unsigned steps_a
       << steps_ahead * rows << "\n        loop S16, S17, indices_ahead\n"
       << "indices_ahead: prefetch I6, 1; iadd_dim I6, 1 dim=1\n        NEST_BEGIN\n";
   const std::vector<std::string> bundles = schedule::list_schedule(b, "iadd_dim I2, LANES dim=0", schedule::kPrefetchHitLatency);
-  for (size_t i = 0; i < bundles.size(); ++i) src << (i + 1 == bundles.size() ? "end_d0: " : "        ") << bundles[i] << "\n";
+  src << schedule::loop_body(bundles);
   src << "        NEST_END\n";
   return src.str();
 }

@@ -35,14 +35,6 @@ class VectorRegisters {
   unsigned next_ = 0, reserved_from_, reserved_to_;
 };
 
-// The bundles as the nest's dim-0 loop body: the last one carries end_d0.
-std::string loop_body(const std::vector<std::string>& bundles) {
-  std::string text;
-  for (size_t i = 0; i < bundles.size(); ++i)
-    text += (i + 1 == bundles.size() ? "end_d0: " : "        ") + bundles[i] + "\n";
-  return text;
-}
-
 // A step's views of the row tensors ([width, steps]) and of the statistics ([rows, steps]: one
 // element per row), with the access patterns of one step each.
 struct StepViews {
@@ -421,7 +413,7 @@ std::string layernorm_bwd_scheduled(unsigned vectors, bool affine, size_t out, b
   if (affine) src << rows_to_vlm(vectors, {4}, bf16);
   src << "        NEST_BEGIN\n";
   const std::vector<std::string> bundles = schedule::list_schedule(b, "iadd_dim I2, LANES dim=0", schedule::kPrefetchHitLatency);
-  src << loop_body(bundles);
+  src << schedule::loop_body(bundles);
   src << "        NEST_END\n";
   return src.str();
 }
@@ -508,7 +500,7 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_scheduled_layernorm(
     if (affine) src << rows_to_vlm(vectors, {1, 2}, bf16);
   }
   src << "        NEST_BEGIN\n";
-  src << loop_body(bundles);
+  src << schedule::loop_body(bundles);
   src << "        NEST_END\n";
   inst.variant = "layernorm fwd " + std::string(tpc::dtype_name(io)) + " scheduled " + std::to_string(rows) + " x " +
                  (k != 0 ? std::to_string(n0) + " elements" : std::to_string(io_vectors)) + (affine ? " affine" : "");
@@ -566,7 +558,7 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_narrow_layernorm_bwd
   for (unsigned j = 0; j < k; ++j) src << "        cmp.eq.i32 VP" << 1 + j << ", V18, " << j << "\n";
   if (affine) src << "        imov I3, 0\n        ld_tnsr V19, I3, 4\n        shuffle.f32 V19, V19, V17\n";
   src << "        NEST_BEGIN\n";
-  src << loop_body(bundles);
+  src << schedule::loop_body(bundles);
   src << "        NEST_END\n";
   inst.variant = "layernorm bwd f32 scheduled " + std::to_string(rows) + " x " + std::to_string(n0) + " elements" +
                  (affine ? " affine" : "");

@@ -60,7 +60,7 @@ std::string optim_step_kernel(const std::string& definitions) {
 
   std::string src = ".macro ROW_SETUP\n.endm\n.include \"nest.inc\"\n.include \"optim_ops.inc\"\n"
                     "        PRE_NEST\n        NEST_BEGIN\n";
-  for (size_t k = 0; k < bundles.size(); ++k) src += (k + 1 == bundles.size() ? "end_d0: " : "        ") + bundles[k] + "\n";
+  src += schedule::loop_body(bundles);
   return src + "        NEST_END\n";
 }
 

@@ -192,7 +192,7 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_paired_rows(const st
       << " vectors a step\n"
       << width_prelude(prefetched, step_rows * io_vectors, 1) << ".equ LANES " << lanes << "\n"
       << ".macro ROW_SETUP\n.endm\n.include \"nest.inc\"\n        mov.f32 V8, 0.0\n        NEST_BEGIN\n";
-  for (size_t i = 0; i < bundles.size(); ++i) src << (i + 1 == bundles.size() ? "end_d0: " : "        ") << bundles[i] << "\n";
+  src << schedule::loop_body(bundles);
   src << "        NEST_END\n";
   inst.variant = def.op_macro + (backward ? " bwd " : " fwd ") + tpc::dtype_name(io) + " " + std::to_string(step_rows) +
                  " rows a step of " + std::to_string(io_vectors);

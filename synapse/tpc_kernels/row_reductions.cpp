@@ -154,7 +154,7 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_row_reduction(const 
   const std::vector<std::string> bundles =
       schedule::list_schedule(row_reduce_body(*op, step_rows, vectors, bf16, ahead), "iadd_dim I2, LANES dim=0",
                               schedule::kPrefetchHitLatency);
-  for (size_t i = 0; i < bundles.size(); ++i) src << (i + 1 == bundles.size() ? "end_d0: " : "        ") << bundles[i] << "\n";
+  src << schedule::loop_body(bundles);
   src << "        NEST_END\n";
   inst.variant = "reduce " + it->second->op_macro + " dim 0 " + tpc::dtype_name(io) + " " + std::to_string(step_rows) +
                  " rows a step of " + std::to_string(vectors);

@@ -162,7 +162,7 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_short_outer_reductio
     src << "        iadd_dim I7, 1 dim=1\n";
   }
   src << "        NEST_BEGIN\n";
-  for (size_t i = 0; i < bundles.size(); ++i) src << (i + 1 == bundles.size() ? "end_d0: " : "        ") << bundles[i] << "\n";
+  src << schedule::loop_body(bundles);
   src << "        NEST_END\n";
   inst.variant = def.op_macro + " f32 short outer dim " + std::to_string(dim) + " of " + std::to_string(s.length) + ", " +
                  std::to_string(s.rows) + " rows x " + std::to_string(s.units_per_row) + " x " + std::to_string(unit) +

@@ -45,7 +45,7 @@ std::string where_fwd_scheduled(const std::string& raw, unsigned parts, unsigned
         << parts << ") dim=0\n";
   src << ".endm\n.include \"nest.inc\"\n        NEST_BEGIN\n";
   const std::vector<std::string> bundles = schedule::list_schedule(b, "iadd_dim I2, LANES dim=0", schedule::kPrefetchHitLatency);
-  for (size_t i = 0; i < bundles.size(); ++i) src << (i + 1 == bundles.size() ? "end_d0: " : "        ") << bundles[i] << "\n";
+  src << schedule::loop_body(bundles);
   src << "        NEST_END\n";
   return src.str();
 }
