@@ -5,6 +5,9 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -107,6 +110,24 @@ std::string embedding_fwd_rows(unsigned rows, unsigned vectors, unsigned steps_a
 // cond prefetched `steps_ahead` steps ahead, A's and B's prefetches (`step_prefetches`) in the body.
 std::string where_fwd_scheduled(const std::string& raw, unsigned parts, unsigned steps_ahead,
                                 const std::vector<std::string>& step_prefetches);
+// A kernel whose values are a function of the element's dense index, as its kernel file computes
+// one f32 vector (generator_scheduled.cpp): `per_vector` in the kernel file's registers (macros of
+// `definitions` expanded), `value` the register holding the result, `lane_ids` the lane ids' register,
+// `shared` the registers every vector reads as they are; `step` runs once a step, first.
+struct GeneratorBody {
+  std::string definitions;
+  std::vector<std::string> step, per_vector;
+  std::string lane_ids = "V16", value;
+  std::set<std::string> shared;
+};
+// Four f32 vectors a step (bf16: two, their halves narrowed in pairs) on registers of their own,
+// list-scheduled, Y (tensor `y_tensor`) stored at I2, I4, I5, I6: `setup` before the nest (the
+// vectors' lane ids, from `lane_ids` set by the caller), `row_setup` for ROW_SETUP (the vectors'
+// coordinates), `body` the loop body. LANES must be four f32 vectors. nullopt: out of registers.
+struct GeneratorCode {
+  std::string setup, row_setup, body;
+};
+std::optional<GeneratorCode> generator_scheduled(const GeneratorBody& g, bool bf16, size_t y_tensor);
 // ceil(p * 2^24): an element is kept when (h >> 8) >= it (u >= p of the generator).
 uint32_t dropout_keep_threshold(float p);
 

@@ -10,6 +10,7 @@
 
 #include "arch/tpc/asm/assembler.h"
 #include "synapse/tpc_kernels/embedded_sources.h"
+#include "synapse/tpc_kernels/body_schedule.h"
 #include "synapse/tpc_kernels/glue_util.h"
 #include "synapse/tpc_kernels/kernel_def.h"
 
@@ -897,6 +898,9 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
   // list-scheduled body (dropout_scheduled.cpp) four f32 vectors (two bf16).
   const bool dropout = def.kind == Kind::DropoutFwd || def.kind == Kind::DropoutBwd;
   const bool scheduled_dropout = def.kind == Kind::DropoutFwd && !kernel_file;
+  // random numbers and ranges: four f32 vectors a step (two bf16; generator_scheduled.cpp).
+  const bool scheduled_random =
+      (def.kind == Kind::RandomUniform || def.kind == Kind::RandomNormal || def.kind == Kind::Range) && !kernel_file;
   // where with no input broadcast along dim 0 steps one u8 vector of cond (where_scheduled.cpp).
   const bool scheduled_where = def.kind == Kind::Where && !kernel_file && [&] {
     for (const TensorParams& in : p.inputs)
@@ -907,7 +911,7 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
   // f32 layernorm_bwd_gamma_beta steps kGammaBetaColumns vectors (layernorm_gamma_beta.cpp).
   const bool gamma_beta_columns = def.kind == Kind::LayerNormBwdGB && def.out == DType::F32 && !kernel_file;
   const unsigned unroll = def.kind == Kind::Optim ? (kernel_file ? 2 : glue::kOptimStepVectors)
-                          : scheduled_dropout             ? (def.out == DType::F32 ? 4 : 2)
+                          : scheduled_dropout || scheduled_random ? (def.out == DType::BF16 ? 2 : 4)
                           : scheduled_where               ? lanes_of(DType::U8) / lanes_of(def.out)
                           : dropout && def.out == DType::F32 ? 2
                           : gamma_beta_columns             ? glue::kGammaBetaColumns
@@ -1352,9 +1356,10 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
     }
     case Kind::Range: {
       const auto py = padded(p.outputs[0].shape);
-      inst.ispace_geometry = {vectors(py[0]), static_cast<int32_t>(py[1]), static_cast<int32_t>(py[2]),
-                              static_cast<int32_t>(py[3]), static_cast<int32_t>(py[4])};
-      inst.output_patterns[0] = pattern_of(vec0, py, false);
+      const int32_t step = L * static_cast<int32_t>(unroll);
+      inst.ispace_geometry = {static_cast<int32_t>((py[0] + step - 1) / step), static_cast<int32_t>(py[1]),
+                              static_cast<int32_t>(py[2]), static_cast<int32_t>(py[3]), static_cast<int32_t>(py[4])};
+      inst.output_patterns[0] = pattern_of(AccessPatternDim{0, step, 0, step - 1}, py, false);
       const uint64_t n = elements(p.outputs[0]);
       const bool f32 = def.out == DType::F32;
       for (unsigned k = 0; k < 3; ++k)
@@ -1366,7 +1371,38 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
       for (unsigned d = 0; d < 4; ++d) inst.srf[5 + d] = py[d];
       variant << "range " << t;
       src << ".macro VALUES d\n        RANGE_VALUES " << t << ", " << (f32 ? "convert.i32.f32" : "mov.i32")
-          << ", \\d\n.endm\n.include \"range_fwd.s\"\n";
+          << ", \\d\n.endm\n";
+      if (!scheduled_random) {
+        src << ".include \"range_fwd.s\"\n";
+        break;
+      }
+      // range_fwd.s's lines for one vector, four vectors a step (generator_scheduled.cpp).
+      const std::string kernel = embedded_source("range_fwd.s").value_or("");
+      glue::GeneratorBody g;
+      g.definitions = kernel + src.str();
+      g.step = {"iget_dim S10, I2 dim=0", "add.i32 S10, S10, S9"};
+      g.per_vector = {"add.i32 V1, V16, S10", "sub.i32 V2, V17, V1", "cmp.lt.i32 VP2, V1, S3", "VALUES V5"};
+      g.value = "V5";
+      if (h >= static_cast<double>(n)) {
+        // Every element is below the halfway mark (arange): RANGE_VALUES's first value, which its
+        // select would pick in every lane.
+        g.per_vector = {"add.i32 V1, V16, S10", std::string(f32 ? "convert.i32.f32" : "mov.i32") + " V3, V1",
+                        "mul." + t + " V3, V3, S1", "add." + t + " V3, V3, S0"};
+        g.value = "V3";
+      }
+      g.shared = {"V17", "V18"};
+      const std::optional<glue::GeneratorCode> code = glue::generator_scheduled(g, false, 0);
+      const std::optional<std::vector<std::string>> row_base = schedule::expand_macro(kernel, "ROW_SETUP");
+      if (!code || !row_base) {
+        result.status = GlueStatus::InternalError;
+        result.message = def.guid + ": the scheduled body does not fit the registers";
+        return result;
+      }
+      variant << " scheduled";
+      src << ".macro ROW_SETUP\n";
+      for (const std::string& line : *row_base) src << "        " << line << "\n";
+      src << code->row_setup << ".endm\n.include \"nest.inc\"\n        lane_id.i32 V16\n        mov.i32 V17, S4\n"
+          << "        mov.i32 V18, S2\n" << code->setup << "        NEST_BEGIN\n" << code->body << "        NEST_END\n";
       break;
     }
     case Kind::RandomUniform:
@@ -1374,9 +1410,10 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
       const bool uniform = def.kind == Kind::RandomUniform;
       const bool seed_tensor = p.inputs.size() == 1;
       const auto py = padded(p.outputs[0].shape);
-      inst.ispace_geometry = {vectors(py[0]), static_cast<int32_t>(py[1]), static_cast<int32_t>(py[2]),
-                              static_cast<int32_t>(py[3]), static_cast<int32_t>(py[4])};
-      inst.output_patterns[0] = pattern_of(vec0, py, false);
+      const int32_t step = L * static_cast<int32_t>(unroll);
+      inst.ispace_geometry = {static_cast<int32_t>((py[0] + step - 1) / step), static_cast<int32_t>(py[1]),
+                              static_cast<int32_t>(py[2]), static_cast<int32_t>(py[3]), static_cast<int32_t>(py[4])};
+      inst.output_patterns[0] = pattern_of(AccessPatternDim{0, step, 0, step - 1}, py, false);
       if (seed_tensor)
         for (unsigned d = 0; d < kMaxDims; ++d) inst.input_patterns[0][d] = AccessPatternDim{static_cast<uint8_t>(d), 0, 0, 0};
       const float a = p.scalars[0], b = p.scalars[1];
@@ -1396,7 +1433,33 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
         inst.srf[2] = mix32(static_cast<uint32_t>(p.scalars[2]) ^ 0x9e3779b9u);
         src << ".macro KEY_SETUP\n.endm\n.macro XOR_KEY d, a\n        xor.u32 \\d, \\a, S2\n.endm\n";
       }
-      src << ".macro DRAW d, h\n        " << def.op_macro << " \\d, \\h\n.endm\n.include \"random_fwd.s\"\n";
+      src << ".macro DRAW d, h\n        " << def.op_macro << " \\d, \\h\n.endm\n";
+      if (!scheduled_random) {
+        src << ".include \"random_fwd.s\"\n";
+        break;
+      }
+      // random_fwd.s's lines for one vector, four vectors a step (generator_scheduled.cpp).
+      const std::string kernel = embedded_source("random_fwd.s").value_or("");
+      std::string constants;   // its .equ lines (the normal's polynomial)
+      std::istringstream lines(kernel);
+      for (std::string line; std::getline(lines, line);)
+        if (line.rfind(".equ ", 0) == 0) constants += line + "\n";
+      glue::GeneratorBody g;
+      g.definitions = embedded_source("rng.inc").value_or("") + kernel + src.str();
+      g.step = {"iget_dim S9, I2 dim=0", "add.i32 S9, S9, S8"};
+      g.per_vector = {"add.i32 V11, V16, S9", "HASH V11, V11", "DRAW V13, V11"};
+      g.value = "V13";
+      if (seed_tensor) g.shared = {"V30"};
+      const std::optional<glue::GeneratorCode> code = glue::generator_scheduled(g, def.out == DType::BF16, p.inputs.size());
+      if (!code) {
+        result.status = GlueStatus::InternalError;
+        result.message = def.guid + ": the scheduled body does not fit the registers";
+        return result;
+      }
+      variant << " scheduled";
+      src << ".include \"rng.inc\"\n" << constants << ".macro ROW_SETUP\n        DENSE_ROW_BASE\n" << code->row_setup
+          << ".endm\n.include \"nest.inc\"\n        KEY_SETUP\n        lane_id.i32 V16\n" << code->setup
+          << "        NEST_BEGIN\n" << code->body << "        NEST_END\n";
       break;
     }
     case Kind::DropoutFwd:

@@ -421,6 +421,42 @@ HostTensor range_ref(DType t, const Shape& s, float start, float step, float end
   return y;
 }
 
+// range runs four vectors a step, each range_fwd.s's own lines (generator_scheduled.cpp): the
+// kernel file's values bit for bit (linspace's two halves, f32 and i32, a row ending inside a step;
+// arange's first value alone), on 1 and 8 cores, in at most 60 % of its issue cycles.
+TEST(TpcKernelRange, ScheduledIsTheKernelFileBitForBit) {
+  KernelLibrary& lib = KernelLibrary::instance();
+  for (DType t : {DType::F32, DType::I32}) {
+    const std::string guid = std::string("range_fwd_") + tpc::dtype_name(t);
+    SCOPED_TRACE(guid);
+    const Shape shape{1000, 3};
+    // linspace(-5, 7, 3000) (f32; step 12 / 2999) or from -5 by 3 (i32), the second half counted
+    // back from the end; and arange (every element below halfway: the first value only).
+    for (const float halfway : {1500.0f, 3000.0f}) {
+    SCOPED_TRACE("halfway " + std::to_string(halfway));
+    const KernelParams params{{},
+                              {tp(t, shape)},
+                              t == DType::F32 ? std::vector<float>{-5.0f, 12.0f / 2999.0f, 7.0f, halfway}
+                                              : std::vector<float>{-5.0f, 3.0f, 8992.0f, halfway}};
+    const InstantiateResult scheduled = lib.instantiate(guid, params);
+    const InstantiateResult own = lib.instantiate_own_kernel(guid, params);
+    ASSERT_TRUE(scheduled.ok() && own.ok()) << scheduled.message << own.message;
+    EXPECT_NE(scheduled.inst->variant.find("scheduled"), std::string::npos) << scheduled.inst->variant;
+    std::vector<HostTensor> want{HostTensor(t, shape)};
+    const RunOutcome r_own = run_instantiated(own, {}, want, 1, KernelLibrary::kDefaultVectorBits);
+    ASSERT_TRUE(r_own.ok) << r_own.error;
+    for (unsigned cores : {1u, 8u}) {
+      std::vector<HostTensor> got{HostTensor(t, shape)};
+      const RunOutcome r = run_instantiated(scheduled, {}, got, cores, KernelLibrary::kDefaultVectorBits);
+      ASSERT_TRUE(r.ok) << r.error;
+      EXPECT_TRUE(r.gaps_ok);
+      EXPECT_EQ(got[0].data, want[0].data) << cores << " cores";
+      if (cores == 1) EXPECT_LT(r.issue_cycles * 10, r_own.issue_cycles * 6) << "the kernel file's " << r_own.issue_cycles;
+    }
+    }
+  }
+}
+
 TEST(TpcKernelRange, ArangeAndLinspaceRules) {
   const std::vector<Shape> shapes = {{1}, {63}, {65}, {300}, {130, 3}, {65, 2, 2, 3, 2}, {3, 7}, {}};
   for (const Shape& s : shapes) {
@@ -522,6 +558,46 @@ TEST(TpcKernelRandom, UniformFollowsTheGeneratorBitExact) {
 }
 
 // A seed tensor gives what the scalar seed gives; any 32-bit seed through the tensor.
+// Random numbers run four f32 vectors a step, each vector random_fwd.s's own lines on registers of
+// its own, list-scheduled (generator_scheduled.cpp): the kernel file's values bit for bit (uniform
+// and normal, f32 and bf16, seed scalar and tensor, a row ending inside a step), on 1 and 8 cores,
+// in at most 60 % of its issue cycles.
+TEST(TpcKernelRandom, ScheduledIsTheKernelFileBitForBit) {
+  KernelLibrary& lib = KernelLibrary::instance();
+  for (const char* kind : {"uniform", "normal"}) {
+    for (DType t : {DType::F32, DType::BF16}) {
+      for (bool seed_input : {false, true}) {
+        const std::string guid = std::string("random_") + kind + "_fwd" + sfx(t);
+        SCOPED_TRACE(guid + (seed_input ? " seed tensor" : ""));
+        const Shape shape{1000, 3};
+        std::vector<HostTensor> inputs;
+        KernelParams params{{}, {tp(t, shape)}, {-2.0f, 3.0f, 77.0f}};
+        if (seed_input) {
+          inputs.emplace_back(DType::I32, Shape{1});
+          inputs.back().data[0] = 77;
+          params.inputs.push_back(inputs.back().params());
+          params.scalars = {-2.0f, 3.0f};
+        }
+        const InstantiateResult scheduled = lib.instantiate(guid, params);
+        const InstantiateResult own = lib.instantiate_own_kernel(guid, params);
+        ASSERT_TRUE(scheduled.ok() && own.ok()) << scheduled.message << own.message;
+        EXPECT_NE(scheduled.inst->variant.find("scheduled"), std::string::npos) << scheduled.inst->variant;
+        std::vector<HostTensor> want{HostTensor(t, shape)};
+        const RunOutcome r_own = run_instantiated(own, inputs, want, 1, KernelLibrary::kDefaultVectorBits);
+        ASSERT_TRUE(r_own.ok) << r_own.error;
+        for (unsigned cores : {1u, 8u}) {
+          std::vector<HostTensor> got{HostTensor(t, shape)};
+          const RunOutcome r = run_instantiated(scheduled, inputs, got, cores, KernelLibrary::kDefaultVectorBits);
+          ASSERT_TRUE(r.ok) << r.error;
+          EXPECT_TRUE(r.gaps_ok);
+          EXPECT_EQ(got[0].data, want[0].data) << cores << " cores";
+          if (cores == 1) EXPECT_LT(r.issue_cycles * 10, r_own.issue_cycles * 6) << "the kernel file's " << r_own.issue_cycles;
+        }
+      }
+    }
+  }
+}
+
 TEST(TpcKernelRandom, SeedTensorSeedsAndStreams) {
   for (const char* kind : {"random_uniform_fwd", "random_normal_fwd"})
     for (DType t : {DType::F32, DType::BF16}) {
@@ -976,19 +1052,20 @@ TEST(TpcKernelGlue5, GeometryAndPatterns) {
   EXPECT_EQ(r.inst->input_patterns[0][0], (AccessPatternDim{0, 1, 0, 0}));
   EXPECT_EQ(r.inst->inputs[0].dtype, DType::U32);
   EXPECT_EQ(r.inst->inputs[0].padding, 0u);
-  // range: halfway clamped to 0 .. n.
+  // range: halfway clamped to 0 .. n; a step is four vectors (256 elements).
   r = lib.instantiate("range_fwd_i32", {{}, {tp(I, {100, 3})}, {1.0f, 2.0f, 3.0f, 1e9f}});
   ASSERT_TRUE(r.ok()) << r.message;
-  EXPECT_EQ(r.inst->ispace_geometry, (std::array<int32_t, 5>{2, 3, 1, 1, 1}));
+  EXPECT_EQ(r.inst->ispace_geometry, (std::array<int32_t, 5>{1, 3, 1, 1, 1}));
+  EXPECT_EQ(r.inst->output_patterns[0][0], (AccessPatternDim{0, 256, 0, 255}));
   EXPECT_EQ(r.inst->srf[3], 300u);
   EXPECT_EQ(r.inst->srf[4], 299u);
   r = lib.instantiate("range_fwd_f32", {{}, {tp(F, {100})}, {1.0f, 2.0f, 3.0f, 10.5f}});
   ASSERT_TRUE(r.ok()) << r.message;
   EXPECT_EQ(r.inst->srf[3], 11u);
-  // random: high - low in f32; the seed tensor read once.
+  // random: high - low in f32; the seed tensor read once; a step is two bf16 vectors.
   r = lib.instantiate("random_uniform_fwd_bf16", {{tp(I, {})}, {tp(B, {300, 2})}, {-1.0f, 3.0f}});
   ASSERT_TRUE(r.ok()) << r.message;
-  EXPECT_EQ(r.inst->ispace_geometry, (std::array<int32_t, 5>{3, 2, 1, 1, 1}));
+  EXPECT_EQ(r.inst->ispace_geometry, (std::array<int32_t, 5>{2, 2, 1, 1, 1}));
   EXPECT_EQ(r.inst->srf[1], bits_of(4.0f));
   EXPECT_EQ(r.inst->input_patterns[0][0], (AccessPatternDim{0, 0, 0, 0}));
   EXPECT_NE(r.inst->variant.find("seed tensor"), std::string::npos);
