@@ -1383,12 +1383,17 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
       g.step = {"iget_dim S10, I2 dim=0", "add.i32 S10, S10, S9"};
       g.per_vector = {"add.i32 V1, V16, S10", "sub.i32 V2, V17, V1", "cmp.lt.i32 VP2, V1, S3", "VALUES V5"};
       g.value = "V5";
+      const std::string cvt = f32 ? "convert.i32.f32" : "mov.i32";
       if (h >= static_cast<double>(n)) {
         // Every element is below the halfway mark (arange): RANGE_VALUES's first value, which its
         // select would pick in every lane.
-        g.per_vector = {"add.i32 V1, V16, S10", std::string(f32 ? "convert.i32.f32" : "mov.i32") + " V3, V1",
-                        "mul." + t + " V3, V3, S1", "add." + t + " V3, V3, S0"};
+        g.per_vector = {"add.i32 V1, V16, S10", cvt + " V3, V1", "mul." + t + " V3, V3, S1", "add." + t + " V3, V3, S0"};
         g.value = "V3";
+      } else if (h <= 0.0) {
+        // None is (every element counted back from the end): the second value alone.
+        g.per_vector = {"add.i32 V1, V16, S10", "sub.i32 V2, V17, V1", cvt + " V4, V2", "mul." + t + " V4, V4, S1",
+                        "sub." + t + " V4, V18, V4"};
+        g.value = "V4";
       }
       g.shared = {"V17", "V18"};
       const std::optional<glue::GeneratorCode> code = glue::generator_scheduled(g, false, 0);
