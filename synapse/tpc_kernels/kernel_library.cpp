@@ -1215,6 +1215,22 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
       inst.srf[1] = static_cast<uint32_t>(pad);
       inst.srf[2] = has_pad ? 1 : 0;
       for (unsigned d = 0; d < 4; ++d) inst.srf[4 + d] = pi[d];
+      // The indices viewed as [1, their dims...]: a read at (0, n, ...) is index n alone, what its
+      // prefetch brings (the walk prefetches kNllPrefetchSamples indices ahead).
+      DescriptorTemplate& indices = inst.inputs[1];
+      for (unsigned d = kMaxDims - 1; d > 0; --d) {
+        indices.size[d] = indices.size[d - 1];
+        indices.stride[d] = indices.stride[d - 1];
+      }
+      indices.size[0] = 1;
+      indices.stride[0] = 1;
+      indices.dims = static_cast<uint8_t>(std::min<unsigned>(indices.dims + 1u, kMaxDims));
+      for (unsigned d = kMaxDims - 1; d > 0; --d) inst.input_patterns[1][d] = inst.input_patterns[1][d - 1];
+      inst.input_patterns[1][0] = AccessPatternDim{0, 0, 0, 0};
+      for (unsigned d = 1; d < kMaxDims; ++d) inst.input_patterns[1][d].ispace_dim = static_cast<uint8_t>(d);
+      src << ".macro INDICES_AHEAD\n";
+      for (unsigned k = 0; k < kNllPrefetchSamples; ++k) src << "        prefetch I6, 1; iadd_dim I6, 1 dim=1\n";
+      src << ".endm\n";
       variant << "embedding bwd " << t;
       src << ".include \"" << io << "\"\n.equ ROWS " << rows << "\n.equ ROWB " << row_bytes << "\n"
           << ".macro VLD lo, hi, addr\n        ld_vlm.f32 \\lo, \\addr\n";

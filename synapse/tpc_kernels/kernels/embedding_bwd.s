@@ -12,8 +12,12 @@
 // never read back (no read-after-write through global memory). An index outside 0 .. V-1, or
 // equal to padding_idx (when given), adds nothing.
 // SRF: S0 = V, S1 = padding_idx, S2 = 1 if padding_idx is given, S4..S7 = the indices' sizes of
-// dims 0..3 (1 past its rank). The prelude defines LANES, ROWS, ROWB and
+// dims 0..3 (1 past its rank). The prelude defines LANES, ROWS, ROWB, INDICES_AHEAD (AHEAD times
+// `prefetch I6, 1; iadd_dim I6, 1 dim=1`) and
 // VLD lo, hi, addr / VST addr, lo, hi (the row's accumulator at VLM byte address addr; S18 scratch).
+// The indices are viewed as [1, their dims...], so a read at (0, n, ...) is index n alone: the walk
+// prefetches the index AHEAD on along their dim 0 (I6), and each index load takes it from the
+// prefetch buffer instead of waiting a memory latency.
 .macro ROW_SETUP
 .endm
 .include "nest.inc"
@@ -40,20 +44,24 @@ z_done:
 r4:     cmp.ge.i32 SP2, S9, S7
         jmp r4_done @SP2
         imov_dim I4, S9 dim=4
-        imov_dim I5, S9 dim=3; ld_smov S10, 0
+        imov_dim I5, S9 dim=4; ld_smov S10, 0
 r3:     cmp.ge.i32 SP2, S10, S6
         jmp r3_done @SP2
         imov_dim I4, S10 dim=3
-        imov_dim I5, S10 dim=2; ld_smov S11, 0
+        imov_dim I5, S10 dim=3; ld_smov S11, 0
 r2:     cmp.ge.i32 SP2, S11, S5
         jmp r2_done @SP2
         imov_dim I4, S11 dim=2
-        imov_dim I5, S11 dim=1; ld_smov S12, 0
+        imov_dim I5, S11 dim=2; ld_smov S12, 0
+        imov I6, I5
+        imov_dim I6, 0 dim=1
+        INDICES_AHEAD                   // the row's first indices (no fifth hardware loop)
 r1:     cmp.ge.i32 SP2, S12, S4
         jmp r1_done @SP2
         imov_dim I4, S12 dim=1
-        imov_dim I5, S12 dim=0
+        imov_dim I5, S12 dim=1
         ld_tnsr_s S13, I5, 1
+        prefetch I6, 1; iadd_dim I6, 1 dim=1
         cmp.eq.i32 SP3, S13, S1
         pand SP3, SP3, SP4              // padding_idx
         sub.i32 S17, S13, S14           // the row within the chunk
