@@ -75,6 +75,20 @@ inline DescriptorTemplate descriptor_of(const TensorParams& t) {
 }
 
 // Access pattern: dim 0 `dim0`, dims >= 1 one element per step (or the whole dim when whole).
+// `d` viewed with a dim 0 of one element in front of its dims (at most kMaxDims - 1 of them): a
+// vector read at (0, n, ...) reads element n alone, so a prefetch of it is exactly what one scalar
+// load then takes (the prefetch buffer frees an entry at its first load).
+inline DescriptorTemplate with_unit_dim0(DescriptorTemplate d) {
+  for (unsigned k = kMaxDims - 1; k > 0; --k) {
+    d.size[k] = d.size[k - 1];
+    d.stride[k] = d.stride[k - 1];
+  }
+  d.size[0] = 1;
+  d.stride[0] = 1;
+  d.dims = static_cast<uint8_t>(std::min<unsigned>(d.dims + 1u, kMaxDims));
+  return d;
+}
+
 inline TensorAccessPattern pattern_of(AccessPatternDim dim0, const std::array<uint32_t, kMaxDims>& size, bool whole) {
   TensorAccessPattern pat;
   pat[0] = dim0;

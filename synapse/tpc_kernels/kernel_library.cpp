@@ -1056,14 +1056,8 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
       for (unsigned d = 0; d < kMaxDims; ++d) scalar_pat[d] = AccessPatternDim{static_cast<uint8_t>(d), 0, 0, 0};
       const bool ignore = !p.scalars.empty();
       const int32_t ignore_index = ignore ? static_cast<int32_t>(p.scalars[0]) : 0;
-      // The target viewed as [1, N]: a read at (0, n) is target n alone, so a prefetch of it is
-      // the one element a load then takes.
-      DescriptorTemplate& target = inst.inputs[1];
-      target.dims = 2;
-      target.size[1] = target.size[0];
-      target.stride[1] = target.stride[0];
-      target.size[0] = 1;
-      target.stride[0] = 1;
+      // The target viewed as [1, N] (with_unit_dim0).
+      inst.inputs[1] = with_unit_dim0(inst.inputs[1]);
       // Samples prefetched ahead: the target and (forward) the logp row of each.
       src << ".equ AHEAD " << std::min(prefetch_ahead(fwd ? 2 : 1), kNllPrefetchSamples) << "\n";
       if (fwd) {
@@ -1217,14 +1211,7 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
       for (unsigned d = 0; d < 4; ++d) inst.srf[4 + d] = pi[d];
       // The indices viewed as [1, their dims...]: a read at (0, n, ...) is index n alone, what its
       // prefetch brings (the walk prefetches kNllPrefetchSamples indices ahead).
-      DescriptorTemplate& indices = inst.inputs[1];
-      for (unsigned d = kMaxDims - 1; d > 0; --d) {
-        indices.size[d] = indices.size[d - 1];
-        indices.stride[d] = indices.stride[d - 1];
-      }
-      indices.size[0] = 1;
-      indices.stride[0] = 1;
-      indices.dims = static_cast<uint8_t>(std::min<unsigned>(indices.dims + 1u, kMaxDims));
+      inst.inputs[1] = with_unit_dim0(inst.inputs[1]);
       for (unsigned d = kMaxDims - 1; d > 0; --d) inst.input_patterns[1][d] = inst.input_patterns[1][d - 1];
       inst.input_patterns[1][0] = AccessPatternDim{0, 0, 0, 0};
       for (unsigned d = 1; d < kMaxDims; ++d) inst.input_patterns[1][d].ispace_dim = static_cast<uint8_t>(d);
