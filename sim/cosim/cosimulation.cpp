@@ -435,6 +435,24 @@ void CoSimulation::sync_device() {
   act_at(me, box, me.clock.now_ps(), [] {});
 }
 
+bool CoSimulation::step_while_away(const std::function<bool(uint64_t cap_ps)>& step) {
+  Track& me = my_track();
+  std::lock_guard<std::recursive_mutex> calls(me.calls);
+  std::unique_lock<std::mutex> box(box_mutex_);
+  bool stepped = false;
+  sim_.call([&] {
+    // A waiting track wakes at its event: the device stops there for it.
+    uint64_t cap = horizon(me);
+    for (const auto& t : tracks_) {
+      if (t->phase == Track::Phase::kWaiting && !t->woken_ps) cap = std::min({cap, t->next_event(), t->deadline_ps});
+    }
+    stepped = step(cap);
+    device_ps_ = hw::now_ps();
+  });
+  box_changed_.notify_all();
+  return stepped;
+}
+
 void CoSimulation::mmio_write32(HostPort& port, uint64_t device_address, uint32_t value) {
   Track& me = my_track();
   std::lock_guard<std::recursive_mutex> calls(me.calls);

@@ -132,6 +132,11 @@ class CoSimulation {
   // Lets the device run until host time (no-op if it is already there).
   void sync_device();
 
+  // The calling thread's host is away (in a collective call of its program, sim/distributed):
+  // `step` runs on the simulation thread with the latest time the device may reach for the other
+  // tracks (UINT64_MAX: no limit), and moves it no further than that. Returns what `step` did.
+  bool step_while_away(const std::function<bool(uint64_t cap_ps)>& step);
+
   // From now on the device moves forward through `runner` (nullptr: sc_start itself); it must
   // outlive its use. Call on the simulation thread or while no host thread uses the loop.
   void set_device_runner(DeviceRunner* runner) { runner_ = runner; }

@@ -12,9 +12,13 @@ namespace {
 
 constexpr uint64_t kNever = UINT64_MAX;
 
-// A rank's word at a meeting: how soon it may next send, whether it has left, and the bytes of
-// messages it sends each rank.
-enum Field : size_t { kEarliest = 0, kLeft = 1, kCounts = 2 };
+// A rank's words at a meeting: how soon its device may next send (or its host act, if it is not
+// away), whether it has left, whether its host is away in a program's collective and since when,
+// the bytes of messages it sends each rank, then the participants of its collective, a bit each.
+enum Field : size_t { kEarliest = 0, kLeft = 1, kAway = 2, kEntry = 3, kCounts = 4 };
+
+size_t mask_words(size_t ranks) { return (ranks + 63) / 64; }
+bool in_mask(const uint64_t* mask, size_t rank) { return (mask[rank / 64] >> (rank % 64)) & 1u; }
 
 }  // namespace
 
@@ -79,6 +83,30 @@ void ConservativeSync::run_towards(uint64_t target_ps) {
   if (hw::now_ps() == window_end_) meet(target_ps, false);
 }
 
+void ConservativeSync::away_begin(hw::Picoseconds entry_ps, const std::vector<int>& participants) {
+  if (away_) throw std::logic_error("conservative sync: the host is already away");
+  away_mask_.assign(mask_words(static_cast<size_t>(size_)), 0);
+  for (int p : participants) {
+    if (p < 0 || p >= size_) throw std::invalid_argument("conservative sync: participant " + std::to_string(p) + " is no rank");
+    away_mask_[static_cast<size_t>(p) / 64] |= uint64_t{1} << (p % 64);
+  }
+  away_mask_[static_cast<size_t>(rank_) / 64] |= uint64_t{1} << (rank_ % 64);
+  away_ = true;
+  away_entry_ps_ = away_resume_ps_ = entry_ps;
+}
+
+bool ConservativeSync::away_step(hw::Picoseconds cap_ps) {
+  if (!away_) throw std::logic_error("conservative sync: away_step while the host is not away");
+  if (finished_ || lookahead_ == 0 || window_end_ == kNever) return false;
+  const uint64_t now = hw::now_ps();
+  const uint64_t stop = std::min({away_resume_ps_, cap_ps, window_end_});
+  if (stop > now) sc_core::sc_start(sc_core::sc_time::from_value(stop - now));
+  meet(kNever, false);
+  return true;
+}
+
+void ConservativeSync::away_end() { away_ = false; }
+
 void ConservativeSync::run_to(uint64_t target_ps) {
   while (hw::now_ps() < target_ps) run_towards(target_ps);
 }
@@ -98,7 +126,8 @@ void ConservativeSync::leave() {
 
 void ConservativeSync::meet(uint64_t target_ps, bool leaving) {
   const size_t n = static_cast<size_t>(size_);
-  const size_t width = kCounts + n;
+  const size_t mask_at = kCounts + n;
+  const size_t width = mask_at + mask_words(n);
   std::vector<std::vector<uint8_t>> out(n);
   uint64_t earliest = target_ps;
   if (sc_core::sc_pending_activity()) earliest = std::min<uint64_t>(earliest, hw::now_ps() + sc_core::sc_time_to_pending_activity().value());
@@ -112,18 +141,35 @@ void ConservativeSync::meet(uint64_t target_ps, bool leaving) {
   std::vector<uint64_t> mine(width);
   mine[kEarliest] = earliest;
   mine[kLeft] = leaving ? 1 : 0;
+  mine[kAway] = away_ ? 1 : 0;
+  mine[kEntry] = away_ ? away_entry_ps_ : 0;
   for (size_t r = 0; r < n; ++r) mine[kCounts + r] = out[r].size();
+  if (away_) std::copy(away_mask_.begin(), away_mask_.end(), mine.begin() + static_cast<std::ptrdiff_t>(mask_at));
   const std::vector<uint64_t> all = allgather(mine);
   ++stats_.windows;
 
   bool any_data = false, everyone_left = true;
   uint64_t next = kNever;
+  // An away rank's host acts again at the latest entry time of its participants: no sooner than
+  // each one's entry time, or, for one still running, how soon it may act.
+  const auto resume_bound = [&](size_t r) {
+    const uint64_t* word = &all[r * width];
+    uint64_t bound = word[kEntry];
+    for (size_t p = 0; p < n; ++p) {
+      if (p == r || !in_mask(word + mask_at, p)) continue;
+      const uint64_t* theirs = &all[p * width];
+      bound = std::max<uint64_t>(bound, theirs[kAway] != 0 ? theirs[kEntry] : theirs[kEarliest]);
+    }
+    return bound;
+  };
   for (size_t r = 0; r < n; ++r) {
     const uint64_t* word = &all[r * width];
-    next = std::min<uint64_t>(next, word[kEarliest]);
+    const uint64_t earliest_r = word[kAway] != 0 ? std::min<uint64_t>(word[kEarliest], resume_bound(r)) : word[kEarliest];
+    next = std::min<uint64_t>(next, earliest_r);
     everyone_left = everyone_left && word[kLeft] != 0;
     for (size_t d = 0; d < n; ++d) any_data = any_data || word[kCounts + d] != 0;
   }
+  if (away_) away_resume_ps_ = std::max(away_resume_ps_, resume_bound(static_cast<size_t>(rank_)));
   if (any_data) {
     ++stats_.windows_with_data;
     std::vector<uint64_t> in_bytes(n);
@@ -150,11 +196,13 @@ void ConservativeSync::meet(uint64_t target_ps, bool leaving) {
     finished_ = true;
     return;
   }
-  // Nothing any rank sends from `next` on arrives before next + L.
-  const uint64_t now = hw::now_ps();
+  // Nothing any rank sends from `next` on arrives before next + L. A rank whose host is away may
+  // have stopped its device short of the window's end: then `next` may be earlier than it, and
+  // the window stays where it is until that rank's participants move on.
+  const uint64_t previous_end = window_end_;
   const uint64_t end = next >= kNever - lookahead_ ? kNever : next + lookahead_ - 1;
-  window_end_ = std::max(end, now + lookahead_ - 1);
-  stats_.longest_window_ps = std::max(stats_.longest_window_ps, window_end_ - now);
+  window_end_ = std::max(end, previous_end);
+  stats_.longest_window_ps = std::max(stats_.longest_window_ps, window_end_ - previous_end);
 }
 
 }  // namespace hpusim::distributed

@@ -14,6 +14,13 @@
 // A rank runs windows only when its own host or loop asks it to (through the co-simulation, as
 // its DeviceRunner), so every rank must keep calling in until all are done: leave() says this
 // rank is done and keeps it meeting the others until every rank has left.
+//
+// A rank's host may also be away in a collective call of its program (MPI_Allreduce, a barrier:
+// calls that return only once every participant has entered them). It keeps meeting the others
+// (away_step), and its host acts again no sooner than the latest entry time of the participants:
+// at each meeting a participant still running counts with how soon it may act (it enters later),
+// one already away with its entry time. So the others are not held at the away host's entry
+// time, and its own device runs no further than its host may already be.
 #pragma once
 
 #include <cstdint>
@@ -68,6 +75,16 @@ class ConservativeSync : public cosim::DeviceRunner {
   void leave();
   bool finished() const { return finished_; }
 
+  // Simulation thread, between away_begin and away_end: this rank's host is in a collective call
+  // of its program that it entered at host time `entry_ps`, with the ranks `participants` (itself
+  // among them). away_step runs the device no further than the host may act again (the latest
+  // entry time the participants may still have) nor past `cap_ps`, then meets the others once;
+  // false when there is nothing to meet (no links between the ranks).
+  void away_begin(hw::Picoseconds entry_ps, const std::vector<int>& participants);
+  bool away_step(hw::Picoseconds cap_ps);
+  void away_end();
+  bool away() const { return away_; }
+
   // Collective, outside the windows (before start() or after leave()): the largest `value` of any
   // rank.
   uint64_t agree_max(uint64_t value);
@@ -76,6 +93,7 @@ class ConservativeSync : public cosim::DeviceRunner {
   Transport& transport() { return *transport_; }
 
  private:
+  // `target_ps`: when this rank's host asked the device to be (kNever when it is away or left).
   void meet(uint64_t target_ps, bool leaving);
   // Every rank's words, the time spent waiting counted.
   std::vector<uint64_t> allgather(const std::vector<uint64_t>& mine);
@@ -85,6 +103,11 @@ class ConservativeSync : public cosim::DeviceRunner {
   hw::Picoseconds lookahead_ = 0;
   hw::Picoseconds window_end_ = 0;
   bool finished_ = false;
+  // Away in a program's collective: the entry time, the participants as a bit per rank, and the
+  // earliest time the host may act again as known from the last meeting.
+  bool away_ = false;
+  hw::Picoseconds away_entry_ps_ = 0, away_resume_ps_ = 0;
+  std::vector<uint64_t> away_mask_;
   std::vector<std::pair<hw::NicRemoteEnd*, int>> ends_;
   std::map<uint32_t, hw::NicRemoteEnd*> by_link_;
   SyncStats stats_;

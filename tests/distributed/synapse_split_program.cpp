@@ -2,7 +2,10 @@
 // HPUSIM_DISTRIBUTED=mpi: each process brings up its own card of the box through the C API alone,
 // the ranks exchange the communicator id with MPI (the platform initialised it at the first
 // acquire and ends it at exit), and an all_reduce of a count no slice divides is checked against
-// the host's sum. Exit code 0 only if every rank got the exact result.
+// the host's sum. Then rank 1 alone copies the result back once more while rank 0 goes straight
+// into MPI_Allreduce: rank 0's host is away in the program's own collective while rank 1 still
+// needs the simulation to move (program_mpi.cpp), and both leave it at the same host time. Exit
+// code 0 only if every rank got the exact result and the host times agree.
 #include <mpi.h>
 
 #include <cstdint>
@@ -54,10 +57,24 @@ int main() {
     for (int r = 1; r < ranks; ++r) sum += value(r, i);   // the device's order: rank 0 first
     if (back[i] != sum) ++wrong;
   }
+  if (rank == 1) {
+    if (synMemCopyAsync(stream, buffer, kCount * 4, reinterpret_cast<uint64_t>(back.data()), DRAM_TO_HOST) != synSuccess) return fail("second download");
+    if (synStreamSynchronize(stream) != synSuccess) return fail("second synchronize");
+  }
+  uint64_t entered_ns = 0, left_ns = 0;
+  if (hpusim_hostTimeNs(&entered_ns) != synSuccess) return fail("host time");
   unsigned long long mine = wrong, all = 0;
   MPI_Allreduce(&mine, &all, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
-  if (rank == 0) std::printf("all_reduce of %llu floats on %d processes: %llu wrong\n", static_cast<unsigned long long>(kCount), ranks, all);
+  if (hpusim_hostTimeNs(&left_ns) != synSuccess) return fail("host time");
+  unsigned long long times[2] = {left_ns, ~0ull - left_ns}, extremes[2] = {0, 0};
+  MPI_Allreduce(times, extremes, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+  const unsigned long long latest = extremes[0], earliest = ~0ull - extremes[1];
+  if (rank == 0) {
+    std::printf("all_reduce of %llu floats on %d processes: %llu wrong\n", static_cast<unsigned long long>(kCount), ranks, all);
+    std::printf("MPI_Allreduce: rank 0 entered at %llu ns, every rank left at %llu ns%s\n",
+                static_cast<unsigned long long>(entered_ns), latest, earliest == latest ? "" : " (not all at once)");
+  }
   hcclCommDestroy(comm);
   synDestroy();
-  return all == 0 ? 0 : 1;
+  return all == 0 && earliest == latest && left_ns >= entered_ns ? 0 : 1;
 }
