@@ -27,6 +27,7 @@ BusMaster::Request& BusMaster::acquire(bool write, uint64_t address, uint32_t le
   request->buffer.resize(length);
   request->posted = false;
   request->done = false;
+  request->dropped = false;
   request->set_command(write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
   request->set_address(address);
   request->set_data_ptr(request->buffer.data());
@@ -60,39 +61,53 @@ tlm::tlm_response_status BusMaster::read(uint64_t address, void* data, uint32_t 
   return status;
 }
 
-tlm::tlm_response_status BusMaster::read_pipelined(uint64_t address, void* data, uint32_t length, uint32_t chunk,
-                                                   uint32_t window, unsigned issuer) {
-  struct InFlight {
-    Request* request;
-    uint32_t offset;
-  };
-  std::vector<InFlight> in_flight;
-  tlm::tlm_response_status result = tlm::TLM_OK_RESPONSE;
-  uint32_t next = 0;
-  auto* out = static_cast<unsigned char*>(data);
-  while (next < length || !in_flight.empty()) {
-    while (next < length && in_flight.size() < window) {
-      const uint32_t size = std::min(chunk, length - next);
-      Request& request = acquire(false, address + next, size, issuer);
-      tlm::tlm_phase phase = tlm::BEGIN_REQ;
-      sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
-      socket->nb_transport_fw(request, phase, delay);
-      in_flight.push_back({&request, next});
-      next += size;
+BusMaster::ReadStream::ReadStream(BusMaster& bus, uint64_t address, uint8_t* data, uint32_t length, uint32_t chunk,
+                                  uint32_t window, unsigned issuer)
+    : bus_(bus), address_(address), data_(data), length_(length), chunk_(chunk), window_(window), issuer_(issuer) {
+  if (chunk_ == 0 || window_ == 0) throw std::invalid_argument("bus master: a read stream needs a chunk and a window");
+  issue();
+}
+
+BusMaster::ReadStream::~ReadStream() {
+  for (const auto& [request, offset] : in_flight_) {
+    if (request->done) {
+      bus_.free_.push_back(request);
+    } else {
+      request->dropped = true;
     }
-    // Retire the oldest read once its data has arrived (reads complete in issue order here).
-    InFlight oldest = in_flight.front();
-    while (!oldest.request->done) sc_core::wait(response_event_);
-    if (oldest.request->done_ps > now_ps()) sc_core::wait(delay_until(oldest.request->done_ps));
-    if (oldest.request->get_response_status() != tlm::TLM_OK_RESPONSE) {
-      ++errors_;
-      if (result == tlm::TLM_OK_RESPONSE) result = oldest.request->get_response_status();
-    }
-    std::memcpy(out + oldest.offset, oldest.request->buffer.data(), oldest.request->get_data_length());
-    free_.push_back(oldest.request);
-    in_flight.erase(in_flight.begin());
   }
-  return result;
+}
+
+void BusMaster::ReadStream::issue() {
+  while (issued_ < length_ && in_flight_.size() < window_) {
+    const uint32_t size = std::min(chunk_, length_ - issued_);
+    Request& request = bus_.acquire(false, address_ + issued_, size, issuer_);
+    tlm::tlm_phase phase = tlm::BEGIN_REQ;
+    sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+    bus_.socket->nb_transport_fw(request, phase, delay);
+    in_flight_.emplace_back(&request, issued_);
+    issued_ += size;
+  }
+}
+
+tlm::tlm_response_status BusMaster::ReadStream::wait_for(uint32_t bytes) {
+  bytes = std::min(bytes, length_);
+  while (arrived_ < bytes) {
+    // Retire the oldest read once its data has arrived (reads complete in issue order here).
+    const auto [request, offset] = in_flight_.front();
+    while (!request->done) sc_core::wait(bus_.response_event_);
+    if (request->done_ps > now_ps()) sc_core::wait(delay_until(request->done_ps));
+    if (request->get_response_status() != tlm::TLM_OK_RESPONSE) {
+      ++bus_.errors_;
+      if (status_ == tlm::TLM_OK_RESPONSE) status_ = request->get_response_status();
+    }
+    std::memcpy(data_ + offset, request->buffer.data(), request->get_data_length());
+    arrived_ = offset + request->get_data_length();
+    bus_.free_.push_back(request);
+    in_flight_.erase(in_flight_.begin());
+    issue();
+  }
+  return status_;
 }
 
 tlm::tlm_response_status BusMaster::write(uint64_t address, const void* data, uint32_t length, unsigned issuer) {
@@ -144,6 +159,11 @@ tlm::tlm_sync_enum BusMaster::backward(tlm::tlm_generic_payload& trans, tlm::tlm
     // Counted when the response time is reached, so a barrier waits for the real completion.
     pending_posted_.emplace(now_ps() + delay.value(), &request);
     posted_timer_.notify(delay_until(pending_posted_.begin()->first));
+    return tlm::TLM_COMPLETED;
+  }
+  if (request.dropped) {
+    request.dropped = false;
+    free_.push_back(&request);
     return tlm::TLM_COMPLETED;
   }
   request.done = true;

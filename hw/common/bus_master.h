@@ -18,6 +18,8 @@
 namespace hpusim::hw {
 
 class BusMaster : public sc_core::sc_module {
+  struct Request;
+
  public:
   explicit BusMaster(sc_core::sc_module_name name);
 
@@ -31,10 +33,34 @@ class BusMaster : public sc_core::sc_module {
     return write(address, &value, 4, issuer);
   }
 
-  // Reads `length` bytes as consecutive `chunk`-byte reads with up to `window` in flight (a
-  // prefetching fetcher); returns when all have arrived, with the first failure if any.
-  tlm::tlm_response_status read_pipelined(uint64_t address, void* data, uint32_t length, uint32_t chunk,
-                                          uint32_t window, unsigned issuer = 0);
+  // Reads [address, address + length) into `data` as consecutive `chunk`-byte reads with up to
+  // `window` in flight, in order, as a prefetching fetcher does, while its user consumes what has
+  // arrived (a command processor running the front of its buffer while the rest comes in).
+  class ReadStream {
+   public:
+    ReadStream(BusMaster& bus, uint64_t address, uint8_t* data, uint32_t length, uint32_t chunk, uint32_t window,
+               unsigned issuer = 0);
+    // Reads still in flight are dropped when their responses arrive.
+    ~ReadStream();
+    ReadStream(const ReadStream&) = delete;
+    ReadStream& operator=(const ReadStream&) = delete;
+    // SC_THREAD only: blocks until the first `bytes` bytes have arrived, keeping the window full;
+    // the first failure among the reads retired so far, if any.
+    tlm::tlm_response_status wait_for(uint32_t bytes);
+    uint32_t arrived() const { return arrived_; }
+    uint32_t length() const { return length_; }
+
+   private:
+    void issue();
+    BusMaster& bus_;
+    uint64_t address_;
+    uint8_t* data_;
+    uint32_t length_, chunk_, window_;
+    unsigned issuer_;
+    uint32_t issued_ = 0, arrived_ = 0;
+    tlm::tlm_response_status status_ = tlm::TLM_OK_RESPONSE;
+    std::vector<std::pair<Request*, uint32_t>> in_flight_;   // oldest first, with its offset
+  };
 
   // Posted writes are tracked per owner (e.g. one per command processor sharing this port), so a
   // barrier waits only for its own owner's writes and sees only its own failures.
@@ -61,6 +87,7 @@ class BusMaster : public sc_core::sc_module {
     bool posted = false;
     unsigned owner = 0;
     bool done = false;
+    bool dropped = false;   // its reader went away: freed when the response arrives
     Picoseconds done_ps = 0;
   };
   Request& acquire(bool write, uint64_t address, uint32_t length, unsigned issuer);

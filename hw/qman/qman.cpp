@@ -285,22 +285,33 @@ bool Qman::execute(unsigned cp, const CommandBuffer& cb) {
                                            hex(cb.address) + " exceeds " + std::to_string(config_.max_cb_bytes));
     return false;
   }
-  // Fetch the whole buffer in fetch-granule reads with a prefetch window, then run its packets.
+  // The buffer streams in as fetch-granule reads with a prefetch window while the CP runs what
+  // has arrived: a packet runs once all of its bytes are there.
   std::vector<uint8_t> bytes(cb.size);
-  if (cb.size > 0 &&
-      bus_.read_pipelined(cb.address, bytes.data(), cb.size, config_.fetch_bytes, config_.fetch_window, cp) !=
-          tlm::TLM_OK_RESPONSE) {
+  hw::BusMaster::ReadStream fetch(bus_, cb.address, bytes.data(), cb.size, config_.fetch_bytes, config_.fetch_window, cp);
+  const auto fetch_failed = [&] {
     if (generation == generation_) {
       raise_error(cp, QmanError::kFetch, "cannot fetch the command buffer at " + hex(cb.address) + " (" +
                                              std::to_string(cb.size) + " bytes)");
     }
     return false;
-  }
-  if (generation != generation_) return false;
+  };
   cps_[cp].loops = {};   // REPEAT loops do not span command buffers
   size_t offset = 0;
   while (offset < bytes.size()) {
-    const qman::DecodeResult decoded = qman::decode(bytes.data() + offset, bytes.size() - offset);
+    // The header first, then as much as the packet says it needs (within the buffer).
+    if (fetch.wait_for(static_cast<uint32_t>(std::min(bytes.size(), offset + qman::kHeaderSize))) != tlm::TLM_OK_RESPONSE) {
+      return fetch_failed();
+    }
+    if (generation != generation_) return false;
+    qman::DecodeResult decoded = qman::decode(bytes.data() + offset, fetch.arrived() - offset);
+    if (decoded.error == qman::DecodeError::kTruncated && fetch.arrived() < bytes.size()) {
+      if (fetch.wait_for(static_cast<uint32_t>(std::min(bytes.size(), offset + decoded.size))) != tlm::TLM_OK_RESPONSE) {
+        return fetch_failed();
+      }
+      if (generation != generation_) return false;
+      decoded = qman::decode(bytes.data() + offset, fetch.arrived() - offset);
+    }
     if (!decoded.ok()) {
       raise_error(cp, QmanError::kUndefinedOpcode,
                   decoded.message + " at " + hex(cb.address + offset) + " (command buffer offset " + hex(offset) + ")");

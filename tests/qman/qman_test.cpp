@@ -40,6 +40,29 @@ TEST_F(CardTest, MsgLongWritesSram) {
   EXPECT_EQ(sram_read32(0x10000 + 4 * 1999), 0x1000u + 1999);
 }
 
+// A command processor runs the front of its buffer while the rest streams in (cp_fetch_bytes
+// reads, cp_fetch_window of them in flight): the first packet of a 32 KB buffer in host memory
+// starts when the first packet of a 16-byte one does, long before the buffer's end has arrived.
+TEST_F(CardTest, ACommandBufferRunsWhileTheRestOfItStreamsIn) {
+  open_stream(QmanId::DMA0, 0);
+  // When the buffer's first and last packets start, after its doorbell.
+  const auto starts = [&](const std::vector<uint8_t>& cb) {
+    const size_t before = recorder.executed.size();
+    const uint64_t submitted = sim->host_now_ps();
+    submit(QmanId::DMA0, 0, cb);
+    EXPECT_TRUE(drain(QmanId::DMA0, 0));
+    return std::make_pair(recorder.executed.at(before).start - submitted, recorder.executed.back().start - submitted);
+  };
+  const auto [one_first, one_last] = starts(CommandBufferBuilder().msg_long(sram(0x1000), 1).bytes());
+  CommandBufferBuilder many;
+  for (uint32_t i = 0; i < 2000; ++i) many.msg_long(sram(0x10000 + 4 * i), i);
+  const auto [many_first, many_last] = starts(many.bytes());
+  EXPECT_EQ(one_first, one_last);
+  EXPECT_LT(many_first, one_first + 50'000);   // a 128-byte read instead of a 16-byte one
+  // 32 KB come in 1 KB (8 reads of 128 bytes) per PCIe round trip of more than 600 ns.
+  EXPECT_GT(many_last - many_first, 15'000'000u);
+}
+
 TEST_F(CardTest, MsgProtCompletionWritesTheQueueEntryAndRaisesTheInterrupt) {
   open_stream(QmanId::DMA1, 2);
   const uint64_t cq_slot = host_alloc(8);
