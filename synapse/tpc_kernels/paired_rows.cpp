@@ -1,5 +1,5 @@
-// Softmax and its backward over short rows, four rows a step (two where four do not divide the
-// rows; BERT's attention rows: 128 elements): f32 rows of one or two vectors, bf16 rows of one
+// Softmax and its backward over short rows, six rows a step where the registers hold them, else
+// four (two where neither divides the rows; BERT's attention rows: 128 elements): f32 rows of one or two vectors, bf16 rows of one
 // vector (its two f32 halves, as io_bf16.inc widens it, in place of two f32 vectors). softmax_short.s keeps a row in registers, but
 // its chain (max, exp, sum, scale) has little to overlap within one row; rows side by side give
 // the list schedule (body_schedule.h) independent chains. The tensors are viewed as rows of four
@@ -19,7 +19,14 @@ using namespace glue;
 
 namespace {
 
-constexpr unsigned kPairedRowsStep = 4;
+// V0..V39 but V8 (the shuffle's all-zero lane index).
+constexpr unsigned kBodyRegisters = 39;
+
+// The registers paired_body takes for one row of `vectors` f32 vectors.
+unsigned registers_per_row(bool backward, bool log, unsigned vectors, bool bf16) {
+  if (backward) return 2 * vectors + 3 + (bf16 ? 1 : 0);   // x, e, acc, s, t (bf16: a second acc)
+  return (log ? 2 * vectors : vectors) + 4;                 // x (log: the exps too), acc, s, m, sum
+}
 
 // The body of one step: `rows` rows of `vectors` f32 vectors each (bf16: one bf16 vector, its
 // halves the two f32 vectors). Registers come from every V but V8 (the shuffle's all-zero lane
@@ -163,9 +170,16 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_paired_rows(const st
   if (shape[0] % lanes != 0 || vectors == 0 || vectors > 2 || rows < 2 || rows % 2 != 0 || rows / 2 > INT32_MAX)
     return std::nullopt;
   const bool log = def.op_macro == "log_softmax";
-  // Four rows a step where they divide the rows: two pairs' chains overlap (a pair's chain, about
-  // 60 cycles of dependent max, exp, sum and division, was most of its step).
-  const unsigned step_rows = rows % kPairedRowsStep == 0 ? kPairedRowsStep : 2;
+  // As many rows a step as the registers hold, of six or four, where they divide the rows: the
+  // rows' chains overlap (a pair's chain, about 60 cycles of dependent max, exp, sum and
+  // division, was most of its step).
+  unsigned step_rows = 2;
+  for (const unsigned k : {6u, 4u}) {
+    if (rows % k == 0 && k * registers_per_row(backward, log, vectors, bf16) <= kBodyRegisters) {
+      step_rows = k;
+      break;
+    }
+  }
 
   Instantiation inst;
   inst.guid = def.guid;

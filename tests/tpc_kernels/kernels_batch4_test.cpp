@@ -289,25 +289,26 @@ TEST(TpcKernelLayerNorm, GammaBetaColumnsAreBitIdenticalToTheKernelFile) {
   }
 }
 
-// Rows four a step (8 rows) and two a step (6 rows) against one row a step (9 rows: no pairing),
+// Rows six a step where the registers hold them (6 and 12 rows: the forward), four a step (8 rows;
+// 6 and 12 for the backward) and two a step (10 rows) against one row a step (11 rows: no pairing),
 // f32 and bf16 (a bf16 row of one vector pairs as its two f32 halves).
 TEST(TpcKernelSoftmax, PairedRowsAreBitIdenticalToOneRowAStep) {
   uint32_t seed = 950;
   for (DType t : {DType::F32, DType::BF16}) {
     for (uint32_t n0 : {64u, 128u}) {
       for (const char* op : {"softmax", "log_softmax"}) {
-        for (uint32_t rows : {8u, 6u}) {
+        for (uint32_t rows : {8u, 6u, 10u}) {
           SCOPED_TRACE(std::string(op) + sfx(t) + " " + std::to_string(rows) + " rows of " + std::to_string(n0));
-          HostTensor odd(t, {n0, 9}), g_odd(t, {n0, 9});
+          HostTensor odd(t, {n0, 11}), g_odd(t, {n0, 11});
           fill_uniform(odd, seed++, -6.0f, 6.0f);
           fill_uniform(g_odd, seed++, -1.0f, 1.0f);
           HostTensor even(t, {n0, rows}), g_even(t, {n0, rows});
           std::copy(odd.data.begin(), odd.data.begin() + n0 * rows, even.data.begin());
           std::copy(g_odd.data.begin(), g_odd.data.begin() + n0 * rows, g_even.data.begin());
-          const auto y_odd = run_1_and_8(std::string(op) + "_fwd" + sfx(t), {odd}, {HostTensor(t, {n0, 9})});
+          const auto y_odd = run_1_and_8(std::string(op) + "_fwd" + sfx(t), {odd}, {HostTensor(t, {n0, 11})});
           const auto y_even = run_1_and_8(std::string(op) + "_fwd" + sfx(t), {even}, {HostTensor(t, {n0, rows})});
           EXPECT_TRUE(std::equal(y_even[0].data.begin(), y_even[0].data.end(), y_odd[0].data.begin()));
-          const auto dx_odd = run_1_and_8(std::string(op) + "_bwd" + sfx(t), {g_odd, y_odd[0]}, {HostTensor(t, {n0, 9})});
+          const auto dx_odd = run_1_and_8(std::string(op) + "_bwd" + sfx(t), {g_odd, y_odd[0]}, {HostTensor(t, {n0, 11})});
           const auto dx_even =
               run_1_and_8(std::string(op) + "_bwd" + sfx(t), {g_even, y_even[0]}, {HostTensor(t, {n0, rows})});
           EXPECT_TRUE(std::equal(dx_even[0].data.begin(), dx_even[0].data.end(), dx_odd[0].data.begin()));
@@ -319,6 +320,18 @@ TEST(TpcKernelSoftmax, PairedRowsAreBitIdenticalToOneRowAStep) {
   const auto r = lib.instantiate("softmax_bwd_f32", {{tp(DType::F32, {64, 8}), tp(DType::F32, {64, 8})}, {tp(DType::F32, {64, 8})}, {}});
   ASSERT_TRUE(r.ok()) << r.message;
   EXPECT_EQ(r.inst->variant, "softmax bwd f32 4 rows a step of 1");
+  // Six rows of two vectors take 36 registers forward; log_softmax keeps the exps too (48: four).
+  for (const auto& [guid, variant] : {std::pair<std::string, std::string>{"softmax_fwd_f32", "softmax fwd f32 6 rows a step of 2"},
+                                      {"log_softmax_fwd_f32", "log_softmax fwd f32 4 rows a step of 2"},
+                                      {"softmax_bwd_f32", "softmax bwd f32 4 rows a step of 2"}}) {
+    const bool bwd = guid.find("_bwd") != std::string::npos;
+    KernelParams params;
+    params.inputs.assign(bwd ? 2 : 1, tp(DType::F32, {128, 12}));
+    params.outputs = {tp(DType::F32, {128, 12})};
+    const auto six = lib.instantiate(guid, params);
+    ASSERT_TRUE(six.ok()) << six.message;
+    EXPECT_EQ(six.inst->variant, variant);
+  }
   // bf16 rows of 128 paired, in at most half the issue cycles of one row a step through io_bf16.inc's
   // one scratch register.
   for (const std::string guid : {"softmax_fwd_bf16", "log_softmax_fwd_bf16", "softmax_bwd_bf16", "log_softmax_bwd_bf16"}) {
