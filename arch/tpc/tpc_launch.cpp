@@ -27,11 +27,25 @@ std::vector<IndexRange> partition_index_space(const TpcLaunchSpec& spec) {
   }
   if (spec.partitions_per_tpc == 0) throw std::invalid_argument("partitions_per_tpc must be at least 1");
   const int64_t wanted = int64_t{spec.tpcs} * spec.partitions_per_tpc;
+  // How evenly `wanted` slices of dim d share its granules: the mean slice over the largest.
+  const auto balance = [&](int d) {
+    const int64_t total = granules(spec, d);
+    return static_cast<double>(total) / static_cast<double>((total + wanted - 1) / wanted * wanted);
+  };
+  // The outermost dimension that is large enough, unless it shares its granules unevenly and an
+  // inner one shares them better in slices of at least kInnerSlice granules (shorter slices of an
+  // inner dimension cost the kernels' walks more than the idle cores).
+  constexpr double kEvenEnough = 0.9;
+  constexpr int64_t kInnerSlice = 4;
   int split = -1;
   for (int d = kDims - 1; d >= 0; --d) {
-    if (granules(spec, d) >= wanted) {
+    if (granules(spec, d) < wanted) continue;
+    if (split < 0) {
       split = d;
-      break;
+      if (balance(d) >= kEvenEnough) break;
+    } else if (granules(spec, d) >= kInnerSlice * wanted && balance(d) > balance(split)) {
+      split = d;
+      if (balance(d) >= kEvenEnough) break;
     }
   }
   int64_t parts = wanted;
