@@ -303,6 +303,18 @@ TEST(TpcKernelPartition, SplitsTheOutermostDimLargeEnough) {
   ASSERT_EQ(s.size(), 4u);
   EXPECT_EQ(s[2].offset, (std::array<int32_t, 5>{2, 0, 0, 0, 0}));
   EXPECT_EQ(s[2].size, (std::array<int32_t, 5>{1, 4, 1, 1, 1}));
+  // 12 steps of dim 1 on 8 cores would leave four idle half the time: dim 0 shares its 64 evenly
+  // in slices of 8; 16 (slices of 2) is too short a walk, and dim 1 stays split.
+  s = partition_index_space({64, 12, 1, 1, 1}, 8);
+  ASSERT_EQ(s.size(), 8u);
+  for (size_t c = 0; c < 8; ++c) {
+    EXPECT_EQ(s[c].offset, (std::array<int32_t, 5>{static_cast<int32_t>(8 * c), 0, 0, 0, 0}));
+    EXPECT_EQ(s[c].size, (std::array<int32_t, 5>{8, 12, 1, 1, 1}));
+  }
+  s = partition_index_space({16, 12, 1, 1, 1}, 8);
+  ASSERT_EQ(s.size(), 8u);
+  EXPECT_EQ(s[0].size, (std::array<int32_t, 5>{16, 2, 1, 1, 1}));
+  EXPECT_EQ(s[7].size, (std::array<int32_t, 5>{16, 1, 1, 1, 1}));
 }
 
 // The kernel library and the launch builder split an index space the same way, for any geometry.
