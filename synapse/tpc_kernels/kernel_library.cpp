@@ -2034,7 +2034,12 @@ InstantiateResult KernelLibrary::instantiate_impl(const std::string& guid, const
         const char* op = is_max ? "max" : is_min ? "min" : "add";
         variant << "reduce " << def.op_macro << " dim " << reduce_dim << " " << t;
         src << ".include \"" << io << "\"\n";
-        if (reduce_dim > 0) src << ".equ RDIM " << reduce_dim << "\n";
+        if (reduce_dim > 0) {
+          // An f32 step streams two vectors a row (io_f32x2.inc), a bf16 one.
+          const unsigned per_row = def.out == DType::BF16 ? 1 : 2;
+          const unsigned ahead = std::clamp(prefetch_budget() / per_row / 16 * 16, 16u, 112u);
+          src << ".equ RDIM " << reduce_dim << "\n.equ RAHEAD " << ahead << "\n";
+        }
         src << ".equ RINIT " << (is_max ? "0xFF800000" : is_min ? "0x7F800000" : "0.0") << "\n";
         src << ".macro RACC d, a, b\n        " << op << ".f32 \\d, \\a, \\b\n.endm\n";
         src << ".macro RLANES d, a\n        reduce." << op << ".f32 \\d, \\a\n.endm\n";
