@@ -93,7 +93,9 @@ class MlpWorkload : public Workload {
     g.node("gemm", "fc2_weight_grad", {dz2, d1}, {dw2}, &tn, sizeof tn);
     g.node("gemm", "fc2_input_grad", {dz2, w2}, {dd1}, &nn, sizeof nn);
     g.node("dropout_bwd_f32", "dropout_bwd", {dd1, mask}, {dr1}, {config_.dropout_p});
-    g.node("relu_bwd_f32", "relu_bwd", {dr1, a1}, {dz1}, {});
+    // From relu's result, as torch's relu backward is (threshold_backward on the result): the
+    // same mask as from its input, and the bias add then has relu as its one reader (one kernel).
+    g.node("relu_bwd_f32", "relu_bwd", {dr1, r1}, {dz1}, {});
     g.node("reduce_sum_fwd_f32", "fc1_bias_grad", {dz1}, {db1}, {1.0f});
     g.node("gemm", "fc1_weight_grad", {dz1, x}, {dw1}, &tn, sizeof tn);
     // Adadelta, in place: each new value at its old value's place (same section)
