@@ -334,7 +334,10 @@ InstantiateResult KernelLibrary::instantiate_tensor_list(const std::string& guid
   Instantiation scale;
   scale.guid = guid;
   scale.variant = "tensor-list scale";
-  if (!assemble(scale, width_prelude({0}) + lanes_equ + ".include \"scale_by_tensor.s\"\n")) return result;
+  constexpr unsigned kScaleVectors = 2;   // scale_by_tensor.s's step
+  if (!assemble(scale, width_prelude({0}, UINT32_MAX, kScaleVectors) + ".equ LANES " + std::to_string(kScaleVectors * lanes) +
+                           "\n.include \"scale_by_tensor.s\"\n"))
+    return result;
   Instantiation coef;
   coef.guid = guid;
   coef.variant = "tensor-list clip coefficient";
@@ -372,12 +375,18 @@ InstantiateResult KernelLibrary::instantiate_tensor_list(const std::string& guid
   for (size_t i = 0; i < n; ++i) {
     KernelPart part;
     part.inst = scale;
-    const auto px = padded(p.inputs[i].shape);
-    part.inst.ispace_geometry = elementwise_geometry(p.inputs[i]);
-    part.inst.inputs = {descriptor_of(p.inputs[i]), one_per_row(partials + 1)};
-    part.inst.outputs = {descriptor_of(p.outputs[i])};
-    part.inst.input_patterns = {pattern_of(vector_dim0(lanes), px, false), whole_tensor(part.inst.inputs[1].size)};
-    part.inst.output_patterns = {pattern_of(vector_dim0(lanes), px, false)};
+    // A dense gradient streams as one long row, as the optimizers' entries do.
+    const bool dense = flattened(p.inputs[i]).shape.size() == 1 && flattened(p.outputs[i]).shape.size() == 1;
+    const auto as_run = [dense](const TensorParams& t) { return dense ? flattened(t) : t; };
+    const TensorParams x = as_run(p.inputs[i]);
+    const auto px = padded(x.shape);
+    part.inst.ispace_geometry = elementwise_geometry(x);
+    part.inst.ispace_geometry[0] = static_cast<int32_t>((px[0] + kScaleVectors * lanes - 1) / (kScaleVectors * lanes));
+    part.inst.inputs = {descriptor_of(x), one_per_row(partials + 1)};
+    part.inst.outputs = {descriptor_of(as_run(p.outputs[i]))};
+    part.inst.input_patterns = {pattern_of(vector_dim0(kScaleVectors * lanes), px, false),
+                                whole_tensor(part.inst.inputs[1].size)};
+    part.inst.output_patterns = {pattern_of(vector_dim0(kScaleVectors * lanes), px, false)};
     part.inst.srf[0] = static_cast<uint32_t>(partials);
     part.tensors = {static_cast<uint32_t>(i), scratch, static_cast<uint32_t>(p.inputs.size() + i)};
     part.phase = 2;
