@@ -48,7 +48,6 @@ class BusMaster : public sc_core::sc_module {
     // the first failure among the reads retired so far, if any.
     tlm::tlm_response_status wait_for(uint32_t bytes);
     uint32_t arrived() const { return arrived_; }
-    uint32_t length() const { return length_; }
 
    private:
     void issue();

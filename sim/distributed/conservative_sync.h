@@ -83,7 +83,6 @@ class ConservativeSync : public cosim::DeviceRunner {
   void away_begin(hw::Picoseconds entry_ps, const std::vector<int>& participants);
   bool away_step(hw::Picoseconds cap_ps);
   void away_end();
-  bool away() const { return away_; }
 
   // Collective, outside the windows (before start() or after leave()): the largest `value` of any
   // rank.

@@ -2037,7 +2037,7 @@ InstantiateResult KernelLibrary::instantiate_impl(const std::string& guid, const
         if (reduce_dim > 0) {
           // An f32 step streams two vectors a row (io_f32x2.inc), a bf16 one.
           const unsigned per_row = def.out == DType::BF16 ? 1 : 2;
-          const unsigned ahead = std::clamp(prefetch_budget() / per_row / 16 * 16, 16u, 112u);
+          const unsigned ahead = std::max(16u, prefetch_budget() / per_row / 16 * 16);
           src << ".equ RDIM " << reduce_dim << "\n.equ RAHEAD " << ahead << "\n";
         }
         src << ".equ RINIT " << (is_max ? "0xFF800000" : is_min ? "0x7F800000" : "0.0") << "\n";

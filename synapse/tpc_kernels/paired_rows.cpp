@@ -1,9 +1,10 @@
 // Softmax and its backward over short rows, six rows a step where the registers hold them, else
-// four (two where neither divides the rows; BERT's attention rows: 128 elements): f32 rows of one or two vectors, bf16 rows of one
-// vector (its two f32 halves, as io_bf16.inc widens it, in place of two f32 vectors). softmax_short.s keeps a row in registers, but
+// four (two where neither divides the rows; BERT's attention rows: 128 elements): f32 rows of one
+// or two vectors, bf16 rows of one vector (its two f32 halves, as io_bf16.inc widens it, in place
+// of two f32 vectors). softmax_short.s keeps a row in registers, but
 // its chain (max, exp, sum, scale) has little to overlap within one row; rows side by side give
-// the list schedule (body_schedule.h) independent chains. The tensors are viewed as rows of four
-// (or two) rows each;
+// the list schedule (body_schedule.h) independent chains. The tensors are viewed as rows of a
+// step's rows each;
 // every row runs softmax_short.s's / softmax_bwd_short.s's operations in their order, so the
 // results are bit-identical.
 #include "synapse/tpc_kernels/body_schedule.h"

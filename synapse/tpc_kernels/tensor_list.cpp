@@ -15,6 +15,7 @@
 // the last part adds one to the step count once every update has run.
 #include <cmath>
 #include <sstream>
+#include <vector>
 
 #include "synapse/tpc_kernels/glue_util.h"
 #include "synapse/tpc_kernels/kernel_library.h"
@@ -26,6 +27,15 @@ using namespace glue;
 namespace {
 
 constexpr uint32_t kNormChunks = 64;   // partial sums per gradient in the first pass of a norm
+
+// An entry's tensors, each viewed as one long row (flattened) when every one of them is dense, so
+// that the prefetch runs ahead across rows; otherwise as they are.
+std::vector<TensorParams> as_runs(std::vector<TensorParams> entry) {
+  for (const TensorParams& t : entry)
+    if (flattened(t).shape.size() != 1) return entry;
+  for (TensorParams& t : entry) t = flattened(t);
+  return entry;
+}
 
 struct Layout {
   size_t per_input = 0, per_output = 0;   // tensors per list entry
@@ -280,18 +290,16 @@ InstantiateResult KernelLibrary::instantiate_tensor_list(const std::string& guid
       KernelPart part;
       part.inst = inst;
       const size_t first = lay.fixed_inputs + i * lay.per_input;
-      // Dense entries stream as one long row (flattened): the prefetch runs ahead across rows.
-      bool dense = true;
-      for (size_t k = 0; k < lay.per_input; ++k) dense = dense && flattened(p.inputs[first + k]).shape.size() == 1;
-      for (size_t k = 0; k < lay.per_output; ++k)
-        dense = dense && flattened(p.outputs[fixed_outputs + i * lay.per_output + k]).shape.size() == 1;
-      const auto as_run = [dense](const TensorParams& t) { return dense ? flattened(t) : t; };
-      const TensorParams param = as_run(p.inputs[first]);
+      std::vector<TensorParams> entry(p.inputs.begin() + static_cast<std::ptrdiff_t>(first),
+                                      p.inputs.begin() + static_cast<std::ptrdiff_t>(first + lay.per_input));
+      for (size_t k = 0; k < lay.per_output; ++k) entry.push_back(p.outputs[fixed_outputs + i * lay.per_output + k]);
+      const std::vector<TensorParams> runs = as_runs(std::move(entry));
+      const TensorParams& param = runs[0];
       const auto px = padded(param.shape);
       part.inst.ispace_geometry = elementwise_geometry(param);
       part.inst.ispace_geometry[0] = static_cast<int32_t>((px[0] + step - 1) / step);
       for (size_t k = 0; k < lay.per_input; ++k) {
-        part.inst.inputs.push_back(descriptor_of(as_run(p.inputs[first + k])));
+        part.inst.inputs.push_back(descriptor_of(runs[k]));
         part.inst.input_patterns.push_back(pattern_of(vector_dim0(step), px, false));
         part.tensors.push_back(static_cast<uint32_t>(first + k));
       }
@@ -300,7 +308,7 @@ InstantiateResult KernelLibrary::instantiate_tensor_list(const std::string& guid
       part.tensors.push_back(0);
       for (size_t k = 0; k < lay.per_output; ++k) {
         const size_t out = fixed_outputs + i * lay.per_output + k;
-        part.inst.outputs.push_back(descriptor_of(as_run(p.outputs[out])));
+        part.inst.outputs.push_back(descriptor_of(runs[lay.per_input + k]));
         part.inst.output_patterns.push_back(pattern_of(vector_dim0(step), px, false));
         part.tensors.push_back(static_cast<uint32_t>(p.inputs.size() + out));
       }
@@ -375,15 +383,13 @@ InstantiateResult KernelLibrary::instantiate_tensor_list(const std::string& guid
   for (size_t i = 0; i < n; ++i) {
     KernelPart part;
     part.inst = scale;
-    // A dense gradient streams as one long row, as the optimizers' entries do.
-    const bool dense = flattened(p.inputs[i]).shape.size() == 1 && flattened(p.outputs[i]).shape.size() == 1;
-    const auto as_run = [dense](const TensorParams& t) { return dense ? flattened(t) : t; };
-    const TensorParams x = as_run(p.inputs[i]);
+    const std::vector<TensorParams> runs = as_runs({p.inputs[i], p.outputs[i]});
+    const TensorParams& x = runs[0];
     const auto px = padded(x.shape);
     part.inst.ispace_geometry = elementwise_geometry(x);
     part.inst.ispace_geometry[0] = static_cast<int32_t>((px[0] + kScaleVectors * lanes - 1) / (kScaleVectors * lanes));
     part.inst.inputs = {descriptor_of(x), one_per_row(partials + 1)};
-    part.inst.outputs = {descriptor_of(as_run(p.outputs[i]))};
+    part.inst.outputs = {descriptor_of(runs[1])};
     part.inst.input_patterns = {pattern_of(vector_dim0(kScaleVectors * lanes), px, false),
                                 whole_tensor(part.inst.inputs[1].size)};
     part.inst.output_patterns = {pattern_of(vector_dim0(kScaleVectors * lanes), px, false)};
