@@ -112,6 +112,7 @@ struct Instr {
   bool load = false, store = false;
   bool prefetch = false;   // a load with no destination: nothing waits on it
   bool vlm_load = false, vlm_store = false;   // ld_vlm / st_vlm: the VLM, ordered among themselves
+  bool slm_load = false, slm_store = false;   // ld_slm / st_slm: the SLM, likewise
   Slot slot = Slot::Vpu;
   std::string immediate;   // the bundle immediate it uses (as written), or ""
 };
@@ -141,13 +142,18 @@ Instr analyse(const std::string& text, unsigned load_latency) {
   in.store = mnemonic.rfind("st_tnsr", 0) == 0;
   in.vlm_load = mnemonic.rfind("ld_vlm", 0) == 0;
   in.vlm_store = mnemonic.rfind("st_vlm", 0) == 0;
+  in.slm_load = mnemonic.rfind("ld_slm", 0) == 0;
+  in.slm_store = mnemonic.rfind("st_slm", 0) == 0;
   const bool scalar = mnemonic.rfind("imov", 0) == 0 || mnemonic.rfind("iadd", 0) == 0 ||
                       mnemonic.rfind("iget", 0) == 0 || (!list.empty() && (list[0][0] == 'S'));
-  in.slot = in.load || in.vlm_load ? Slot::Load : in.store || in.vlm_store ? Slot::Store : scalar ? Slot::Spu : Slot::Vpu;
+  in.slot = in.load || in.vlm_load || in.slm_load   ? Slot::Load
+            : in.store || in.vlm_store || in.slm_store ? Slot::Store
+            : scalar                                   ? Slot::Spu
+                                                       : Slot::Vpu;
   if (!in.load && !in.store)
-    for (size_t k = in.vlm_store ? 0 : 1; k < list.size(); ++k)
+    for (size_t k = in.vlm_store || in.slm_store ? 0 : 1; k < list.size(); ++k)
       if (!is_register(list[k])) in.immediate = list[k];
-  const bool writes_first = !in.store && !in.vlm_store && mnemonic.rfind("prefetch", 0) != 0;
+  const bool writes_first = !in.store && !in.vlm_store && !in.slm_store && mnemonic.rfind("prefetch", 0) != 0;
   for (size_t k = 0; k < list.size(); ++k)
     for (std::sregex_iterator m(list[k].begin(), list[k].end(), reg), end; m != end; ++m)
       (k == 0 && writes_first ? in.writes : in.reads).insert(m->str());
@@ -155,7 +161,11 @@ Instr analyse(const std::string& text, unsigned load_latency) {
   if (!predicate.empty()) in.reads.insert(in.writes.begin(), in.writes.end());   // lanes kept where false
   if (mnemonic.rfind("iadd_dim", 0) == 0 || mnemonic.rfind("imov_dim", 0) == 0)
     in.reads.insert(in.writes.begin(), in.writes.end());   // one coordinate of the register changes
-  in.latency = in.prefetch ? 0 : in.load ? load_latency : mnemonic.find("special") != std::string::npos ? 8 : in.slot == Slot::Spu ? 1 : 4;
+  in.latency = in.prefetch                                  ? 0
+               : in.load                                    ? load_latency
+               : mnemonic.find("special") != std::string::npos ? 8
+               : in.slot == Slot::Spu                       ? 1
+                                                            : 4;   // VPU, and local memory loads
   return in;
 }
 
@@ -218,6 +228,8 @@ std::vector<std::string> list_schedule(const std::vector<std::string>& lines, co
       if (in[j].store && in[i].load && !in[i].prefetch) wait = std::max<int64_t>(wait, 1);   // in place: loaded first
       if (in[j].vlm_load && in[i].vlm_store) wait = std::max<int64_t>(wait, 1);   // the VLM in order
       if (in[j].vlm_store && in[i].vlm_load) wait = std::max<int64_t>(wait, 0);
+      if (in[j].slm_load && in[i].slm_store) wait = std::max<int64_t>(wait, 1);   // the SLM in order
+      if (in[j].slm_store && (in[i].slm_load || in[i].slm_store)) wait = std::max<int64_t>(wait, in[i].slm_store ? 1 : 0);
       if (!last.empty() && j + 1 == n) wait = std::max<int64_t>(wait, 0);   // the last bundle
       if (wait >= 0) {
         after[i].push_back({j, static_cast<unsigned>(wait)});

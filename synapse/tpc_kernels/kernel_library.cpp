@@ -1776,6 +1776,7 @@ InstantiateResult KernelLibrary::instantiate(const std::string& guid, const Kern
   if (auto split = instantiate_split_gamma_beta(guid, params)) return std::move(*split);
   if (auto split = instantiate_split_dim0_reduction(guid, params)) return std::move(*split);
   if (auto split = instantiate_split_outer_reduction(guid, params)) return std::move(*split);
+  if (auto buckets = instantiate_bucketed_embedding_bwd(guid, params)) return std::move(*buckets);
   if (auto short_reduce = instantiate_short_outer_reduction(guid, params)) return std::move(*short_reduce);
   if (auto paired = instantiate_paired_rows(guid, params)) return std::move(*paired);
   if (auto scheduled = instantiate_scheduled_single(guid, params)) return std::move(*scheduled);

@@ -774,6 +774,46 @@ TEST_F(SynapseLaunchTest, TensorListNodesRunTheirPartsInPhases) {
   }
 }
 
+TEST_F(SynapseLaunchTest, ALargeEmbeddingBackwardBucketsItsIndicesThenAccumulatesEachChunk) {
+  // 300 x 1100 f32, 200 indices: embedding_bwd.s would take 5 x 5 (vector, chunk) steps, so the
+  // node is three launches (the indices' entries, their lists on one TPC, the chunks' rows), the
+  // lists in the node's scratch. The second launch's scratch still holds the first's lists.
+  const uint32_t d = 300, v = 1100, n = 200;
+  Graph g;
+  TensorId grad, idx, gw;
+  ASSERT_TRUE(g.add_tensor({"grad", DType::F32, {d, n}, true}, &grad).ok());
+  ASSERT_TRUE(g.add_tensor({"idx", DType::I32, {n}, true}, &idx).ok());
+  ASSERT_TRUE(g.add_tensor({"gw", DType::F32, {d, v}, true}, &gw).ok());
+  ASSERT_TRUE(g.add_node({"embedding_grad", "embedding_bwd_f32", {grad, idx}, {gw}, {}}).ok());
+  recipe::Recipe recipe;
+  const auto loaded = compile_and_load(g, &recipe);
+  ASSERT_TRUE(loaded);
+  EXPECT_EQ(recipe.nodes(0).part_program_offsets_size(), 2) << "three kernels";
+  EXPECT_GE(recipe.workspace_bytes(), (2u * n + (v + 63) / 64 * (n + 1)) * 4) << "the entries and the lists";
+  std::map<std::string, uint64_t> at = {{"grad", malloc(uint64_t{d} * n * 4)}, {"idx", malloc(n * 4)},
+                                        {"gw", malloc(uint64_t{d} * v * 4)}};
+  std::vector<uint64_t> addresses(recipe.persistent_size());
+  for (int i = 0; i < recipe.persistent_size(); ++i) addresses[i] = at.at(recipe.persistent(i).name());
+  const uint64_t ws = malloc(recipe.workspace_bytes());
+  for (uint32_t launch = 0; launch < 2; ++launch) {
+    const std::vector<float> host_grad = random_floats(uint64_t{d} * n, 40 + launch);
+    std::vector<int32_t> rows(n);
+    std::mt19937 rng(50 + launch);
+    for (int32_t& r : rows) r = std::uniform_int_distribution<int32_t>(-2, launch ? 40 : static_cast<int32_t>(v))(rng);
+    std::vector<float> idx_bits(n);
+    std::memcpy(idx_bits.data(), rows.data(), n * 4);
+    upload(host_grad, at["grad"]);
+    upload(idx_bits, at["idx"]);
+    std::vector<float> want(uint64_t{d} * v, 0.0f);
+    for (uint32_t k = 0; k < n; ++k)
+      if (rows[k] >= 0 && rows[k] < static_cast<int32_t>(v))
+        for (uint32_t j = 0; j < d; ++j) want[uint64_t{rows[k]} * d + j] += host_grad[uint64_t{k} * d + j];
+    uint64_t seq = 0;
+    ASSERT_TRUE(rt->launch(*loaded, addresses, ws, &seq).ok());
+    expect_equal_bits(download(at["gw"], want.size()), want);
+  }
+}
+
 TEST_F(SynapseLaunchTest, InvalidGraphsFailAtCompileAndSubmitNothing) {
   const uint64_t before = rt->last_submission();
   struct Case {

@@ -620,6 +620,64 @@ TEST(TpcKernelEmbedding, BackwardOverSeveralRowChunks) {
   EXPECT_EQ(r.inst->output_patterns[0][1], (AccessPatternDim{1, 128, 0, 127}));
 }
 
+// Past kMinOldSteps (vector, chunk) steps of embedding_bwd.s the node is three launches: the
+// indices bucketed by chunk, then each chunk's rows accumulated from its list. The same bits:
+// every row's additions in the indices' order; padding_idx and indices out of range add nothing.
+TEST(TpcKernelEmbedding, BackwardByBucketsBitExact) {
+  KernelLibrary& lib = KernelLibrary::instance();
+  uint32_t seed = 7000;
+  struct Case {
+    DType t;
+    uint32_t d, v;
+    Shape indices;
+    int32_t lo, hi;   // the indices' range (repeats when narrow)
+  };
+  const std::vector<Case> cases = {
+      {DType::F32, 300, 1100, {200}, -3, 1102},       // 2 blocks of 4 vectors (the second 1 + padding), 18 chunks
+      {DType::F32, 129, 2000, {7, 30}, 0, 40},        // 2 vectors a step, rows repeated many times
+      {DType::F32, 1024, 300, {1}, 0, 299},           // one index
+      {DType::F32, 1024, 300, {2, 3, 17}, 250, 299},  // every index in the last, partial chunk
+      {DType::BF16, 300, 1100, {150}, -2, 1101},
+      {DType::BF16, 1000, 700, {5, 11}, 600, 620}};
+  for (const Case& c : cases)
+    for (int pad_case = 0; pad_case < 2; ++pad_case) {
+      HostTensor grad(c.t, embedding_shape(c.d, c.indices));
+      fill_uniform(grad, seed++, -2.0f, 2.0f);
+      const HostTensor idx = random_indices(c.indices, c.lo, c.hi, seed++);
+      std::vector<float> scalars;
+      int32_t pad = -1000;
+      if (pad_case == 1) pad = static_cast<int32_t>(idx.data[0]) >= 0 ? static_cast<int32_t>(idx.data[0]) : 0,
+                         scalars = {static_cast<float>(pad) - static_cast<float>(c.v)};   // negative: row pad
+      KernelParams p{{grad.params(), idx.params()}, {HostTensor(c.t, {c.d, c.v}).params()}, scalars};
+      const InstantiateResult r = lib.instantiate("embedding_bwd" + sfx(c.t), p);
+      ASSERT_TRUE(r.ok()) << r.message;
+      EXPECT_EQ(r.parts.size(), 3u) << "D " << c.d << " V " << c.v;
+      const auto got = run_1_and_8("embedding_bwd" + sfx(c.t), {grad, idx}, {HostTensor(c.t, {c.d, c.v})}, scalars);
+      EXPECT_EQ(got[0].data, embedding_bwd_ref(grad, idx, c.v, pad).data)
+          << "embedding_bwd" << sfx(c.t) << " D " << c.d << " V " << c.v << " indices " << shape_str(c.indices)
+          << " padding case " << pad_case;
+    }
+  // Few (vector, chunk) steps: the one launch.
+  const InstantiateResult small = lib.instantiate(
+      "embedding_bwd_f32", {{tp(DType::F32, {129, 40}), tp(DType::I32, {40})}, {tp(DType::F32, {129, 600})}, {}});
+  ASSERT_TRUE(small.ok()) << small.message;
+  EXPECT_TRUE(small.inst.has_value());
+}
+
+// A big first term makes the order of a row's additions visible; the buckets keep the indices'.
+TEST(TpcKernelEmbedding, BackwardByBucketsKeepsTheIndicesOrder) {
+  for (DType t : {DType::F32, DType::BF16}) {
+    HostTensor grad(t, {512, 300}), idx(DType::I32, {300});
+    fill_uniform(grad, 11, -1.0f, 1.0f);
+    for (size_t n = 0; n < idx.count(); ++n) idx.data[n] = n % 7 == 0 ? 1000u : static_cast<uint32_t>(n % 5);
+    for (size_t j = 0; j < 512; ++j) grad.data[j] = round_to(t, 1e8f);   // index 1000, first
+    const auto got = run_1_and_8("embedding_bwd" + sfx(t), {grad, idx}, {HostTensor(t, {512, 1030})});
+    EXPECT_EQ(got[0].data, embedding_bwd_ref(grad, idx, 1030, -1000).data) << sfx(t);
+    std::vector<HostTensor> out = {HostTensor(t, {512, 1030})};
+    EXPECT_EQ(run_kernel("embedding_bwd" + sfx(t), {grad, idx}, out, 8).parts, 3u) << sfx(t);
+  }
+}
+
 // ---- glue ----
 
 TEST(TpcKernelGlue4, RejectsBadParams) {
