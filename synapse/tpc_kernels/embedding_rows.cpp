@@ -58,4 +58,32 @@ std::string embedding_fwd_rows(unsigned rows, unsigned vectors, unsigned steps_a
   return src.str();
 }
 
+std::string gather_step(unsigned elements, unsigned gdim) {
+  const auto s = [](unsigned n) { return "S" + std::to_string(n); };   // index j: S<j>, element j: S<8 + j>
+  std::ostringstream src;
+  src << ".macro ROW_SETUP\n        imov I3, I2\n";
+  for (unsigned j = 0; j < elements; ++j) src << "        ld_tnsr_s " << s(j) << ", I3, 1; iadd_dim I3, 1 dim=0\n";
+  src << ".endm\n";
+  std::vector<std::string> b = {"imov I4, I2"};
+  for (unsigned j = 0; j < elements; ++j) {
+    if (j && gdim != 0) b.push_back("iadd_dim I4, 1 dim=0");
+    b.push_back("imov_dim I4, " + s(j) + " dim=" + std::to_string(gdim));
+    b.push_back("ld_tnsr_s " + s(8 + j) + ", I4, 0");
+  }
+  b.insert(b.end(), {"imov I3, I2", "iadd_dim I3, LANES dim=0"});
+  for (unsigned j = 0; j < elements; ++j) {
+    b.push_back("ld_tnsr_s " + s(j) + ", I3, 1");
+    b.push_back("iadd_dim I3, 1 dim=0");
+  }
+  b.push_back("imov I5, I2");
+  for (unsigned j = 0; j < elements; ++j) {
+    if (j) b.push_back("iadd_dim I5, 1 dim=0");
+    b.push_back("st_tnsr_s I5, 2, " + s(8 + j));
+  }
+  src << ".macro GATHER_STEP\n";
+  for (const std::string& bundle : schedule::list_schedule(b, "", 16)) src << "        " << bundle << "\n";
+  src << ".endm\n";
+  return src.str();
+}
+
 }  // namespace hpusim::synapse::tpc_kernels::glue

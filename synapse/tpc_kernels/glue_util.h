@@ -118,6 +118,10 @@ std::string dropout_fwd_scheduled(bool bf16, bool seed_tensor, size_t y_tensor, 
 // embedding_fwd's kernel text after the prelude for `rows` rows of `vectors` vectors a step
 // (embedding_rows.cpp): tensors 0 W [D, V], 1 the indices viewed as [1, N], 2 Y viewed as [D, N];
 // the index space {1, ceil(N / rows)}; the indices prefetched `steps_ahead` steps ahead.
+// gather_fwd.s's ROW_SETUP (a row's first step's indices) and GATHER_STEP (the step's elements
+// read at those indices, the next step's indices read, then the elements stored), for `elements`
+// (at most 8) a step along dim 0 and the gather dim `gdim`.
+std::string gather_step(unsigned elements, unsigned gdim);
 std::string embedding_fwd_rows(unsigned rows, unsigned vectors, unsigned steps_ahead);
 // where_fwd's kernel text after the prelude (where_scheduled.cpp) when no input is broadcast
 // along dim 0: LANES is one u8 vector of cond, `parts` vectors of the `raw` (u32 / u16) A, B and Y;

@@ -1285,22 +1285,26 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
       break;
     }
     case Kind::Gather: {
-      // One element per step: the index space is Y's (= index's) shape in elements.
+      // kGatherStepElements elements of dim 0 a step (the index space is Y's (= index's) shape,
+      // dim 0 in those), the next step's indices read while this one's elements are: a step waits
+      // about one memory latency instead of two per element.
       const unsigned gdim = static_cast<unsigned>(p.scalars[0]);
       const auto py = padded(p.outputs[0].shape);
-      inst.ispace_geometry = {static_cast<int32_t>(py[0]), static_cast<int32_t>(py[1]), static_cast<int32_t>(py[2]),
-                              static_cast<int32_t>(py[3]), static_cast<int32_t>(py[4])};
+      const int32_t k = static_cast<int32_t>(kGatherStepElements);
+      inst.ispace_geometry = {static_cast<int32_t>((py[0] + k - 1) / k), static_cast<int32_t>(py[1]),
+                              static_cast<int32_t>(py[2]), static_cast<int32_t>(py[3]), static_cast<int32_t>(py[4])};
       const DType raw = def.out == DType::BF16 ? DType::U16 : DType::U32;
       inst.inputs[0].dtype = raw;
       inst.outputs[0].dtype = raw;
-      const AccessPatternDim elem0{0, 1, 0, 0};
-      inst.output_patterns[0] = pattern_of(elem0, py, false);
-      inst.input_patterns[1] = pattern_of(elem0, py, false);
-      inst.input_patterns[0] = pattern_of(elem0, py, false);
+      const AccessPatternDim step0{0, k, 0, k - 1};
+      inst.output_patterns[0] = pattern_of(step0, py, false);
+      inst.input_patterns[1] = pattern_of(step0, py, false);
+      inst.input_patterns[0] = pattern_of(step0, py, false);
       // X along dim: any element (data-dependent).
       inst.input_patterns[0][gdim] = AccessPatternDim{static_cast<uint8_t>(gdim), 0, 0, static_cast<int32_t>(px[gdim]) - 1};
-      variant << "gather " << t << " dim " << gdim;
-      src << ".equ LANES 1\n.equ GDIM " << gdim << "\n.include \"gather_fwd.s\"\n";
+      variant << "gather " << t << " dim " << gdim << " " << k << " a step";
+      src << ".equ LANES " << k << "\n.equ GDIM " << gdim << "\n" << glue::gather_step(kGatherStepElements, gdim)
+          << ".include \"gather_fwd.s\"\n";
       break;
     }
     case Kind::StridedView:

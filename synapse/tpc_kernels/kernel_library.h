@@ -169,6 +169,8 @@ class KernelLibrary {
   static constexpr unsigned kEmbeddingRowVectors = 36;
   static constexpr unsigned kEmbeddingStepRows = 8;
   static constexpr unsigned kEmbeddingIndicesAhead = 32;
+  // gather_fwd moves this many elements of dim 0 a step (scalar registers: an index and a value each).
+  static constexpr unsigned kGatherStepElements = 8;
   // Softmax rows of at most this many vectors stay in registers (softmax_short.s).
   static constexpr uint32_t kShortRowVectors = 4;
   // Layernorm rows of at most this many f32 registers (bf16: half as many vectors) stay in

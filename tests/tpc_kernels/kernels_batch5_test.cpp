@@ -383,7 +383,7 @@ TEST(TpcKernelGather, StridedTensors) {
   }
 }
 
-// The cost README.md states (bundles executed, functional): one element per step, 4 bundles each
+// The cost README.md states (bundles executed, functional): 8 elements a step, about 4 bundles each
 // plus the row overhead; a vector kernel (where) moves a vector in ~6, plus its prefetches (one
 // per input a step, and a row's first vectors: ~14 a vector on these rows of 4 vectors).
 TEST(TpcKernelGather, CostsBundlesPerElement) {
@@ -1045,12 +1045,12 @@ TEST(TpcKernelGlue5, GeometryAndPatterns) {
   r = lib.instantiate("reduce_min_fwd_bf16", {{tp(B, {300, 2})}, {tp(B, {1, 2})}, {0.0f}});
   ASSERT_TRUE(r.ok()) << r.message;
   EXPECT_EQ(r.inst->inputs[0].padding, 0x7F80u);
-  // gather: Y's shape in elements; X whole along dim (data-dependent).
+  // gather: Y's shape, dim 0 in steps of 8 elements; X whole along dim (data-dependent).
   r = lib.instantiate("gather_fwd_f32", {{tp(F, {10, 4, 3}), tp(I, {10, 7, 3})}, {tp(F, {10, 7, 3})}, {1.0f}});
   ASSERT_TRUE(r.ok()) << r.message;
-  EXPECT_EQ(r.inst->ispace_geometry, (std::array<int32_t, 5>{10, 7, 3, 1, 1}));
+  EXPECT_EQ(r.inst->ispace_geometry, (std::array<int32_t, 5>{2, 7, 3, 1, 1}));
   EXPECT_EQ(r.inst->input_patterns[0][1], (AccessPatternDim{1, 0, 0, 3}));
-  EXPECT_EQ(r.inst->input_patterns[0][0], (AccessPatternDim{0, 1, 0, 0}));
+  EXPECT_EQ(r.inst->input_patterns[0][0], (AccessPatternDim{0, 8, 0, 7}));
   EXPECT_EQ(r.inst->inputs[0].dtype, DType::U32);
   EXPECT_EQ(r.inst->inputs[0].padding, 0u);
   // range: halfway clamped to 0 .. n; a step is four vectors (256 elements).
