@@ -1,10 +1,13 @@
-// embedding_bwd by buckets, three launches (README.md, "Embedding backward"):
+// embedding_bwd by buckets, five launches (README.md, "Embedding backward"):
 //  0. prep (every core): per index n its bucket's counter address (the chunk of R grad_weight rows
 //     it falls in, or a dummy for an index outside 0 .. V-1 or equal to padding_idx) and its entry
 //     (n << RB | its row within the chunk), vector by vector;
-//  1. bucket (one core): the entries appended to their chunk's list in index order, the counters in
-//     SLM; then each list's length at its head;
-//  2. accumulate (every core): a step owns VB vectors of the embedding dim of one chunk's R rows,
+//  1. count (a step per slice of about 512 indices): each chunk's count in the slice, the
+//     counters in SLM;
+//  2. prefix (one step): each slice's first position in each chunk's list, and the lists' lengths;
+//  3. scatter (a step per slice): the slice's entries into the lists, so each list holds its
+//     chunk's entries in index order;
+//  4. accumulate (every core): a step owns VB vectors of the embedding dim of one chunk's R rows,
 //     accumulates its list's grad vectors into VLM in f32 in list order and writes the rows out
 //     (rounded once to bf16). The grad vectors are prefetched A entries ahead of their use; the
 //     entries in between wait in an SLM ring.
@@ -29,6 +32,8 @@ namespace {
 constexpr uint32_t kAccumulatorBytes = 64 * 1024;
 // The bucket counters live in SLM (1 KB on every preset): one per chunk and a dummy.
 constexpr uint32_t kMaxChunks = 240;
+// The indices are bucketed in slices of about this many, at most kMaxSlices (a step each).
+constexpr uint64_t kSliceIndices = 512, kMaxSlices = 16;
 // Scratch for the lists (a chunk's list holds up to every index): beyond this, embedding_bwd.s.
 constexpr uint64_t kMaxListElements = uint64_t{64} << 20;
 // The one-launch kernel is the faster below this many (vector, chunk) steps of it.
@@ -66,36 +71,113 @@ std::string prep_source(uint32_t rb, bool has_pad, const std::string& prelude) {
   return src.str();
 }
 
-// Phase 1: tensors 0 counter addresses [1, N] (padded with the dummy's), 1 entries [1, N], 2 lists
-// [C x Lp]. SRF: S0 = ceil(N / 2), S1 = C, S2 = Lp. A counter holds its list's next position
-// (flat); the dummy's is past the lists' end, so its entries land nowhere. Two indices a pass: the
-// second's counter is read with the first's, and takes the first's update when they share a chunk.
-std::string bucket_source(unsigned ahead) {
-  const std::vector<std::string> walk = {
-      "ld_tnsr_s S20, I5, 0",  "ld_tnsr_s S21, I5, 1",     "iadd_dim I5, 1 dim=1",   "ld_tnsr_s S24, I5, 0",
-      "ld_tnsr_s S25, I5, 1",  "iadd_dim I5, 1 dim=1",     "prefetch I6, 0",         "prefetch I6, 1",
-      "iadd_dim I6, 1 dim=1",  "prefetch I6, 0",           "prefetch I6, 1",         "iadd_dim I6, 1 dim=1",
-      "ld_slm S22, S20",       "ld_slm S26, S24",          "add.i32 S23, S22, 1",    "cmp.eq.i32 SP8, S24, S20",
-      "sel S26, S23, S26, SP8", "add.i32 S27, S26, 1",     "st_slm S20, S23",        "st_slm S24, S27",
-      "imov_dim I3, S22 dim=0", "st_tnsr_s I3, 2, S21",    "imov_dim I3, S26 dim=0", "st_tnsr_s I3, 2, S25"};
+// The walk over a slice's indices, two a pass (the second's counter is read with the first's and
+// takes the first's update when they share a chunk): tensor 0 the counter addresses [1, N] (I5
+// the load, I6 the prefetch), with `entries` tensor 1 the entries and tensor 3 the lists (each
+// entry stored at its counter's position, the counter one on); without, the counters only.
+std::vector<std::string> slice_walk(bool entries) {
+  std::vector<std::string> w;
+  for (const char* pair : {"20", "24"}) {
+    w.push_back(std::string("ld_tnsr_s S") + pair + ", I5, 0");
+    if (entries) w.push_back("ld_tnsr_s S" + std::to_string(std::stoi(pair) + 1) + ", I5, 1");
+    w.push_back("iadd_dim I5, 1 dim=1");
+    w.push_back("prefetch I6, 0");
+    if (entries) w.push_back("prefetch I6, 1");
+    w.push_back("iadd_dim I6, 1 dim=1");
+  }
+  w.insert(w.end(), {"ld_slm S22, S20", "ld_slm S26, S24", "add.i32 S23, S22, 1", "cmp.eq.i32 SP8, S24, S20",
+                     "sel S26, S23, S26, SP8", "add.i32 S27, S26, 1", "st_slm S20, S23", "st_slm S24, S27"});
+  if (entries) {
+    w.insert(w.end(), {"imov_dim I3, S22 dim=0", "st_tnsr_s I3, 3, S21", "imov_dim I3, S26 dim=0",
+                       "st_tnsr_s I3, 3, S25"});
+  }
+  return w;
+}
+
+// The loop over this core's slices (S8 the slice): S10 its first index, S11 its pairs, I5 / I6 at
+// its first index with the first `ahead` of tensor 0 (and 1) prefetched. SRF: S0 = the slice
+// length (even), S2 = N.
+std::string slice_loop_begin(unsigned ahead, bool entries) {
   std::ostringstream src;
-  src << "        ispace_size I1\n        iget_dim S8, I1 dim=0\n        cmp.eq.i32 SP1, S8, 0\n"
-      << "        jmp done @SP1\n"
-      // The counters: chunk c's list starts at c * Lp, its length at the head.
-      << "        mov S8, 0\n        mov S9, 1\n        mov S10, 0\n        add.i32 S11, S1, 1\n"
-      << "        loop S10, S11, init_end\n        st_slm S8, S9; add.i32 S9, S9, S2\n"
-      << "init_end: add.i32 S8, S8, 4\n"
-      << "        imov I6, 0\n        mov S10, 0\n        mov S11, " << ahead << "\n"
-      << "        loop S10, S11, ahead_end\n        prefetch I6, 0\n"
-      << "ahead_end: prefetch I6, 1; iadd_dim I6, 1 dim=1\n"
-      << "        imov I5, 0\n        imov I3, 0\n        mov S10, 0\n        loop S10, S0, walk_end\n"
-      << label_last(schedule::list_schedule(walk, "", schedule::kPrefetchHitLatency), "walk_end")
-      // Each list's length at its head: its counter less its first position.
-      << "        mov S8, 0\n        mov S9, 0\n        mov S10, 0\n        loop S10, S1, count_end\n"
-      << "        ld_slm S22, S8; imov_dim I3, S9 dim=0\n        sub.i32 S22, S22, S9\n"
-      << "        sub.i32 S22, S22, 1\n        st_tnsr_s I3, 2, S22; add.i32 S9, S9, S2\n"
-      << "count_end: add.i32 S8, S8, 4\n"
-      << "done:   halt\n";
+  src << "        ispace_offset I0\n        ispace_size I1\n        iget_dim S8, I0 dim=0\n"
+      << "        iget_dim S9, I1 dim=0\n        add.i32 S9, S9, S8\n"
+      << "        loop S8, S9, slice_end\n"
+      << "        mul.i32 S10, S8, S0\n        add.i32 S11, S10, S0\n        min.i32 S11, S11, S2\n"
+      << "        sub.i32 S11, S11, S10\n        add.i32 S11, S11, 1\n        shr.u32 S11, S11, 1\n"
+      << "        imov I5, 0\n        imov_dim I5, S10 dim=1\n        imov I6, I5\n"
+      << "        mov S12, 0\n        mov S13, " << ahead << "\n        loop S12, S13, ahead_end\n"
+      << (entries ? "        prefetch I6, 0\nahead_end: prefetch I6, 1; iadd_dim I6, 1 dim=1\n"
+                  : "ahead_end: prefetch I6, 0; iadd_dim I6, 1 dim=1\n");
+  return src.str();
+}
+
+// Phase 1 (a step per slice of the indices): each chunk's count in the slice. Tensors 0 counter
+// addresses [1, N] (padded with the dummy's: an odd last slice's second of a pair), 1 counts
+// [C, slices]. SRF: S0 slice length, S1 = C, S2 = N.
+std::string count_source(unsigned ahead) {
+  std::ostringstream src;
+  src << slice_loop_begin(ahead, false)
+      << "        mov S12, 0\n        mov S13, 0\n        mov S15, 0\n        add.i32 S14, S1, 1\n"
+      << "        loop S12, S14, clear_end\n"
+      << "clear_end: st_slm S13, S15; add.i32 S13, S13, 4\n"
+      << "        mov S12, 0\n        loop S12, S11, walk_end\n"
+      << label_last(schedule::list_schedule(slice_walk(false), "", schedule::kPrefetchHitLatency), "walk_end")
+      << "        imov I3, 0\n        imov_dim I3, S8 dim=1\n        mov S13, 0\n        mov S12, 0\n"
+      << "        loop S12, S1, out_end\n        ld_slm S22, S13\n"
+      << "        st_tnsr_s I3, 1, S22; iadd_dim I3, 1 dim=0\n"
+      << "out_end: add.i32 S13, S13, 4\n"
+      << "slice_end: nop\n        halt\n";
+  return src.str();
+}
+
+// Phase 2 (one step): slice s's first position in chunk c's list, c x Lp + the counts of the
+// slices before it, and each list's length. Tensors 0 counts [C, slices], 1 offsets [C, slices],
+// 2 lengths [C]. SRF: S0 = Lp, S1 = slices. Every count is prefetched first.
+std::string prefix_source(unsigned chunk_vectors, unsigned lanes) {
+  std::ostringstream src;
+  const auto v = [](unsigned n) { return "V" + std::to_string(n); };
+  src << "        imov I3, 0\n        mov S12, 0\n        loop S12, S1, ahead_end\n";
+  for (unsigned k = 0; k < chunk_vectors; ++k)
+    src << "        prefetch I3, 0" << (k + 1 < chunk_vectors ? "; iadd_dim I3, " + std::to_string(lanes) + " dim=0" : "")
+        << "\n";
+  src << "        imov_dim I3, 0 dim=0\nahead_end: iadd_dim I3, 1 dim=1\n";
+  // V0.. the lists' first positions, V10.. the running offsets, V20.. a slice's counts.
+  for (unsigned k = 0; k < chunk_vectors; ++k)
+    src << "        lane_id.i32 " << v(k) << "\n        add.i32 " << v(k) << ", " << v(k) << ", " << k * lanes
+        << "\n        mul.i32 " << v(k) << ", " << v(k) << ", S0\n        mov.i32 " << v(10 + k) << ", " << v(k) << "\n";
+  src << "        imov I3, 0\n        mov S12, 0\n        loop S12, S1, slices_end\n";
+  for (unsigned k = 0; k < chunk_vectors; ++k) {
+    src << "        ld_tnsr " << v(20 + k) << ", I3, 0\n        st_tnsr I3, 1, " << v(10 + k) << "\n";
+    if (k + 1 < chunk_vectors) src << "        iadd_dim I3, " << lanes << " dim=0\n";
+  }
+  for (unsigned k = 0; k < chunk_vectors; ++k)
+    src << "        add.i32 " << v(10 + k) << ", " << v(10 + k) << ", " << v(20 + k) << "\n";
+  src << "        imov_dim I3, 0 dim=0\nslices_end: iadd_dim I3, 1 dim=1\n        imov I3, 0\n";
+  for (unsigned k = 0; k < chunk_vectors; ++k)
+    src << "        sub.i32 " << v(10 + k) << ", " << v(10 + k) << ", " << v(k) << "\n        st_tnsr I3, 2, " << v(10 + k)
+        << "; iadd_dim I3, " << lanes << " dim=0\n";
+  src << "        halt\n";
+  return src.str();
+}
+
+// Phase 3 (a step per slice): the slice's entries appended to their chunks' lists, in index
+// order. Tensors 0 counter addresses [1, N], 1 entries [1, N], 2 offsets [1, C, slices], 3 lists
+// [C x Lp]. SRF: S0 slice length, S1 = C, S2 = N, S3 = C x Lp (the dummy's position: past the
+// lists, so its entries land nowhere). A counter holds its list's next position.
+std::string scatter_source(unsigned ahead) {
+  std::ostringstream src;
+  src << slice_loop_begin(ahead, true)
+      // The slice's first position in each list into its counter, the offsets prefetched ahead.
+      << "        imov I3, 0\n        imov_dim I3, S8 dim=2\n        imov I4, I3\n"
+      << "        mov S12, 0\n        mov S13, " << ahead << "\n        loop S12, S13, offsets_ahead_end\n"
+      << "offsets_ahead_end: prefetch I4, 2; iadd_dim I4, 1 dim=1\n"
+      << "        mov S13, 0\n        mov S12, 0\n        loop S12, S1, offsets_end\n"
+      << "        ld_tnsr_s S22, I3, 2; iadd_dim I3, 1 dim=1\n        prefetch I4, 2; iadd_dim I4, 1 dim=1\n"
+      << "offsets_end: st_slm S13, S22; add.i32 S13, S13, 4\n"
+      << "        st_slm S13, S3\n"
+      << "        imov I3, 0\n        mov S12, 0\n        loop S12, S11, walk_end\n"
+      << label_last(schedule::list_schedule(slice_walk(true), "", schedule::kPrefetchHitLatency), "walk_end")
+      << "slice_end: nop\n        halt\n";
   return src.str();
 }
 
@@ -104,9 +186,10 @@ struct AccumulateShape {
   unsigned lanes, vector_bytes, vb, rb, ring, lists_ahead;
 };
 
-// Phase 2: tensors 0 grad [D, N], 1 lists [1, C x Lp], 2 grad_weight [D, V]; index space
-// {blocks of VB vectors of D, chunks}. SRF: S0 = Lp, S1 = R, S2 = VB x lanes, S7 = C x Lp (past
-// the lists: a step that does not exist reads a length of 0 there).
+// Phase 4: tensors 0 grad [D, N], 1 lists [1, C x Lp], 2 lengths [1, C], 3 grad_weight [D, V];
+// index space {blocks of VB vectors of D, chunks}. SRF: S0 = Lp, S1 = R, S2 = VB x lanes,
+// S7 = C x Lp and S26 = C (past the lists and the lengths: a step that does not exist reads a
+// length of 0).
 // A core's steps run chunk by chunk within a block, and each step prepares the next while it runs:
 // the next list's length and first entries are read at its start, and the next step's first A
 // entries (their grad vectors prefetched, the entries into the ring) are read before its rows
@@ -182,22 +265,22 @@ std::string accumulate_source(const AccumulateShape& s) {
       out.insert(out.end(), {"ld_vlm.f32 " + hi + ", S12", "st_vlm S12, V30", next,
                              "convert.f32.bf16 V" + std::to_string(20 + u) + ", " + lo + " part=0",
                              "convert.f32.bf16 V" + std::to_string(20 + u) + ", " + hi + " part=1",
-                             "st_tnsr I7, 2, V" + std::to_string(20 + u)});
+                             "st_tnsr I7, 3, V" + std::to_string(20 + u)});
     else
-      out.push_back("st_tnsr I7, 2, " + lo);
+      out.push_back("st_tnsr I7, 3, " + lo);
   }
   out.push_back("iadd_dim I7, 1 dim=1");
 
   const unsigned accumulators = (1u << s.rb) * s.vb * w;
   const std::string P = std::to_string(s.lists_ahead), A = std::to_string(s.ring);
-  // The list at S18: its length into S19, its first P entries prefetched (I2 past them).
-  const std::string read_list = "        imov I2, 0\n        imov_dim I2, S18 dim=1\n        ld_tnsr_s S19, I2, 1\n"
-                                "        iadd_dim I2, 1 dim=1\n        mov S17, 0\n        mov S30, " + P + "\n"
+  // The list of chunk S35 at S18: its length into S19, its first P entries prefetched (I2 past them).
+  const std::string read_list = "        imov I2, 0\n        imov_dim I2, S35 dim=1\n        ld_tnsr_s S19, I2, 2\n"
+                                "        imov_dim I2, S18 dim=1\n        mov S17, 0\n        mov S30, " + P + "\n"
                                 "        loop S17, S30, lists_end_%\n"
                                 "lists_end_%: prefetch I2, 1; iadd_dim I2, 1 dim=1\n";
   // The prologue of the step read_list read, for block S29: I4 at its first entry, I6 past the
   // prefetched ones.
-  const std::string run_prologue = "        imov I4, 0\n        imov_dim I4, S18 dim=1\n        iadd_dim I4, 1 dim=1\n"
+  const std::string run_prologue = "        imov I4, 0\n        imov_dim I4, S18 dim=1\n"
                                    "        imov I6, I2\n        imov I5, 0\n        sub.i32 S16, S19, " + P + "\n"
                                    "        mov S17, 0\n        mov S30, " + A + "\n        loop S17, S30, prologue_end_%\n" +
                                    label_last(schedule::list_schedule(prologue, "", schedule::kPrefetchHitLatency),
@@ -215,6 +298,7 @@ std::string accumulate_source(const AccumulateShape& s) {
       << "        mov.f32 V30, 0.0\n        mov S28, 0\n        imov I3, 0\n"
       // The first step's list and prologue, the accumulators cleared meanwhile.
       << "        mul.i32 S18, S13, S0\n        mul.i32 S29, S22, S2\n        mul.i32 S32, S13, S1\n"
+      << "        mov S35, S13\n"
       << numbered(read_list, '0')
       << "        mov S12, 0\n        mov S17, 0\n        mov S30, " << accumulators << "\n"
       << "        loop S17, S30, clear_end\n"
@@ -230,11 +314,10 @@ std::string accumulate_source(const AccumulateShape& s) {
       << "        add.i32 S33, S20, 1\n        mov S34, S22\n        cmp.ge.i32 SP3, S33, S21\n"
       << "        mov S33, S13 @SP3\n        add.i32 S34, S34, 1 @SP3\n"
       << "        mul.i32 S18, S33, S0\n        mul.i32 S29, S34, S2\n        mul.i32 S32, S33, S1\n"
-      << "        cmp.ge.i32 SP3, S34, S23\n        mov S18, S7 @SP3\n"
+      << "        mov S35, S33\n        cmp.ge.i32 SP3, S34, S23\n        mov S18, S7 @SP3\n        mov S35, S26 @SP3\n"
       << numbered(read_list, '1')
       << "        sub.i32 S15, S27, " << A << "\n        sub.i32 S14, S15, " << P << "\n"
-      << "        imov I4, 0\n        imov_dim I4, S24 dim=1\n        iadd_dim I4, " << A + "" << " dim=1\n"
-      << "        iadd_dim I4, 1 dim=1\n"
+      << "        imov I4, 0\n        imov_dim I4, S24 dim=1\n        iadd_dim I4, " << A << " dim=1\n"
       << "        mov S17, 0\n        loop S17, S27, main_end\n"
       << label_last(schedule::list_schedule(main, "", schedule::kPrefetchHitLatency), "main_end")
       << numbered(run_prologue, '1')
@@ -279,14 +362,22 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_bucketed_embedding_b
     if (c <= kMaxChunks) vb = k, rb = log2_of(rows), chunks = c;
   }
   if (vb == 0 || n >= (uint64_t{1} << (31 - rb))) return std::nullopt;
-  const uint64_t list_length = n + 1;   // the length, then up to every index
+  const uint64_t list_length = n;   // a chunk's list holds up to every index
   if (uint64_t{chunks} * list_length > kMaxListElements) return std::nullopt;
+  // Slices of the indices, each bucketed by a step of its own (an even length, so that only the
+  // last may end in half a pair).
+  const uint32_t slices0 = static_cast<uint32_t>(std::clamp<uint64_t>((n + kSliceIndices - 1) / kSliceIndices, 1, kMaxSlices));
+  const uint32_t slice_length = static_cast<uint32_t>(((n + slices0 - 1) / slices0 + 1) / 2 * 2);
+  const uint32_t slices = static_cast<uint32_t>((n + slice_length - 1) / slice_length);
   const uint32_t rows = 1u << rb, blocks = (vectors_d + vb - 1) / vb;
   const uint32_t n32 = static_cast<uint32_t>(n), lists = static_cast<uint32_t>(chunks * list_length);
   const bool has_pad = !p.scalars.empty();
   int32_t pad = has_pad ? static_cast<int32_t>(p.scalars[0]) : 0;
   if (pad < 0) pad += static_cast<int32_t>(v);   // PyTorch's negative padding_idx
-  const uint32_t scratch = 3;                    // addresses, entries, lists
+  // Scratch: 0 counter addresses, 1 entries, 2 counts, 3 offsets, 4 lengths, 5 lists.
+  const uint32_t scratch = 3;
+  const uint32_t addresses_t = scratch, entries_t = scratch + 1, counts_t = scratch + 2, offsets_t = scratch + 3,
+                 lengths_t = scratch + 4, lists_t = scratch + 5;
   const auto whole = [](const std::array<uint32_t, kMaxDims>& size) {
     return pattern_of(AccessPatternDim{0, 0, 0, static_cast<int32_t>(size[0]) - 1}, size, true);
   };
@@ -310,45 +401,87 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_bucketed_embedding_b
     const std::string prelude = width_prelude({0}) + ".equ LANES " + std::to_string(il) + "\n";
     InstantiateResult r = assembled(std::move(inst), prep_source(rb, has_pad, prelude), guid + ".buckets.prep");
     if (!r.ok()) return r;
-    KernelPart part{*r.inst, {1, scratch, scratch + 1}, 0};
+    KernelPart part{*r.inst, {1, addresses_t, entries_t}, 0};
     part.inst.variant = "embedding bwd buckets: prep, chunks of " + std::to_string(rows) + " rows";
     result.parts.push_back(std::move(part));
   }
   const unsigned budget = prefetch_budget();
-  // Phase 1: the lists, on one core.
+  const DescriptorTemplate per_index = with_unit_dim0(descriptor_of(i32({n32})));
+  DescriptorTemplate addresses = per_index;
+  addresses.padding = chunks * 4;   // the second of an odd last pair: the dummy
+  const unsigned ahead = std::min(32u, budget / 2);
+  const DescriptorTemplate counts = descriptor_of(i32({chunks, slices}));
+  // Phase 1: each slice's count per chunk.
+  {
+    Instantiation inst;
+    inst.guid = guid;
+    inst.ispace_geometry = {static_cast<int32_t>(slices), 1, 1, 1, 1};
+    inst.inputs = {addresses};
+    inst.outputs = {counts};
+    inst.input_patterns = {whole(per_index.size)};
+    inst.output_patterns = {pattern_of(AccessPatternDim{0, 0, 0, static_cast<int32_t>(chunks) - 1}, counts.size, false)};
+    inst.output_patterns[0][1] = AccessPatternDim{0, 1, 0, 0};
+    inst.srf[0] = slice_length;
+    inst.srf[1] = chunks;
+    inst.srf[2] = n32;
+    InstantiateResult r = assembled(std::move(inst), width_prelude() + count_source(ahead), guid + ".buckets.count");
+    if (!r.ok()) return r;
+    KernelPart part{*r.inst, {addresses_t, counts_t}, 1};
+    part.inst.variant = "embedding bwd buckets: " + std::to_string(slices) + " slices' counts";
+    result.parts.push_back(std::move(part));
+  }
+  // Phase 2: each slice's first position in each list, and the lists' lengths.
   {
     Instantiation inst;
     inst.guid = guid;
     inst.ispace_geometry = {1, 1, 1, 1, 1};
-    const DescriptorTemplate per_index = with_unit_dim0(descriptor_of(i32({n32})));
-    DescriptorTemplate addresses = per_index;
-    addresses.padding = chunks * 4;   // the second of an odd last pair: the dummy
-    inst.inputs = {addresses, per_index};
-    inst.outputs = {descriptor_of(i32({lists}))};
-    const TensorAccessPattern all_indices = whole(per_index.size);
-    inst.input_patterns = {all_indices, all_indices};
-    inst.output_patterns = {whole(padded({lists}))};
-    inst.srf[0] = (n32 + 1) / 2;
-    inst.srf[1] = chunks;
-    inst.srf[2] = static_cast<uint32_t>(list_length);
-    const unsigned ahead = std::min(32u, budget / 2);
-    InstantiateResult r = assembled(std::move(inst), width_prelude() + bucket_source(ahead), guid + ".buckets.bucket");
+    inst.inputs = {counts};
+    inst.outputs = {counts, descriptor_of(i32({chunks}))};
+    inst.input_patterns = {whole(counts.size)};
+    inst.output_patterns = {whole(counts.size), whole(padded({chunks}))};
+    inst.srf[0] = static_cast<uint32_t>(list_length);
+    inst.srf[1] = slices;
+    const unsigned il = lanes_of(DType::I32);
+    InstantiateResult r = assembled(std::move(inst), width_prelude() + prefix_source((chunks + il - 1) / il, il),
+                                    guid + ".buckets.prefix");
     if (!r.ok()) return r;
-    KernelPart part{*r.inst, {scratch, scratch + 1, scratch + 2}, 1};
-    part.inst.variant = "embedding bwd buckets: the chunks' lists";
+    KernelPart part{*r.inst, {counts_t, offsets_t, lengths_t}, 2};
+    part.inst.variant = "embedding bwd buckets: the slices' offsets";
     result.parts.push_back(std::move(part));
   }
-  // Phase 2: the rows, accumulated from the lists.
+  // Phase 3: each slice's entries into the lists.
+  {
+    Instantiation inst;
+    inst.guid = guid;
+    inst.ispace_geometry = {static_cast<int32_t>(slices), 1, 1, 1, 1};
+    const DescriptorTemplate offsets = with_unit_dim0(counts);
+    inst.inputs = {addresses, per_index, offsets};
+    inst.outputs = {descriptor_of(i32({lists}))};
+    inst.input_patterns = {whole(per_index.size), whole(per_index.size), whole(offsets.size)};
+    inst.output_patterns = {whole(padded({lists}))};
+    inst.srf[0] = slice_length;
+    inst.srf[1] = chunks;
+    inst.srf[2] = n32;
+    inst.srf[3] = lists;
+    InstantiateResult r = assembled(std::move(inst), width_prelude() + scatter_source(std::min(ahead, budget / 4)),
+                                    guid + ".buckets.scatter");
+    if (!r.ok()) return r;
+    KernelPart part{*r.inst, {addresses_t, entries_t, offsets_t, lists_t}, 3};
+    part.inst.variant = "embedding bwd buckets: the slices' entries into the lists";
+    result.parts.push_back(std::move(part));
+  }
+  // Phase 4: the rows, accumulated from the lists.
   {
     Instantiation inst;
     inst.guid = guid;
     inst.ispace_geometry = {static_cast<int32_t>(blocks), static_cast<int32_t>(chunks), 1, 1, 1};
     const TensorParams grad_view{io, {d, n32}, {}};
-    inst.inputs = {descriptor_of(grad_view), with_unit_dim0(descriptor_of(i32({lists})))};
+    inst.inputs = {descriptor_of(grad_view), with_unit_dim0(descriptor_of(i32({lists}))),
+                   with_unit_dim0(descriptor_of(i32({chunks})))};
     inst.outputs = {descriptor_of(TensorParams{io, {d, v}, {}})};
     const int32_t block = static_cast<int32_t>(vb * lanes);
     inst.input_patterns = {pattern_of(AccessPatternDim{0, block, 0, block - 1}, padded(grad_view.shape), true),
-                           whole(inst.inputs[1].size)};
+                           whole(inst.inputs[1].size), whole(inst.inputs[2].size)};
     TensorAccessPattern rows_out = pattern_of(AccessPatternDim{0, block, 0, block - 1}, padded({d, v}), false);
     rows_out[1] = AccessPatternDim{1, static_cast<int32_t>(rows), 0, static_cast<int32_t>(rows) - 1};
     inst.output_patterns = {rows_out};
@@ -356,6 +489,7 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_bucketed_embedding_b
     inst.srf[1] = rows;
     inst.srf[2] = vb * lanes;
     inst.srf[7] = lists;
+    inst.srf[26] = chunks;
     AccumulateShape shape{bf16, lanes, vector_bytes, vb, rb, 0, 0};
     // In flight: the ring's grad vectors and the lists' entries ahead of it, within the budget.
     // (Two lists' first entries: this step's and the next one's.)
@@ -364,12 +498,13 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_bucketed_embedding_b
     InstantiateResult r = assembled(std::move(inst), width_prelude() + accumulate_source(shape),
                                     guid + ".buckets.accumulate." + std::to_string(vb));
     if (!r.ok()) return r;
-    KernelPart part{*r.inst, {0, scratch + 2, 2}, 2};
+    KernelPart part{*r.inst, {0, lists_t, lengths_t, 2}, 4};
     part.inst.variant = "embedding bwd buckets: " + std::to_string(vb) + " vectors of " + std::to_string(rows) +
                         " rows a step, " + tpc::dtype_name(io);
     result.parts.push_back(std::move(part));
   }
-  result.scratch_bytes = {n * 4, n * 4, uint64_t{lists} * 4};
+  result.scratch_bytes = {n * 4, n * 4, uint64_t{chunks} * slices * 4, uint64_t{chunks} * slices * 4,
+                          uint64_t{chunks} * 4, uint64_t{lists} * 4};
   return result;
 }
 

@@ -280,7 +280,7 @@ class KernelLibrary {
   // rows a step, bit-identical to reduce_outer.s (nullopt: not such a node).
   std::optional<InstantiateResult> instantiate_short_outer_reduction(const std::string& guid, const KernelParams& params);
   // paired_rows.cpp: softmax / log_softmax and their backward over f32 rows of one or two whole
-  // embedding_buckets.cpp: embedding_bwd_f32 / _bf16 in three launches (the indices bucketed by
+  // embedding_buckets.cpp: embedding_bwd_f32 / _bf16 in five launches (the indices bucketed by
   // chunk of rows, then each chunk's rows accumulated from its list), where embedding_bwd.s would
   // walk every index for many steps (nullopt: the one launch).
   std::optional<InstantiateResult> instantiate_bucketed_embedding_bwd(const std::string& guid, const KernelParams& params);

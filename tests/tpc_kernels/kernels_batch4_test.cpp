@@ -620,8 +620,9 @@ TEST(TpcKernelEmbedding, BackwardOverSeveralRowChunks) {
   EXPECT_EQ(r.inst->output_patterns[0][1], (AccessPatternDim{1, 128, 0, 127}));
 }
 
-// Past kMinOldSteps (vector, chunk) steps of embedding_bwd.s the node is three launches: the
-// indices bucketed by chunk, then each chunk's rows accumulated from its list. The same bits:
+// Past kMinOldSteps (vector, chunk) steps of embedding_bwd.s the node is five launches: the
+// indices bucketed by chunk (in slices of about 512: counted, offset, scattered), then each
+// chunk's rows accumulated from its list. The same bits:
 // every row's additions in the indices' order; padding_idx and indices out of range add nothing.
 TEST(TpcKernelEmbedding, BackwardByBucketsBitExact) {
   KernelLibrary& lib = KernelLibrary::instance();
@@ -638,7 +639,10 @@ TEST(TpcKernelEmbedding, BackwardByBucketsBitExact) {
       {DType::F32, 1024, 300, {1}, 0, 299},           // one index
       {DType::F32, 1024, 300, {2, 3, 17}, 250, 299},  // every index in the last, partial chunk
       {DType::BF16, 300, 1100, {150}, -2, 1101},
-      {DType::BF16, 1000, 700, {5, 11}, 600, 620}};
+      {DType::BF16, 1000, 700, {5, 11}, 600, 620},
+      {DType::F32, 300, 1100, {1500}, -3, 1102},      // 3 slices of 500
+      {DType::F32, 200, 5000, {3, 700}, 4000, 4100},  // 5 slices, every index in two chunks
+      {DType::BF16, 256, 900, {7, 301}, -1, 903}};    // 5 slices, the last odd
   for (const Case& c : cases)
     for (int pad_case = 0; pad_case < 2; ++pad_case) {
       HostTensor grad(c.t, embedding_shape(c.d, c.indices));
@@ -651,7 +655,7 @@ TEST(TpcKernelEmbedding, BackwardByBucketsBitExact) {
       KernelParams p{{grad.params(), idx.params()}, {HostTensor(c.t, {c.d, c.v}).params()}, scalars};
       const InstantiateResult r = lib.instantiate("embedding_bwd" + sfx(c.t), p);
       ASSERT_TRUE(r.ok()) << r.message;
-      EXPECT_EQ(r.parts.size(), 3u) << "D " << c.d << " V " << c.v;
+      EXPECT_EQ(r.parts.size(), 5u) << "D " << c.d << " V " << c.v;
       const auto got = run_1_and_8("embedding_bwd" + sfx(c.t), {grad, idx}, {HostTensor(c.t, {c.d, c.v})}, scalars);
       EXPECT_EQ(got[0].data, embedding_bwd_ref(grad, idx, c.v, pad).data)
           << "embedding_bwd" << sfx(c.t) << " D " << c.d << " V " << c.v << " indices " << shape_str(c.indices)
@@ -664,17 +668,18 @@ TEST(TpcKernelEmbedding, BackwardByBucketsBitExact) {
   EXPECT_TRUE(small.inst.has_value());
 }
 
-// A big first term makes the order of a row's additions visible; the buckets keep the indices'.
+// A big first term makes the order of a row's additions visible; the buckets keep the indices'
+// (across the slices too: 1201 indices are three).
 TEST(TpcKernelEmbedding, BackwardByBucketsKeepsTheIndicesOrder) {
   for (DType t : {DType::F32, DType::BF16}) {
-    HostTensor grad(t, {512, 300}), idx(DType::I32, {300});
+    HostTensor grad(t, {512, 1201}), idx(DType::I32, {1201});
     fill_uniform(grad, 11, -1.0f, 1.0f);
     for (size_t n = 0; n < idx.count(); ++n) idx.data[n] = n % 7 == 0 ? 1000u : static_cast<uint32_t>(n % 5);
     for (size_t j = 0; j < 512; ++j) grad.data[j] = round_to(t, 1e8f);   // index 1000, first
     const auto got = run_1_and_8("embedding_bwd" + sfx(t), {grad, idx}, {HostTensor(t, {512, 1030})});
     EXPECT_EQ(got[0].data, embedding_bwd_ref(grad, idx, 1030, -1000).data) << sfx(t);
     std::vector<HostTensor> out = {HostTensor(t, {512, 1030})};
-    EXPECT_EQ(run_kernel("embedding_bwd" + sfx(t), {grad, idx}, out, 8).parts, 3u) << sfx(t);
+    EXPECT_EQ(run_kernel("embedding_bwd" + sfx(t), {grad, idx}, out, 8).parts, 5u) << sfx(t);
   }
 }
 
