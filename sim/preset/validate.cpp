@@ -10,6 +10,9 @@
 namespace hpusim::preset {
 namespace {
 
+// What the kernel library's kernels are built for (synapse/tpc_kernels: every built-in preset's TPC).
+constexpr uint32_t kKernelLibraryVlmBytes = 80 * 1024, kKernelLibrarySlmBytes = 1024;
+
 using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
 
@@ -121,6 +124,16 @@ void resolve_and_validate(Card& card) {
   require(card.tpc().vector_bits() >= 256 && card.tpc().vector_bits() <= 16384 && power_of_two(card.tpc().vector_bits()),
           "tpc.vector_bits = " + std::to_string(card.tpc().vector_bits()) +
               ": the TPC's vector width must be a power of two in 256 .. 16384 bits");
+  // The kernel library's kernels are built for the local memories every built-in preset gives:
+  // refused below that, rather than faulting in the first kernel that reaches past them.
+  require(card.tpc().vlm_bytes() >= kKernelLibraryVlmBytes && card.tpc().vlm_bytes() % (card.tpc().vector_bits() / 8) == 0,
+          "tpc.vlm_bytes = " + std::to_string(card.tpc().vlm_bytes()) +
+              ": the kernel library's kernels are built for 80 KB of VLM (embedding backward's accumulators "
+              "take 64 KB of it); at least 81920, a multiple of the vector's bytes");
+  require(card.tpc().slm_bytes() >= kKernelLibrarySlmBytes && card.tpc().slm_bytes() % 4 == 0,
+          "tpc.slm_bytes = " + std::to_string(card.tpc().slm_bytes()) +
+              ": the kernel library's kernels use up to 1 KB of SLM (embedding backward's bucket counters); at "
+              "least 1024, a multiple of 4");
   require_positive(card.tpc().vpu_latency(), "tpc.vpu_latency");
   require_positive(card.tpc().spu_latency(), "tpc.spu_latency");
   require_positive(card.tpc().special_latency(), "tpc.special_latency");

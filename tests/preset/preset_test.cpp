@@ -170,6 +170,17 @@ TEST(Preset, SemanticErrorsAreNamed) {
         << bad;
   }
   EXPECT_NO_THROW(load_preset("hl205", {"tpc.vector_bits=4096"}));
+  // Local memories below what the kernel library's kernels use are refused, naming the field.
+  EXPECT_NE(error_of([] { load_preset("hl205", {"tpc.vlm_bytes=65536"}); })
+                .find("tpc.vlm_bytes = 65536: the kernel library's kernels are built for 80 KB of VLM"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { load_preset("hl205", {"tpc.slm_bytes=512"}); })
+                .find("tpc.slm_bytes = 512: the kernel library's kernels use up to 1 KB of SLM"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { load_preset("hl205", {"tpc.vlm_bytes=90000"}); }).find("a multiple of the vector's bytes"),
+            std::string::npos);
+  const auto big = load_preset("hl205", {"tpc.vlm_bytes=131072", "tpc.slm_bytes=2048"});
+  EXPECT_EQ(big.tpc().vlm_bytes(), 131072u);
 }
 
 TEST(Preset, UnknownPresetListsTheBuiltins) {
