@@ -888,7 +888,8 @@ bool KernelLibrary::scheduled_layernorm_bwd(const KernelDef& def, const KernelPa
          (n0 + lanes_of(def.out) - 1) / lanes_of(def.out) * halves <= kShortRowRegisters;
 }
 
-InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const KernelParams& p, bool kernel_file) {
+InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const KernelParams& p, bool kernel_file,
+                                                    bool f32_partials) {
   InstantiateResult result;
   Instantiation inst;
   inst.guid = def.guid;
@@ -1043,6 +1044,17 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
         result.status = GlueStatus::InternalError;
         result.message = def.guid + ": " + io + " lacks a macro the row block calls";
         return result;
+      }
+      if (f32_partials && def.out == DType::BF16) {
+        // The sums unrounded: lo at the step's first element, hi F32_LANES on.
+        for (DescriptorTemplate& d : inst.outputs) d.dtype = DType::F32;
+        variant << " f32 partials";
+        src << ".macro STORE_SUMS\n        imov I3, I2\n        iadd_dim I3, F32_LANES dim=0\n"
+            << "        st_tnsr I2, 4, V10\n        st_tnsr I3, 4, V20\n        st_tnsr I2, 5, V18\n"
+            << ".endm\n.macro STORE_LAST\n        st_tnsr I3, 5, V28; iadd_dim I2, LANES dim=0\n.endm\n";
+      } else {
+        src << ".macro STORE_SUMS\n        NARROW V10, V20\n        st_tnsr I2, 4, V9\n        NARROW V18, V28\n"
+            << ".endm\n.macro STORE_LAST\n        st_tnsr I2, 5, V9; iadd_dim I2, LANES dim=0\n.endm\n";
       }
       src << ".include \"" << io << "\"\n" << block << ".include \"layernorm_bwd_gb.s\"\n";
       break;
@@ -1817,7 +1829,8 @@ InstantiateResult KernelLibrary::instantiate_fused(const std::string& guid, cons
 }
 
 InstantiateResult KernelLibrary::instantiate_impl(const std::string& guid, const KernelParams& given,
-                                                  const std::vector<const KernelDef*>& epilogue, bool kernel_file) {
+                                                  const std::vector<const KernelDef*>& epilogue, bool kernel_file,
+                                                  bool f32_partials) {
   InstantiateResult result;
   auto it = defs_.find(guid);
   if (it != defs_.end() && is_batch3(it->second->kind) && !validate(*it->second, given))
@@ -1825,7 +1838,7 @@ InstantiateResult KernelLibrary::instantiate_impl(const std::string& guid, const
                               it->second->kind == Kind::Optim || (it->second->kind == Kind::Where && !kernel_file)
                                   ? as_one_run(given)
                                   : given,
-                              kernel_file);
+                              kernel_file, f32_partials);
   const bool elementwise = it != defs_.end() && (it->second->kind == Kind::Binary || it->second->kind == Kind::Unary ||
                                                  it->second->kind == Kind::Backward || it->second->kind == Kind::UnaryF32 ||
                                                  it->second->kind == Kind::Ternary || it->second->kind == Kind::Cast ||

@@ -264,7 +264,8 @@ class KernelLibrary {
 
  private:
   // kernel_file: the GUID's kernel file even where the glue would write a scheduled body.
-  InstantiateResult instantiate_batch3(const KernelDef& def, const KernelParams& params, bool kernel_file = false);
+  InstantiateResult instantiate_batch3(const KernelDef& def, const KernelParams& params, bool kernel_file = false,
+                                       bool f32_partials = false);
   bool scheduled_layernorm_bwd(const KernelDef& def, const KernelParams& params, bool kernel_file) const;
   InstantiateResult instantiate_tensor_list(const std::string& guid, const KernelParams& params);   // tensor_list.cpp
   // split_reductions.cpp: layernorm_bwd_gamma_beta_f32 over row chunks (row_chunks.h), then the
@@ -298,8 +299,11 @@ class KernelLibrary {
   std::optional<InstantiateResult> instantiate_scheduled_layernorm(const std::string& guid, const KernelParams& params);
   // layernorm_bwd_f32's dx over rows narrower than a vector, several rows a vector (layernorm_rows.cpp).
   std::optional<InstantiateResult> instantiate_narrow_layernorm_bwd(const std::string& guid, const KernelParams& params);
+  // `f32_partials`: layernorm_bwd_gamma_beta_bf16 storing its sums in f32, unrounded (two f32
+  // vectors a bf16 step), for a split's partials (split_reductions.cpp).
   InstantiateResult instantiate_impl(const std::string& guid, const KernelParams& params,
-                                     const std::vector<const KernelDef*>& epilogue, bool kernel_file = false);
+                                     const std::vector<const KernelDef*>& epilogue, bool kernel_file = false,
+                                     bool f32_partials = false);
   // `inst` with the program of `source` (assembled once, cached); InternalError naming `key` when
   // it does not assemble (a bug in the library).
   InstantiateResult assembled(Instantiation inst, const std::string& source, const std::string& key);

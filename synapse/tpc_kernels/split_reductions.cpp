@@ -87,7 +87,10 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_split_outer_reductio
 
 std::optional<InstantiateResult> KernelLibrary::instantiate_split_gamma_beta(const std::string& guid,
                                                                              const KernelParams& p) {
-  if (guid != "layernorm_bwd_gamma_beta_f32" || p.inputs.size() != 4 || p.outputs.size() != 2) return std::nullopt;
+  const bool bf16 = guid == "layernorm_bwd_gamma_beta_bf16";
+  if ((!bf16 && guid != "layernorm_bwd_gamma_beta_f32") || p.inputs.size() != 4 || p.outputs.size() != 2)
+    return std::nullopt;
+  const DType io = bf16 ? DType::BF16 : DType::F32;
   // Only the shapes the single launch takes (dense, stats one element per row); anything else
   // gets its error from there.
   const auto px = padded(p.inputs[0].shape);
@@ -97,20 +100,25 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_split_gamma_beta(con
   if (length == 0) return std::nullopt;
   for (const auto* list : {&p.inputs, &p.outputs})
     for (const TensorParams& t : *list)
-      if (!t.strides.empty() || t.dtype != DType::F32) return std::nullopt;
+      if (!t.strides.empty()) return std::nullopt;
+  for (size_t k = 0; k < 4; ++k)
+    if (p.inputs[k].dtype != (k < 2 ? io : DType::F32)) return std::nullopt;
+  for (const TensorParams& t : p.outputs)
+    if (t.dtype != io) return std::nullopt;
   if (p.inputs[1].shape != p.inputs[0].shape || padded(p.inputs[2].shape) != padded(p.inputs[3].shape) ||
       padded(p.inputs[2].shape)[0] != 1 || elements(p.inputs[2]) != rows || elements(p.outputs[0]) != px[0] ||
       elements(p.outputs[1]) != px[0])
     return std::nullopt;
   const uint32_t chunks = static_cast<uint32_t>(rows / length);
+  const TensorParams stats = f32({1, length, 1, 1, chunks});
 
-  // Phase 0: the rows as [N0, length, 1, 1, chunks], the partials (in scratch) [N0, 1, 1, 1,
-  // chunks]; a step is one vector of one chunk.
+  // Phase 0: the rows as [N0, length, 1, 1, chunks], the partials (in scratch, f32, bf16's
+  // unrounded) [N0, 1, 1, 1, chunks]; a step is one vector of one chunk.
   KernelParams chunked;
-  chunked.inputs = {f32({px[0], length, 1, 1, chunks}), f32({px[0], length, 1, 1, chunks}),
-                    f32({1, length, 1, 1, chunks}), f32({1, length, 1, 1, chunks})};
-  chunked.outputs = {f32({px[0]}), f32({px[0]})};
-  InstantiateResult partial = instantiate_impl(guid, chunked, {});
+  chunked.inputs = {TensorParams{io, {px[0], length, 1, 1, chunks}, {}}, TensorParams{io, {px[0], length, 1, 1, chunks}, {}},
+                    stats, stats};
+  chunked.outputs = {TensorParams{io, {px[0]}, {}}, TensorParams{io, {px[0]}, {}}};
+  InstantiateResult partial = instantiate_impl(guid, chunked, {}, false, bf16);
   if (!partial.ok()) return partial;
   KernelPart sums;
   sums.inst = *partial.inst;
@@ -144,7 +152,9 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_split_gamma_beta(con
 
   InstantiateResult result;
   result.parts.push_back(std::move(sums));
-  // Phase 1: each output the sum of its chunks' partials, in chunk order (reduce over dim 1).
+  // Phase 1: each output the sum of its chunks' partials, in chunk order (reduce over dim 1); bf16's
+  // into f32 scratch, then (phase 2) rounded once into the output.
+  const uint32_t first_output = static_cast<uint32_t>(p.inputs.size());
   for (uint32_t k = 0; k < 2; ++k) {
     KernelParams total{{f32({px[0], chunks})}, {f32({px[0], 1})}, {1.0f}};
     InstantiateResult r = instantiate_impl("reduce_sum_fwd_f32", total, {});
@@ -153,11 +163,26 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_split_gamma_beta(con
     part.inst = *r.inst;
     part.inst.guid = guid;
     part.inst.variant = "layernorm bwd gamma beta: the chunks' partials summed";
-    part.tensors = {scratch + k, static_cast<uint32_t>(p.inputs.size()) + k};
+    part.tensors = {scratch + k, bf16 ? scratch + 2 + k : first_output + k};
     part.phase = 1;
     result.parts.push_back(std::move(part));
   }
   result.scratch_bytes = {uint64_t{px[0]} * chunks * 4, uint64_t{px[0]} * chunks * 4};
+  if (bf16) {
+    for (uint32_t k = 0; k < 2; ++k) {
+      InstantiateResult r = instantiate_impl("cast_f32_to_bf16", {{f32({px[0]})}, {TensorParams{io, {px[0]}, {}}}, {}}, {});
+      if (!r.ok()) return r;
+      KernelPart part;
+      part.inst = *r.inst;
+      part.inst.guid = guid;
+      part.inst.variant = "layernorm bwd gamma beta: the sums rounded to bf16";
+      part.tensors = {scratch + 2 + k, first_output + k};
+      part.phase = 2;
+      result.parts.push_back(std::move(part));
+    }
+    result.scratch_bytes.push_back(uint64_t{px[0]} * 4);
+    result.scratch_bytes.push_back(uint64_t{px[0]} * 4);
+  }
   return result;
 }
 

@@ -160,10 +160,10 @@ TEST(TpcKernelLayerNorm, BackwardMatchesTheDoubleReference) {
             }
           }
         }
-        // dgamma / dbeta: bit-exact against the kernel's order (rows in memory order, f32; f32
+        // dgamma / dbeta: bit-exact against the kernel's order (rows in memory order, f32;
         // outputs of fewer than 1024 elements in chunks of rows whose partials are then added,
-        // row_chunks.h).
-        const uint32_t chunk = t == DType::F32 ? split_row_chunk(mean.count(), n0) : 0;
+        // row_chunks.h; bf16 rounded once at the end).
+        const uint32_t chunk = split_row_chunk(mean.count(), n0);
         const size_t length = chunk != 0 ? chunk : mean.count();
         for (uint32_t j = 0; j < n0 && bad < 3; ++j) {
           float dg = 0.0f, db = 0.0f;

@@ -7,6 +7,8 @@
 // Split across cores (the glue's row chunks): dim 4 is the chunk, in the index space too, and a
 // step walks its own chunk's rows (S7 = 1), its sums going to that chunk's partials.
 // SRF: S4..S7 = the sizes of dims 1..4 (i32); dim 4 runs from the step's own coordinate.
+// The glue's STORE_SUMS and STORE_LAST (end_d0's bundle) store the sums: rounded to the dtype (NARROW),
+// or for a bf16 split's partials in f32 (both halves, the hi one F32_LANES on).
 // Rows go four at a time while four remain: the glue's ROW_BLOCK (layernorm_gamma_beta.cpp), the
 // four rows' bodies below list-scheduled into one block (I3 / I4 at its first row, stepped a row
 // at a time), the same operations in the same order per element as the single row's; the rest
@@ -101,8 +103,6 @@ r3_done:
         add.i32 S8, S8, 1
         jmp r4
 r4_done:
-        NARROW V10, V20
-        st_tnsr I2, 4, V9
-        NARROW V18, V28
-end_d0: st_tnsr I2, 5, V9; iadd_dim I2, LANES dim=0
+        STORE_SUMS
+end_d0: STORE_LAST
         NEST_END
