@@ -465,7 +465,8 @@ std::string CompileTarget::describe() const {
   // recipe cached before holds the older kernels). kernels=3: dropout_bwd is a cluster op, bf16
   // softmax and layernorm rows run list-scheduled. kernels=4: softmax rows six a step, outer
   // reductions stream into the next column, the clip norm's scaling two vectors a step of one run.
-  // kernels=5: a large embedding backward is three launches (its indices bucketed by row chunk).
+  // kernels=5: a large embedding backward is five launches (its indices bucketed by row chunk),
+  // gather moves 8 elements a step, bf16 dgamma / dbeta step four columns and split as f32's.
   std::ostringstream s;
   s << "tpcs=" << tpcs << " vector=" << tpc_vector_bits << " prefetch=" << tpc_prefetch_entries << " mme=" << mme_queues.size() << " geometries=" << mme_geometries
     << " dma=" << dma_queues.size() << " sob=" << sob_base

@@ -163,15 +163,18 @@ std::string layernorm_bwd_scheduled(unsigned vectors, bool affine, size_t out, b
 // the LDW / EACH3 of `io_definitions` (io_f32.inc or io_bf16.inc). Empty when one is missing.
 std::string layernorm_gamma_beta_block(const std::string& io_definitions);
 
-// layernorm_bwd_gamma_beta_f32's kernel text after the prelude (LANES = columns f32 vectors): a
-// step owns `columns` column vectors (at most kMaxGammaBetaColumns) and walks the rows once for
-// all of them, prefetching `rows_ahead` rows ahead (layernorm_gamma_beta.cpp). SRF: S3 the column
-// steps each index-space dim-4 step holds (1; a row-chunk split sets them all there), S4..S7 the
-// sizes of dims 1..4 (dim 4: the chunks a step walks). Empty when the arguments are out of range.
+// layernorm_bwd_gamma_beta's kernel text after the prelude (LANES = columns f32 vectors): a step
+// owns `columns` f32 column vectors (at most kMaxGammaBetaColumns) and walks the rows once for all
+// of them, prefetching `rows_ahead` rows ahead (layernorm_gamma_beta.cpp). `bf16`: grad and x are
+// bf16, a vector of them two columns (widened in place), and the sums are rounded to bf16 on the
+// way out unless `f32_sums` (a split's partials: every column's f32 sum stored as the f32
+// kernel's). SRF: S3 the column steps each index-space dim-4 step holds (1; a row-chunk split sets
+// them all there), S4..S7 the sizes of dims 1..4 (dim 4: the chunks a step walks). Empty when the
+// arguments are out of range.
 inline constexpr unsigned kMaxGammaBetaColumns = 4;
 // The library's choice: BERT's 768 features are three steps, and 16 row chunks of them 48.
 inline constexpr unsigned kGammaBetaColumns = 4;
-std::string layernorm_gamma_beta_columns(unsigned columns, unsigned rows_ahead);
+std::string layernorm_gamma_beta_columns(unsigned columns, unsigned rows_ahead, bool bf16 = false, bool f32_sums = false);
 
 // A permute that moves dim 0, 32-bit elements with `lanes` <= 64 or 16-bit ones with `lanes` <=
 // 128 (`element_bits`): the kernel text after the prelude

@@ -909,13 +909,14 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
     return true;
   }();
   // optim.s (the kernel file) steps two vectors; the library's optimizers four (optim_step.cpp).
-  // f32 layernorm_bwd_gamma_beta steps kGammaBetaColumns vectors (layernorm_gamma_beta.cpp).
-  const bool gamma_beta_columns = def.kind == Kind::LayerNormBwdGB && def.out == DType::F32 && !kernel_file;
+  // layernorm_bwd_gamma_beta steps kGammaBetaColumns f32 vectors (layernorm_gamma_beta.cpp; bf16
+  // half as many vectors, two columns each).
+  const bool gamma_beta_columns = def.kind == Kind::LayerNormBwdGB && !kernel_file;
   const unsigned unroll = def.kind == Kind::Optim ? (kernel_file ? 2 : glue::kOptimStepVectors)
                           : scheduled_dropout || scheduled_random ? (def.out == DType::BF16 ? 2 : 4)
                           : scheduled_where               ? lanes_of(DType::U8) / lanes_of(def.out)
                           : dropout && def.out == DType::F32 ? 2
-                          : gamma_beta_columns             ? glue::kGammaBetaColumns
+                          : gamma_beta_columns             ? glue::kGammaBetaColumns / (def.out == DType::BF16 ? 2 : 1)
                                                            : 1;
   const char* io = def.out == DType::BF16 ? "io_bf16.inc" : dropout && unroll == 2 ? "io_f32x2.inc" : "io_f32.inc";
   const TensorParams& x = p.inputs.empty() ? p.outputs[0] : p.inputs[0];
@@ -1032,11 +1033,16 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
       for (unsigned d = 1; d < kMaxDims; ++d) inst.srf[3 + d] = px[d];
       variant << "layernorm bwd gamma beta " << t;
       if (gamma_beta_columns) {
-        // A row's prefetches: every column of grad and x, and its mean and rstd.
+        // A row's prefetches: every vector of grad and x, and its mean and rstd.
         const unsigned rows_ahead = std::clamp(prefetch_budget() / (2 * unroll + 2), 1u, 16u);
-        variant << " " << unroll << " columns scheduled";
+        const bool bf16 = def.out == DType::BF16;
+        variant << " " << glue::kGammaBetaColumns << " columns scheduled";
+        if (bf16 && f32_partials) {
+          for (DescriptorTemplate& d : inst.outputs) d.dtype = DType::F32;
+          variant << " f32 partials";
+        }
         inst.srf[3] = 1;   // column steps per dim-4 step (a split's row chunks set more)
-        src << glue::layernorm_gamma_beta_columns(unroll, rows_ahead);
+        src << glue::layernorm_gamma_beta_columns(glue::kGammaBetaColumns, rows_ahead, bf16, f32_partials);
         break;
       }
       const std::string block = glue::layernorm_gamma_beta_block(embedded_source(io).value_or(""));

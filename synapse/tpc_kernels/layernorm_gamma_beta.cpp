@@ -63,15 +63,18 @@ std::string layernorm_gamma_beta_block(const std::string& io_definitions) {
   return text + ".endm\n";
 }
 
-std::string layernorm_gamma_beta_columns(unsigned columns, unsigned rows_ahead) {
-  if (columns == 0 || columns > kMaxGammaBetaColumns || rows_ahead == 0) return "";
+std::string layernorm_gamma_beta_columns(unsigned columns, unsigned rows_ahead, bool bf16, bool f32_sums) {
+  if (columns == 0 || columns > kMaxGammaBetaColumns || rows_ahead == 0 || (bf16 && columns % 2 != 0)) return "";
+  // A load's vector: one column (f32) or two (bf16, widened into the two columns' registers).
+  const unsigned per_load = bf16 ? 2 : 1;
+  const std::string load_step = bf16 ? "(2 * F32_LANES)" : "F32_LANES";
   const auto v = [](unsigned r) { return "V" + std::to_string(r); };
   // Column k: accumulators dgamma V10+k and dbeta V20+k; grad V30+k, x then its products V0+k
   // (a pair's second row: V34+k, V4+k). S2: the step's first column (dim 0), S11: the row,
   // S12 / S13 its mean and rstd (the second row's S16 / S17).
   std::vector<std::string> prefetch_row;   // the row at I7 / I6 (every column), then one on
-  for (unsigned k = 0; k < columns; ++k) {
-    if (k != 0) prefetch_row.push_back("iadd_dim I7, F32_LANES dim=0");
+  for (unsigned k = 0; k < columns; k += per_load) {
+    if (k != 0) prefetch_row.push_back("iadd_dim I7, " + load_step + " dim=0");
     prefetch_row.push_back("prefetch I7, 0");
     prefetch_row.push_back("prefetch I7, 1");
   }
@@ -86,11 +89,24 @@ std::string layernorm_gamma_beta_columns(unsigned columns, unsigned rows_ahead) 
     const std::string mean = second ? "S16" : "S12", rstd = second ? "S17" : "S13";
     row.push_back("ld_tnsr_s " + mean + ", I4, 2");
     row.push_back("ld_tnsr_s " + rstd + ", I4, 3");
+    const auto g_of = [&](unsigned k) { return v((second ? 30 + kMaxGammaBetaColumns : 30) + k); };
+    const auto x_of = [&](unsigned k) { return v((second ? kMaxGammaBetaColumns : 0) + k); };
+    for (unsigned k = 0; k < columns; k += per_load) {
+      if (k != 0) row.push_back("iadd_dim I3, " + load_step + " dim=0");
+      if (bf16) {   // into the second column's register, then widened in place (the first from it first)
+        for (unsigned tensor = 0; tensor < 2; ++tensor) {
+          const std::string lo = tensor == 0 ? g_of(k) : x_of(k), hi = tensor == 0 ? g_of(k + 1) : x_of(k + 1);
+          row.push_back("ld_tnsr " + hi + ", I3, " + std::to_string(tensor));
+          row.push_back("convert.bf16.f32 " + lo + ", " + hi + " part=0");
+          row.push_back("convert.bf16.f32 " + hi + ", " + hi + " part=1");
+        }
+      } else {
+        row.push_back("ld_tnsr " + g_of(k) + ", I3, 0");
+        row.push_back("ld_tnsr " + x_of(k) + ", I3, 1");
+      }
+    }
     for (unsigned k = 0; k < columns; ++k) {
-      const std::string g = v((second ? 30 + kMaxGammaBetaColumns : 30) + k), x = v((second ? kMaxGammaBetaColumns : 0) + k);
-      if (k != 0) row.push_back("iadd_dim I3, F32_LANES dim=0");
-      row.push_back("ld_tnsr " + g + ", I3, 0");
-      row.push_back("ld_tnsr " + x + ", I3, 1");
+      const std::string g = g_of(k), x = x_of(k);
       row.push_back("sub.f32 " + x + ", " + x + ", " + mean);
       row.push_back("mul.f32 " + x + ", " + x + ", " + rstd);
       row.push_back("mul.f32 " + x + ", " + g + ", " + x);
@@ -136,6 +152,20 @@ std::string layernorm_gamma_beta_columns(unsigned columns, unsigned rows_ahead) 
     src << "        " << bundle << "\n";
   src << "r1_done:\n        add.i32 S10, S10, 1\n        jmp r2\nr2_done:\n        add.i32 S9, S9, 1\n"
       << "        jmp r3\nr3_done:\n        add.i32 S8, S8, 1\n        jmp r4\nr4_done:\n        imov I5, I2\n";
+  if (bf16 && !f32_sums) {   // each pair of columns rounded once into a bf16 vector (V9)
+    for (unsigned k = 0; k < columns; k += 2) {
+      if (k != 0) src << "        iadd_dim I5, (2 * F32_LANES) dim=0\n";
+      for (unsigned out = 0; out < 2; ++out) {
+        const unsigned acc = out == 0 ? 10 : 20;
+        src << "        convert.f32.bf16 V9, " << v(acc + k) << " part=0\n        convert.f32.bf16 V9, " << v(acc + k + 1)
+            << " part=1\n";
+        const bool last = k + 2 == columns && out == 1;
+        src << (last ? "end_d0: " : "        ") << "st_tnsr I5, " << 4 + out << ", V9"
+            << (last ? "; iadd_dim I2, LANES dim=0" : "") << "\n";
+      }
+    }
+    return src.str() + "        NEST_END\n";
+  }
   for (unsigned k = 0; k < columns; ++k) {
     if (k != 0) src << "        iadd_dim I5, F32_LANES dim=0\n";
     src << "        st_tnsr I5, 4, " << v(10 + k) << "\n";

@@ -638,7 +638,9 @@ TEST(TpcKernelGlue3, GeometryAndPatterns) {
   r = lib.instantiate("layernorm_bwd_gamma_beta_bf16", {{tp(B, {130, 3}), tp(B, {130, 3}), tp(F, {1, 3}), tp(F, {1, 3})},
                                                         {tp(B, {130}), tp(B, {130})}, {}});
   ASSERT_TRUE(r.ok()) << r.message;
-  EXPECT_EQ(r.inst->ispace_geometry, (std::array<int32_t, 5>{2, 1, 1, 1, 1}));
+  // bf16 the same columns: two bf16 vectors a step.
+  EXPECT_EQ(r.inst->ispace_geometry, (std::array<int32_t, 5>{1, 1, 1, 1, 1}));
+  EXPECT_EQ(r.inst->input_patterns[0][0], (AccessPatternDim{0, 256, 0, 255}));
   // A split (1024 rows in 16 chunks of 64): its (chunk, column step) pairs on dim 4, every column.
   r = lib.instantiate("layernorm_bwd_gamma_beta_f32", {{tp(F, {768, 1024}), tp(F, {768, 1024}), tp(F, {1, 1024}), tp(F, {1, 1024})},
                                                        {tp(F, {768}), tp(F, {768})}, {}});

@@ -258,34 +258,33 @@ TEST(TpcKernelLayerNorm, ScheduledRowsAreBitIdenticalToTheShortKernel) {
 // f32 rows of one or two whole vectors in pairs take two rows a step (paired_rows.cpp): the same
 // bits as one row a step (an odd row count keeps softmax_short.s), forward and backward, softmax
 // and log_softmax, on 1 and 8 cores.
-// dgamma / dbeta: the f32 kernel that steps four column vectors and walks rows in pairs
-// (layernorm_gamma_beta.cpp) against the kernel file's four-row blocks and single rows, bit for bit:
-// columns past the features, an odd last row, fewer rows than a block, several dims of rows.
+// dgamma / dbeta: the kernel that steps four column vectors (bf16: two, each two columns) and walks
+// rows in pairs (layernorm_gamma_beta.cpp) against the kernel file's four-row blocks and single
+// rows, bit for bit: columns past the features, an odd last row, fewer rows than a block, several
+// dims of rows.
 TEST(TpcKernelLayerNorm, GammaBetaColumnsAreBitIdenticalToTheKernelFile) {
   KernelLibrary& lib = KernelLibrary::instance();
   uint32_t seed = 4410;
-  for (const Shape& shape : {Shape{64, 3}, Shape{200, 5}, Shape{256, 7}, Shape{768, 16}, Shape{1000, 33},
-                             Shape{130, 3, 5}}) {
-    SCOPED_TRACE(shape_str(shape));
-    uint32_t rows = 1;
-    for (size_t d = 1; d < shape.size(); ++d) rows *= shape[d];
-    Shape stats{1};
-    stats.insert(stats.end(), shape.begin() + 1, shape.end());
-    std::vector<HostTensor> inputs{HostTensor(DType::F32, shape), HostTensor(DType::F32, shape),
-                                   HostTensor(DType::F32, stats), HostTensor(DType::F32, stats)};
-    for (HostTensor& t : inputs) fill_uniform(t, seed++, -3.0f, 3.0f);
-    KernelParams params;
-    for (const HostTensor& t : inputs) params.inputs.push_back(t.params());
-    params.outputs = {tp(DType::F32, {shape[0]}), tp(DType::F32, {shape[0]})};
-    const InstantiateResult columns = lib.instantiate("layernorm_bwd_gamma_beta_f32", params);
-    const InstantiateResult own = lib.instantiate_own_kernel("layernorm_bwd_gamma_beta_f32", params);
-    ASSERT_TRUE(columns.ok() && own.ok()) << columns.message << own.message;
-    EXPECT_NE(columns.inst->variant.find("4 columns scheduled"), std::string::npos) << columns.inst->variant;
-    EXPECT_EQ(columns.inst->ispace_geometry[0], static_cast<int32_t>((shape[0] + 255) / 256));
-    const auto outputs = [&] {
-      return std::vector<HostTensor>{HostTensor(DType::F32, {shape[0]}), HostTensor(DType::F32, {shape[0]})};
-    };
-    expect_same_bits(columns, own, inputs, outputs);
+  for (DType t : {DType::F32, DType::BF16}) {   // bf16: two vectors a step, each two columns
+    for (const Shape& shape : {Shape{64, 3}, Shape{200, 5}, Shape{256, 7}, Shape{768, 16}, Shape{1000, 33},
+                               Shape{130, 3, 5}}) {
+      SCOPED_TRACE(shape_str(shape) + sfx(t));
+      Shape stats{1};
+      stats.insert(stats.end(), shape.begin() + 1, shape.end());
+      std::vector<HostTensor> inputs{HostTensor(t, shape), HostTensor(t, shape), HostTensor(DType::F32, stats),
+                                     HostTensor(DType::F32, stats)};
+      for (HostTensor& x : inputs) fill_uniform(x, seed++, -3.0f, 3.0f);
+      KernelParams params;
+      for (const HostTensor& x : inputs) params.inputs.push_back(x.params());
+      params.outputs = {tp(t, {shape[0]}), tp(t, {shape[0]})};
+      const InstantiateResult columns = lib.instantiate("layernorm_bwd_gamma_beta" + sfx(t), params);
+      const InstantiateResult own = lib.instantiate_own_kernel("layernorm_bwd_gamma_beta" + sfx(t), params);
+      ASSERT_TRUE(columns.ok() && own.ok()) << columns.message << own.message;
+      EXPECT_NE(columns.inst->variant.find("4 columns scheduled"), std::string::npos) << columns.inst->variant;
+      EXPECT_EQ(columns.inst->ispace_geometry[0], static_cast<int32_t>((shape[0] + 255) / 256));
+      const auto outputs = [&] { return std::vector<HostTensor>{HostTensor(t, {shape[0]}), HostTensor(t, {shape[0]})}; };
+      expect_same_bits(columns, own, inputs, outputs);
+    }
   }
 }
 
