@@ -54,7 +54,7 @@ std::string label_last(std::vector<std::string> bundles, const std::string& labe
 
 // Phase 0: tensors 0 indices [N] (i32), 1 counter addresses [N], 2 entries [N]. SRF: S0 = V,
 // S1 = padding_idx, S2 = the dummy counter's address.
-std::string prep_source(uint32_t rb, bool has_pad, const std::string& prelude) {
+std::string prep_source(uint32_t rb, bool has_pad, const std::string& prelude, unsigned entry_shift, unsigned row_shift) {
   std::vector<std::string> b = {"ld_tnsr V0, I2, 0",
                                 "iget_dim S16, I2 dim=0",
                                 "lane_id.i32 V1",
@@ -62,8 +62,9 @@ std::string prep_source(uint32_t rb, bool has_pad, const std::string& prelude) {
                                 "cmp.lt.u32 VP1, V0, S0"};
   if (has_pad) b.insert(b.end(), {"cmp.ne.i32 VP2, V0, S1", "pand VP1, VP1, VP2"});
   b.insert(b.end(), {"shr.u32 V2, V0, " + std::to_string(rb), "shl.i32 V2, V2, 2", "sel.i32 V2, V2, S2, VP1",
-                     "shl.i32 V1, V1, " + std::to_string(rb), "and.i32 V3, V0, " + std::to_string((1u << rb) - 1),
-                     "or.i32 V1, V1, V3", "st_tnsr I2, 1, V2", "st_tnsr I2, 2, V1"});
+                     "shl.i32 V1, V1, " + std::to_string(entry_shift), "and.i32 V3, V0, " + std::to_string((1u << rb) - 1)});
+  if (row_shift != 0) b.push_back("shl.i32 V3, V3, " + std::to_string(row_shift));
+  b.insert(b.end(), {"or.i32 V1, V1, V3", "st_tnsr I2, 1, V2", "st_tnsr I2, 2, V1"});
   std::ostringstream src;
   src << prelude << ".macro ROW_SETUP\n.endm\n.include \"nest.inc\"\n        NEST_BEGIN\n"
       << schedule::loop_body(schedule::list_schedule(b, "iadd_dim I2, LANES dim=0", schedule::kPrefetchHitLatency))
@@ -184,7 +185,12 @@ std::string scatter_source(unsigned ahead) {
 struct AccumulateShape {
   bool bf16;
   unsigned lanes, vector_bytes, vb, rb, ring, lists_ahead;
+  unsigned entry_shift;   // the entry's index n sits above this many bits
+  bool offset_in_entry;   // its low bits the row's VLM byte offset (else the row)
 };
+
+// The index registers of a step's VB grad loads (I0 / I1 are free once the slice is read).
+constexpr const char* kGradLoads[] = {"I3", "I0", "I1", "I7"};
 
 // Phase 4: tensors 0 grad [D, N], 1 lists [1, C x Lp], 2 lengths [1, C], 3 grad_weight [D, V];
 // index space {blocks of VB vectors of D, chunks}. SRF: S0 = Lp, S1 = R, S2 = VB x lanes,
@@ -205,36 +211,37 @@ std::string accumulate_source(const AccumulateShape& s) {
   const unsigned row_bytes = s.vb * w * s.vector_bytes;
   const std::string lanes = std::to_string(s.lanes), vbytes = std::to_string(s.vector_bytes);
   const auto acc_addr = [](unsigned a) { return "S" + std::to_string(3 + a); };
-  // Entry j + A: its grad vectors prefetched, the entry into the ring (predicated past the list).
-  const auto ahead = [&](const std::string& block) {
-    std::vector<std::string> b = {"ld_tnsr_s S8, I4, 1 @SP6", "iadd_dim I4, 1 dim=1", "prefetch I6, 1 @SP7",
-                                  "iadd_dim I6, 1 dim=1",     "shr.u32 S9, S8, " + std::to_string(s.rb),
+  const std::string shift = std::to_string(s.entry_shift), low_mask = std::to_string((1u << s.entry_shift) - 1);
+  // Entry j + A: its grad vectors prefetched, the entry into the ring (`predicated`: only where it
+  // is in the list; the main loop runs only while it is).
+  const auto ahead = [&](const std::string& block, bool predicated) {
+    const std::string p6 = predicated ? " @SP6" : "", p7 = " @SP7";
+    std::vector<std::string> b = {"ld_tnsr_s S8, I4, 1" + p6, "iadd_dim I4, 1 dim=1", "prefetch I6, 1" + p7,
+                                  "iadd_dim I6, 1 dim=1",     "shr.u32 S9, S8, " + shift,
                                   "imov_dim I5, S9 dim=1",    "imov_dim I5, " + block + " dim=0"};
     for (unsigned u = 0; u < s.vb; ++u) {
       if (u) b.push_back("iadd_dim I5, " + lanes + " dim=0");
-      b.push_back("prefetch I5, 0 @SP6");
+      b.push_back("prefetch I5, 0" + p6);
     }
     b.insert(b.end(), {"st_slm S28, S8", "add.i32 S28, S28, 4", "and.i32 S28, S28, " + std::to_string(4 * s.ring - 1)});
     return b;
   };
-  // Entry j: its grad vectors added to its row's accumulators.
-  std::vector<std::string> use = {"ld_slm S10, S28",
-                                  "shr.u32 S11, S10, " + std::to_string(s.rb),
-                                  "and.i32 S3, S10, " + std::to_string((1u << s.rb) - 1),
-                                  "shl.i32 S3, S3, " + std::to_string(log2_of(row_bytes)),
-                                  "imov_dim I3, S11 dim=1",
-                                  "imov_dim I3, S31 dim=0"};
+  // Entry j: its grad vectors (through an index register each, whose dim 0 the step sets) added to
+  // its row's accumulators; the entry holds the row's VLM offset, or its row (shifted here).
+  std::vector<std::string> use = {"ld_slm S10, S28", "shr.u32 S11, S10, " + shift, "and.i32 S3, S10, " + low_mask};
+  if (!s.offset_in_entry) use.push_back("shl.i32 S3, S3, " + std::to_string(log2_of(row_bytes)));
+  for (unsigned u = 0; u < s.vb; ++u) use.push_back("imov_dim " + std::string(kGradLoads[u]) + ", S11 dim=1");
   for (unsigned a = 1; a < s.vb * w; ++a)
     use.push_back("add.i32 " + acc_addr(a) + ", S3, " + std::to_string(a * s.vector_bytes));
   for (unsigned u = 0; u < s.vb; ++u) {
-    if (u) use.push_back("iadd_dim I3, " + lanes + " dim=0");
     const std::string g = "V" + std::to_string(w * u), g2 = "V" + std::to_string(w * u + 1);
+    const std::string at = kGradLoads[u];
     if (s.bf16) {
       const std::string raw = "V" + std::to_string(20 + u);
-      use.insert(use.end(), {"ld_tnsr " + raw + ", I3, 0", "convert.bf16.f32 " + g + ", " + raw + " part=0",
+      use.insert(use.end(), {"ld_tnsr " + raw + ", " + at + ", 0", "convert.bf16.f32 " + g + ", " + raw + " part=0",
                              "convert.bf16.f32 " + g2 + ", " + raw + " part=1"});
     } else {
-      use.push_back("ld_tnsr " + g + ", I3, 0");
+      use.push_back("ld_tnsr " + g + ", " + at + ", 0");
     }
   }
   // Every accumulator read before any is written: the schedule keeps VLM stores after the VLM
@@ -248,11 +255,15 @@ std::string accumulate_source(const AccumulateShape& s) {
   each_accumulator([](const std::string& acc, const std::string& addr) { return "st_vlm " + addr + ", " + acc; });
   // The prologue of the step whose list length is S19 and block S29 (entries 0 .. A-1).
   std::vector<std::string> prologue = {"cmp.lt.i32 SP6, S17, S19", "cmp.lt.i32 SP7, S17, S16"};
-  for (const std::string& line : ahead("S29")) prologue.push_back(line);
-  // The step's entries (entry j + A read ahead, where it exists).
-  std::vector<std::string> main = {"cmp.lt.i32 SP6, S17, S15", "cmp.lt.i32 SP7, S17, S14"};
+  for (const std::string& line : ahead("S29", true)) prologue.push_back(line);
+  // The step's entries while entry j + A is in the list (its list prefetch only while entry
+  // j + A + P is: a prefetch nothing takes would hold a buffer entry until it goes stale), then the
+  // last A ones (the drain).
+  std::vector<std::string> main = {"cmp.lt.i32 SP7, S17, S16"};
   main.insert(main.end(), use.begin(), use.end());
-  for (const std::string& line : ahead("S31")) main.push_back(line);
+  for (const std::string& line : ahead("S31", false)) main.push_back(line);
+  std::vector<std::string> drain = use;
+  drain.insert(drain.end(), {"add.i32 S28, S28, 4", "and.i32 S28, S28, " + std::to_string(4 * s.ring - 1)});
   // A row of the chunk out (bf16: each vector rounded once from its two halves), its
   // accumulators cleared for the next step.
   std::vector<std::string> out = {"imov_dim I7, S31 dim=0"};
@@ -289,6 +300,12 @@ std::string accumulate_source(const AccumulateShape& s) {
     for (size_t at = text.find('%'); at != std::string::npos; at = text.find('%')) text[at] = k;
     return text;
   };
+  // The grad loads' index registers at the step's block (dim 0; I7 also writes the rows out).
+  std::string grad_loads_at_block;
+  for (unsigned u = 0; u < s.vb; ++u) {
+    grad_loads_at_block += "        imov " + std::string(kGradLoads[u]) + ", 0\n        add.i32 S12, S31, " +
+                           std::to_string(u * s.lanes) + "\n        imov_dim " + kGradLoads[u] + ", S12 dim=0\n";
+  }
   std::ostringstream src;
   src << "        ispace_offset I0\n        ispace_size I1\n"
       << "        iget_dim S13, I0 dim=1\n        iget_dim S21, I1 dim=1\n        add.i32 S21, S21, S13\n"
@@ -316,10 +333,14 @@ std::string accumulate_source(const AccumulateShape& s) {
       << "        mul.i32 S18, S33, S0\n        mul.i32 S29, S34, S2\n        mul.i32 S32, S33, S1\n"
       << "        mov S35, S33\n        cmp.ge.i32 SP3, S34, S23\n        mov S18, S7 @SP3\n        mov S35, S26 @SP3\n"
       << numbered(read_list, '1')
-      << "        sub.i32 S15, S27, " << A << "\n        sub.i32 S14, S15, " << P << "\n"
+      << "        sub.i32 S15, S27, " << A << "\n        max.i32 S15, S15, 0\n        sub.i32 S14, S27, S15\n"
+      << "        sub.i32 S16, S15, " << P << "\n"
       << "        imov I4, 0\n        imov_dim I4, S24 dim=1\n        iadd_dim I4, " << A << " dim=1\n"
-      << "        mov S17, 0\n        loop S17, S27, main_end\n"
+      << grad_loads_at_block
+      << "        mov S17, 0\n        loop S17, S15, main_end\n"
       << label_last(schedule::list_schedule(main, "", schedule::kPrefetchHitLatency), "main_end")
+      << "        mov S17, 0\n        loop S17, S14, drain_end\n"
+      << label_last(schedule::list_schedule(drain, "", schedule::kPrefetchHitLatency), "drain_end")
       << numbered(run_prologue, '1')
       << "        imov I7, 0\n        imov_dim I7, S25 dim=1\n        mov S12, 0\n"
       << "        mov S17, 0\n        mov S30, " << (1u << s.rb) << "\n        loop S17, S30, out_end\n"
@@ -361,7 +382,13 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_bucketed_embedding_b
     const uint32_t c = (v + rows - 1) / rows;
     if (c <= kMaxChunks) vb = k, rb = log2_of(rows), chunks = c;
   }
-  if (vb == 0 || n >= (uint64_t{1} << (31 - rb))) return std::nullopt;
+  if (vb == 0) return std::nullopt;
+  // An entry: n above the row's VLM byte offset (16 bits: R rows of a step fill 64 KB) while n fits
+  // the rest, else above the row.
+  const uint32_t row_bytes = vb * w * vector_bytes;
+  const bool offset_in_entry = n < (uint64_t{1} << 15);
+  const unsigned entry_shift = offset_in_entry ? 16 : rb;
+  if (n >= (uint64_t{1} << (31 - entry_shift))) return std::nullopt;
   const uint64_t list_length = n;   // a chunk's list holds up to every index
   if (uint64_t{chunks} * list_length > kMaxListElements) return std::nullopt;
   // Slices of the indices, each bucketed by a step of its own (an even length, so that only the
@@ -399,7 +426,9 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_bucketed_embedding_b
     inst.srf[1] = static_cast<uint32_t>(pad);
     inst.srf[2] = chunks * 4;
     const std::string prelude = width_prelude({0}) + ".equ LANES " + std::to_string(il) + "\n";
-    InstantiateResult r = assembled(std::move(inst), prep_source(rb, has_pad, prelude), guid + ".buckets.prep");
+    InstantiateResult r = assembled(std::move(inst),
+                                    prep_source(rb, has_pad, prelude, entry_shift, offset_in_entry ? log2_of(row_bytes) : 0),
+                                    guid + ".buckets.prep");
     if (!r.ok()) return r;
     KernelPart part{*r.inst, {1, addresses_t, entries_t}, 0};
     part.inst.variant = "embedding bwd buckets: prep, chunks of " + std::to_string(rows) + " rows";
@@ -490,7 +519,7 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_bucketed_embedding_b
     inst.srf[2] = vb * lanes;
     inst.srf[7] = lists;
     inst.srf[26] = chunks;
-    AccumulateShape shape{bf16, lanes, vector_bytes, vb, rb, 0, 0};
+    AccumulateShape shape{bf16, lanes, vector_bytes, vb, rb, 0, 0, entry_shift, offset_in_entry};
     // In flight: the ring's grad vectors and the lists' entries ahead of it, within the budget.
     // (Two lists' first entries: this step's and the next one's.)
     shape.lists_ahead = std::min(32u, budget / 7);
