@@ -1,7 +1,8 @@
 // embedding_bwd by buckets, five launches (README.md, "Embedding backward"):
 //  0. prep (every core): per index n its bucket's counter address (the chunk of R grad_weight rows
 //     it falls in, or a dummy for an index outside 0 .. V-1 or equal to padding_idx) and its entry
-//     (n << RB | its row within the chunk), vector by vector;
+//     (n above its row's VLM offset within the chunk, or above the row itself for 32768 indices
+//     or more), vector by vector;
 //  1. count (a step per slice of about 512 indices): each chunk's count in the slice, the
 //     counters in SLM;
 //  2. prefix (one step): each slice's first position in each chunk's list, and the lists' lengths;
@@ -52,8 +53,9 @@ std::string label_last(std::vector<std::string> bundles, const std::string& labe
   return text;
 }
 
-// Phase 0: tensors 0 indices [N] (i32), 1 counter addresses [N], 2 entries [N]. SRF: S0 = V,
-// S1 = padding_idx, S2 = the dummy counter's address.
+// Phase 0: tensors 0 indices [N] (i32), 1 counter addresses [N], 2 entries [N]: n << entry_shift
+// | the row in its chunk << row_shift. SRF: S0 = V, S1 = padding_idx, S2 = the dummy counter's
+// address.
 std::string prep_source(uint32_t rb, bool has_pad, const std::string& prelude, unsigned entry_shift, unsigned row_shift) {
   std::vector<std::string> b = {"ld_tnsr V0, I2, 0",
                                 "iget_dim S16, I2 dim=0",

@@ -27,7 +27,8 @@ namespace {
 // at most kShortRowVectors vectors: softmax_short.s / softmax_bwd_short.s).
 // Batch 3 (instantiate_batch3): LayerNorm* (layernorm_*.s), Nll* (nll_loss_*.s), Dropout*
 // (dropout_fwd.s; the backward is eltwise_f32.s), Optim (optim.s), Permute (permute / transpose:
-// permute_view.s, permute_rows.s or permute_gather.s), Embedding* (embedding_fwd.s / embedding_bwd.s).
+// permute_view.s, permute_rows.s or permute_gather.s), Embedding* (embedding_fwd.s / embedding_bwd.s;
+// a large backward goes by buckets, embedding_buckets.cpp).
 // Batch 5: the comparisons are Binary (ops.inc's OP_EQ ...), silu / gelu (erf) UnaryF32 / Backward, the
 // u8 casts Cast, reduce_min Reduce; through instantiate_batch3: Where (where_fwd.s), Gather
 // (gather_fwd.s), Range (range_fwd.s), RandomUniform / RandomNormal (random_fwd.s).

@@ -667,6 +667,18 @@ TEST(TpcKernelEmbedding, BackwardByBucketsBitExact) {
   EXPECT_TRUE(small.inst.has_value());
 }
 
+// From 32768 indices an entry holds the row, not its VLM offset (the index needs the bits).
+TEST(TpcKernelEmbedding, BackwardByBucketsOverManyIndices) {
+  HostTensor grad(DType::F32, {64, 33000}), idx(DType::I32, {33000});
+  fill_uniform(grad, 77, -2.0f, 2.0f);
+  std::mt19937 rng(78);
+  for (uint32_t& v : idx.data) v = static_cast<uint32_t>(std::uniform_int_distribution<int32_t>(-1, 4100)(rng));
+  const auto got = run_1_and_8("embedding_bwd_f32", {grad, idx}, {HostTensor(DType::F32, {64, 4096})});
+  EXPECT_EQ(got[0].data, embedding_bwd_ref(grad, idx, 4096, -1000).data);
+  std::vector<HostTensor> out = {HostTensor(DType::F32, {64, 4096})};
+  EXPECT_EQ(run_kernel("embedding_bwd_f32", {grad, idx}, out, 8).parts, 5u);
+}
+
 // A big first term makes the order of a row's additions visible; the buckets keep the indices'
 // (across the slices too: 1201 indices are three).
 TEST(TpcKernelEmbedding, BackwardByBucketsKeepsTheIndicesOrder) {
