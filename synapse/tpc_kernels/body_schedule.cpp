@@ -161,11 +161,13 @@ Instr analyse(const std::string& text, unsigned load_latency) {
   if (!predicate.empty()) in.reads.insert(in.writes.begin(), in.writes.end());   // lanes kept where false
   if (mnemonic.rfind("iadd_dim", 0) == 0 || mnemonic.rfind("imov_dim", 0) == 0)
     in.reads.insert(in.writes.begin(), in.writes.end());   // one coordinate of the register changes
-  in.latency = in.prefetch                                  ? 0
-               : in.load                                    ? load_latency
-               : mnemonic.find("special") != std::string::npos ? 8
-               : in.slot == Slot::Spu                       ? 1
-                                                            : 4;   // VPU, and local memory loads
+  // The VPU's special-function latency covers its division too (the core's latency classes).
+  const bool special = mnemonic.find("special") != std::string::npos || (in.slot == Slot::Vpu && mnemonic.rfind("div", 0) == 0);
+  in.latency = in.prefetch           ? 0
+               : in.load             ? load_latency
+               : special             ? 8
+               : in.slot == Slot::Spu ? 1
+                                     : 4;   // VPU, and local memory loads
   return in;
 }
 

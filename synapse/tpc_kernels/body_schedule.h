@@ -28,12 +28,13 @@ std::optional<std::vector<std::string>> expand_macro(const std::string& definiti
 
 // `lines` (one instruction each, in an order that is correct) packed into bundles by a list
 // schedule: every register read after write and write after write kept apart by the writer's
-// latency (VPU 4 cycles, special functions 8, tensor loads `load_latency`: 16 for a read from
-// HBM, 4 where the body's streams are prefetched and hit; local memory loads 4; scalar 1), a
-// write after a read no earlier than the read's bundle, every store after every load (in-place
-// updates; prefetches, which read ahead, excepted), VLM loads after the VLM stores before them and
-// VLM stores after the VLM loads before them (the SLM likewise, and its stores in order); a bundle holds one instruction per slot (load, scalar, vector, store) and
-// one immediate; the longest remaining path first (prefetches, on no path, fill free load slots).
+// latency (VPU 4 cycles, special functions and vector division 8, tensor loads `load_latency`:
+// 16 for a read from HBM, 4 where the body's streams are prefetched and hit; local memory loads
+// 4; scalar 1), a write after a read no earlier than the read's bundle, every store after every
+// load (in-place updates; prefetches, which read ahead, excepted), VLM loads after the VLM stores
+// before them and VLM stores after the VLM loads before them (the SLM likewise, and its stores in
+// order); a bundle holds one instruction per slot (load, scalar, vector, store) and one
+// immediate; the longest remaining path first (prefetches, on no path, fill free load slots).
 // `last` (if any) goes in the last bundle (nest.inc's dim-0 step).
 // A load the prefetch buffer serves (every preset's tpc.prefetch_hit_latency): the load latency
 // of bodies whose streams are prefetched.
