@@ -29,8 +29,6 @@ using namespace glue;
 
 namespace {
 
-// A chunk's rows accumulate in this much VLM (of the 80 KB every preset gives), as in embedding_bwd.s.
-constexpr uint32_t kAccumulatorBytes = 64 * 1024;
 // The bucket counters live in SLM (1 KB on every preset): one per chunk and a dummy.
 constexpr uint32_t kMaxChunks = 240;
 // The indices are bucketed in slices of about this many, at most kMaxSlices (a step each).
@@ -372,7 +370,7 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_bucketed_embedding_b
   const uint32_t d = table.shape[0], v = table.shape[1];
   const unsigned lanes = lanes_of(io), vector_bytes = vector_bits_ / 8, w = bf16 ? 2 : 1;
   const uint32_t vectors_d = (d + lanes - 1) / lanes;
-  const uint64_t old_rows = kAccumulatorBytes / (w * vector_bytes);
+  const uint64_t old_rows = KernelLibrary::kEmbeddingBwdVlmBytes / (w * vector_bytes);
   if (n == 0 || uint64_t{vectors_d} * ((v + old_rows - 1) / old_rows) < kMinOldSteps) return std::nullopt;
   // VB vectors of D a step: as many as D has, up to 4 (bf16 2: the accumulators' addresses take a
   // register each), while the chunks' counters fit SLM.
@@ -380,7 +378,7 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_bucketed_embedding_b
   uint32_t chunks = 0;
   for (unsigned k = bf16 ? 2 : 4; k >= 1 && vb == 0; k /= 2) {
     if (k > 1 && k > vectors_d) continue;
-    const uint32_t rows = kAccumulatorBytes / (k * w * vector_bytes);
+    const uint32_t rows = KernelLibrary::kEmbeddingBwdVlmBytes / (k * w * vector_bytes);
     const uint32_t c = (v + rows - 1) / rows;
     if (c <= kMaxChunks) vb = k, rb = log2_of(rows), chunks = c;
   }

@@ -37,9 +37,6 @@ namespace {
 bool is_strided(Kind k) { return k == Kind::StridedView || k == Kind::StridedInsert; }
 bool is_batch3(Kind k) { return k >= Kind::LayerNormFwd; }
 
-// The VLM embedding_bwd accumulates its chunk of rows in (of the 80 KB every preset gives).
-constexpr int32_t kEmbeddingBwdVlmBytes = 64 * 1024;
-
 }  // namespace
 
 namespace {
@@ -1215,7 +1212,7 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
       // bf16: a bf16 vector widens into lo / hi).
       const bool bf = def.out == DType::BF16;
       const int32_t row_bytes = static_cast<int32_t>((bf ? 2 : 1) * vector_bits_ / 8);
-      const int32_t rows = kEmbeddingBwdVlmBytes / row_bytes;
+      const int32_t rows = static_cast<int32_t>(kEmbeddingBwdVlmBytes) / row_bytes;
       inst.ispace_geometry = {vectors(pw[0]), static_cast<int32_t>((pw[1] + rows - 1) / rows), 1, 1, 1};
       inst.input_patterns[0] = pattern_of(vec0, pg, true);
       inst.input_patterns[1] = pattern_of(AccessPatternDim{0, 0, 0, static_cast<int32_t>(pi[0]) - 1}, pi, true);

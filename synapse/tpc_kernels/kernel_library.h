@@ -169,6 +169,9 @@ class KernelLibrary {
   static constexpr unsigned kEmbeddingRowVectors = 36;
   static constexpr unsigned kEmbeddingStepRows = 8;
   static constexpr unsigned kEmbeddingIndicesAhead = 32;
+  // embedding backward accumulates a step's rows in this much VLM (of the 80 KB every preset gives):
+  // embedding_bwd.s and the buckets' accumulation (embedding_buckets.cpp) both.
+  static constexpr uint32_t kEmbeddingBwdVlmBytes = 64 * 1024;
   // gather_fwd moves this many elements of dim 0 a step (scalar registers: an index and a value each).
   static constexpr unsigned kGatherStepElements = 8;
   // Softmax rows of at most this many vectors stay in registers (softmax_short.s).
