@@ -263,7 +263,8 @@ class KernelLibrary {
   // file) and the assembler over the embedded sources; for tests and tools.
   static std::optional<std::string> embedded_source(const std::string& name);
 
-  struct KernelDef;   // kernel_library.cpp
+  struct KernelDef;         // kernel_library.cpp
+  struct ColumnReduction;   // split_reductions.cpp
 
  private:
   // kernel_file: the GUID's kernel file even where the glue would write a scheduled body.
@@ -277,9 +278,11 @@ class KernelLibrary {
   // reduce_sum / reduce_mean_fwd_f32 over dim 0 into one element, over chunks of the row, then the
   // partials reduced (row_chunks.h; nullopt: not split).
   std::optional<InstantiateResult> instantiate_split_dim0_reduction(const std::string& guid, const KernelParams& params);
-  // reduce_sum / reduce_mean_fwd_f32 over dim 1 of [n, rows] with few outputs (a bias gradient):
-  // the rows in chunks, then the partials summed in chunk order (row_chunks.h; nullopt: not split).
+  // reduce_sum / mean / max / min over dim 1 of [n, rows] (f32, bf16) with few outputs (a bias
+  // gradient): the rows in chunks, then the partials reduced in chunk order (row_chunks.h; both
+  // phases instantiate_column_reduction; nullopt: not split).
   std::optional<InstantiateResult> instantiate_split_outer_reduction(const std::string& guid, const KernelParams& params);
+  InstantiateResult instantiate_column_reduction(const std::string& guid, const ColumnReduction& reduction);
   // short_reductions.cpp: f32 reductions over an outer dim of at most kShortReduceLength, several
   // rows a step, bit-identical to reduce_outer.s (nullopt: not such a node).
   std::optional<InstantiateResult> instantiate_short_outer_reduction(const std::string& guid, const KernelParams& params);

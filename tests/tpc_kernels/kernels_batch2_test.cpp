@@ -185,30 +185,69 @@ TEST_P(TpcKernelReduce, IsCloseToTheExactResultAndPropagatesNaN) {
 }
 
 // A reduction over dim 1 with few outputs and many rows (a bias gradient) is split into chunks of
-// rows (row_chunks.h): each chunk's sums from +0 in row order, then the partials from +0 in chunk
-// order; a mean divides by every row. The same bits on 1 and 8 cores, and what the zoo
-// reference's sum_outer computes.
-TEST(TpcKernelReduceSplit, OuterDimWithFewOutputsSumsChunksOfRows) {
-  for (const std::string kind : {"sum", "mean"}) {
-    for (const std::vector<uint32_t>& shape : {std::vector<uint32_t>{768, 1024}, {200, 576}}) {
-      const uint32_t n = shape[0], rows = shape[1];
-      const uint32_t chunk = split_row_chunk(rows, n);
-      ASSERT_GT(chunk, 0u) << rows;
-      HostTensor x(DType::F32, shape), y(DType::F32, {n, 1});
-      fill_random(x, n + rows, -1e3f, 1e3f);
-      std::vector<HostTensor> one{y}, eight{y};
-      const RunOutcome r1 = run_kernel("reduce_" + kind + "_fwd_f32", {x}, one, 1, {1.0f});
-      const RunOutcome r8 = run_kernel("reduce_" + kind + "_fwd_f32", {x}, eight, 8, {1.0f});
-      ASSERT_TRUE(r1.ok && r8.ok) << r1.error << r8.error;
-      EXPECT_EQ(r1.parts, 2u) << "the chunks, then their partials";
-      EXPECT_EQ(r8.cores_used, 8u) << "the chunks spread over the cores";
-      EXPECT_EQ(one[0].data, eight[0].data);
-      std::vector<float> want(n);
-      zoo_reference::sum_outer(reinterpret_cast<const float*>(x.data.data()), want.data(), rows, n);
-      for (uint32_t j = 0; j < n; ++j) {
-        float w = want[j];
-        if (kind == "mean") w = w / static_cast<float>(rows);
-        ASSERT_EQ(one[0].data[j], bits_of(w)) << kind << " " << n << "x" << rows << " column " << j;
+// rows (row_chunks.h): each chunk's partial from the kernel's start value in row order (in f32,
+// bf16 widened), then the partials in chunk order; a mean divides by every row, and bf16 is rounded
+// once at the end. The same bits on 1 and 8 cores, what the zoo reference's sum_outer computes for
+// f32 sums, and (max / min, exact in any order) NaN kept.
+TEST(TpcKernelReduceSplit, OuterDimWithFewOutputsReducesChunksOfRows) {
+  struct Case {
+    Shape shape;
+    uint32_t chunk;   // split_row_chunk's, checked: the shapes cover an odd chunk and a partial block
+  };
+  // 768 columns: one block of whole rows; 1000: two blocks of 8 vectors, the second past the end;
+  // 130 x 567: chunks of 27 rows (a pair loop and a last row), the last vector partly out.
+  const std::vector<Case> cases = {{{768, 1024}, 64}, {{200, 576}, 64}, {{1000, 520}, 52}, {{130, 567}, 63}};
+  uint32_t seed = 900;
+  for (DType t : {DType::F32, DType::BF16}) {
+    for (const std::string kind : {"sum", "mean", "max", "min"}) {
+      const std::string guid = "reduce_" + kind + "_fwd" + sfx(t);
+      for (const Case& c : cases) {
+        SCOPED_TRACE(guid + " " + shape_str(c.shape));
+        const uint32_t n = c.shape[0], rows = c.shape[1];
+        const uint32_t chunk = split_row_chunk(rows, n);
+        ASSERT_EQ(chunk, c.chunk);
+        HostTensor x(t, c.shape), y(t, {n, 1});
+        fill_random(x, seed++, -1e3f, 1e3f);
+        const bool extremum = kind == "max" || kind == "min";
+        if (extremum) x.data[uint64_t{rows / 2} * n + 7] = round_to(t, NAN);   // column 7
+        std::vector<HostTensor> one{y}, eight{y};
+        const RunOutcome r1 = run_kernel(guid, {x}, one, 1, {1.0f});
+        const RunOutcome r8 = run_kernel(guid, {x}, eight, 8, {1.0f});
+        ASSERT_TRUE(r1.ok && r8.ok) << r1.error << r8.error;
+        EXPECT_TRUE(r1.gaps_ok && r8.gaps_ok);
+        EXPECT_EQ(r1.parts, 2u) << "the chunks, then their partials";
+        EXPECT_EQ(r8.cores_used, 8u) << "the chunks spread over the cores";
+        EXPECT_EQ(one[0].data, eight[0].data);
+        const auto op = [&](float a, float b) {
+          return kind == "max" ? fmax_ieee(a, b) : kind == "min" ? -fmax_ieee(-a, -b) : a + b;
+        };
+        const float init = kind == "max" ? -INFINITY : kind == "min" ? INFINITY : 0.0f;
+        std::vector<float> sum_outer(n);
+        if (t == DType::F32 && kind != "max" && kind != "min")
+          zoo_reference::sum_outer(reinterpret_cast<const float*>(x.data.data()), sum_outer.data(), rows, n);
+        size_t bad = 0;
+        for (uint32_t j = 0; j < n && bad < 3; ++j) {
+          float total = init;
+          for (uint32_t first = 0; first < rows; first += chunk) {
+            float part = init;
+            for (uint32_t r = first; r < first + chunk; ++r) part = op(part, x.at(uint64_t{r} * n + j));
+            total = op(total, part);
+          }
+          if (kind == "mean") total = total / static_cast<float>(rows);
+          if (t == DType::F32 && !extremum) {
+            const float zoo = kind == "mean" ? sum_outer[j] / static_cast<float>(rows) : sum_outer[j];
+            EXPECT_EQ(bits_of(zoo), bits_of(total)) << "the zoo reference, column " << j;
+          }
+          if (extremum && j == 7) {
+            EXPECT_TRUE(std::isnan(value_of(t, one[0].data[j]))) << "column 7 holds a NaN";
+            continue;
+          }
+          if (one[0].data[j] != round_to(t, total)) {
+            ++bad;
+            ADD_FAILURE() << "column " << j << ": got " << value_of(t, one[0].data[j]) << ", want "
+                          << value_of(t, round_to(t, total));
+          }
+        }
       }
     }
   }

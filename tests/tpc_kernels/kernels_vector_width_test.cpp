@@ -57,6 +57,9 @@ std::vector<WidthCase> cases() {
     all.push_back({"reduce_sum_fwd" + sfx, {x({500, 6}, 11)}, {out({1, 6})}, {0}, true});
     all.push_back({"reduce_max_fwd" + sfx, {x({500, 6}, 12)}, {out({1, 6})}, {0}});
     all.push_back({"reduce_mean_fwd" + sfx, {x({70, 9, 3}, 13)}, {out({70, 1, 3})}, {1}});
+    // Split into chunks of rows (row_chunks.h), a step's block of columns as wide as the width allows.
+    all.push_back({"reduce_sum_fwd" + sfx, {x({150, 520}, 40)}, {out({150, 1})}, {1}});
+    all.push_back({"reduce_min_fwd" + sfx, {x({150, 520}, 41)}, {out({150, 1})}, {1}});
     all.push_back({"softmax_fwd" + sfx, {x({300, 4}, 14, -10, 10)}, {out({300, 4})}, {}, true});
     all.push_back({"log_softmax_bwd" + sfx, {x({300, 4}, 15), x({300, 4}, 16, -8, 0)}, {out({300, 4})}, {}, true});
     HostTensor mean(DType::F32, {1, 5}), rstd(DType::F32, {1, 5});
