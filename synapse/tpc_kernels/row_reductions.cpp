@@ -1,7 +1,7 @@
 // Reductions over dim 0 (sum, mean, max, min) of short rows (at most kShortRowRegisters f32
 // vectors; bf16: half as many vectors, their halves), several rows a step, list-scheduled
 // (body_schedule.h). reduce_dim0.s walks a row with a software loop, one vector a pass behind a
-// taken jump, each accumulation waiting on the one before; here a step's rows are loaded at once
+// taken jump, each accumulation waiting on the one before; here a step's rows are loaded together
 // (their prefetch runs whole steps ahead) and the rows' chains fill each other's latency. Every
 // row runs reduce_dim0.s's operations in its order (from RINIT, one accumulator per half, the
 // halves combined, the lanes reduced, the mean's division, one rounding to bf16), so the results
@@ -35,6 +35,20 @@ std::optional<RowOp> row_op(const std::string& name) {
   return std::nullopt;
 }
 
+// A row's vectors load into a ring of this many registers (bf16: pairs), each free again once its
+// accumulation has read it, so that a step holds more rows than it would with a register for every
+// vector: its rows' chains (an accumulation a vector, then the lanes' reduction) fill each other's
+// latency instead of the step waiting on one row's tail.
+constexpr unsigned kRowRing = 4;
+constexpr unsigned kMaxStepRows = 8;
+
+// Rows a step: as many as the 40 registers hold (each row's ring and accumulators, all rows' at
+// once), at most kMaxStepRows.
+unsigned row_reduce_step_rows(unsigned vectors, bool bf16) {
+  const unsigned halves = bf16 ? 2 : 1, ring = std::min(vectors, kRowRing);
+  return std::clamp(40u / (halves * (ring + 1)), 1u, kMaxStepRows);
+}
+
 // One step: `rows` rows of `vectors` vectors of the tensors (bf16: each two f32 halves, loaded into
 // the hi half's register and widened in place). X is [N0, rows] at I3, Y [1, rows] at I4; the rows
 // `ahead` steps on are prefetched from I7.
@@ -42,13 +56,19 @@ std::vector<std::string> row_reduce_body(const RowOp& op, unsigned rows, unsigne
   std::vector<std::string> b;
   unsigned next = 0;
   const auto reg = [&] { return "V" + std::to_string(next++); };
-  const unsigned halves = bf16 ? 2 : 1;
+  const unsigned halves = bf16 ? 2 : 1, ring = std::min(vectors, kRowRing);
   const std::string r = std::to_string(rows);
   for (const std::string& line : std::vector<std::string>{"iget_dim S16, I2 dim=1", "mul.i32 S16, S16, " + r, "imov I3, 0",
                                   "imov_dim I3, S16 dim=1", "imov I4, I3", "imov I7, I3",
                                   "iadd_dim I7, " + std::to_string(ahead * rows) + " dim=1"})
     b.push_back(line);
-  std::vector<std::vector<std::string>> x(rows);
+  // Row j: its accumulators (one a half) and its ring of `ring` loads (each `halves` registers).
+  std::vector<std::vector<std::string>> acc(rows), slots(rows);
+  for (unsigned j = 0; j < rows; ++j) {
+    for (unsigned h = 0; h < halves; ++h) acc[j].push_back(reg());
+    for (unsigned k = 0; k < ring * halves; ++k) slots[j].push_back(reg());
+    for (unsigned h = 0; h < halves; ++h) b.push_back("mov.f32 " + acc[j][h] + ", " + op.init);
+  }
   for (unsigned j = 0; j < rows; ++j) {
     if (j) {
       b.push_back("imov_dim I3, 0 dim=0");
@@ -57,36 +77,31 @@ std::vector<std::string> row_reduce_body(const RowOp& op, unsigned rows, unsigne
       b.push_back("iadd_dim I7, 1 dim=1");
     }
     for (unsigned v = 0; v < vectors; ++v) {
-      for (unsigned h = 0; h < halves; ++h) x[j].push_back(reg());
+      const unsigned slot = (v % ring) * halves;
+      const std::string& hi = slots[j][slot + halves - 1];
       if (v) {
         b.push_back("iadd_dim I3, LANES dim=0");
         b.push_back("iadd_dim I7, LANES dim=0");
       }
       b.push_back("prefetch I7, 0");
-      b.push_back("ld_tnsr " + x[j].back() + ", I3, 0");
+      b.push_back("ld_tnsr " + hi + ", I3, 0");
       if (bf16) {
-        const std::string& lo = x[j][x[j].size() - 2];
-        b.push_back("convert.bf16.f32 " + lo + ", " + x[j].back() + " part=0");
-        b.push_back("convert.bf16.f32 " + x[j].back() + ", " + x[j].back() + " part=1");
+        const std::string& lo = slots[j][slot];
+        b.push_back("convert.bf16.f32 " + lo + ", " + hi + " part=0");
+        b.push_back("convert.bf16.f32 " + hi + ", " + hi + " part=1");
       }
+      for (unsigned h = 0; h < halves; ++h)
+        b.push_back(std::string(op.acc) + ".f32 " + acc[j][h] + ", " + acc[j][h] + ", " + slots[j][slot + h]);
     }
   }
   for (unsigned j = 0; j < rows; ++j) {
-    std::vector<std::string> acc;
-    for (unsigned h = 0; h < halves; ++h) {
-      acc.push_back(reg());
-      b.push_back("mov.f32 " + acc[h] + ", " + op.init);
-    }
-    for (unsigned k = 0; k < x[j].size(); ++k) {
-      const std::string& a = acc[k % halves];
-      b.push_back(std::string(op.acc) + ".f32 " + a + ", " + a + ", " + x[j][k]);
-    }
-    if (bf16) b.push_back(std::string(op.acc) + ".f32 " + acc[0] + ", " + acc[0] + ", " + acc[1]);   // COMBINE
-    b.push_back(std::string("reduce.") + op.lanes + ".f32 " + acc[0] + ", " + acc[0]);
-    if (op.mean) b.push_back("div.f32 " + acc[0] + ", " + acc[0] + ", S1");
-    if (bf16) b.push_back("convert.f32.bf16 " + acc[0] + ", " + acc[0] + " part=0");   // NARROW (lane 0)
+    const std::string& a = acc[j][0];
+    if (bf16) b.push_back(std::string(op.acc) + ".f32 " + a + ", " + a + ", " + acc[j][1]);   // COMBINE
+    b.push_back(std::string("reduce.") + op.lanes + ".f32 " + a + ", " + a);
+    if (op.mean) b.push_back("div.f32 " + a + ", " + a + ", S1");
+    if (bf16) b.push_back("convert.f32.bf16 " + a + ", " + a + " part=0");   // NARROW (lane 0)
     if (j) b.push_back("iadd_dim I4, 1 dim=1");
-    b.push_back("st_tnsr I4, 1, " + acc[0]);
+    b.push_back("st_tnsr I4, 1, " + a);
   }
   return b;
 }
@@ -113,9 +128,7 @@ std::optional<InstantiateResult> KernelLibrary::instantiate_row_reduction(const 
     return std::nullopt;
   for (unsigned d = 1; d < kMaxDims; ++d)   // Y is X's shape with 1 in dim 0 (else the kernel's glue says why not)
     if (padded(y.shape)[d] != padded(x.shape)[d]) return std::nullopt;
-  // As many rows a step as the 40 registers hold (each row's vectors and accumulators), up to 4.
-  unsigned step_rows = 4;
-  while (step_rows > 1 && step_rows * halves * (vectors + 1) > 40) --step_rows;
+  const unsigned step_rows = row_reduce_step_rows(vectors, bf16);
   const uint32_t steps = static_cast<uint32_t>((rows + step_rows - 1) / step_rows);
   const unsigned ahead = std::max(1u, prefetch_budget() / (step_rows * vectors));
 

@@ -630,9 +630,9 @@ TEST(TpcKernelGlue2, GeometryPatternsPaddingAndEveryReductionVariant) {
   // Short rows over dim 0: several rows a step (row_reductions.cpp), X viewed as [N0, rows].
   auto r = lib.instantiate("reduce_max_fwd_bf16", KernelParams{{bf16({300, 5, 4})}, {bf16({1, 5, 4})}, {0.0f}});
   ASSERT_TRUE(r.ok()) << r.message;
-  EXPECT_EQ(r.inst->variant, "reduce max dim 0 bf16 4 rows a step of 3");
-  EXPECT_EQ(r.inst->ispace_geometry, (std::array<int32_t, 5>{1, 5, 1, 1, 1}));
-  EXPECT_EQ(r.inst->input_patterns[0][1], (AccessPatternDim{1, 4, 0, 3}));
+  EXPECT_EQ(r.inst->variant, "reduce max dim 0 bf16 5 rows a step of 3");
+  EXPECT_EQ(r.inst->ispace_geometry, (std::array<int32_t, 5>{1, 4, 1, 1, 1}));
+  EXPECT_EQ(r.inst->input_patterns[0][1], (AccessPatternDim{1, 5, 0, 4}));
   EXPECT_EQ(r.inst->inputs[0].padding, 0xFF80u);   // bf16 -inf
   // The loop kernel: a row a step.
   r = lib.instantiate_own_kernel("reduce_max_fwd_bf16", KernelParams{{bf16({300, 5, 4})}, {bf16({1, 5, 4})}, {0.0f}});
