@@ -26,8 +26,12 @@ struct KernelsBenchRow {
   double bytes = 0, ops = 0;
   double memory_us = 0, compute_us = 0;   // the rooflines' times
   std::string bound;                      // "memory" or "compute"
-  double pct_roofline = 0;                // the bound's time / kernel_us
+  double pct_roofline = 0;                // the bound's time / max(kernel_us, device_us)
   unsigned tpcs = 0;                      // TPCs the index space is spread over
+  // The first kernel's start to the last one's end (every phase; no submission, no completion: a
+  // node's time inside a graph, whose launch frame the other nodes overlap), and the bound's time
+  // over max(kernel_us, engines_us).
+  double engines_us = 0, pct_engines = 0;
 };
 
 // Runs the cases and prints the table; a GUID with no case is listed as such, never skipped

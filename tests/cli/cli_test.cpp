@@ -257,6 +257,11 @@ TEST(Cli, BenchKernelsMeasuresEachGuidAgainstTheRooflines) {
     EXPECT_GT(device, kernel) << guid;   // the launch frame around the kernel
     const double roof = std::max(row.get<double>("memory_us"), row.get<double>("compute_us"));
     EXPECT_NEAR(row.get<double>("pct_roofline"), 100.0 * roof / device, 1e-9) << guid;
+    // The engines' span: every TPC's kernels inside it, the launch frame outside.
+    const double engines = row.get<double>("engines_us");
+    EXPECT_GE(engines, kernel) << guid;
+    EXPECT_LT(engines, device) << guid;
+    EXPECT_NEAR(row.get<double>("pct_engines"), 100.0 * roof / engines, 1e-9) << guid;
     // A reduction over dim 1 of [768, 1024] (12 output vectors, two a step: 6 TPCs) is split into
     // chunks of rows with a second pass, so it uses all 8 too.
     EXPECT_EQ(row.get<unsigned>("tpcs"), 8u) << guid << " " << row.get<std::string>("shape");
