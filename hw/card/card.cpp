@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "arch/cpucp/cpucp.h"
+#include "sim/preset/preset.h"
 
 namespace hpusim::hw {
 namespace {
@@ -182,7 +183,7 @@ Card::Card(sc_core::sc_module_name name, const preset::Card& preset, const CardO
     config.info.nic_ports_mask = nic_ports_.size() >= 64 ? ~0ull : (1ull << nic_ports_.size()) - 1;
     config.info.mme_geometries = static_cast<uint8_t>(std::max(1, preset.mme().geometries_size()));
     const auto& map = preset.memory_map();
-    config.info.memory_map = {map.dram_base(), map.dram_user_base(), map.sram_base(), preset.sram().size_bytes(),
+    config.info.memory_map = {map.dram_base(), map.dram_user_base(), map.sram_base(), preset::sram_scratchpad_bytes(preset),
                               map.sram_reserved_bytes()};
     if (options.fw_init_region_bytes != 0) {
       config.init_region_base = options.fw_init_region_base;

@@ -1,5 +1,7 @@
 #include "hw/card/memory_system.h"
 
+#include "sim/preset/preset.h"
+
 namespace hpusim::hw {
 
 hbm::SubsystemConfig hbm_config_from(const preset::Card& card) {
@@ -61,12 +63,23 @@ SramConfig sram_config_from(const preset::Card& card) {
   const auto& s = card.sram();
   SramConfig c;
   c.base = card.memory_map().sram_base();
-  c.size_bytes = s.size_bytes();
+  c.size_bytes = preset::sram_scratchpad_bytes(card);
   c.banks = s.banks();
   c.bank_width_bytes = s.bank_width_bytes();
   c.interleave_bytes = s.interleave_bytes();
   c.period_ps = period_ps_from_mhz(s.clock_mhz());
   c.latency_cycles = s.latency_cycles();
+  return c;
+}
+
+HbmCacheConfig hbm_cache_config_from(const preset::Card& card) {
+  const auto& s = card.sram();
+  HbmCacheConfig c;
+  c.cache_bytes = s.hbm_cache_bytes();
+  c.ways = s.hbm_cache_ways();
+  c.line_bytes = s.interleave_bytes();
+  c.data_offset = preset::sram_scratchpad_bytes(card);
+  c.period_ps = period_ps_from_mhz(s.clock_mhz());
   return c;
 }
 
@@ -109,9 +122,19 @@ MemorySystem::MemorySystem(sc_core::sc_module_name name, const preset::Card& car
   require_picosecond_resolution();
   const auto& map = card.memory_map();
   const auto& f = card.fabric();
-  fabric_.bind_target(hbm_.socket, "hbm", double(f.hbm_port_bytes_per_cycle()) * card.hbm().stacks(),
-                      map.dram_base(), hbm_.mapper().capacity_bytes());
-  fabric_.bind_target(sram_.socket, "sram", f.sram_port_bytes_per_cycle(), map.sram_base(), card.sram().size_bytes());
+  if (card.sram().hbm_cache_bytes() > 0) {
+    // Every HBM access goes through the cache: its port is the SRAM's (hits come from the banks;
+    // the HBM behind bounds the misses).
+    hbm_cache_ = std::make_unique<HbmCache>("hbm_cache", hbm_cache_config_from(card), sram_);
+    hbm_cache_->to_hbm.bind(hbm_.socket);
+    fabric_.bind_target(hbm_cache_->socket, "hbm", f.sram_port_bytes_per_cycle(), map.dram_base(),
+                        hbm_.mapper().capacity_bytes());
+  } else {
+    fabric_.bind_target(hbm_.socket, "hbm", double(f.hbm_port_bytes_per_cycle()) * card.hbm().stacks(),
+                        map.dram_base(), hbm_.mapper().capacity_bytes());
+  }
+  fabric_.bind_target(sram_.socket, "sram", f.sram_port_bytes_per_cycle(), map.sram_base(),
+                      preset::sram_scratchpad_bytes(card));
   fabric_.bind_target(cfg_.socket, "cfg", f.cfg_port_bytes_per_cycle(), map.cfg_base(), map.cfg_size());
   fabric_.bind_target(pcie_.device_side, "pcie", f.pcie_port_bytes_per_cycle(), map.host_phys_base(),
                       map.host_phys_size());
@@ -121,6 +144,7 @@ MemorySystem::MemorySystem(sc_core::sc_module_name name, const preset::Card& car
 void MemorySystem::register_stats(stats::Scope scope) {
   hbm_.register_stats(scope.scope("hbm"));
   sram_.register_stats(scope.scope("sram"));
+  if (hbm_cache_) hbm_cache_->register_stats(scope.scope("sram").scope("hbm_cache"));
   pcie_.register_stats(scope.scope("pcie"));
   fabric_.register_stats(scope.scope("fabric"));
 }

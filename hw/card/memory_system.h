@@ -16,6 +16,7 @@
 #include "hw/hbm/hbm_subsystem.h"
 #include "hw/pcie/host_memory.h"
 #include "hw/pcie/pcie_link.h"
+#include "hw/sram/hbm_cache.h"
 #include "hw/sram/sram.h"
 #include "sim/stats/stats.h"
 
@@ -24,6 +25,7 @@ namespace hpusim::hw {
 // Conversions from the preset to the models' parameter structs.
 hbm::SubsystemConfig hbm_config_from(const preset::Card& card);
 SramConfig sram_config_from(const preset::Card& card);
+HbmCacheConfig hbm_cache_config_from(const preset::Card& card);
 PcieConfig pcie_config_from(const preset::Card& card);
 FabricConfig fabric_config_from(const preset::Card& card);
 
@@ -43,9 +45,11 @@ class MemorySystem : public sc_core::sc_module {
   Fabric& fabric() { return fabric_; }
   hbm::HbmSubsystem& hbm() { return hbm_; }
   Sram& sram() { return sram_; }
+  // The SRAM's HBM cache, when the preset gives it bytes (sram.hbm_cache_bytes); else nullptr.
+  HbmCache* hbm_cache() { return hbm_cache_.get(); }
   CfgSpace& cfg() { return cfg_; }
   PcieLink& pcie() { return pcie_; }
-  // Registers the blocks' counters under `scope`: hbm, sram, pcie, fabric. The fabric lists the
+  // Registers the blocks' counters under `scope`: hbm, sram (and sram.hbm_cache), pcie, fabric. The fabric lists the
   // targets attached so far.
   void register_stats(stats::Scope scope);
   // Host physical memory as the device sees it through the host window (sparse store plus
@@ -65,6 +69,7 @@ class MemorySystem : public sc_core::sc_module {
   Fabric fabric_;
   hbm::HbmSubsystem hbm_;
   Sram sram_;
+  std::unique_ptr<HbmCache> hbm_cache_;
   CfgSpace cfg_;
   PcieLink pcie_;
 };

@@ -44,29 +44,32 @@ tlm::tlm_sync_enum Sram::forward(tlm::tlm_generic_payload& trans, tlm::tlm_phase
       ++stats_.reads;
       stats_.read_bytes += length;
     }
-    uint64_t offset = trans.get_address() - config_.base;
-    uint64_t remaining = length;
-    done = arrival;
-    while (remaining > 0) {
-      uint64_t in_chunk = std::min<uint64_t>(remaining, config_.interleave_bytes - offset % config_.interleave_bytes);
-      BandwidthServer& bank = banks_[(offset / config_.interleave_bytes) % config_.banks];
-      uint64_t waited_before = bank.waited_ps();
-      // A bank moves whole lines: a partial or unaligned chunk still occupies every line it touches.
-      const uint64_t first_line = offset / config_.bank_width_bytes;
-      const uint64_t last_line = (offset + in_chunk - 1) / config_.bank_width_bytes;
-      done = std::max(done, bank.reserve(arrival, (last_line - first_line + 1) * config_.bank_width_bytes));
-      stats_.bank_wait_ps += bank.waited_ps() - waited_before;
-      offset += in_chunk;
-      remaining -= in_chunk;
-    }
-    // A partial line still occupies the bank for a whole cycle.
-    done = std::max(done, arrival + config_.period_ps);
-    done += Picoseconds{config_.latency_cycles} * config_.period_ps;
+    done = reserve_banks(trans.get_address() - config_.base, length, arrival);
   }
   tlm::tlm_phase response = tlm::BEGIN_RESP;
   sc_core::sc_time back = delay_until(done);
   socket->nb_transport_bw(trans, response, back);
   return tlm::TLM_ACCEPTED;
+}
+
+Picoseconds Sram::reserve_banks(uint64_t offset, uint64_t length, Picoseconds arrival) {
+  Picoseconds done = arrival;
+  uint64_t remaining = length;
+  while (remaining > 0) {
+    uint64_t in_chunk = std::min<uint64_t>(remaining, config_.interleave_bytes - offset % config_.interleave_bytes);
+    BandwidthServer& bank = banks_[(offset / config_.interleave_bytes) % config_.banks];
+    uint64_t waited_before = bank.waited_ps();
+    // A bank moves whole lines: a partial or unaligned chunk still occupies every line it touches.
+    const uint64_t first_line = offset / config_.bank_width_bytes;
+    const uint64_t last_line = (offset + in_chunk - 1) / config_.bank_width_bytes;
+    done = std::max(done, bank.reserve(arrival, (last_line - first_line + 1) * config_.bank_width_bytes));
+    stats_.bank_wait_ps += bank.waited_ps() - waited_before;
+    offset += in_chunk;
+    remaining -= in_chunk;
+  }
+  // A partial line still occupies the bank for a whole cycle.
+  done = std::max(done, arrival + config_.period_ps);
+  return done + Picoseconds{config_.latency_cycles} * config_.period_ps;
 }
 
 unsigned Sram::debug_transport(tlm::tlm_generic_payload& trans) {

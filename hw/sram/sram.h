@@ -46,6 +46,10 @@ class Sram : public sc_core::sc_module {
   // Unloaded latency of one access of `bytes` (formula of this model), picoseconds.
   Picoseconds unloaded_latency_ps(uint64_t bytes) const;
 
+  // Occupies the banks holding [offset, offset + length) of the SRAM (offsets from its start, the
+  // HBM cache's lines included) for an access arriving at `arrival`; returns when it completes.
+  Picoseconds reserve_banks(uint64_t offset, uint64_t length, Picoseconds arrival);
+
   const SramStats& stats() const { return stats_; }
   // Registers this block's counters under `scope` (a dump reads them on the simulation thread).
   void register_stats(stats::Scope scope);

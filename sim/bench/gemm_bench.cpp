@@ -15,6 +15,7 @@
 #include "arch/packets/packets.h"
 #include "sim/bench/bench_card.h"
 #include "sim/report/json_records.h"
+#include "sim/preset/preset.h"
 
 namespace hpusim::bench {
 namespace {
@@ -95,6 +96,8 @@ void print_row(std::ostream& out, const GemmCaseResult& r) {
 // HBM controller counters summed over channels.
 struct HbmTotals {
   uint64_t row_hits = 0, row_misses = 0, row_conflicts = 0;
+  uint64_t read_bytes = 0, write_bytes = 0;
+  uint64_t cache_hits = 0, cache_lines = 0;
 };
 HbmTotals hbm_totals(BenchCard& bench) {
   return bench.on_sim_thread([&] {
@@ -105,6 +108,13 @@ HbmTotals hbm_totals(BenchCard& bench) {
       t.row_hits += s.row_hits;
       t.row_misses += s.row_misses;
       t.row_conflicts += s.row_conflicts;
+    }
+    t.read_bytes = hbm.stats().read_bytes;
+    t.write_bytes = hbm.stats().write_bytes;
+    if (const hw::HbmCache* cache = bench.card().memory().hbm_cache()) {
+      const hw::HbmCacheStats& c = cache->stats();
+      t.cache_hits = c.read_hits + c.write_hits;
+      t.cache_lines = t.cache_hits + c.read_misses + c.write_misses;
     }
     return t;
   });
@@ -169,7 +179,7 @@ std::vector<GemmCaseResult> run_gemm_bench(const GemmBenchOptions& options, std:
   const double peak_tflops = double(engines.size()) * double(pes) * 2 * ghz / 1000.0;
   const double mem_peak = bench.on_sim_thread([&] { return bench.card().memory().hbm().peak_bytes_per_second(); }) / 1e9;
   const uint64_t base = sram ? preset.memory_map().sram_base() + preset.memory_map().sram_reserved_bytes() : 0x40000000ull;
-  const uint64_t capacity = sram ? preset.sram().size_bytes() - preset.memory_map().sram_reserved_bytes() : (3ull << 30);
+  const uint64_t capacity = sram ? preset::sram_scratchpad_bytes(preset) - preset.memory_map().sram_reserved_bytes() : (3ull << 30);
   for (unsigned e : engines) bench.open_stream(regs::mme_qman(e));
   print_header(out, preset, static_cast<unsigned>(engines.size()), params, peak_tflops, mem_peak, options.memory);
 
@@ -323,8 +333,6 @@ std::vector<GemmCaseResult> run_gemm_bench(const GemmBenchOptions& options, std:
     r.pct_peak = 100.0 * r.tflops / peak_tflops;
     r.mem_peak_gbps = mem_peak;
     r.gbps = double(r.read_bytes + r.write_bytes) / seconds / 1e9;
-    const double intensity = 2.0 * double(r.macs) / double(r.read_bytes + r.write_bytes);
-    r.bound = intensity >= peak_tflops * 1e12 / (mem_peak * 1e9) ? "compute" : "memory";
     r.supertile = supertile;
     const uint64_t hbm_requests = (hbm_after.row_hits - hbm_before.row_hits) + (hbm_after.row_misses - hbm_before.row_misses) +
                                   (hbm_after.row_conflicts - hbm_before.row_conflicts);
@@ -332,6 +340,16 @@ std::vector<GemmCaseResult> run_gemm_bench(const GemmBenchOptions& options, std:
       r.hbm_row_hit_pct = 100.0 * double(hbm_after.row_hits - hbm_before.row_hits) / double(hbm_requests);
       r.hbm_row_conflict_pct = 100.0 * double(hbm_after.row_conflicts - hbm_before.row_conflicts) / double(hbm_requests);
     }
+    r.hbm_read_bytes = hbm_after.read_bytes - hbm_before.read_bytes;
+    r.hbm_write_bytes = hbm_after.write_bytes - hbm_before.write_bytes;
+    if (hbm_after.cache_lines > hbm_before.cache_lines) {
+      r.cache_hit_pct = 100.0 * double(hbm_after.cache_hits - hbm_before.cache_hits) /
+                        double(hbm_after.cache_lines - hbm_before.cache_lines);
+    }
+    // With the SRAM's HBM cache the HBM moves only the misses and write-backs: those decide.
+    const bool cached = hbm_after.cache_lines > hbm_before.cache_lines;
+    const double moved = cached ? double(r.hbm_read_bytes + r.hbm_write_bytes) : double(r.read_bytes + r.write_bytes);
+    r.bound = 2.0 * double(r.macs) >= peak_tflops * 1e3 / mem_peak * moved ? "compute" : "memory";
     r.sim_macs_per_s = double(r.macs) / r.wall_seconds;
     print_row(out, r);
     results.push_back(r);
@@ -373,6 +391,9 @@ void write_gemm_bench_json(const std::vector<GemmCaseResult>& results, const std
         .add("mean_chunk_fetch_cycles", r.chunk_fetch_cycles)
         .add("hbm_row_hit_pct", r.hbm_row_hit_pct)
         .add("hbm_row_conflict_pct", r.hbm_row_conflict_pct)
+        .add("hbm_read_bytes", r.hbm_read_bytes)
+        .add("hbm_write_bytes", r.hbm_write_bytes)
+        .add("cache_hit_pct", r.cache_hit_pct)
         .add("tflops", r.tflops)
         .add("peak_tflops", r.peak_tflops)
         .add("pct_peak", r.pct_peak)

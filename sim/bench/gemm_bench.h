@@ -47,6 +47,9 @@ struct GemmCaseResult {
   std::string bound;                // compute or memory (intensity against the ridge point)
   std::string supertile;            // e.g. "512x512 kc 32"
   double hbm_row_hit_pct = 0, hbm_row_conflict_pct = 0;   // of the HBM channel requests of the case
+  // What reached the HBM itself, and with the SRAM's HBM cache (hl325) its line hit rate.
+  uint64_t hbm_read_bytes = 0, hbm_write_bytes = 0;
+  double cache_hit_pct = 0;
   double wall_seconds = 0;
   double host_compute_seconds = 0;  // the arithmetic's share of it (worker threads, summed)
   double host_gather_seconds = 0;   // reading its operands (simulation thread, summed over engines)

@@ -16,6 +16,7 @@
 #include "sim/report/json_records.h"
 #include "sim/stats/stats.h"
 #include "traces/trace_writer.h"
+#include "sim/preset/preset.h"
 
 namespace hpusim::bench {
 namespace {
@@ -154,6 +155,10 @@ double percentile_ns(std::vector<uint64_t>& samples, double p) {
 void print_header(std::ostream& out, const preset::Card& card, bool references) {
   out << "hpusim bench memory — preset " << card.name() << " (HBM " << card.hbm().timing().name() << ", PCIe Gen"
       << card.pcie().generation() << " x" << card.pcie().lanes() << ")\n";
+  if (card.sram().hbm_cache_bytes() > 0) {
+    out << "hbm cases at the fabric go through the SRAM's " << (card.sram().hbm_cache_bytes() >> 20)
+        << " MB HBM cache (sram.hbm_cache_bytes; --set sram.hbm_cache_bytes=0 measures the HBM alone)\n";
+  }
   char line[320];
   std::snprintf(line, sizeof line, "%-5s %-4s %-15s %6s %8s %9s %6s %9s %9s %9s %8s", "mem", "at", "pattern",
                 "bytes", "requests", "GB/s", "%peak", "rd ns", "wr ns", "p99 ns", "Mreq/s");
@@ -331,7 +336,7 @@ std::vector<MemoryCaseResult> run_memory_bench(const MemoryBenchOptions& options
         counter = hbm_counter;
       } else if (c.memory == "sram") {
         spec.region_base = card.memory_map().sram_base() + 4096;
-        spec.region_bytes = std::min<uint64_t>(card.sram().size_bytes() - 4096, 16ull << 20);
+        spec.region_bytes = std::min<uint64_t>(preset::sram_scratchpad_bytes(card) - 4096, 16ull << 20);
         peak = sram_peak;
         period = sram_period;
         counter = sram_counter;

@@ -42,6 +42,11 @@ void apply_override(Card& card, const std::string& assignment);
 // every field the models need is present and sensible.
 void resolve_and_validate(Card& card);
 
+// The SRAM's scratchpad (its range on the memory map): what the HBM cache leaves of it.
+inline uint64_t sram_scratchpad_bytes(const Card& card) {
+  return card.sram().size_bytes() - card.sram().hbm_cache_bytes();
+}
+
 // The HBM timing sets known to the program.
 HbmTimingLibrary builtin_timing_sets();
 

@@ -174,6 +174,18 @@ void resolve_and_validate(Card& card) {
   require_power_of_two(sram.interleave_bytes(), "sram.interleave_bytes");
   require(sram.interleave_bytes() >= sram.bank_width_bytes(), "sram.interleave_bytes must be >= sram.bank_width_bytes");
   require_positive(sram.clock_mhz(), "sram.clock_mhz");
+  require_power_of_two(sram.hbm_cache_ways(), "sram.hbm_cache_ways");
+  if (sram.hbm_cache_bytes() > 0) {
+    const uint64_t set_bytes = uint64_t{sram.hbm_cache_ways()} * sram.interleave_bytes();
+    require(sram.hbm_cache_bytes() % set_bytes == 0,
+            "sram.hbm_cache_bytes = " + std::to_string(sram.hbm_cache_bytes()) +
+                " must be a multiple of sram.hbm_cache_ways x sram.interleave_bytes (" + std::to_string(set_bytes) +
+                ": whole sets of lines)");
+    require(sram.hbm_cache_bytes() < sram.size_bytes(),
+            "sram.hbm_cache_bytes = " + std::to_string(sram.hbm_cache_bytes()) +
+                " must leave some of sram.size_bytes = " + std::to_string(sram.size_bytes()) +
+                " as scratchpad (the driver keeps its reserved bytes there)");
+  }
 
   require_positive(hbm.stacks(), "hbm.stacks");  // any count: the address mapper interleaves by modulo
   require_power_of_two(hbm.channels_per_stack(), "hbm.channels_per_stack");
@@ -260,7 +272,7 @@ void resolve_and_validate(Card& card) {
   const auto& map = card.memory_map();
   std::vector<Region> regions = {
       {"DRAM", map.dram_base(), hbm_capacity(hbm)},
-      {"SRAM", map.sram_base(), sram.size_bytes()},
+      {"SRAM", map.sram_base(), sram_scratchpad_bytes(card)},
       {"CFG", map.cfg_base(), map.cfg_size()},
       {"host window", map.host_phys_base(), map.host_phys_size()},
   };
@@ -274,7 +286,8 @@ void resolve_and_validate(Card& card) {
   }
   require(map.dram_user_base() >= map.dram_base() && map.dram_user_base() < map.dram_base() + hbm_capacity(hbm),
           "memory_map.dram_user_base must lie inside DRAM");
-  require(map.sram_reserved_bytes() < sram.size_bytes(), "memory_map.sram_reserved_bytes must be < sram.size_bytes");
+  require(map.sram_reserved_bytes() < sram_scratchpad_bytes(card),
+          "memory_map.sram_reserved_bytes must be < the SRAM scratchpad (sram.size_bytes - sram.hbm_cache_bytes)");
 }
 
 }  // namespace hpusim::preset
