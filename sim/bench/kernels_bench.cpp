@@ -224,6 +224,22 @@ std::vector<Case> cases_for(const std::string& guid, bool large) {
     }
     out.push_back(c);
   }
+  if (large && guid == "embedding_fwd_f32") {
+    // Random gathers of short rows, as the published TPC gather measurements take them: rows of
+    // 256 B and of 64 B from a 16 MB table, each row read once on average.
+    for (const unsigned row_bytes : {256u, 64u}) {
+      const unsigned width = row_bytes / 4, rows = (16u << 20) / row_bytes, lookups = row_bytes == 256 ? rows : rows / 2;
+      Case g;
+      g.guid = guid;
+      g.label = "gather" + std::to_string(row_bytes) + "B";
+      g.inputs = {{syn_type_float, {width, rows}}, {syn_type_int32, {lookups}}};
+      g.outputs = {{syn_type_float, {width, lookups}}};
+      g.ops_per_element = 0;
+      g.index_bound[1] = rows;
+      g.table_rows_read = lookups;
+      out.push_back(g);
+    }
+  }
   return out;
 }
 

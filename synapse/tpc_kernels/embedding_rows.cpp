@@ -13,14 +13,25 @@ namespace hpusim::synapse::tpc_kernels::glue {
 
 std::string embedding_fwd_rows(unsigned rows, unsigned vectors, unsigned steps_ahead) {
   const auto v = [](unsigned n) { return "V" + std::to_string(n); };
-  const auto s = [](unsigned n) { return "S" + std::to_string(8 + n); };   // row j's index
+  // Row j's index, in a ring of eight scalar registers: each is free again once its row's address
+  // is set, so a step is not limited to eight rows.
+  const auto s = [](unsigned n) { return "S" + std::to_string(8 + n % 8); };
   const std::string r = std::to_string(rows);
   // I3 the indices ([1, N]: (0, n)), I6 the index prefetches, I4 W's rows, I5 Y's.
   std::vector<std::string> b = {"iget_dim S16, I2 dim=1", "mul.i32 S16, S16, " + r, "imov I3, 0",
                                 "imov_dim I3, S16 dim=1", "imov I5, I3"};
+  // A row of one vector leaves dim 0 of I4 and I5 at 0: their other dims are all a row needs set.
+  const bool one_vector = vectors == 1;
+  if (one_vector) b.push_back("imov I4, 0");
   for (unsigned j = 0; j < rows; ++j) {
     b.push_back("ld_tnsr_s " + s(j) + ", I3, 1");
     b.push_back("iadd_dim I3, 1 dim=1");
+    if (!one_vector) b.push_back("imov I4, 0");
+    b.push_back("imov_dim I4, " + s(j) + " dim=1");
+    for (unsigned x = 0; x < vectors; ++x) {
+      if (x) b.push_back("iadd_dim I4, LANES dim=0");
+      b.push_back("ld_tnsr " + v(j * vectors + x) + ", I4, 0");
+    }
   }
   // The indices of the step steps_ahead on (I3 is at the next step's first row).
   b.push_back("imov I6, I3");
@@ -30,15 +41,7 @@ std::string embedding_fwd_rows(unsigned rows, unsigned vectors, unsigned steps_a
     b.push_back("iadd_dim I6, 1 dim=1");
   }
   for (unsigned j = 0; j < rows; ++j) {
-    b.push_back("imov I4, 0");
-    b.push_back("imov_dim I4, " + s(j) + " dim=1");
-    for (unsigned x = 0; x < vectors; ++x) {
-      if (x) b.push_back("iadd_dim I4, LANES dim=0");
-      b.push_back("ld_tnsr " + v(j * vectors + x) + ", I4, 0");
-    }
-  }
-  for (unsigned j = 0; j < rows; ++j) {
-    b.push_back("imov_dim I5, 0 dim=0");
+    if (!one_vector) b.push_back("imov_dim I5, 0 dim=0");
     if (j) b.push_back("iadd_dim I5, 1 dim=1");
     for (unsigned x = 0; x < vectors; ++x) {
       if (x) b.push_back("iadd_dim I5, LANES dim=0");

@@ -167,7 +167,7 @@ class KernelLibrary {
   // kEmbeddingStepRows, every vector of them in a register of its own; embedding_rows.cpp), their
   // indices prefetched kEmbeddingIndicesAhead rows ahead.
   static constexpr unsigned kEmbeddingRowVectors = 36;
-  static constexpr unsigned kEmbeddingStepRows = 8;
+  static constexpr unsigned kEmbeddingStepRows = 32;
   static constexpr unsigned kEmbeddingIndicesAhead = 32;
   // embedding backward accumulates a step's rows in this much VLM (of the 80 KB every preset gives):
   // embedding_bwd.s and the buckets' accumulation (embedding_buckets.cpp) both.

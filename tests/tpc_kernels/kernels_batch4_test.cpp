@@ -511,23 +511,26 @@ TEST(TpcKernelEmbedding, ForwardGathersRowsAndZeroesOutOfRange) {
 }
 
 // Rows of at most 36 vectors go several a step (embedding_rows.cpp; BERT's 768: three f32 rows,
-// six bf16), their loads all out before the stores (a step waits one memory latency, not one a
-// vector: bench kernels measures it): the kernel file's Y, bit for bit, on index counts the step
-// does not divide and some out of range, on 1 and 8 cores.
+// six bf16; one-vector rows: 32, their indices through a ring of eight scalar registers), their
+// loads all out before the stores (a step waits one memory latency, not one a vector: bench
+// kernels measures it): the kernel file's Y, bit for bit, on index counts the step does not divide
+// and some out of range, on 1 and 8 cores.
 TEST(TpcKernelEmbedding, ForwardRowsAStepAreTheKernelFilesValues) {
   KernelLibrary& lib = KernelLibrary::instance();
-  for (DType t : {DType::F32, DType::BF16}) {
+  for (DType t : {DType::F32, DType::BF16})
+  for (const uint32_t d : {768u, 64u}) {
     for (const Shape& is : {Shape{100}, Shape{7, 5}}) {
-      SCOPED_TRACE(std::string("embedding_fwd") + sfx(t) + " indices " + shape_str(is));
-      HostTensor w(t, {768, 40});
+      SCOPED_TRACE(std::string("embedding_fwd") + sfx(t) + " D " + std::to_string(d) + " indices " + shape_str(is));
+      HostTensor w(t, {d, 40});
       fill_bits(w, 17);
       const HostTensor idx = random_indices(is, -1, 41, 18);
-      const Shape ys = embedding_shape(768, is);
+      const Shape ys = embedding_shape(d, is);
       const KernelParams params{{w.params(), idx.params()}, {tp(t, ys)}, {}};
       const InstantiateResult rows = lib.instantiate("embedding_fwd" + sfx(t), params);
       const InstantiateResult own = lib.instantiate_own_kernel("embedding_fwd" + sfx(t), params);
       ASSERT_TRUE(rows.ok() && own.ok()) << rows.message << own.message;
-      EXPECT_NE(rows.inst->variant.find(t == DType::F32 ? "rows 3" : "rows 6"), std::string::npos) << rows.inst->variant;
+      const std::string step = d == 64 ? "rows 32" : t == DType::F32 ? "rows 3" : "rows 6";
+      EXPECT_NE(rows.inst->variant.find(step), std::string::npos) << rows.inst->variant;
       std::vector<HostTensor> want{HostTensor(t, ys)};
       const RunOutcome r_own = run_instantiated(own, {w, idx}, want, 1, KernelLibrary::kDefaultVectorBits);
       ASSERT_TRUE(r_own.ok) << r_own.error;
@@ -768,12 +771,13 @@ TEST(TpcKernelGlue4, GeometryAndPatterns) {
   EXPECT_EQ(r.inst->inputs[0].dtype, DType::U16);
   EXPECT_EQ(r.inst->input_patterns[0][2], (AccessPatternDim{0, 1, 0, 0}));   // X's dim 2 is Y's dim 0
   EXPECT_EQ(r.inst->output_patterns[0][0], (AccessPatternDim{0, 1, 0, 0}));
-  // Embedding forward, rows a step: the 12 indices as [1, 12], eight rows of three vectors a step.
-  r = lib.instantiate("embedding_fwd_bf16", {{tp(B, {300, 50}), tp(I, {3, 4})}, {tp(B, {300, 3, 4})}, {}});
+  // Embedding forward, rows a step: the 20 indices as [1, 20], twelve rows of three vectors a step
+  // (the 36 registers' worth).
+  r = lib.instantiate("embedding_fwd_bf16", {{tp(B, {300, 50}), tp(I, {5, 4})}, {tp(B, {300, 5, 4})}, {}});
   ASSERT_TRUE(r.ok()) << r.message;
   EXPECT_EQ(r.inst->ispace_geometry, (std::array<int32_t, 5>{1, 2, 1, 1, 1}));
   EXPECT_EQ(r.inst->input_patterns[1][0], (AccessPatternDim{0, 0, 0, 0}));
-  EXPECT_EQ(r.inst->input_patterns[1][1], (AccessPatternDim{1, 8, 0, 7}));
+  EXPECT_EQ(r.inst->input_patterns[1][1], (AccessPatternDim{1, 12, 0, 11}));
   EXPECT_EQ(r.inst->output_patterns[0][0], (AccessPatternDim{0, 0, 0, 299}));
   // The kernel file: Y's index space, indices' dim k on the index space's dim k + 1.
   r = lib.instantiate_own_kernel("embedding_fwd_bf16", {{tp(B, {300, 50}), tp(I, {3, 4})}, {tp(B, {300, 3, 4})}, {}});
