@@ -4,10 +4,14 @@
 // acquire and ends it at exit), and an all_reduce of a count no slice divides is checked against
 // the host's sum. Then rank 1 alone copies the result back once more while rank 0 goes straight
 // into MPI_Allreduce: rank 0's host is away in the program's own collective while rank 1 still
-// needs the simulation to move (program_mpi.cpp), and both leave it at the same host time. Exit
-// code 0 only if every rank got the exact result and the host times agree.
+// needs the simulation to move (program_mpi.cpp), and both leave it at the same host time. Then the
+// same with a point-to-point message: rank 1 copies back once more and sends its host time while
+// rank 0 already waits in MPI_Recv, which returns at the later of the two host times; and an
+// MPI_Sendrecv swaps the ranks' numbers. Exit code 0 only if every rank got the exact result and
+// the host times agree.
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <vector>
@@ -74,7 +78,37 @@ int main() {
     std::printf("MPI_Allreduce: rank 0 entered at %llu ns, every rank left at %llu ns%s\n",
                 static_cast<unsigned long long>(entered_ns), latest, earliest == latest ? "" : " (not all at once)");
   }
+  // Point to point: rank 0 waits for rank 1, whose device still has a copy to make.
+  bool p2p_ok = true;
+  if (rank == 1) {
+    if (synMemCopyAsync(stream, buffer, kCount * 4, reinterpret_cast<uint64_t>(back.data()), DRAM_TO_HOST) != synSuccess) return fail("third download");
+    if (synStreamSynchronize(stream) != synSuccess) return fail("third synchronize");
+    unsigned long long sent_ns = 0;
+    if (hpusim_hostTimeNs(reinterpret_cast<uint64_t*>(&sent_ns)) != synSuccess) return fail("host time");
+    MPI_Send(&sent_ns, 1, MPI_UNSIGNED_LONG_LONG, 0, 7, MPI_COMM_WORLD);
+  } else if (rank == 0) {
+    uint64_t waited_ns = 0, received_ns = 0;
+    unsigned long long sent_ns = 0;
+    MPI_Status status;
+    if (hpusim_hostTimeNs(&waited_ns) != synSuccess) return fail("host time");
+    MPI_Recv(&sent_ns, 4, MPI_UNSIGNED_LONG_LONG, MPI_ANY_SOURCE, 7, MPI_COMM_WORLD, &status);
+    if (hpusim_hostTimeNs(&received_ns) != synSuccess) return fail("host time");
+    int elements = 0;
+    MPI_Get_count(&status, MPI_UNSIGNED_LONG_LONG, &elements);
+    p2p_ok = received_ns == std::max<uint64_t>(waited_ns, sent_ns) && sent_ns > waited_ns && elements == 1 &&
+             status.MPI_SOURCE == 1 && status.MPI_TAG == 7;
+    std::printf("MPI_Recv: rank 0 waited from %llu ns, rank 1 sent at %llu ns, received at %llu ns (%d element from rank %d)\n",
+                static_cast<unsigned long long>(waited_ns), sent_ns, static_cast<unsigned long long>(received_ns), elements,
+                status.MPI_SOURCE);
+  }
+  if (ranks == 2) {
+    int other = -1;
+    MPI_Sendrecv(&rank, 1, MPI_INT, 1 - rank, 9, &other, 1, MPI_INT, 1 - rank, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    p2p_ok = p2p_ok && other == 1 - rank;
+  }
+  int p2p_mine = p2p_ok ? 0 : 1, p2p_bad = 0;
+  MPI_Allreduce(&p2p_mine, &p2p_bad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   hcclCommDestroy(comm);
   synDestroy();
-  return all == 0 && earliest == latest && left_ns >= entered_ns ? 0 : 1;
+  return all == 0 && earliest == latest && left_ns >= entered_ns && p2p_bad == 0 ? 0 : 1;
 }
