@@ -31,11 +31,25 @@ def free_port():
         return str(s.getsockname()[1])
 
 
+# One launch's limit, well under ctest's 600 s for the whole file (a launch takes 5-40 s, more on a
+# loaded machine): a launch that hangs fails its own test with what it printed so far.
+LAUNCH_TIMEOUT_S = 240
+
+
+def run(command, env):
+    try:
+        return subprocess.run(command, env=env, capture_output=True, text=True, timeout=LAUNCH_TIMEOUT_S)
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
+        pytest.fail(f"{' '.join(command)} did not end in {LAUNCH_TIMEOUT_S} s; its output so far:\n"
+                    f"{out[-3000:]}\n{err[-6000:]}")
+
+
 def torchrun(ranks, script, *args, env=None):
     run_env = dict(os.environ, PYTHONPATH=os.pathsep.join([HERE, os.environ.get("PYTHONPATH", "")]), **(env or {}))
-    result = subprocess.run([sys.executable, "-W", "ignore", "-m", "torch.distributed.run", "--nproc_per_node",
-                             str(ranks), "--master_port", free_port(), os.path.join(HERE, script), *args],
-                            env=run_env, capture_output=True, text=True, timeout=900)
+    result = run([sys.executable, "-W", "ignore", "-m", "torch.distributed.run", "--nproc_per_node", str(ranks),
+                  "--master_port", free_port(), os.path.join(HERE, script), *args], run_env)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-6000:]
     return result
 
@@ -44,9 +58,8 @@ def launch(ranks, script, *args, env=None):
     assert MPIRUN, "mpirun is not installed (scripts/build.sh installs Open MPI)"
     run_env = dict(os.environ, **MPI_ENV, MASTER_PORT=free_port(),
                    PYTHONPATH=os.pathsep.join([HERE, os.environ.get("PYTHONPATH", "")]), **(env or {}))
-    result = subprocess.run([MPIRUN, "-np", str(ranks), "--oversubscribe", sys.executable, "-W", "ignore",
-                             os.path.join(HERE, script), *args],
-                            env=run_env, capture_output=True, text=True, timeout=900)
+    result = run([MPIRUN, "-np", str(ranks), "--oversubscribe", sys.executable, "-W", "ignore",
+                  os.path.join(HERE, script), *args], run_env)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-6000:]
     return result
 
@@ -167,8 +180,7 @@ def test_an_all_reduce_in_an_hpu_graph_needs_lazy_collectives(lazy_collectives):
 
 
 def run_python(code, **env):
-    return subprocess.run([sys.executable, "-c", code], env=dict(os.environ, **env), capture_output=True, text=True,
-                          timeout=300)
+    return run([sys.executable, "-c", code], dict(os.environ, **env))
 
 
 INIT = ("import torch, torch.distributed as dist\n"
