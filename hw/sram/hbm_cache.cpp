@@ -15,7 +15,9 @@ HbmCache::HbmCache(sc_core::sc_module_name name, const HbmCacheConfig& config, S
       to_hbm("to_hbm"),
       config_(config),
       sram_(sram),
-      tags_(config.cache_bytes / (uint64_t{config.ways} * config.line_bytes), config.ways) {
+      tags_(config.cache_bytes / (uint64_t{config.ways} * config.line_bytes), config.ways),
+      answers_(this, &HbmCache::answered),
+      responses_(this, &HbmCache::respond) {
   socket.register_nb_transport_fw(this, &HbmCache::forward);
   socket.register_transport_dbg(this, &HbmCache::debug_transport);
   to_hbm.register_nb_transport_bw(this, &HbmCache::backward);
@@ -42,8 +44,13 @@ void HbmCache::finish(uint32_t index) {
   request.trans = nullptr;
   free_requests_.push_back(index);
   tlm::tlm_phase phase = tlm::BEGIN_RESP;
-  sc_core::sc_time delay = delay_until(done);
-  socket->nb_transport_bw(*trans, phase, delay);
+  responses_.notify(*trans, phase, delay_until(done));
+}
+
+void HbmCache::respond(tlm::tlm_generic_payload& trans, const tlm::tlm_phase&) {
+  tlm::tlm_phase phase = tlm::BEGIN_RESP;
+  sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+  socket->nb_transport_bw(trans, phase, delay);
 }
 
 uint32_t HbmCache::allocate_op(OpKind kind) {
@@ -183,9 +190,14 @@ tlm::tlm_sync_enum HbmCache::forward(tlm::tlm_generic_payload& trans, tlm::tlm_p
   return tlm::TLM_ACCEPTED;
 }
 
-tlm::tlm_sync_enum HbmCache::backward(tlm::tlm_generic_payload& trans, tlm::tlm_phase&, sc_core::sc_time& delay) {
+tlm::tlm_sync_enum HbmCache::backward(tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase, sc_core::sc_time& delay) {
+  answers_.notify(trans, phase, delay);
+  return tlm::TLM_COMPLETED;
+}
+
+void HbmCache::answered(tlm::tlm_generic_payload& trans, const tlm::tlm_phase&) {
   const uint32_t index = op_of_.at(&trans);
-  const Picoseconds at = now_ps() + delay.value();
+  const Picoseconds at = now_ps();
   HbmOp& op = *ops_[index];
   if (op.kind == OpKind::kFill) {
     std::vector<Picoseconds> written(op.ways.size());
@@ -213,7 +225,6 @@ tlm::tlm_sync_enum HbmCache::backward(tlm::tlm_generic_payload& trans, tlm::tlm_
   } else {
     free_ops_.push_back(index);
   }
-  return tlm::TLM_COMPLETED;
 }
 
 unsigned HbmCache::debug_transport(tlm::tlm_generic_payload& trans) { return to_hbm->transport_dbg(trans); }

@@ -12,6 +12,7 @@
 
 #include <systemc>
 #include <tlm>
+#include <tlm_utils/peq_with_cb_and_phase.h>
 #include <tlm_utils/simple_initiator_socket.h>
 #include <tlm_utils/simple_target_socket.h>
 
@@ -80,6 +81,9 @@ class HbmCache : public sc_core::sc_module {
 
   tlm::tlm_sync_enum forward(tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase, sc_core::sc_time& delay);
   tlm::tlm_sync_enum backward(tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase, sc_core::sc_time& delay);
+  // An HBM access's answer, handled at its time (so the lines a fill writes take the banks in time
+  // order with the hits, not ahead of them).
+  void answered(tlm::tlm_generic_payload& trans, const tlm::tlm_phase& phase);
   unsigned debug_transport(tlm::tlm_generic_payload& trans);
 
   uint32_t allocate_request(tlm::tlm_generic_payload* trans, Picoseconds arrival);
@@ -102,6 +106,11 @@ class HbmCache : public sc_core::sc_module {
   std::unordered_map<const tlm::tlm_generic_payload*, uint32_t> op_of_;
   std::unordered_map<uint64_t, uint32_t> filling_;   // line -> its fill op
   std::vector<unsigned char> scratch_;   // the HBM copies an op's bytes when it accepts it
+  tlm_utils::peq_with_cb_and_phase<HbmCache> answers_;
+  // Answers to the fabric, sent at their time: the fabric's ports take responses in the order they
+  // come, so one sent ahead of time would hold back those due before it.
+  tlm_utils::peq_with_cb_and_phase<HbmCache> responses_;
+  void respond(tlm::tlm_generic_payload& trans, const tlm::tlm_phase& phase);
   HbmCacheStats stats_;
 };
 
