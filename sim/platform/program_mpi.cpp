@@ -189,15 +189,22 @@ std::vector<int> senders(MPI_Comm comm, int source) {
   return {};
 }
 
+// Sizes `packed` for a message of `count` elements of `type` behind its header.
+int packed_buffer(int count, MPI_Datatype type, MPI_Comm comm, std::vector<char>& packed) {
+  int header_bytes = 0, data_bytes = 0;
+  int rc = PMPI_Pack_size(kHeaderWords, MPI_UINT64_T, comm, &header_bytes);
+  if (rc == MPI_SUCCESS) rc = PMPI_Pack_size(count, type, comm, &data_bytes);
+  if (rc == MPI_SUCCESS) packed.resize(static_cast<size_t>(header_bytes) + static_cast<size_t>(data_bytes));
+  return rc;
+}
+
 int send(const void* buffer, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
   ConservativeSync* sync = split_sync();
   if (sync == nullptr || dest == MPI_PROC_NULL) return PMPI_Send(buffer, count, type, dest, tag, comm);
   reap_sends(false);
-  int header_bytes = 0, data_bytes = 0;
-  int rc = PMPI_Pack_size(kHeaderWords, MPI_UINT64_T, comm, &header_bytes);
-  if (rc == MPI_SUCCESS) rc = PMPI_Pack_size(count, type, comm, &data_bytes);
+  std::vector<char> packed;
+  int rc = packed_buffer(count, type, comm, packed);
   if (rc != MPI_SUCCESS) return rc;
-  std::vector<char> packed(static_cast<size_t>(header_bytes) + static_cast<size_t>(data_bytes));
   const uint64_t header[kHeaderWords] = {Platform::current()->cosim().host_now_ps(), static_cast<uint64_t>(count)};
   int position = 0;
   rc = PMPI_Pack(header, kHeaderWords, MPI_UINT64_T, packed.data(), static_cast<int>(packed.size()), &position, comm);
@@ -215,11 +222,9 @@ int receive(void* buffer, int count, MPI_Datatype type, int source, int tag, MPI
   reap_sends(false);
   hpusim::cosim::CoSimulation& cosim = Platform::current()->cosim();
   const uint64_t entry_ps = cosim.host_now_ps();
-  int header_bytes = 0, data_bytes = 0;
-  int rc = PMPI_Pack_size(kHeaderWords, MPI_UINT64_T, comm, &header_bytes);
-  if (rc == MPI_SUCCESS) rc = PMPI_Pack_size(count, type, comm, &data_bytes);
+  std::vector<char> packed;
+  int rc = packed_buffer(count, type, comm, packed);
   if (rc != MPI_SUCCESS) return rc;
-  std::vector<char> packed(static_cast<size_t>(header_bytes) + static_cast<size_t>(data_bytes));
   MPI_Request request;
   rc = PMPI_Irecv(packed.data(), static_cast<int>(packed.size()), MPI_PACKED, source, tag, comm, &request);
   if (rc != MPI_SUCCESS) return rc;
