@@ -115,14 +115,15 @@ inline float dropout_scale(float p) {
 // S2 = the key (without a seed tensor), S3..S6 the sizes of dims 0..3. LANES must be four f32
 // vectors; `step_prefetches` are issued in the body (width_prelude's step lines).
 std::string dropout_fwd_scheduled(bool bf16, bool seed_tensor, size_t y_tensor, const std::vector<std::string>& step_prefetches);
-// embedding_fwd's kernel text after the prelude for `rows` rows of `vectors` vectors a step
-// (embedding_rows.cpp): tensors 0 W [D, V], 1 the indices viewed as [1, N], 2 Y viewed as [D, N];
-// the index space {1, ceil(N / rows)}; the indices prefetched `steps_ahead` steps ahead.
+// embedding_fwd's kernel text after the prelude (embedding_rows.cpp): tensors 0 W [D, V], 1 the
+// indices viewed as [1, N], 2 Y viewed as [D, N]; the index space {1, ceil(N / ((depth + 1) x
+// rows))}; rows of `vectors` vectors in groups of `rows`, prefetched `depth` groups ahead, their
+// indices `index_ahead` groups before that.
+std::string embedding_fwd_pipelined(unsigned rows, unsigned vectors, unsigned depth, unsigned index_ahead);
 // gather_fwd.s's ROW_SETUP (a row's first step's indices) and GATHER_STEP (the step's elements
 // read at those indices, the next step's indices read, then the elements stored), for `elements`
 // (at most 8) a step along dim 0 and the gather dim `gdim`.
 std::string gather_step(unsigned elements, unsigned gdim);
-std::string embedding_fwd_rows(unsigned rows, unsigned vectors, unsigned steps_ahead);
 // where_fwd's kernel text after the prelude (where_scheduled.cpp) when no input is broadcast
 // along dim 0: LANES is one u8 vector of cond, `parts` vectors of the `raw` (u32 / u16) A, B and Y;
 // cond prefetched `steps_ahead` steps ahead, A's and B's prefetches (`step_prefetches`) in the body.

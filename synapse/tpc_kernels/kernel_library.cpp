@@ -1170,26 +1170,32 @@ InstantiateResult KernelLibrary::instantiate_batch3(const KernelDef& def, const 
       const uint32_t row_vectors = static_cast<uint32_t>(vectors(py[0]));
       const uint64_t n = elements(p.inputs[1]);
       const auto dense = [](const TensorParams& tp) { return flattened(tp).shape.size() <= 1; };
-      if (!kernel_file && row_vectors <= kEmbeddingRowVectors && dense(p.inputs[1]) && dense(p.outputs[0]) && n > 0 &&
-          n <= INT32_MAX) {
-        // Several rows a step, list-scheduled (embedding_rows.cpp): the indices viewed as [1, N]
-        // (a read at (0, n) is index n alone, what its prefetch brings), Y as [D, N].
-        const unsigned rows = std::min(kEmbeddingStepRows, kEmbeddingRowVectors / row_vectors);
-        const unsigned ahead = std::max(1u, kEmbeddingIndicesAhead / rows);
-        const uint32_t steps = static_cast<uint32_t>((n + rows - 1) / rows);
+      // Groups of rows as many as the vector registers (one a vector of a group) and the prefetch
+      // budget allow: a group's rows for each of the groups ahead and the one loading, and the
+      // indices of kEmbeddingIndicesAhead + 1 groups.
+      const unsigned group_rows =
+          row_vectors == 0 ? 0
+                           : std::min({kEmbeddingGroupRows, kEmbeddingRowVectors / row_vectors,
+                                       prefetch_budget() / (kEmbeddingRowsAhead * row_vectors + kEmbeddingIndicesAhead + 1)});
+      if (!kernel_file && row_vectors <= kEmbeddingRowVectors && group_rows > 0 && dense(p.inputs[1]) &&
+          dense(p.outputs[0]) && n > 0 && n <= INT32_MAX) {
+        // Software-pipelined groups of rows (embedding_rows.cpp): the indices viewed as [1, N] (a
+        // read at (0, n) is index n alone, what its prefetch brings), Y as [D, N].
+        const unsigned step_rows = group_rows * (kEmbeddingRowsAhead + 1);
+        const uint32_t steps = static_cast<uint32_t>((n + step_rows - 1) / step_rows);
         const TensorParams index_view{p.inputs[1].dtype, {1, static_cast<uint32_t>(n)}, {}};
         const TensorParams y_view{p.outputs[0].dtype, {py[0], static_cast<uint32_t>(n)}, {}};
         inst.inputs[1] = descriptor_of(index_view);
         inst.outputs[0] = descriptor_of(y_view);
         inst.ispace_geometry = {1, static_cast<int32_t>(steps), 1, 1, 1};
-        const int32_t R = static_cast<int32_t>(rows);
+        const int32_t R = static_cast<int32_t>(step_rows);
         inst.input_patterns[0] = pattern_of(vec0, pw, true);
         inst.input_patterns[1] = pattern_of(AccessPatternDim{0, 0, 0, 0}, padded(index_view.shape), false);
         inst.input_patterns[1][1] = AccessPatternDim{1, R, 0, R - 1};
         inst.output_patterns[0] = pattern_of(row0, padded(y_view.shape), false);
         inst.output_patterns[0][1] = AccessPatternDim{1, R, 0, R - 1};
-        variant << "embedding fwd " << t << " rows " << rows;
-        src << glue::embedding_fwd_rows(rows, row_vectors, ahead);
+        variant << "embedding fwd " << t << " groups of " << group_rows << " rows";
+        src << glue::embedding_fwd_pipelined(group_rows, row_vectors, kEmbeddingRowsAhead, kEmbeddingIndicesAhead);
         break;
       }
       inst.ispace_geometry = {vectors(py[0]), static_cast<int32_t>(py[1]), static_cast<int32_t>(py[2]),

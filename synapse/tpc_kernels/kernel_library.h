@@ -163,12 +163,15 @@ class KernelLibrary {
   // nll_loss: samples whose target (and forward, logp row) are prefetched ahead of the one loaded,
   // at most (within the prefetch budget).
   static constexpr unsigned kNllPrefetchSamples = 32;
-  // embedding_fwd over rows of at most this many vectors takes several rows a step (at most
-  // kEmbeddingStepRows, every vector of them in a register of its own; embedding_rows.cpp), their
-  // indices prefetched kEmbeddingIndicesAhead rows ahead.
+  // embedding_fwd over rows of at most this many vectors is software-pipelined (embedding_rows.cpp):
+  // groups of up to kEmbeddingGroupRows rows (as many as the vector registers and the prefetch
+  // budget allow), each group's rows prefetched kEmbeddingRowsAhead groups before it is loaded, and
+  // its indices kEmbeddingIndicesAhead groups before that; the SLM holds the indices of
+  // kEmbeddingRowsAhead + 1 groups (256 bytes of the 1 KB every preset gives).
   static constexpr unsigned kEmbeddingRowVectors = 36;
-  static constexpr unsigned kEmbeddingStepRows = 32;
-  static constexpr unsigned kEmbeddingIndicesAhead = 32;
+  static constexpr unsigned kEmbeddingGroupRows = 16;
+  static constexpr unsigned kEmbeddingRowsAhead = 3;
+  static constexpr unsigned kEmbeddingIndicesAhead = 3;
   // embedding backward accumulates a step's rows in this much VLM (of the 80 KB every preset gives):
   // embedding_bwd.s and the buckets' accumulation (embedding_buckets.cpp) both.
   static constexpr uint32_t kEmbeddingBwdVlmBytes = 64 * 1024;
