@@ -7,11 +7,15 @@
 // the host at the latest entry time of the participants, the time every one of them has arrived,
 // which every process computes alike: the cycles do not depend on which process arrived first.
 //
-// Point-to-point messages (MPI_Send, MPI_Recv, MPI_Sendrecv) carry their sender's host time in a
-// header packed before the data. A send is buffered (it returns at once, as a standard-mode send
-// may); a receive keeps this process meeting the others with its host away, its participant the
-// source (whose next action bounds when the message can have been sent), and returns with the
-// host at the later of its own entry time and the sender's: again the same on every split.
+// Point-to-point messages (MPI_Send, MPI_Recv, MPI_Sendrecv, MPI_Isend, MPI_Irecv) carry their
+// sender's host time in a header packed before the data. A send is buffered (it returns at once,
+// as a standard-mode send may; a nonblocking one's request is complete at once); a receive keeps
+// this process meeting the others with its host away, its participant the source (whose next
+// action bounds when the message can have been sent), and returns with the host at the later of
+// its own entry time and the sender's: again the same on every split. A nonblocking receive does
+// that in MPI_Wait (MPI_Waitall request by request, MPI_Waitany / MPI_Waitsome the first active
+// one); MPI_Test and its kin complete it only once the message has arrived and was sent by the
+// host's time.
 //
 // Outside a split box run over MPI (no platform yet, one process, the TCP transport, after the
 // process left the run) each call is its PMPI_X alone. libhpusim-synapse.so exports these, so a
@@ -24,6 +28,8 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <map>
+#include <memory>
 #include <numeric>
 #include <thread>
 #include <utility>
@@ -125,10 +131,11 @@ int collective(MPI_Comm comm, const std::function<int(MPI_Request*)>& start, con
 // A point-to-point message's header: the sender's host time and the element count that follows.
 constexpr int kHeaderWords = 2;
 
-// Buffered sends not known to be complete, with their packed bytes.
+// Buffered sends not known to be complete, with their packed bytes. (Never destroyed: MPI_Finalize
+// may run from the platform's exit handler, after function-local statics are gone.)
 std::vector<std::pair<MPI_Request, std::vector<char>>>& pending_sends() {
-  static std::vector<std::pair<MPI_Request, std::vector<char>>> sends;
-  return sends;
+  static auto* sends = new std::vector<std::pair<MPI_Request, std::vector<char>>>;
+  return *sends;
 }
 
 // Drops the buffered sends that completed (all of them, waiting, with `wait`).
@@ -216,35 +223,183 @@ int send(const void* buffer, int count, MPI_Datatype type, int dest, int tag, MP
   return rc;
 }
 
-int receive(void* buffer, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Status* status) {
+// A receive of the program's: the packed message it receives into, and where the data goes.
+struct Receive {
+  Receive(void* buffer, int count, MPI_Datatype type, int source, MPI_Comm comm)
+      : buffer(buffer), count(count), type(type), comm(comm), source(source) {}
+  void* buffer = nullptr;
+  int count = 0;
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  MPI_Comm comm = MPI_COMM_NULL;
+  int source = MPI_ANY_SOURCE;
+  std::vector<char> packed;
+  MPI_Request inner = MPI_REQUEST_NULL;   // the receive of the packed message
+  bool arrived = false;
+  MPI_Status status{};   // the packed message's, once arrived
+  uint64_t header[kHeaderWords] = {0, 0};
+  int data_at = 0;   // where the data starts in `packed`
+  MPI_Request handle = MPI_REQUEST_NULL;   // the program's request (nonblocking receives)
+};
+
+int post(Receive& r, int tag) {
+  const int rc = packed_buffer(r.count, r.type, r.comm, r.packed);
+  return rc != MPI_SUCCESS ? rc
+                           : PMPI_Irecv(r.packed.data(), static_cast<int>(r.packed.size()), MPI_PACKED, r.source, tag,
+                                        r.comm, &r.inner);
+}
+
+// Reads the header of a message that arrived.
+int take_header(Receive& r) {
+  r.arrived = true;
+  int length = 0;
+  PMPI_Get_count(&r.status, MPI_PACKED, &length);
+  const int rc = PMPI_Unpack(r.packed.data(), length, &r.data_at, r.header, kHeaderWords, MPI_UINT64_T, r.comm);
+  if (rc != MPI_SUCCESS) return rc;
+  return r.header[1] > static_cast<uint64_t>(r.count) ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
+}
+
+// Waits for the message with this process's host away since `entry_ps` (meeting the others, the
+// sender its participant), or, outside a split box, plainly.
+int await_arrival(Receive& r, uint64_t entry_ps) {
+  if (r.arrived) return MPI_SUCCESS;
   ConservativeSync* sync = split_sync();
-  if (sync == nullptr || source == MPI_PROC_NULL) return PMPI_Recv(buffer, count, type, source, tag, comm, status);
+  const std::vector<int> from = sync != nullptr ? senders(r.comm, r.source) : std::vector<int>{};
+  const int rc = from.empty() ? PMPI_Wait(&r.inner, &r.status) : wait_away(*sync, entry_ps, from, 1, &r.inner, &r.status);
+  return rc != MPI_SUCCESS ? rc : take_header(r);
+}
+
+// The data into the program's buffer, and the status as the sender's call made it.
+int deliver(Receive& r, MPI_Status* status) {
+  int length = 0, position = r.data_at;
+  PMPI_Get_count(&r.status, MPI_PACKED, &length);
+  const int rc = PMPI_Unpack(r.packed.data(), length, &position, r.buffer, static_cast<int>(r.header[1]), r.type, r.comm);
+  if (rc == MPI_SUCCESS && status != MPI_STATUS_IGNORE) {
+    *status = r.status;
+    PMPI_Status_set_elements(status, r.type, static_cast<int>(r.header[1]));
+  }
+  return rc;
+}
+
+int receive(void* buffer, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Status* status) {
+  if (split_sync() == nullptr || source == MPI_PROC_NULL) return PMPI_Recv(buffer, count, type, source, tag, comm, status);
   reap_sends(false);
   hpusim::cosim::CoSimulation& cosim = Platform::current()->cosim();
   const uint64_t entry_ps = cosim.host_now_ps();
-  std::vector<char> packed;
-  int rc = packed_buffer(count, type, comm, packed);
-  if (rc != MPI_SUCCESS) return rc;
-  MPI_Request request;
-  rc = PMPI_Irecv(packed.data(), static_cast<int>(packed.size()), MPI_PACKED, source, tag, comm, &request);
-  if (rc != MPI_SUCCESS) return rc;
-  MPI_Status received;
-  const std::vector<int> from = senders(comm, source);
-  rc = from.empty() ? PMPI_Wait(&request, &received) : wait_away(*sync, entry_ps, from, 1, &request, &received);
-  if (rc != MPI_SUCCESS) return rc;
-  int length = 0, position = 0;
-  PMPI_Get_count(&received, MPI_PACKED, &length);
-  uint64_t header[kHeaderWords] = {0, 0};
-  rc = PMPI_Unpack(packed.data(), length, &position, header, kHeaderWords, MPI_UINT64_T, comm);
-  if (rc != MPI_SUCCESS) return rc;
-  if (header[1] > static_cast<uint64_t>(count)) return MPI_ERR_TRUNCATE;
-  rc = PMPI_Unpack(packed.data(), length, &position, buffer, static_cast<int>(header[1]), type, comm);
-  if (rc != MPI_SUCCESS) return rc;
-  if (status != MPI_STATUS_IGNORE) {
-    *status = received;
-    PMPI_Status_set_elements(status, type, static_cast<int>(header[1]));
+  Receive r(buffer, count, type, source, comm);
+  int rc = post(r, tag);
+  if (rc == MPI_SUCCESS) rc = await_arrival(r, entry_ps);
+  if (rc == MPI_SUCCESS) rc = deliver(r, status);
+  if (rc == MPI_SUCCESS) cosim.host_wait_until(std::max(entry_ps, r.header[0]));
+  return rc;
+}
+
+// The program's nonblocking receives in a split box, by the request the program holds: a
+// generalized request, completed when the program's MPI_Wait (or MPI_Test) completes the receive.
+std::map<MPI_Request, std::unique_ptr<Receive>>& receives() {
+  static auto* pending = new std::map<MPI_Request, std::unique_ptr<Receive>>;   // as pending_sends
+  return *pending;
+}
+
+Receive* receive_of(MPI_Request request) {
+  if (request == MPI_REQUEST_NULL) return nullptr;
+  const auto it = receives().find(request);
+  return it == receives().end() ? nullptr : it->second.get();
+}
+
+// A generalized request's status: a receive's as its sender's call made it, a send's empty.
+int request_status(void* state, MPI_Status* status) {
+  const auto* r = static_cast<const Receive*>(state);
+  PMPI_Status_set_cancelled(status, 0);
+  if (r == nullptr) {
+    status->MPI_SOURCE = MPI_ANY_SOURCE;
+    status->MPI_TAG = MPI_ANY_TAG;
+    return PMPI_Status_set_elements(status, MPI_BYTE, 0);
   }
-  cosim.host_wait_until(std::max(entry_ps, header[0]));
+  status->MPI_SOURCE = r->status.MPI_SOURCE;
+  status->MPI_TAG = r->status.MPI_TAG;
+  return PMPI_Status_set_elements(status, r->type, static_cast<int>(r->header[1]));
+}
+
+int request_free(void* state) {
+  if (state != nullptr) receives().erase(static_cast<Receive*>(state)->handle);
+  return MPI_SUCCESS;
+}
+
+int request_cancel(void*, int) { return MPI_SUCCESS; }
+
+// Completes the program's receive `request` (the message arrived, its time reached): the data
+// delivered, the request freed into `status`.
+int complete(MPI_Request* request, Receive& r, MPI_Status* status) {
+  int rc = deliver(r, MPI_STATUS_IGNORE);
+  if (rc == MPI_SUCCESS) rc = PMPI_Grequest_complete(*request);
+  return rc != MPI_SUCCESS ? rc : PMPI_Wait(request, status);
+}
+
+int wait(MPI_Request* request, MPI_Status* status) {
+  Receive* r = receive_of(*request);
+  if (r == nullptr) return PMPI_Wait(request, status);
+  Platform* platform = split_sync() != nullptr ? Platform::current() : nullptr;   // else the run has ended
+  const uint64_t entry_ps = platform != nullptr ? platform->cosim().host_now_ps() : 0;
+  const int rc = await_arrival(*r, entry_ps);
+  if (rc != MPI_SUCCESS) return rc;
+  if (platform != nullptr) platform->cosim().host_wait_until(std::max(entry_ps, r->header[0]));
+  return complete(request, *r, status);
+}
+
+// Whether `request` is done now, without completing it: a receive of the program's once its
+// message has arrived and was sent by the host's time, any other as MPI says. A message sent
+// earlier but still on its way between the processes cannot be told from one not sent yet: there
+// the answer may depend on how fast the processes ran (said once); MPI_Wait has no such limit.
+int ready(MPI_Request request, int* done) {
+  Receive* r = receive_of(request);
+  if (r == nullptr) return PMPI_Request_get_status(request, done, MPI_STATUS_IGNORE);
+  *done = 0;
+  if (!r->arrived) {
+    int arrived = 0;
+    int rc = PMPI_Test(&r->inner, &arrived, &r->status);
+    if (rc == MPI_SUCCESS && arrived) rc = take_header(*r);
+    if (rc != MPI_SUCCESS) return rc;
+    if (!arrived) {
+      static bool warned = false;
+      if (!warned) {
+        warned = true;
+        std::fprintf(stderr,
+                     "hpusim: MPI_Test of a receive in a split box answers from the messages that have reached this "
+                     "process; one still on its way may make the answer depend on how fast the processes ran "
+                     "(MPI_Wait is kept in step)\n");
+      }
+      return MPI_SUCCESS;
+    }
+  }
+  *done = split_sync() == nullptr || r->header[0] <= Platform::current()->cosim().host_now_ps();
+  return MPI_SUCCESS;
+}
+
+// Completes a request ready() found done.
+int finish(MPI_Request* request, MPI_Status* status) {
+  Receive* r = receive_of(*request);
+  return r != nullptr ? complete(request, *r, status) : PMPI_Wait(request, status);
+}
+
+bool any_receive(int count, const MPI_Request requests[]) {
+  return std::any_of(requests, requests + count, [](MPI_Request r) { return receive_of(r) != nullptr; });
+}
+
+int test_any(int count, MPI_Request requests[], int* index, int* flag, MPI_Status* status) {
+  *index = MPI_UNDEFINED;
+  *flag = 1;   // also when no request is active
+  for (int i = 0; i < count; ++i) {
+    if (requests[i] == MPI_REQUEST_NULL) continue;
+    *flag = 0;
+    int done = 0;
+    const int rc = ready(requests[i], &done);
+    if (rc != MPI_SUCCESS) return rc;
+    if (done) {
+      *index = i;
+      *flag = 1;
+      return finish(&requests[i], status);
+    }
+  }
   return MPI_SUCCESS;
 }
 
@@ -323,6 +478,106 @@ int MPI_Sendrecv(const void* send_buffer, int send_count, MPI_Datatype send_type
   }
   const int rc = send(send_buffer, send_count, send_type, dest, send_tag, comm);
   return rc != MPI_SUCCESS ? rc : receive(recv_buffer, recv_count, recv_type, source, recv_tag, comm, status);
+}
+
+// A nonblocking send is buffered as MPI_Send is: its request is complete at once.
+int MPI_Isend(const void* buffer, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request* request) {
+  if (split_sync() == nullptr || dest == MPI_PROC_NULL) return PMPI_Isend(buffer, count, type, dest, tag, comm, request);
+  int rc = send(buffer, count, type, dest, tag, comm);
+  if (rc == MPI_SUCCESS) rc = PMPI_Grequest_start(request_status, request_free, request_cancel, nullptr, request);
+  return rc != MPI_SUCCESS ? rc : PMPI_Grequest_complete(*request);
+}
+
+// A nonblocking receive completes in MPI_Wait / MPI_Waitall as MPI_Recv would at that call.
+int MPI_Irecv(void* buffer, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Request* request) {
+  if (split_sync() == nullptr || source == MPI_PROC_NULL) return PMPI_Irecv(buffer, count, type, source, tag, comm, request);
+  reap_sends(false);
+  auto r = std::make_unique<Receive>(buffer, count, type, source, comm);
+  int rc = post(*r, tag);
+  if (rc == MPI_SUCCESS) rc = PMPI_Grequest_start(request_status, request_free, request_cancel, r.get(), request);
+  if (rc != MPI_SUCCESS) return rc;
+  r->handle = *request;
+  receives().emplace(*request, std::move(r));
+  return MPI_SUCCESS;
+}
+
+int MPI_Wait(MPI_Request* request, MPI_Status* status) { return wait(request, status); }
+
+// Each request in turn: the host leaves at the latest of the messages' times, as waiting for all.
+int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
+  if (!any_receive(count, requests)) return PMPI_Waitall(count, requests, statuses);
+  for (int i = 0; i < count; ++i) {
+    const int rc = wait(&requests[i], statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[i]);
+    if (rc != MPI_SUCCESS) return rc;
+  }
+  return MPI_SUCCESS;
+}
+
+// MPI_Test and its kin: a receive has completed when its message has arrived and was sent no
+// later than the host's time (ready()).
+int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
+  if (receive_of(*request) == nullptr) return PMPI_Test(request, flag, status);
+  const int rc = ready(*request, flag);
+  return rc != MPI_SUCCESS || !*flag ? rc : finish(request, status);
+}
+
+int MPI_Testall(int count, MPI_Request requests[], int* flag, MPI_Status statuses[]) {
+  if (!any_receive(count, requests)) return PMPI_Testall(count, requests, flag, statuses);
+  *flag = 1;
+  for (int i = 0; i < count && *flag; ++i) {
+    if (requests[i] == MPI_REQUEST_NULL) continue;
+    const int rc = ready(requests[i], flag);
+    if (rc != MPI_SUCCESS) return rc;
+  }
+  for (int i = 0; i < count && *flag; ++i) {
+    if (requests[i] == MPI_REQUEST_NULL) continue;
+    const int rc = finish(&requests[i], statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[i]);
+    if (rc != MPI_SUCCESS) return rc;
+  }
+  return MPI_SUCCESS;
+}
+
+int MPI_Testany(int count, MPI_Request requests[], int* index, int* flag, MPI_Status* status) {
+  if (!any_receive(count, requests)) return PMPI_Testany(count, requests, index, flag, status);
+  return test_any(count, requests, index, flag, status);
+}
+
+int MPI_Testsome(int count, MPI_Request requests[], int* done, int indices[], MPI_Status statuses[]) {
+  if (!any_receive(count, requests)) return PMPI_Testsome(count, requests, done, indices, statuses);
+  *done = 0;
+  for (int i = 0; i < count; ++i) {
+    if (requests[i] == MPI_REQUEST_NULL) continue;
+    int flag = 0;
+    int rc = ready(requests[i], &flag);
+    if (rc == MPI_SUCCESS && flag)
+      rc = finish(&requests[i], statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[*done]);
+    if (rc != MPI_SUCCESS) return rc;
+    if (flag) indices[(*done)++] = i;
+  }
+  return MPI_SUCCESS;
+}
+
+// The first active request, waited for as MPI_Wait would: the same on every run, whichever
+// message reached this process first (MPI would take any one that completed, so this may return
+// later than it must: said in the README).
+int MPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* status) {
+  if (!any_receive(count, requests)) return PMPI_Waitany(count, requests, index, status);
+  *index = MPI_UNDEFINED;
+  for (int i = 0; i < count; ++i) {
+    if (requests[i] == MPI_REQUEST_NULL) continue;
+    *index = i;
+    return wait(&requests[i], status);
+  }
+  return MPI_SUCCESS;
+}
+
+int MPI_Waitsome(int count, MPI_Request requests[], int* done, int indices[], MPI_Status statuses[]) {
+  if (!any_receive(count, requests)) return PMPI_Waitsome(count, requests, done, indices, statuses);
+  int index = MPI_UNDEFINED;
+  const int rc = MPI_Waitany(count, requests, &index, statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[0]);
+  *done = index == MPI_UNDEFINED ? MPI_UNDEFINED : 1;
+  if (index != MPI_UNDEFINED) indices[0] = index;
+  return rc;
 }
 
 // The buffered sends complete before MPI ends.

@@ -6,9 +6,11 @@
 // into MPI_Allreduce: rank 0's host is away in the program's own collective while rank 1 still
 // needs the simulation to move (program_mpi.cpp), and both leave it at the same host time. Then the
 // same with a point-to-point message: rank 1 copies back once more and sends its host time while
-// rank 0 already waits in MPI_Recv, which returns at the later of the two host times; and an
-// MPI_Sendrecv swaps the ranks' numbers. Exit code 0 only if every rank got the exact result and
-// the host times agree.
+// rank 0 already waits in MPI_Recv, which returns at the later of the two host times; an
+// MPI_Sendrecv swaps the ranks' numbers; and rank 0 posts two MPI_Irecv, finds the first not done
+// with MPI_Test (rank 1 sends it later), and MPI_Waitall returns at the second send's time while
+// rank 1 sends each after a copy of its own (MPI_Isend). Exit code 0 only if every rank got the
+// exact result and the host times agree.
 #include <mpi.h>
 
 #include <algorithm>
@@ -105,6 +107,79 @@ int main() {
     int other = -1;
     MPI_Sendrecv(&rank, 1, MPI_INT, 1 - rank, 9, &other, 1, MPI_INT, 1 - rank, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     p2p_ok = p2p_ok && other == 1 - rank;
+  }
+  // Nonblocking: rank 0 posts two receives and tests one at once (rank 1 sends both only after
+  // more device work: not yet), then waits for both; rank 1 sends each after a copy of its own.
+  if (rank == 1) {
+    unsigned long long sent_ns[2] = {0, 0};
+    MPI_Request sends[2];
+    for (int k = 0; k < 2; ++k) {
+      if (synMemCopyAsync(stream, buffer, kCount * 4, reinterpret_cast<uint64_t>(back.data()), DRAM_TO_HOST) != synSuccess) return fail("copy before a send");
+      if (synStreamSynchronize(stream) != synSuccess) return fail("synchronize before a send");
+      if (hpusim_hostTimeNs(reinterpret_cast<uint64_t*>(&sent_ns[k])) != synSuccess) return fail("host time");
+      MPI_Isend(&sent_ns[k], 1, MPI_UNSIGNED_LONG_LONG, 0, 11 + k, MPI_COMM_WORLD, &sends[k]);
+    }
+    MPI_Waitall(2, sends, MPI_STATUSES_IGNORE);
+    p2p_ok = p2p_ok && sends[0] == MPI_REQUEST_NULL && sends[1] == MPI_REQUEST_NULL;
+    // Tag 13 at once, tag 14 after one more copy.
+    unsigned long long late_ns = 0;
+    MPI_Send(&sent_ns[1], 1, MPI_UNSIGNED_LONG_LONG, 0, 13, MPI_COMM_WORLD);
+    if (synMemCopyAsync(stream, buffer, kCount * 4, reinterpret_cast<uint64_t>(back.data()), DRAM_TO_HOST) != synSuccess) return fail("copy before a send");
+    if (synStreamSynchronize(stream) != synSuccess) return fail("synchronize before a send");
+    if (hpusim_hostTimeNs(reinterpret_cast<uint64_t*>(&late_ns)) != synSuccess) return fail("host time");
+    MPI_Send(&late_ns, 1, MPI_UNSIGNED_LONG_LONG, 0, 14, MPI_COMM_WORLD);
+    if (synMemCopyAsync(stream, buffer, kCount * 4, reinterpret_cast<uint64_t>(back.data()), DRAM_TO_HOST) != synSuccess) return fail("copy before a send");
+    if (synStreamSynchronize(stream) != synSuccess) return fail("synchronize before a send");
+    if (hpusim_hostTimeNs(reinterpret_cast<uint64_t*>(&late_ns)) != synSuccess) return fail("host time");
+    MPI_Send(&late_ns, 1, MPI_UNSIGNED_LONG_LONG, 0, 15, MPI_COMM_WORLD);
+  } else if (rank == 0) {
+    unsigned long long got[2] = {0, 0};
+    MPI_Request receives[2];
+    MPI_Status statuses[2];
+    for (int k = 0; k < 2; ++k) MPI_Irecv(&got[k], 1, MPI_UNSIGNED_LONG_LONG, 1, 11 + k, MPI_COMM_WORLD, &receives[k]);
+    uint64_t posted_ns = 0, done_ns = 0;
+    if (hpusim_hostTimeNs(&posted_ns) != synSuccess) return fail("host time");
+    int flag = 1;
+    MPI_Test(&receives[0], &flag, MPI_STATUS_IGNORE);
+    MPI_Waitall(2, receives, statuses);
+    if (hpusim_hostTimeNs(&done_ns) != synSuccess) return fail("host time");
+    int elements[2] = {0, 0};
+    for (int k = 0; k < 2; ++k) MPI_Get_count(&statuses[k], MPI_UNSIGNED_LONG_LONG, &elements[k]);
+    p2p_ok = p2p_ok && flag == 0 && got[0] > posted_ns && got[1] > got[0] && done_ns == got[1] &&
+             elements[0] == 1 && elements[1] == 1 && statuses[0].MPI_SOURCE == 1 && statuses[1].MPI_TAG == 12 &&
+             receives[0] == MPI_REQUEST_NULL && receives[1] == MPI_REQUEST_NULL;
+    std::printf("MPI_Irecv x2: rank 0 posted at %llu ns (MPI_Test: %d), rank 1 sent at %llu and %llu ns, MPI_Waitall "
+                "returned at %llu ns\n",
+                static_cast<unsigned long long>(posted_ns), flag, got[0], got[1], static_cast<unsigned long long>(done_ns));
+    // MPI_Waitany completes the first active request (the same on every run): here the message
+    // rank 1 sends last, listed before one it already sent.
+    unsigned long long more[2] = {0, 0};
+    MPI_Irecv(&more[0], 1, MPI_UNSIGNED_LONG_LONG, 1, 14, MPI_COMM_WORLD, &receives[0]);
+    MPI_Irecv(&more[1], 1, MPI_UNSIGNED_LONG_LONG, 1, 13, MPI_COMM_WORLD, &receives[1]);
+    int index = -1;
+    MPI_Waitany(2, receives, &index, MPI_STATUS_IGNORE);
+    uint64_t any_ns = 0, last_ns = 0;
+    if (hpusim_hostTimeNs(&any_ns) != synSuccess) return fail("host time");
+    MPI_Wait(&receives[index == 0 ? 1 : 0], MPI_STATUS_IGNORE);
+    if (hpusim_hostTimeNs(&last_ns) != synSuccess) return fail("host time");
+    p2p_ok = p2p_ok && index == 0 && more[1] == got[1] && more[0] > got[1] && any_ns == more[0] && last_ns == more[0];
+    std::printf("MPI_Waitany: index %d at %llu ns; the other at %llu ns\n", index, static_cast<unsigned long long>(any_ns),
+                static_cast<unsigned long long>(last_ns));
+    // MPI_Testall / MPI_Testany before rank 1 sent (its device still copies): not done; then
+    // MPI_Waitsome at the send's time.
+    unsigned long long last = 0;
+    MPI_Request pair[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    MPI_Irecv(&last, 1, MPI_UNSIGNED_LONG_LONG, 1, 15, MPI_COMM_WORLD, &pair[1]);
+    int all_done = 1, any_done = 1, which = -1, some = 0, indices[2] = {-1, -1};
+    MPI_Testall(2, pair, &all_done, MPI_STATUSES_IGNORE);
+    MPI_Testany(2, pair, &which, &any_done, MPI_STATUS_IGNORE);
+    MPI_Waitsome(2, pair, &some, indices, statuses);
+    uint64_t some_ns = 0;
+    if (hpusim_hostTimeNs(&some_ns) != synSuccess) return fail("host time");
+    p2p_ok = p2p_ok && all_done == 0 && any_done == 0 && which == MPI_UNDEFINED && some == 1 && indices[0] == 1 &&
+             some_ns == last && last > last_ns && statuses[0].MPI_TAG == 15 && pair[1] == MPI_REQUEST_NULL;
+    std::printf("MPI_Testall %d, MPI_Testany %d, MPI_Waitsome %d request(s) at %llu ns (sent at %llu)\n", all_done,
+                any_done, some, static_cast<unsigned long long>(some_ns), last);
   }
   int p2p_mine = p2p_ok ? 0 : 1, p2p_bad = 0;
   MPI_Allreduce(&p2p_mine, &p2p_bad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
