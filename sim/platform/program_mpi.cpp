@@ -15,7 +15,8 @@
 // its own entry time and the sender's: again the same on every split. A nonblocking receive does
 // that in MPI_Wait (MPI_Waitall request by request, MPI_Waitany / MPI_Waitsome the first active
 // one); MPI_Test and its kin complete it only once the message has arrived and was sent by the
-// host's time.
+// host's time. MPI_Probe takes the message in ahead of its receive, returning as a receive would;
+// MPI_Iprobe sees it as MPI_Test would.
 //
 // Outside a split box run over MPI (no platform yet, one process, the TCP transport, after the
 // process left the run) each call is its PMPI_X alone. libhpusim-synapse.so exports these, so a
@@ -27,6 +28,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -81,10 +83,10 @@ std::vector<int> world_ranks(MPI_Comm comm) {
   return ranks;
 }
 
-// Waits for `requests` with this process's host away since `entry_ps`, meeting the others,
-// `participants` bounding when its host may act again.
-int wait_away(ConservativeSync& sync, uint64_t entry_ps, const std::vector<int>& participants, int count,
-              MPI_Request* requests, MPI_Status* statuses) {
+// Waits until `poll` says done with this process's host away since `entry_ps`, meeting the
+// others, `participants` bounding when its host may act again.
+int wait_away(ConservativeSync& sync, uint64_t entry_ps, const std::vector<int>& participants,
+              const std::function<int(int* done)>& poll) {
   hpusim::cosim::CoSimulation& cosim = Platform::current()->cosim();
   cosim.step_while_away([&](uint64_t) {
     sync.away_begin(entry_ps, participants);
@@ -93,7 +95,7 @@ int wait_away(ConservativeSync& sync, uint64_t entry_ps, const std::vector<int>&
   int rc = MPI_SUCCESS;
   for (unsigned idle = 0;;) {
     int done = 0;
-    rc = PMPI_Testall(count, requests, &done, statuses);
+    rc = poll(&done);
     if (rc != MPI_SUCCESS || done) break;
     if (cosim.step_while_away([&](uint64_t cap_ps) { return sync.away_step(cap_ps); })) {
       idle = 0;
@@ -123,7 +125,8 @@ int collective(MPI_Comm comm, const std::function<int(MPI_Request*)>& start, con
     PMPI_Wait(&requests[0], MPI_STATUS_IGNORE);
     return rc;
   }
-  rc = wait_away(*sync, entry_ps, world_ranks(comm), 2, requests, MPI_STATUSES_IGNORE);
+  rc = wait_away(*sync, entry_ps, world_ranks(comm),
+                 [&](int* done) { return PMPI_Testall(2, requests, done, MPI_STATUSES_IGNORE); });
   if (rc == MPI_SUCCESS) cosim.host_wait_until(exit_ps);
   return rc;
 }
@@ -241,7 +244,36 @@ struct Receive {
   MPI_Request handle = MPI_REQUEST_NULL;   // the program's request (nonblocking receives)
 };
 
+// A message a probe took in before a receive asked for it.
+struct Stashed {
+  MPI_Comm comm;
+  MPI_Status status;
+  std::vector<char> packed;
+};
+
+// In the order they arrived. (Never destroyed, as pending_sends.)
+std::deque<Stashed>& stash() {
+  static auto* messages = new std::deque<Stashed>;
+  return *messages;
+}
+
+std::deque<Stashed>::iterator stashed(MPI_Comm comm, int source, int tag) {
+  return std::find_if(stash().begin(), stash().end(), [&](const Stashed& m) {
+    return m.comm == comm && (source == MPI_ANY_SOURCE || m.status.MPI_SOURCE == source) &&
+           (tag == MPI_ANY_TAG || m.status.MPI_TAG == tag);
+  });
+}
+
+int take_header(Receive& r);
+
+// The receive takes the first message a probe took in that it matches, else posts its own.
 int post(Receive& r, int tag) {
+  if (const auto m = stashed(r.comm, r.source, tag); m != stash().end()) {
+    r.packed = std::move(m->packed);
+    r.status = m->status;
+    stash().erase(m);
+    return take_header(r);
+  }
   const int rc = packed_buffer(r.count, r.type, r.comm, r.packed);
   return rc != MPI_SUCCESS ? rc
                            : PMPI_Irecv(r.packed.data(), static_cast<int>(r.packed.size()), MPI_PACKED, r.source, tag,
@@ -264,7 +296,8 @@ int await_arrival(Receive& r, uint64_t entry_ps) {
   if (r.arrived) return MPI_SUCCESS;
   ConservativeSync* sync = split_sync();
   const std::vector<int> from = sync != nullptr ? senders(r.comm, r.source) : std::vector<int>{};
-  const int rc = from.empty() ? PMPI_Wait(&r.inner, &r.status) : wait_away(*sync, entry_ps, from, 1, &r.inner, &r.status);
+  const int rc = from.empty() ? PMPI_Wait(&r.inner, &r.status)
+                              : wait_away(*sync, entry_ps, from, [&](int* done) { return PMPI_Test(&r.inner, done, &r.status); });
   return rc != MPI_SUCCESS ? rc : take_header(r);
 }
 
@@ -346,6 +379,17 @@ int wait(MPI_Request* request, MPI_Status* status) {
   return complete(request, *r, status);
 }
 
+// A test that found no message: it cannot tell one still on its way from one not sent yet.
+void say_unsettled() {
+  static bool said = false;
+  if (said) return;
+  said = true;
+  std::fprintf(stderr,
+               "hpusim: MPI_Test and MPI_Iprobe in a split box answer from the messages that have reached this "
+               "process; one still on its way may make the answer depend on how fast the processes ran (MPI_Wait "
+               "and MPI_Probe are kept in step)\n");
+}
+
 // Whether `request` is done now, without completing it: a receive of the program's once its
 // message has arrived and was sent by the host's time, any other as MPI says. A message sent
 // earlier but still on its way between the processes cannot be told from one not sent yet: there
@@ -360,14 +404,7 @@ int ready(MPI_Request request, int* done) {
     if (rc == MPI_SUCCESS && arrived) rc = take_header(*r);
     if (rc != MPI_SUCCESS) return rc;
     if (!arrived) {
-      static bool warned = false;
-      if (!warned) {
-        warned = true;
-        std::fprintf(stderr,
-                     "hpusim: MPI_Test of a receive in a split box answers from the messages that have reached this "
-                     "process; one still on its way may make the answer depend on how fast the processes ran "
-                     "(MPI_Wait is kept in step)\n");
-      }
+      say_unsettled();
       return MPI_SUCCESS;
     }
   }
@@ -400,6 +437,40 @@ int test_any(int count, MPI_Request requests[], int* index, int* flag, MPI_Statu
       return finish(&requests[i], status);
     }
   }
+  return MPI_SUCCESS;
+}
+
+// The sender's host time of a stashed message, and the status a probe gives for it: the count
+// is the data's bytes, so MPI_Get_count with the sender's type counts its elements.
+int probe_status(const Stashed& m, uint64_t* sent_ps, MPI_Status* status) {
+  int length = 0, position = 0;
+  PMPI_Get_count(&m.status, MPI_PACKED, &length);
+  uint64_t header[kHeaderWords] = {0, 0};
+  const int rc = PMPI_Unpack(m.packed.data(), length, &position, header, kHeaderWords, MPI_UINT64_T, m.comm);
+  if (rc != MPI_SUCCESS) return rc;
+  *sent_ps = header[0];
+  if (status != MPI_STATUS_IGNORE) {
+    *status = m.status;
+    PMPI_Status_set_elements_x(status, MPI_BYTE, static_cast<MPI_Count>(length - position));
+  }
+  return MPI_SUCCESS;
+}
+
+// A matching message that has reached this process, taken into the stash (`*found` 0: none).
+int stash_arrived(MPI_Comm comm, int source, int tag, int* found, std::deque<Stashed>::iterator* at) {
+  *at = stashed(comm, source, tag);
+  *found = *at != stash().end();
+  if (*found) return MPI_SUCCESS;
+  MPI_Status status;
+  int rc = PMPI_Iprobe(source, tag, comm, found, &status);
+  if (rc != MPI_SUCCESS || !*found) return rc;
+  int length = 0;
+  PMPI_Get_count(&status, MPI_PACKED, &length);
+  Stashed m{comm, {}, std::vector<char>(static_cast<size_t>(length))};
+  rc = PMPI_Recv(m.packed.data(), length, MPI_PACKED, status.MPI_SOURCE, status.MPI_TAG, comm, &m.status);
+  if (rc != MPI_SUCCESS) return rc;
+  stash().push_back(std::move(m));
+  *at = std::prev(stash().end());
   return MPI_SUCCESS;
 }
 
@@ -577,6 +648,47 @@ int MPI_Waitsome(int count, MPI_Request requests[], int* done, int indices[], MP
   const int rc = MPI_Waitany(count, requests, &index, statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[0]);
   *done = index == MPI_UNDEFINED ? MPI_UNDEFINED : 1;
   if (index != MPI_UNDEFINED) indices[0] = index;
+  return rc;
+}
+
+// A probe takes the message in (so its header can be read) and keeps it for the receive that
+// matches it; the host leaves at the later of the probe's entry and the send time.
+int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status* status) {
+  ConservativeSync* sync = split_sync();
+  if (sync == nullptr || source == MPI_PROC_NULL) return PMPI_Probe(source, tag, comm, status);
+  reap_sends(false);
+  hpusim::cosim::CoSimulation& cosim = Platform::current()->cosim();
+  const uint64_t entry_ps = cosim.host_now_ps();
+  std::deque<Stashed>::iterator at;
+  const auto poll = [&](int* found) { return stash_arrived(comm, source, tag, found, &at); };
+  const std::vector<int> from = senders(comm, source);
+  int rc = MPI_SUCCESS;
+  if (from.empty()) {   // unsynchronised (senders() said so)
+    MPI_Status arrived;
+    int found = 0;
+    rc = PMPI_Probe(source, tag, comm, &arrived);
+    if (rc == MPI_SUCCESS) rc = poll(&found);
+  } else {
+    rc = wait_away(*sync, entry_ps, from, poll);
+  }
+  uint64_t sent_ps = 0;
+  if (rc == MPI_SUCCESS) rc = probe_status(*at, &sent_ps, status);
+  if (rc == MPI_SUCCESS) cosim.host_wait_until(std::max(entry_ps, sent_ps));
+  return rc;
+}
+
+// As MPI_Test: a message that has reached this process and was sent by the host's time.
+int MPI_Iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status) {
+  if (split_sync() == nullptr || source == MPI_PROC_NULL) return PMPI_Iprobe(source, tag, comm, flag, status);
+  std::deque<Stashed>::iterator at;
+  int rc = stash_arrived(comm, source, tag, flag, &at);
+  if (rc != MPI_SUCCESS || !*flag) {
+    if (rc == MPI_SUCCESS) say_unsettled();
+    return rc;
+  }
+  uint64_t sent_ps = 0;
+  rc = probe_status(*at, &sent_ps, status);
+  *flag = rc == MPI_SUCCESS && sent_ps <= Platform::current()->cosim().host_now_ps();
   return rc;
 }
 

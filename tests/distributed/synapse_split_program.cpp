@@ -132,6 +132,12 @@ int main() {
     if (synStreamSynchronize(stream) != synSuccess) return fail("synchronize before a send");
     if (hpusim_hostTimeNs(reinterpret_cast<uint64_t*>(&late_ns)) != synSuccess) return fail("host time");
     MPI_Send(&late_ns, 1, MPI_UNSIGNED_LONG_LONG, 0, 15, MPI_COMM_WORLD);
+    // Three numbers for rank 0's probe, after one more copy.
+    if (synMemCopyAsync(stream, buffer, kCount * 4, reinterpret_cast<uint64_t>(back.data()), DRAM_TO_HOST) != synSuccess) return fail("copy before a send");
+    if (synStreamSynchronize(stream) != synSuccess) return fail("synchronize before a send");
+    unsigned long long three[3] = {0, 5, 6};
+    if (hpusim_hostTimeNs(reinterpret_cast<uint64_t*>(&three[0])) != synSuccess) return fail("host time");
+    MPI_Send(three, 3, MPI_UNSIGNED_LONG_LONG, 0, 16, MPI_COMM_WORLD);
   } else if (rank == 0) {
     unsigned long long got[2] = {0, 0};
     MPI_Request receives[2];
@@ -180,6 +186,23 @@ int main() {
              some_ns == last && last > last_ns && statuses[0].MPI_TAG == 15 && pair[1] == MPI_REQUEST_NULL;
     std::printf("MPI_Testall %d, MPI_Testany %d, MPI_Waitsome %d request(s) at %llu ns (sent at %llu)\n", all_done,
                 any_done, some, static_cast<unsigned long long>(some_ns), last);
+    // MPI_Iprobe before rank 1 sent: nothing; MPI_Probe returns at the send's time with its count,
+    // and the receive after it takes that message at once.
+    int probed = 1, counted = 0;
+    MPI_Status probe;
+    MPI_Iprobe(1, 16, MPI_COMM_WORLD, &probed, MPI_STATUS_IGNORE);
+    MPI_Probe(MPI_ANY_SOURCE, 16, MPI_COMM_WORLD, &probe);
+    uint64_t probe_ns = 0, received_ns = 0;
+    if (hpusim_hostTimeNs(&probe_ns) != synSuccess) return fail("host time");
+    MPI_Get_count(&probe, MPI_UNSIGNED_LONG_LONG, &counted);
+    std::vector<unsigned long long> three(static_cast<size_t>(std::max(counted, 1)));
+    MPI_Recv(three.data(), counted, MPI_UNSIGNED_LONG_LONG, probe.MPI_SOURCE, 16, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    if (hpusim_hostTimeNs(&received_ns) != synSuccess) return fail("host time");
+    p2p_ok = p2p_ok && probed == 0 && counted == 3 && probe.MPI_SOURCE == 1 && three[0] == probe_ns &&
+             three[0] > some_ns && three[1] == 5 && three[2] == 6 && received_ns == probe_ns;
+    std::printf("MPI_Iprobe %d; MPI_Probe at %llu ns: %d elements from rank %d, sent at %llu ns, received at %llu ns\n",
+                probed, static_cast<unsigned long long>(probe_ns), counted, probe.MPI_SOURCE, three[0],
+                static_cast<unsigned long long>(received_ns));
   }
   int p2p_mine = p2p_ok ? 0 : 1, p2p_bad = 0;
   MPI_Allreduce(&p2p_mine, &p2p_bad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
