@@ -264,7 +264,15 @@ std::deque<Stashed>::iterator stashed(MPI_Comm comm, int source, int tag) {
   });
 }
 
-int take_header(Receive& r);
+// Reads the header of a message that arrived.
+int take_header(Receive& r) {
+  r.arrived = true;
+  int length = 0;
+  PMPI_Get_count(&r.status, MPI_PACKED, &length);
+  const int rc = PMPI_Unpack(r.packed.data(), length, &r.data_at, r.header, kHeaderWords, MPI_UINT64_T, r.comm);
+  if (rc != MPI_SUCCESS) return rc;
+  return r.header[1] > static_cast<uint64_t>(r.count) ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
+}
 
 // The receive takes the first message a probe took in that it matches, else posts its own.
 int post(Receive& r, int tag) {
@@ -278,16 +286,6 @@ int post(Receive& r, int tag) {
   return rc != MPI_SUCCESS ? rc
                            : PMPI_Irecv(r.packed.data(), static_cast<int>(r.packed.size()), MPI_PACKED, r.source, tag,
                                         r.comm, &r.inner);
-}
-
-// Reads the header of a message that arrived.
-int take_header(Receive& r) {
-  r.arrived = true;
-  int length = 0;
-  PMPI_Get_count(&r.status, MPI_PACKED, &length);
-  const int rc = PMPI_Unpack(r.packed.data(), length, &r.data_at, r.header, kHeaderWords, MPI_UINT64_T, r.comm);
-  if (rc != MPI_SUCCESS) return rc;
-  return r.header[1] > static_cast<uint64_t>(r.count) ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
 }
 
 // Waits for the message with this process's host away since `entry_ps` (meeting the others, the
