@@ -13,9 +13,11 @@ namespace {
 constexpr uint64_t kNever = UINT64_MAX;
 
 // A rank's words at a meeting: how soon its device may next send (or its host act, if it is not
-// away), whether it has left, whether its host is away in a program's collective and since when,
-// the bytes of messages it sends each rank, then the participants of its collective, a bit each.
+// away), whether it has left, whether its host is away in a program's call (kAwayAll: until every
+// participant has entered; kAwayAny: until the first may have acted) and since when, the bytes of
+// messages it sends each rank, then the participants of its call, a bit each.
 enum Field : size_t { kEarliest = 0, kLeft = 1, kAway = 2, kEntry = 3, kCounts = 4 };
+enum Away : uint64_t { kHere = 0, kAwayAll = 1, kAwayAny = 2 };
 
 size_t mask_words(size_t ranks) { return (ranks + 63) / 64; }
 bool in_mask(const uint64_t* mask, size_t rank) { return (mask[rank / 64] >> (rank % 64)) & 1u; }
@@ -83,7 +85,30 @@ void ConservativeSync::run_towards(uint64_t target_ps) {
   if (hw::now_ps() == window_end_) meet(target_ps, false);
 }
 
-void ConservativeSync::away_begin(hw::Picoseconds entry_ps, const std::vector<int>& participants) {
+hw::Picoseconds ConservativeSync::action_bound(int rank) const {
+  return rank >= 0 && static_cast<size_t>(rank) < action_bounds_.size() ? action_bounds_[static_cast<size_t>(rank)] : 0;
+}
+
+bool ConservativeSync::waits_on(int rank, int other) const {
+  if (rank < 0 || static_cast<size_t>(rank) >= waits_for_.size()) return false;
+  std::vector<bool> seen(waits_for_.size(), false);
+  std::vector<int> todo{rank};
+  seen[static_cast<size_t>(rank)] = true;
+  while (!todo.empty()) {
+    const int r = todo.back();
+    todo.pop_back();
+    for (int p : waits_for_[static_cast<size_t>(r)]) {
+      if (p == other) return true;
+      if (!seen[static_cast<size_t>(p)]) {
+        seen[static_cast<size_t>(p)] = true;
+        todo.push_back(p);
+      }
+    }
+  }
+  return false;
+}
+
+void ConservativeSync::away_begin(hw::Picoseconds entry_ps, const std::vector<int>& participants, bool any_participant) {
   if (away_) throw std::logic_error("conservative sync: the host is already away");
   away_mask_.assign(mask_words(static_cast<size_t>(size_)), 0);
   for (int p : participants) {
@@ -92,6 +117,7 @@ void ConservativeSync::away_begin(hw::Picoseconds entry_ps, const std::vector<in
   }
   away_mask_[static_cast<size_t>(rank_) / 64] |= uint64_t{1} << (rank_ % 64);
   away_ = true;
+  away_any_ = any_participant;
   away_entry_ps_ = away_resume_ps_ = entry_ps;
 }
 
@@ -141,7 +167,7 @@ void ConservativeSync::meet(uint64_t target_ps, bool leaving) {
   std::vector<uint64_t> mine(width);
   mine[kEarliest] = earliest;
   mine[kLeft] = leaving ? 1 : 0;
-  mine[kAway] = away_ ? 1 : 0;
+  mine[kAway] = !away_ ? kHere : away_any_ ? kAwayAny : kAwayAll;
   mine[kEntry] = away_ ? away_entry_ps_ : 0;
   for (size_t r = 0; r < n; ++r) mine[kCounts + r] = out[r].size();
   if (away_) std::copy(away_mask_.begin(), away_mask_.end(), mine.begin() + static_cast<std::ptrdiff_t>(mask_at));
@@ -150,26 +176,53 @@ void ConservativeSync::meet(uint64_t target_ps, bool leaving) {
 
   bool any_data = false, everyone_left = true;
   uint64_t next = kNever;
-  // An away rank's host acts again at the latest entry time of its participants: no sooner than
-  // each one's entry time, or, for one still running, how soon it may act.
+  // How soon each rank's host may act: for one still running, its earliest; for one away, no
+  // sooner than its entry time nor than its participants let it (below).
+  std::vector<uint64_t> acts(n);
+  for (size_t p = 0; p < n; ++p) acts[p] = all[p * width + kAway] != kHere ? all[p * width + kEntry] : all[p * width + kEarliest];
+  // An away rank's host acts again at the latest of its participants' times (kAwayAny: the
+  // earliest), and no sooner than its entry time.
   const auto resume_bound = [&](size_t r) {
     const uint64_t* word = &all[r * width];
-    uint64_t bound = word[kEntry];
+    const bool any = word[kAway] == kAwayAny;
+    uint64_t first = kNever, last = 0;
     for (size_t p = 0; p < n; ++p) {
       if (p == r || !in_mask(word + mask_at, p)) continue;
-      const uint64_t* theirs = &all[p * width];
-      bound = std::max<uint64_t>(bound, theirs[kAway] != 0 ? theirs[kEntry] : theirs[kEarliest]);
+      first = std::min(first, acts[p]);
+      last = std::max(last, acts[p]);
     }
-    return bound;
+    return std::max<uint64_t>(word[kEntry], any ? (first == kNever ? 0 : first) : last);
   };
+  // Away ranks wait on each other (a receive from any source whose senders sit in a collective
+  // that waits for it): their times rise together to the fixed point (each only rises, and takes
+  // one of the words' times, so this ends).
+  for (bool rose = true; rose;) {
+    rose = false;
+    for (size_t p = 0; p < n; ++p) {
+      if (all[p * width + kAway] == kHere) continue;
+      const uint64_t bound = resume_bound(p);
+      if (bound > acts[p]) {
+        acts[p] = bound;
+        rose = true;
+      }
+    }
+  }
   for (size_t r = 0; r < n; ++r) {
     const uint64_t* word = &all[r * width];
-    const uint64_t earliest_r = word[kAway] != 0 ? std::min<uint64_t>(word[kEarliest], resume_bound(r)) : word[kEarliest];
+    const uint64_t earliest_r = word[kAway] != kHere ? std::min<uint64_t>(word[kEarliest], resume_bound(r)) : word[kEarliest];
     next = std::min<uint64_t>(next, earliest_r);
     everyone_left = everyone_left && word[kLeft] != 0;
     for (size_t d = 0; d < n; ++d) any_data = any_data || word[kCounts + d] != 0;
   }
   if (away_) away_resume_ps_ = std::max(away_resume_ps_, resume_bound(static_cast<size_t>(rank_)));
+  action_bounds_ = std::move(acts);
+  waits_for_.assign(n, {});
+  for (size_t r = 0; r < n; ++r) {
+    const uint64_t* word = &all[r * width];
+    if (word[kAway] != kAwayAll) continue;
+    for (size_t p = 0; p < n; ++p)
+      if (p != r && in_mask(word + mask_at, p)) waits_for_[r].push_back(static_cast<int>(p));
+  }
   if (any_data) {
     ++stats_.windows_with_data;
     std::vector<uint64_t> in_bytes(n);

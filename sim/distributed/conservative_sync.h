@@ -19,8 +19,10 @@
 // calls that return only once every participant has entered them). It keeps meeting the others
 // (away_step), and its host acts again no sooner than the latest entry time of the participants:
 // at each meeting a participant still running counts with how soon it may act (it enters later),
-// one already away with its entry time. So the others are not held at the away host's entry
-// time, and its own device runs no further than its host may already be.
+// one already away with its own such bound (no sooner than its entry time; the bounds of ranks
+// away waiting on each other are their fixed point). So the others are not held at the away
+// host's entry time, and its own device runs no further than its host may already be. A host
+// away in a receive from any of several sources waits for the first of them instead.
 #pragma once
 
 #include <cstdint>
@@ -79,10 +81,20 @@ class ConservativeSync : public cosim::DeviceRunner {
   // of its program that it entered at host time `entry_ps`, with the ranks `participants` (itself
   // among them). away_step runs the device no further than the host may act again (the latest
   // entry time the participants may still have) nor past `cap_ps`, then meets the others once;
-  // false when there is nothing to meet (no links between the ranks).
-  void away_begin(hw::Picoseconds entry_ps, const std::vector<int>& participants);
+  // false when there is nothing to meet (no links between the ranks). With `any_participant`
+  // the host waits for the first of them instead (a receive from any of several sources): it may
+  // act again as soon as the earliest of them may.
+  void away_begin(hw::Picoseconds entry_ps, const std::vector<int>& participants, bool any_participant = false);
   bool away_step(hw::Picoseconds cap_ps);
   void away_end();
+
+  // How soon `rank`'s host may act again, as the last meeting told (its entry time when it is
+  // away; 0 before any meeting): nothing it does from now on happens at an earlier host time.
+  hw::Picoseconds action_bound(int rank) const;
+  // Whether `rank`'s host, as the last meeting told, is away in a call that cannot end before
+  // `other`'s host acts again: it waits for `other` (a collective `other` has not entered, a
+  // receive from it), or for a rank that does, and so on.
+  bool waits_on(int rank, int other) const;
 
   // Collective, outside the windows (before start() or after leave()): the largest `value` of any
   // rank.
@@ -104,9 +116,11 @@ class ConservativeSync : public cosim::DeviceRunner {
   bool finished_ = false;
   // Away in a program's collective: the entry time, the participants as a bit per rank, and the
   // earliest time the host may act again as known from the last meeting.
-  bool away_ = false;
+  bool away_ = false, away_any_ = false;
   hw::Picoseconds away_entry_ps_ = 0, away_resume_ps_ = 0;
   std::vector<uint64_t> away_mask_;
+  std::vector<uint64_t> action_bounds_;   // each rank's, from the last meeting
+  std::vector<std::vector<int>> waits_for_;   // each rank away in a call for all its participants: them
   std::vector<std::pair<hw::NicRemoteEnd*, int>> ends_;
   std::map<uint32_t, hw::NicRemoteEnd*> by_link_;
   SyncStats stats_;

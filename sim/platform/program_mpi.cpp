@@ -84,12 +84,13 @@ std::vector<int> world_ranks(MPI_Comm comm) {
 }
 
 // Waits until `poll` says done with this process's host away since `entry_ps`, meeting the
-// others, `participants` bounding when its host may act again.
+// others, `participants` bounding when its host may act again (the latest of them, or with
+// `any_participant` the earliest).
 int wait_away(ConservativeSync& sync, uint64_t entry_ps, const std::vector<int>& participants,
-              const std::function<int(int* done)>& poll) {
+              const std::function<int(int* done)>& poll, bool any_participant = false) {
   hpusim::cosim::CoSimulation& cosim = Platform::current()->cosim();
   cosim.step_while_away([&](uint64_t) {
-    sync.away_begin(entry_ps, participants);
+    sync.away_begin(entry_ps, participants, any_participant);
     return true;
   });
   int rc = MPI_SUCCESS;
@@ -174,9 +175,8 @@ int world_rank_of(MPI_Comm comm, int rank) {
   return out;   // MPI_UNDEFINED for a rank the communicator does not have
 }
 
-// Who may send a receive's message: the source, or for MPI_ANY_SOURCE the other process of a
-// two-process communicator. Empty when that cannot be known (any source among several): the
-// receive then waits without meeting the others.
+// Who may send a receive's message (MPI_COMM_WORLD ranks): the source, or for MPI_ANY_SOURCE every
+// other process of the communicator. Empty for a source the communicator does not have.
 std::vector<int> senders(MPI_Comm comm, int source) {
   if (source != MPI_ANY_SOURCE) {
     const int world = world_rank_of(comm, source);
@@ -186,17 +186,7 @@ std::vector<int> senders(MPI_Comm comm, int source) {
   int me = 0;
   PMPI_Comm_rank(MPI_COMM_WORLD, &me);
   ranks.erase(std::remove(ranks.begin(), ranks.end(), me), ranks.end());
-  if (ranks.size() == 1) return ranks;
-  static bool warned = false;
-  if (!warned) {
-    warned = true;
-    std::fprintf(stderr,
-                 "hpusim: MPI_Recv from MPI_ANY_SOURCE among %zu other processes is not kept in step with the "
-                 "split box: it waits without the simulation moving, so a sender that needs its device to reach "
-                 "its send waits for ever\n",
-                 ranks.size());
-  }
-  return {};
+  return ranks;
 }
 
 // Sizes `packed` for a message of `count` elements of `type` behind its header.
@@ -241,14 +231,19 @@ struct Receive {
   MPI_Status status{};   // the packed message's, once arrived
   uint64_t header[kHeaderWords] = {0, 0};
   int data_at = 0;   // where the data starts in `packed`
+  int tag = MPI_ANY_TAG;
+  std::vector<int> any_of;   // MPI_ANY_SOURCE among several: who may send (chosen when it completes)
   MPI_Request handle = MPI_REQUEST_NULL;   // the program's request (nonblocking receives)
 };
 
-// A message a probe took in before a receive asked for it.
+// A message taken in before a receive asked for it (by a probe, or by a receive from any of
+// several sources choosing the earliest), with its sender's host time and MPI_COMM_WORLD rank.
 struct Stashed {
   MPI_Comm comm;
   MPI_Status status;
   std::vector<char> packed;
+  uint64_t sent_ps = 0;
+  int world_source = 0;
 };
 
 // In the order they arrived. (Never destroyed, as pending_sends.)
@@ -257,11 +252,72 @@ std::deque<Stashed>& stash() {
   return *messages;
 }
 
+// The stashed message a receive of (source, tag) matches: the one sent first (by host time, then
+// by the sender's rank; one sender's in the order they came).
 std::deque<Stashed>::iterator stashed(MPI_Comm comm, int source, int tag) {
-  return std::find_if(stash().begin(), stash().end(), [&](const Stashed& m) {
-    return m.comm == comm && (source == MPI_ANY_SOURCE || m.status.MPI_SOURCE == source) &&
-           (tag == MPI_ANY_TAG || m.status.MPI_TAG == tag);
-  });
+  auto best = stash().end();
+  for (auto m = stash().begin(); m != stash().end(); ++m) {
+    if (m->comm != comm || (source != MPI_ANY_SOURCE && m->status.MPI_SOURCE != source) ||
+        (tag != MPI_ANY_TAG && m->status.MPI_TAG != tag))
+      continue;
+    if (best == stash().end() || m->sent_ps < best->sent_ps ||
+        (m->sent_ps == best->sent_ps && m->world_source < best->world_source))
+      best = m;
+  }
+  return best;
+}
+
+// The message Iprobe found (`status`) into the stash.
+int stash_in(MPI_Comm comm, const MPI_Status& status, std::deque<Stashed>::iterator* at) {
+  int length = 0;
+  PMPI_Get_count(&status, MPI_PACKED, &length);
+  Stashed m{comm, {}, std::vector<char>(static_cast<size_t>(length))};
+  int rc = PMPI_Recv(m.packed.data(), length, MPI_PACKED, status.MPI_SOURCE, status.MPI_TAG, comm, &m.status);
+  uint64_t header[kHeaderWords] = {0, 0};
+  int position = 0;
+  if (rc == MPI_SUCCESS) rc = PMPI_Unpack(m.packed.data(), length, &position, header, kHeaderWords, MPI_UINT64_T, comm);
+  if (rc != MPI_SUCCESS) return rc;
+  m.sent_ps = header[0];
+  m.world_source = world_rank_of(comm, m.status.MPI_SOURCE);
+  stash().push_back(std::move(m));
+  if (at != nullptr) *at = std::prev(stash().end());
+  return MPI_SUCCESS;
+}
+
+// A receive (or probe) of `tag` from any of the processes `from`: every matching message that
+// has reached this process taken in, and the one sent first chosen (`*done`) once none of the
+// others may still send one earlier (sync's bounds from the last meeting; without a sync, the
+// first there).
+int earliest_sent(MPI_Comm comm, int tag, const std::vector<int>& from, ConservativeSync* sync, int* done,
+                  std::deque<Stashed>::iterator* at) {
+  *done = 0;
+  for (;;) {
+    int found = 0;
+    MPI_Status status;
+    int rc = PMPI_Iprobe(MPI_ANY_SOURCE, tag, comm, &found, &status);
+    if (rc == MPI_SUCCESS && found) rc = stash_in(comm, status, nullptr);
+    if (rc != MPI_SUCCESS) return rc;
+    if (!found) break;
+  }
+  *at = stashed(comm, MPI_ANY_SOURCE, tag);
+  if (*at == stash().end()) return MPI_SUCCESS;
+  const uint64_t sent = (*at)->sent_ps;
+  const int source = (*at)->world_source;
+  int me = 0;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &me);
+  // A sender waiting for this rank (in a collective it has not entered, say) sends nothing before
+  // this receive ends; the others, nothing before their bound (ties: the lower rank's first).
+  *done = sync == nullptr || std::all_of(from.begin(), from.end(), [&](int p) {
+            const uint64_t bound = sync->action_bound(p);
+            return p == source || bound > sent || (bound == sent && p > source) || sync->waits_on(p, me);
+          });
+  return MPI_SUCCESS;
+}
+
+int poll_until_done(const std::function<int(int* done)>& poll) {
+  int done = 0, rc = MPI_SUCCESS;
+  while (rc == MPI_SUCCESS && !done) rc = poll(&done);
+  return rc;
 }
 
 // Reads the header of a message that arrived.
@@ -274,14 +330,25 @@ int take_header(Receive& r) {
   return r.header[1] > static_cast<uint64_t>(r.count) ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
 }
 
-// The receive takes the first message a probe took in that it matches, else posts its own.
+int take_stashed(Receive& r, std::deque<Stashed>::iterator m) {
+  r.packed = std::move(m->packed);
+  r.status = m->status;
+  stash().erase(m);
+  return take_header(r);
+}
+
+// The receive takes the stashed message it matches, else posts its own. From any of several
+// sources it waits to choose (await_arrival): a message sent earlier may still come.
 int post(Receive& r, int tag) {
-  if (const auto m = stashed(r.comm, r.source, tag); m != stash().end()) {
-    r.packed = std::move(m->packed);
-    r.status = m->status;
-    stash().erase(m);
-    return take_header(r);
+  r.tag = tag;
+  if (r.source == MPI_ANY_SOURCE && split_sync() != nullptr) {
+    std::vector<int> from = senders(r.comm, r.source);
+    if (from.size() > 1) {
+      r.any_of = std::move(from);
+      return MPI_SUCCESS;
+    }
   }
+  if (const auto m = stashed(r.comm, r.source, tag); m != stash().end()) return take_stashed(r, m);
   const int rc = packed_buffer(r.count, r.type, r.comm, r.packed);
   return rc != MPI_SUCCESS ? rc
                            : PMPI_Irecv(r.packed.data(), static_cast<int>(r.packed.size()), MPI_PACKED, r.source, tag,
@@ -293,6 +360,12 @@ int post(Receive& r, int tag) {
 int await_arrival(Receive& r, uint64_t entry_ps) {
   if (r.arrived) return MPI_SUCCESS;
   ConservativeSync* sync = split_sync();
+  if (!r.any_of.empty()) {
+    std::deque<Stashed>::iterator at;
+    const auto poll = [&](int* done) { return earliest_sent(r.comm, r.tag, r.any_of, sync, done, &at); };
+    const int rc = sync != nullptr ? wait_away(*sync, entry_ps, r.any_of, poll, true) : poll_until_done(poll);   // the run ended
+    return rc != MPI_SUCCESS ? rc : take_stashed(r, at);
+  }
   const std::vector<int> from = sync != nullptr ? senders(r.comm, r.source) : std::vector<int>{};
   const int rc = from.empty() ? PMPI_Wait(&r.inner, &r.status)
                               : wait_away(*sync, entry_ps, from, [&](int* done) { return PMPI_Test(&r.inner, done, &r.status); });
@@ -398,8 +471,15 @@ int ready(MPI_Request request, int* done) {
   *done = 0;
   if (!r->arrived) {
     int arrived = 0;
-    int rc = PMPI_Test(&r->inner, &arrived, &r->status);
-    if (rc == MPI_SUCCESS && arrived) rc = take_header(*r);
+    int rc = MPI_SUCCESS;
+    if (r->any_of.empty()) {
+      rc = PMPI_Test(&r->inner, &arrived, &r->status);
+      if (rc == MPI_SUCCESS && arrived) rc = take_header(*r);
+    } else {   // chosen as at the last meeting
+      std::deque<Stashed>::iterator at;
+      rc = earliest_sent(r->comm, r->tag, r->any_of, split_sync(), &arrived, &at);
+      if (rc == MPI_SUCCESS && arrived) rc = take_stashed(*r, at);
+    }
     if (rc != MPI_SUCCESS) return rc;
     if (!arrived) {
       say_unsettled();
@@ -438,20 +518,17 @@ int test_any(int count, MPI_Request requests[], int* index, int* flag, MPI_Statu
   return MPI_SUCCESS;
 }
 
-// The sender's host time of a stashed message, and the status a probe gives for it: the count
-// is the data's bytes, so MPI_Get_count with the sender's type counts its elements.
-int probe_status(const Stashed& m, uint64_t* sent_ps, MPI_Status* status) {
+// The status a probe gives for a stashed message: the count is the data's bytes, so
+// MPI_Get_count with the sender's type counts its elements.
+int probe_status(const Stashed& m, MPI_Status* status) {
+  if (status == MPI_STATUS_IGNORE) return MPI_SUCCESS;
   int length = 0, position = 0;
   PMPI_Get_count(&m.status, MPI_PACKED, &length);
   uint64_t header[kHeaderWords] = {0, 0};
   const int rc = PMPI_Unpack(m.packed.data(), length, &position, header, kHeaderWords, MPI_UINT64_T, m.comm);
   if (rc != MPI_SUCCESS) return rc;
-  *sent_ps = header[0];
-  if (status != MPI_STATUS_IGNORE) {
-    *status = m.status;
-    PMPI_Status_set_elements_x(status, MPI_BYTE, static_cast<MPI_Count>(length - position));
-  }
-  return MPI_SUCCESS;
+  *status = m.status;
+  return PMPI_Status_set_elements_x(status, MPI_BYTE, static_cast<MPI_Count>(length - position));
 }
 
 // A matching message that has reached this process, taken into the stash (`*found` 0: none).
@@ -460,16 +537,16 @@ int stash_arrived(MPI_Comm comm, int source, int tag, int* found, std::deque<Sta
   *found = *at != stash().end();
   if (*found) return MPI_SUCCESS;
   MPI_Status status;
-  int rc = PMPI_Iprobe(source, tag, comm, found, &status);
-  if (rc != MPI_SUCCESS || !*found) return rc;
-  int length = 0;
-  PMPI_Get_count(&status, MPI_PACKED, &length);
-  Stashed m{comm, {}, std::vector<char>(static_cast<size_t>(length))};
-  rc = PMPI_Recv(m.packed.data(), length, MPI_PACKED, status.MPI_SOURCE, status.MPI_TAG, comm, &m.status);
-  if (rc != MPI_SUCCESS) return rc;
-  stash().push_back(std::move(m));
-  *at = std::prev(stash().end());
-  return MPI_SUCCESS;
+  const int rc = PMPI_Iprobe(source, tag, comm, found, &status);
+  return rc != MPI_SUCCESS || !*found ? rc : stash_in(comm, status, at);
+}
+
+// A probe's search: from one source, the first matching message there; from any of several,
+// the one sent first once it is known (earliest_sent).
+int probe_poll(MPI_Comm comm, int source, int tag, const std::vector<int>& from, int* found,
+               std::deque<Stashed>::iterator* at) {
+  if (source == MPI_ANY_SOURCE && from.size() > 1) return earliest_sent(comm, tag, from, split_sync(), found, at);
+  return stash_arrived(comm, source, tag, found, at);
 }
 
 }  // namespace
@@ -655,23 +732,16 @@ int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status* status) {
   ConservativeSync* sync = split_sync();
   if (sync == nullptr || source == MPI_PROC_NULL) return PMPI_Probe(source, tag, comm, status);
   reap_sends(false);
+  const std::vector<int> from = senders(comm, source);
+  if (from.empty()) return PMPI_Probe(source, tag, comm, status);   // no such source: MPI's error
   hpusim::cosim::CoSimulation& cosim = Platform::current()->cosim();
   const uint64_t entry_ps = cosim.host_now_ps();
   std::deque<Stashed>::iterator at;
-  const auto poll = [&](int* found) { return stash_arrived(comm, source, tag, found, &at); };
-  const std::vector<int> from = senders(comm, source);
-  int rc = MPI_SUCCESS;
-  if (from.empty()) {   // unsynchronised (senders() said so)
-    MPI_Status arrived;
-    int found = 0;
-    rc = PMPI_Probe(source, tag, comm, &arrived);
-    if (rc == MPI_SUCCESS) rc = poll(&found);
-  } else {
-    rc = wait_away(*sync, entry_ps, from, poll);
-  }
-  uint64_t sent_ps = 0;
-  if (rc == MPI_SUCCESS) rc = probe_status(*at, &sent_ps, status);
-  if (rc == MPI_SUCCESS) cosim.host_wait_until(std::max(entry_ps, sent_ps));
+  int rc = wait_away(
+      *sync, entry_ps, from, [&](int* found) { return probe_poll(comm, source, tag, from, found, &at); },
+      source == MPI_ANY_SOURCE && from.size() > 1);
+  if (rc == MPI_SUCCESS) rc = probe_status(*at, status);
+  if (rc == MPI_SUCCESS) cosim.host_wait_until(std::max(entry_ps, at->sent_ps));
   return rc;
 }
 
@@ -679,15 +749,13 @@ int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status* status) {
 int MPI_Iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status) {
   if (split_sync() == nullptr || source == MPI_PROC_NULL) return PMPI_Iprobe(source, tag, comm, flag, status);
   std::deque<Stashed>::iterator at;
-  int rc = stash_arrived(comm, source, tag, flag, &at);
+  int rc = probe_poll(comm, source, tag, senders(comm, source), flag, &at);
   if (rc != MPI_SUCCESS || !*flag) {
     if (rc == MPI_SUCCESS) say_unsettled();
     return rc;
   }
-  uint64_t sent_ps = 0;
-  rc = probe_status(*at, &sent_ps, status);
-  *flag = rc == MPI_SUCCESS && sent_ps <= Platform::current()->cosim().host_now_ps();
-  return rc;
+  *flag = at->sent_ps <= Platform::current()->cosim().host_now_ps();
+  return *flag ? probe_status(*at, status) : MPI_SUCCESS;
 }
 
 // The buffered sends complete before MPI ends.
