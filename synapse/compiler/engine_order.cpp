@@ -33,8 +33,9 @@ Engine engine_of(const NodeDesc& node) {
 
 uint64_t estimated_cost(const graph::Graph& g, NodeId id, const EngineOrderOptions& options) {
   const NodeDesc& node = g.node(id);
-  if (engine_of(node) == kMme) return 1 + mme_macs(g, id) / std::max<uint64_t>(options.macs_per_byte, 1);
-  uint64_t bytes = 1;
+  if (engine_of(node) == kMme)
+    return options.launch_bytes + 1 + mme_macs(g, id) / std::max<uint64_t>(options.macs_per_byte, 1);
+  uint64_t bytes = options.launch_bytes + 1;
   for (const auto* list : {&node.inputs, &node.outputs})
     for (TensorId t : *list) bytes += tensor_bytes(g.tensor(t)).value_or(0);
   return bytes;

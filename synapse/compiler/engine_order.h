@@ -9,7 +9,11 @@
 // overlaps the weight gradient's GEMM.
 //
 // Estimates are relative: a GEMM costs its MACs over `macs_per_byte` (a Gaudi-class MME-to-HBM
-// balance, schedule.h), any other node the bytes it reads and writes. Nodes touching the same
+// balance, schedule.h), any other node the bytes it reads and writes, and every node
+// `launch_bytes` more for what a launch costs whatever its size (the engines' start, the first
+// reads' round trip, the end message), so a chain of small launches counts as long as it runs
+// rather than as the few bytes it moves: the conv block's loss (relu, pooling, mean) started
+// behind its whole backward and ended the step 2 us after the optimizer. Nodes touching the same
 // persistent memory keep their order (memory_order.h), as do a tensor's writer and its readers.
 // The result is a topological order of the graph; values do not change, only when engines run.
 #pragma once
@@ -23,6 +27,9 @@ namespace hpusim::synapse::compiler {
 
 struct EngineOrderOptions {
   uint64_t macs_per_byte = 32;   // as ScheduleOptions::macs_per_update_byte
+  // A launch's fixed cost in the estimate's bytes: about 0.3 us (a Gaudi-class card's small
+  // kernels take 0.3-0.6 us) of an HBM of about 1 TB/s.
+  uint64_t launch_bytes = 256 * 1024;
 };
 
 // `order` must be a topological order of the valid `graph`; the result holds the same nodes.

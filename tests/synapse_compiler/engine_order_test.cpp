@@ -20,9 +20,10 @@ using graph::Section;
 
 struct Built {
   Graph graph;
-  TensorId tensor(const std::string& name, bool persistent = false, std::optional<Section> section = std::nullopt) {
+  TensorId tensor(const std::string& name, bool persistent = false, std::optional<Section> section = std::nullopt,
+                  std::vector<uint32_t> shape = {64, 64}) {
     TensorId id;
-    EXPECT_TRUE(graph.add_tensor({name, DType::F32, {64, 64}, persistent, section}, &id).ok());
+    EXPECT_TRUE(graph.add_tensor({name, DType::F32, std::move(shape), persistent, section}, &id).ok());
     return id;
   }
   void node(const std::string& name, const std::string& guid, std::vector<TensorId> in, std::vector<TensorId> out) {
@@ -90,6 +91,33 @@ TEST(SynapseEngineOrder, NodesTouchingTheSamePersistentMemoryKeepTheirOrder) {
   free.node("after2", "relu_fwd_f32", {ft}, {ft2});
   EXPECT_EQ(free.names(engine_order(free.graph, free.order({"read_w", "update", "after", "after2"}))),
             (std::vector<std::string>{"update", "read_w", "after", "after2"}));
+}
+
+TEST(SynapseEngineOrder, AChainOfSmallLaunchesCountsWhatEachLaunchCosts) {
+  // A loss computed by five small launches in a row (32 KB each) and one large node (1 MB), both
+  // ready at once on the TPCs. By bytes alone the large node has the longer path and goes first,
+  // and the chain, which takes five launches' time whatever its size, ends the step after it.
+  Built b;
+  const TensorId in = b.tensor("in", true);
+  const TensorId big_in = b.tensor("big_in", true, std::nullopt, {256, 512});
+  const TensorId big_out = b.tensor("big_out", true, std::nullopt, {256, 512});
+  b.node("large", "relu_fwd_f32", {big_in}, {big_out});
+  TensorId previous = in;
+  for (int i = 1; i <= 5; ++i) {
+    const TensorId next = b.tensor("t" + std::to_string(i), i == 5);
+    b.node("small" + std::to_string(i), "relu_fwd_f32", {previous}, {next});
+    previous = next;
+  }
+  const std::vector<NodeId> given = b.order({"large", "small1", "small2", "small3", "small4", "small5"});
+  EngineOrderOptions bytes_only;
+  bytes_only.launch_bytes = 0;
+  EXPECT_EQ(b.names(engine_order(b.graph, given, bytes_only)),
+            (std::vector<std::string>{"large", "small1", "small2", "small3", "small4", "small5"}));
+  // With each launch's fixed cost (256 KB) the chain's path (5 x 288 KB) is the longer: it starts
+  // first, and the large node runs while its first launch's result is awaited.
+  EXPECT_EQ(EngineOrderOptions{}.launch_bytes, 256u * 1024u);
+  EXPECT_EQ(b.names(engine_order(b.graph, given)),
+            (std::vector<std::string>{"small1", "large", "small2", "small3", "small4", "small5"}));
 }
 
 }  // namespace
