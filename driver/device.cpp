@@ -579,6 +579,7 @@ int HlDevice::do_info(hl_info_args& args) {
       hw.reserved7 = mme_geometries_;    // hpusim: MME output geometries
       hw.reserved6 = tpc_vector_bits_;   // hpusim: TPC vector width in bits
       hw.reserved9 = tpc_prefetch_entries_;   // hpusim: TPC prefetch-buffer entries
+      hw.reserved3 = mme_super_tile_rows_;    // hpusim: MME super-tile rows
       hw.dram_page_size = 0x200000;   // 2 MB
       hw.device_mem_alloc_default_page_size = 0x200000;
       std::memcpy(hw.cpucp_version, cpucp_version_.data(), std::min(cpucp_version_.size(), sizeof hw.cpucp_version - 1));

@@ -313,6 +313,7 @@ class HlDevice : public DeviceFileOps {
   uint16_t tpc_vector_bits_ = 0;   // hpusim's INFO extension
   uint8_t mme_geometries_ = 0;     // hpusim's INFO extension
   uint32_t tpc_prefetch_entries_ = 0;   // hpusim's INFO extension
+  uint32_t mme_super_tile_rows_ = 0;    // hpusim's INFO extension
   uint64_t eq_events_ = 0;
   std::vector<uint32_t> qman_error_words_;   // per QMAN index, from the event queue
 

@@ -118,6 +118,7 @@ bool HlDevice::cpucp_info_get() {
   tpc_vector_bits_ = static_cast<uint16_t>(block[cpucp::info::kTpcVectorBits] | block[cpucp::info::kTpcVectorBits + 1] << 8);
   mme_geometries_ = block[cpucp::info::kMmeGeometries];
   tpc_prefetch_entries_ = cpucp::parse_tpc_prefetch_entries(block.data(), written).value_or(0);
+  mme_super_tile_rows_ = cpucp::parse_mme_super_tile_rows(block.data(), written).value_or(0);
   if (tpc_vector_bits_ == 0 || mme_geometries_ == 0) {
     logf("F/W reports no TPC vector width or no MME geometry");
     return false;

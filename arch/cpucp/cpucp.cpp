@@ -76,6 +76,7 @@ std::vector<uint8_t> build_info_block(const DeviceInfo& device) {
   put64(block.data() + info::kCardGeneration, device.card_generation);
   put64(block.data() + info::kNicPortsMask, device.nic_ports_mask);
   put32(block.data() + info::kTpcPrefetchEntries, device.tpc_prefetch_entries);
+  put32(block.data() + info::kMmeSuperTileRows, device.mme_super_tile_rows);
   return block;
 }
 
@@ -98,6 +99,11 @@ std::optional<uint64_t> parse_nic_ports_mask(const uint8_t* block, uint64_t byte
 std::optional<uint32_t> parse_tpc_prefetch_entries(const uint8_t* block, uint64_t bytes) {
   if (bytes < info::kExtendedBytes) return std::nullopt;
   return get32(block + info::kTpcPrefetchEntries);
+}
+
+std::optional<uint32_t> parse_mme_super_tile_rows(const uint8_t* block, uint64_t bytes) {
+  if (bytes < info::kExtendedBytes) return std::nullopt;
+  return get32(block + info::kMmeSuperTileRows);
 }
 
 std::optional<uint32_t> parse_card_generation(const uint8_t* block, uint64_t bytes) {

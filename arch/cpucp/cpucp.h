@@ -106,6 +106,9 @@ inline constexpr uint32_t kCardGeneration = 1656;
 inline constexpr uint32_t kNicPortsMask = 1664;
 // The TPC's prefetch-buffer entries (u32), which the kernel library sizes its lookahead by.
 inline constexpr uint32_t kTpcPrefetchEntries = 1672;
+// The rows of an MME super-tile (u32): how many output rows an MME engine computes per pass over
+// its B operand in a large GEMM, which the compiler cuts GEMMs it slices into (0: not given).
+inline constexpr uint32_t kMmeSuperTileRows = 1676;
 inline constexpr uint32_t kExtendedBytes = 1680;
 }  // namespace info
 
@@ -138,6 +141,7 @@ struct DeviceInfo {
   uint32_t card_generation = 1;      // hpusim's extension
   uint64_t nic_ports_mask = 0;       // hpusim's extension
   uint32_t tpc_prefetch_entries = 128;   // hpusim's extension
+  uint32_t mme_super_tile_rows = 0;      // hpusim's extension
 };
 // The binning masks of a card with `tpcs` TPCs, `dma_channels` DMA channels (2 PCI + internal)
 // and `mme_masters` MME masters.
@@ -150,6 +154,7 @@ std::optional<MemoryMap> parse_memory_map(const uint8_t* block, uint64_t bytes);
 std::optional<uint32_t> parse_card_generation(const uint8_t* block, uint64_t bytes);
 std::optional<uint64_t> parse_nic_ports_mask(const uint8_t* block, uint64_t bytes);
 std::optional<uint32_t> parse_tpc_prefetch_entries(const uint8_t* block, uint64_t bytes);
+std::optional<uint32_t> parse_mme_super_tile_rows(const uint8_t* block, uint64_t bytes);
 
 }  // namespace cpucp
 

@@ -182,6 +182,11 @@ Card::Card(sc_core::sc_module_name name, const preset::Card& preset, const CardO
     config.info.tpc_prefetch_entries = preset.tpc().prefetch_entries();
     config.info.nic_ports_mask = nic_ports_.size() >= 64 ? ~0ull : (1ull << nic_ports_.size()) - 1;
     config.info.mme_geometries = static_cast<uint8_t>(std::max(1, preset.mme().geometries_size()));
+    for (const auto& engine : mme_engines_)
+      if (engine) {
+        config.info.mme_super_tile_rows = engine->super_tile_rows();
+        break;
+      }
     const auto& map = preset.memory_map();
     config.info.memory_map = {map.dram_base(), map.dram_user_base(), map.sram_base(), preset::sram_scratchpad_bytes(preset),
                               map.sram_reserved_bytes()};

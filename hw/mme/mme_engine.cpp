@@ -320,6 +320,21 @@ const MmeJobStats* MmeEngine::job(uint64_t number) const {
   return it != jobs_.end() && it->job == number ? &*it : nullptr;
 }
 
+uint32_t MmeEngine::super_tile_rows() const {
+  mme::MmeJob large;
+  large.op = mme::MmeOp::Gemm;
+  large.m = large.n = 1u << 16;
+  large.k = 1024;
+  large.lda = large.k;
+  large.ldb = large.ldo = large.n;
+  mme::PlanParams pp;
+  pp.geometry = params_.geometries.at(0);
+  pp.accumulators = params_.accumulators;
+  pp.staging_bytes = params_.staging_bytes;
+  pp.max_request_bytes = params_.max_request_bytes;
+  return static_cast<uint32_t>(mme::JobPlan(large, pp).super_rows());
+}
+
 bool MmeEngine::execute(const mme::MmeJob& job, uint64_t epoch) {
   mme::PlanParams pp;
   pp.geometry = params_.geometries[job.geometry];

@@ -121,6 +121,9 @@ class MmeEngine : public sc_core::sc_module, public RegisterBlock, public Engine
   uint32_t mmu_props() const { return regs_[mme::desc::kProps / 4]; }
 
   const MmeEngineParams& params() const { return params_; }
+  // The output rows of a super-tile of a large GEMM in geometry 0: the rows the engine computes
+  // per pass over B (the card reports it, so the compiler cuts GEMMs at these boundaries).
+  uint32_t super_tile_rows() const;
   // The last kJobHistory finished jobs (older ones are only in the totals), and the sums over all.
   static constexpr size_t kJobHistory = 1024;
   const std::deque<MmeJobStats>& jobs() const { return jobs_; }

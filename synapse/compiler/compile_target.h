@@ -28,12 +28,15 @@ struct CompileTarget {
   uint32_t monitor_base = 256, monitor_end = 504;   // the runtime's queue waits use 504..511
   // An MME GEMM with at least this many rows is split by rows across every MME engine.
   uint32_t mme_split_min_rows = 256;
+  // The output rows an MME engine computes per pass over B in a large GEMM (its super-tile): a
+  // sliced GEMM's chunks are multiples of it (compiler/slicing.h). 0: no slicing.
+  uint32_t mme_super_tile_rows = 0;
   // Fuse elementwise clusters and chains (compiler/fusion.h).
   bool fuse_elementwise = true;
   // The SRAM arena intermediates may use (0: none); the runtime gives its SRAM user range.
   uint64_t sram_bytes = 0;
 
-  // "tpcs=8 vector=2048 prefetch=128 mme=2 geometries=2 dma=6 sob=256+1536 mon=256 fuse=2 order=4 frame=2 kernels=5 sram=...": recorded in the
+  // "tpcs=8 vector=2048 prefetch=128 mme=2 geometries=2 dma=6 sob=256+1536 mon=256 fuse=2 order=4 frame=2 kernels=5 slice=256 sram=...": recorded in the
   // recipe (and so part of the recipe cache's key).
   std::string describe() const;
 };

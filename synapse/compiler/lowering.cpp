@@ -1,6 +1,7 @@
 #include "synapse/compiler/lowering.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -19,6 +20,7 @@
 #include "synapse/compiler/memory_plan.h"
 #include "synapse/compiler/queue_program.h"
 #include "synapse/compiler/schedule.h"
+#include "synapse/compiler/slicing.h"
 #include "synapse/compiler/tensor_size.h"
 #include "synapse/graph/dma_nodes.h"
 #include "synapse/graph/mme_nodes.h"
@@ -64,14 +66,27 @@ class Lowering {
     recipe_.set_target(target_.describe());
     recipe_.set_workspace_bytes(plan_.workspace_bytes);
     recipe_.set_sram_bytes(plan_.sram_bytes);
-    // One sync object per node, then the launch's start object, numbered in the launch's own range
-    // (the runtime relocates it).
-    recipe_.set_sob_count(static_cast<uint32_t>(order_.size()) + 1);
-    if (order_.size() + 1 > target_.sob_count) {
+    slices_ = find_gemm_slices(
+        graph_, order_, plan_, [this](size_t step) { return per_element_at(step); },
+        [this](const GemmSlice& slice) { return chunk_kernels_fit(slice); }, slice_options());
+    for (auto& [gemm, slice] : slices_) {
+      sliced_consumer_[slice.consumer_step] = gemm;
+      extra_sobs_ += std::min<uint32_t>(static_cast<uint32_t>(target_.mme_queues.size()), slice.chunks) - 1;
+    }
+    // One sync object per node, then the launch's start object, then one per MME engine beyond the
+    // first of each sliced GEMM (an engine's chunks count on their own object), numbered in the
+    // launch's own range (the runtime relocates it).
+    const uint64_t sobs = order_.size() + 1 + extra_sobs_;
+    recipe_.set_sob_count(static_cast<uint32_t>(sobs));
+    if (sobs > target_.sob_count) {
       return graph::Result::error(graph::Status::AllResourcesTaken,
                                   "graph of " + std::to_string(order_.size()) + " nodes: the target gives " +
-                                      std::to_string(target_.sob_count) + " sync objects (one per node, plus one)");
+                                      std::to_string(target_.sob_count) + " sync objects (one per node, plus one" +
+                                      (extra_sobs_ != 0 ? ", plus " + std::to_string(extra_sobs_) + " for sliced GEMMs" : "") +
+                                      ")");
     }
+    signals_.resize(order_.size());
+    next_extra_sob_ = static_cast<uint32_t>(order_.size()) + 1;
     for (const PatchPoint& p : plan_.patch_points) add_persistent(p);
     for (TensorId t : untouched_persistent_) add_persistent(PatchPoint{t, {}, {}});
 
@@ -89,8 +104,10 @@ class Lowering {
       for (uint32_t j : waits[i]) record->add_waits_for(j);
       graph::Result r = graph::is_mme_guid(node.guid)   ? lower_mme(i, node, *record)
                         : graph::is_dma_guid(node.guid) ? lower_dma(i, node, *record)
+                        : sliced_consumer_.count(i) != 0 ? lower_sliced_consumer(i, node, *record)
                                                         : lower_tpc(i, node, *record);
       if (!r.ok()) return r;
+      if (signals_[i].empty()) signals_[i].push_back({sob_of(i), static_cast<uint16_t>(record->jobs())});
     }
 
     recipe_.set_workspace_bytes(plan_.workspace_bytes + scratch_bytes_);
@@ -104,10 +121,11 @@ class Lowering {
 
     QueueProgram& last = program(target_.external_queue, true);
     for (size_t i = 0; i < order_.size(); ++i) {
-      const uint32_t jobs = recipe_.nodes(static_cast<int>(i)).jobs();
-      if (!waited_on[i] && jobs > 0) last.wait_for(sob_of(i), static_cast<uint16_t>(jobs));   // a view has none
+      if (waited_on[i]) continue;
+      for (const Signal& signal : signals_[i])
+        if (signal.count > 0) last.wait_for(signal.sob, signal.count);   // a view has none
     }
-    for (size_t i = 0; i <= order_.size(); ++i) last.clear_sob(sob_of(i));   // the start object too
+    for (size_t i = 0; i < sobs; ++i) last.clear_sob(sob_of(i));   // the start object and the slices' too
 
     // Internal queues first, the external one (which ends the launch) last.
     for (auto& [queue, prog] : programs_) {
@@ -164,9 +182,16 @@ class Lowering {
     return *found->second;
   }
 
+  // Every sync object a node's jobs add to, with the count that means all of them are done.
+  struct Signal {
+    uint32_t sob = 0;
+    uint16_t count = 0;
+  };
+
   void wait_for_dependencies(QueueProgram& queue, const recipe::NodeRecord& record) {
     for (uint32_t j : record.waits_for()) {
-      queue.wait_for(sob_of(j), static_cast<uint16_t>(recipe_.nodes(static_cast<int>(j)).jobs()));
+      if (j == skip_wait_on_) continue;   // a sliced consumer waits chunk by chunk
+      for (const Signal& signal : signals_[j]) queue.wait_for(signal.sob, signal.count);
     }
   }
 
@@ -199,6 +224,8 @@ class Lowering {
     std::vector<Slice> slices;
     const uint32_t engines = static_cast<uint32_t>(target_.mme_queues.size());
     const uint64_t ein = mme::type_bytes(job.in), eout = mme::type_bytes(job.out);
+    const auto sliced = slices_.find(step);
+    if (sliced != slices_.end()) return lower_sliced_gemm(step, job, sliced->second, {a, b, o}, record);
     if (job.op == mme::MmeOp::Gemm && engines > 1 && job.batch >= engines) {
       const uint32_t per = (job.batch + engines - 1) / engines;
       for (uint32_t b0 = 0; b0 < job.batch; b0 += per) {
@@ -242,6 +269,167 @@ class Lowering {
     return graph::Result::success();
   }
 
+  // ---- Slicing (slicing.h) ----
+  // The GEMM's chunks take turns on the engines; an engine's chunks signal its own sync object
+  // (the node's for the first engine) in the order it runs them, so a count on it says which
+  // chunks are done.
+  graph::Result lower_sliced_gemm(size_t step, const mme::MmeJob& job, const GemmSlice& slice,
+                                  std::array<Relocation, 3> operands, recipe::NodeRecord& record) {
+    const uint32_t engines = std::min<uint32_t>(static_cast<uint32_t>(target_.mme_queues.size()), slice.chunks);
+    const uint64_t ein = mme::type_bytes(job.in), eout = mme::type_bytes(job.out);
+    std::vector<Signal>& signals = signals_[step];
+    signals.push_back({sob_of(step), 0});
+    for (uint32_t e = 1; e < engines; ++e) signals.push_back({next_extra_sob_++, 0});
+    std::vector<Signal>& chunk_done = chunk_done_[step];
+    for (uint32_t c = 0; c < slice.chunks; ++c) {
+      const uint32_t engine = c % engines, m0 = slice.chunk_begin(c);
+      Signal& signal = signals[engine];
+      chunk_done.push_back({signal.sob, ++signal.count});
+      mme::MmeJob chunk = job;
+      chunk.m = slice.chunk_size(c);
+      Relocation a = operands[0], o = operands[2];
+      a.addend += (job.transpose_a ? uint64_t{m0} : uint64_t{m0} * job.lda) * ein;
+      o.addend += uint64_t{m0} * job.ldo * eout;
+      const Relocation done = Relocation::sync_object(signal.sob);
+      chunk.a = a.placeholder();
+      chunk.b = operands[1].placeholder();
+      chunk.o = o.placeholder();
+      chunk.so_address = done.placeholder();
+      RegisterRelocations relocs;
+      relocate_pair(relocs, mme::desc::kBaseLowA, mme::desc::kBaseHighA, a);
+      relocate_pair(relocs, mme::desc::kBaseLowB, mme::desc::kBaseHighB, operands[1]);
+      relocate_pair(relocs, mme::desc::kBaseLowO, mme::desc::kBaseHighO, o);
+      relocate_pair(relocs, mme::desc::kSoAddrLow, mme::desc::kSoAddrHigh, done);
+      QueueProgram& queue = program(target_.mme_queues[engine], false);
+      if (c < engines) wait_for_dependencies(queue, record);
+      queue.append(mme::build_mme_command_buffer(chunk, target_.mme_geometries), relocs);
+    }
+    record.set_jobs(slice.chunks);
+    return graph::Result::success();
+  }
+
+  SliceOptions slice_options() const {
+    SliceOptions options;
+    options.chunk_row_unit = target_.mme_super_tile_rows;
+    options.min_chunks = 2 * static_cast<uint32_t>(std::max<size_t>(target_.mme_queues.size(), 1));
+    return options;
+  }
+
+  bool per_element_at(size_t step) const {
+    const NodeDesc& node = graph_.node(order_[step]);
+    if (clusters_.count(order_[step].index) != 0) return true;   // elementwise ops, broadcasts, constants
+    tk::KernelLibrary& library = tk::KernelLibrary::instance(target_.tpc_vector_bits, target_.tpc_prefetch_entries);
+    if (!library.per_element(node.guid)) return false;
+    const auto fused = epilogues_.find(order_[step].index);
+    if (fused == epilogues_.end()) return true;
+    return std::all_of(fused->second.begin(), fused->second.end(),
+                       [&](const std::string& guid) { return library.per_element(guid); });
+  }
+
+  // The consumer's kernel over `rows` rows of its cut tensors.
+  tk::InstantiateResult instantiate_chunk(size_t step, const GemmSlice& slice, uint32_t rows) const {
+    const NodeDesc& node = graph_.node(order_[step]);
+    tk::KernelParams params;
+    size_t k = 0;
+    for (const auto* list : {&node.inputs, &node.outputs}) {
+      for (TensorId t : *list) {
+        std::vector<uint32_t> shape = graph_.tensor(t).shape;
+        if (slice.cut[k++]) shape[1] = rows;
+        (list == &node.inputs ? params.inputs : params.outputs).push_back({graph_.tensor(t).dtype, shape, {}});
+      }
+    }
+    params.scalars = node.params.scalars;
+    return instantiate_node(step, params);
+  }
+
+  // The kernel of the TPC node at `step` for `params`: its cluster's, its fused chain's or its own.
+  tk::InstantiateResult instantiate_node(size_t step, const tk::KernelParams& params) const {
+    tk::KernelLibrary& library = tk::KernelLibrary::instance(target_.tpc_vector_bits, target_.tpc_prefetch_entries);
+    const NodeDesc& node = graph_.node(order_[step]);
+    const auto fused = epilogues_.find(order_[step].index);
+    const auto cluster = clusters_.find(order_[step].index);
+    return cluster != clusters_.end() ? library.instantiate_cluster(cluster->second, params)
+           : fused != epilogues_.end() ? library.instantiate_fused(node.guid, params, fused->second)
+                                       : library.instantiate(node.guid, params);
+  }
+
+  // A TPC node's record: its engine, and the GUIDs a fused chain or a cluster runs ("a+b+...",
+  // a cluster's constants left out).
+  void record_tpc_node(size_t step, const NodeDesc& node, recipe::NodeRecord& record) const {
+    record.set_engine("tpc");
+    const auto fused = epilogues_.find(order_[step].index);
+    const auto cluster = clusters_.find(order_[step].index);
+    if (fused != epilogues_.end()) {
+      std::string guid = node.guid;
+      for (const std::string& next : fused->second) guid += "+" + next;
+      record.set_guid(guid);
+    }
+    if (cluster != clusters_.end()) {
+      std::string guid;
+      for (const tk::ClusterOp& op : cluster->second.ops)
+        if (!op.operands.empty()) guid += (guid.empty() ? "" : "+") + op.guid;
+      record.set_guid(guid);
+    }
+  }
+
+  // A launch's program in the node's record: the first one's offset, then any other variant.
+  static void record_program(recipe::NodeRecord& record, uint64_t offset, bool first) {
+    if (first) {
+      record.set_program_offset(offset);
+    } else if (offset != record.program_offset() &&
+               std::find(record.part_program_offsets().begin(), record.part_program_offsets().end(), offset) ==
+                   record.part_program_offsets().end()) {
+      record.add_part_program_offsets(offset);
+    }
+  }
+
+  bool chunk_kernels_fit(const GemmSlice& slice) const {
+    for (uint32_t rows : {slice.chunk_size(0), slice.chunk_size(slice.chunks - 1)}) {
+      const tk::InstantiateResult inst = instantiate_chunk(slice.consumer_step, slice, rows);
+      if (!inst.ok() || !inst.parts.empty() || !inst.scratch_bytes.empty()) return false;
+    }
+    return true;
+  }
+
+  // One launch per chunk over every TPC, each waiting (on every TPC queue it uses) for the
+  // GEMM's chunk it reads; the node's other waits come first, once per queue.
+  graph::Result lower_sliced_consumer(size_t step, const NodeDesc& node, recipe::NodeRecord& record) {
+    const size_t gemm = sliced_consumer_.at(step);
+    const GemmSlice& slice = slices_.at(gemm);
+    record_tpc_node(step, node, record);
+    std::vector<TensorId> tensors = node.inputs;
+    tensors.insert(tensors.end(), node.outputs.begin(), node.outputs.end());
+    uint32_t jobs = 0;
+    unsigned rotation = tpc_turn_;
+    skip_wait_on_ = static_cast<uint32_t>(gemm);
+    for (uint32_t c = 0; c < slice.chunks; ++c) {
+      const tk::InstantiateResult inst = instantiate_chunk(step, slice, slice.chunk_size(c));
+      if (!inst.ok()) {
+        skip_wait_on_ = kNoStep;
+        return graph::Result::error(graph::Status::InvalidArgument, "node '" + node.name + "': " + inst.message);
+      }
+      std::vector<Relocation> chunk_tensors;
+      for (size_t k = 0; k < tensors.size(); ++k) {
+        Relocation r = relocation_of(tensors[k]);
+        if (slice.cut[k]) {
+          const graph::TensorDesc& desc = graph_.tensor(tensors[k]);
+          const uint64_t row_bytes = tensor_bytes(desc).value_or(0) / desc.shape[1];
+          r.addend += uint64_t{slice.chunk_begin(c)} * row_bytes;
+        }
+        chunk_tensors.push_back(r);
+      }
+      record_program(record, place_program(*inst.inst), c == 0);
+      const Signal chunk = chunk_done_.at(gemm)[c];
+      const uint32_t launched = append_kernel(step, record, *inst.inst, chunk_tensors, rotation, 0, &chunk);
+      rotation = (rotation + launched) % target_.tpcs;
+      jobs += launched;
+    }
+    skip_wait_on_ = kNoStep;
+    tpc_turn_ = rotation;
+    record.set_jobs(jobs);
+    return graph::Result::success();
+  }
+
   // ---- DMA ----
   graph::Result lower_dma(size_t step, const NodeDesc& node, recipe::NodeRecord& record) {
     if (plan_.is_view_step(static_cast<uint32_t>(step))) {
@@ -281,27 +469,11 @@ class Lowering {
     for (TensorId t : node.inputs) params.inputs.push_back({graph_.tensor(t).dtype, graph_.tensor(t).shape, {}});
     for (TensorId t : node.outputs) params.outputs.push_back({graph_.tensor(t).dtype, graph_.tensor(t).shape, {}});
     params.scalars = node.params.scalars;
-    tk::KernelLibrary& library = tk::KernelLibrary::instance(target_.tpc_vector_bits, target_.tpc_prefetch_entries);
-    const auto fused = epilogues_.find(order_[step].index);
-    const auto cluster = clusters_.find(order_[step].index);
-    tk::InstantiateResult inst = cluster != clusters_.end() ? library.instantiate_cluster(cluster->second, params)
-                                 : fused != epilogues_.end() ? library.instantiate_fused(node.guid, params, fused->second)
-                                                             : library.instantiate(node.guid, params);
+    tk::InstantiateResult inst = instantiate_node(step, params);
     if (!inst.ok()) {
       return graph::Result::error(graph::Status::InvalidArgument, "node '" + node.name + "': " + inst.message);
     }
-    record.set_engine("tpc");
-    if (fused != epilogues_.end()) {
-      std::string guid = node.guid;
-      for (const std::string& next : fused->second) guid += "+" + next;
-      record.set_guid(guid);
-    }
-    if (cluster != clusters_.end()) {   // the ops' GUIDs in order ("a+b+..."), constants left out
-      std::string guid;
-      for (const tk::ClusterOp& op : cluster->second.ops)
-        if (!op.operands.empty()) guid += (guid.empty() ? "" : "+") + op.guid;
-      record.set_guid(guid);
-    }
+    record_tpc_node(step, node, record);
     std::vector<Relocation> tensors;
     for (TensorId t : node.inputs) tensors.push_back(relocation_of(t));
     for (TensorId t : node.outputs) tensors.push_back(relocation_of(t));
@@ -330,14 +502,7 @@ class Lowering {
       }
       std::vector<Relocation> part_tensors;
       for (uint32_t t : part.tensors) part_tensors.push_back(tensors.at(t));
-      const uint64_t offset = place_program(part.inst);
-      if (jobs == 0) {
-        record.set_program_offset(offset);
-      } else if (offset != record.program_offset() &&
-                 std::find(record.part_program_offsets().begin(), record.part_program_offsets().end(), offset) ==
-                     record.part_program_offsets().end()) {
-        record.add_part_program_offsets(offset);
-      }
+      record_program(record, place_program(part.inst), jobs == 0);
       const uint32_t launched = append_kernel(step, record, part.inst, part_tensors, rotation, jobs_before_phase);
       rotation = (rotation + launched) % target_.tpcs;
       jobs += launched;
@@ -349,9 +514,11 @@ class Lowering {
 
   // One kernel launch of node `step` over the TPCs, its command buffers on the TPC queues from
   // `first_tpc` on (wrapping); each queue first waits for the node's dependencies and, when
-  // `own_jobs` > 0, for that many of the node's own launches. Returns the command buffers.
+  // `own_jobs` > 0, for that many of the node's own launches, then for `chunk` (a sliced GEMM's
+  // chunk the launch reads) if given. Returns the command buffers.
   uint32_t append_kernel(size_t step, const recipe::NodeRecord& record, const tk::Instantiation& k,
-                         const std::vector<Relocation>& tensors, unsigned first_tpc, uint32_t own_jobs) {
+                         const std::vector<Relocation>& tensors, unsigned first_tpc, uint32_t own_jobs,
+                         const Signal* chunk = nullptr) {
     tpc::TpcLaunchSpec spec;
     const uint64_t program_offset = place_program(k);
     Relocation kernel{recipe::SECTION_PROGRAM, 0, program_offset};
@@ -405,6 +572,7 @@ class Lowering {
         queue.wait_for(sob_of(step), static_cast<uint16_t>(own_jobs));
         done.own_jobs = own_jobs;
       }
+      if (chunk != nullptr) queue.wait_for(chunk->sob, chunk->count);   // a sliced GEMM's chunk
       queue.append({cb.bytes.begin() + static_cast<std::ptrdiff_t>(trigger), cb.bytes.end()}, relocs, descriptors);
     }
     return static_cast<uint32_t>(cbs.size());
@@ -450,6 +618,14 @@ class Lowering {
   };
   std::map<regs::QueueId, QueueWaits> queue_waits_;
   size_t dma_turn_ = 0;   // the DMA queue the next copy starts on (copies take turns)
+  static constexpr uint32_t kNoStep = UINT32_MAX;
+  std::map<size_t, GemmSlice> slices_;          // by the GEMM's step
+  std::map<size_t, size_t> sliced_consumer_;    // consumer step -> its GEMM's step
+  std::map<size_t, std::vector<Signal>> chunk_done_;   // GEMM step -> per chunk, the count that says it is done
+  std::vector<std::vector<Signal>> signals_;    // per step: what its jobs add to, all done at these counts
+  uint32_t extra_sobs_ = 0;
+  uint32_t next_extra_sob_ = 0;                 // set in run(): after the start object
+  uint32_t skip_wait_on_ = kNoStep;             // a dependency wait_for_dependencies leaves out
   uint64_t scratch_bytes_ = 0;   // the nodes' scratch so far, after the planned workspace
 };
 
@@ -467,11 +643,12 @@ std::string CompileTarget::describe() const {
   // reductions stream into the next column, the clip norm's scaling two vectors a step of one run.
   // kernels=5: a large embedding backward is five launches (its indices bucketed by row chunk),
   // gather moves 8 elements a step, bf16 dgamma / dbeta step four columns and split as f32's.
-  // order=4: the engine order counts a fixed cost per launch.
+  // order=4: the engine order counts a fixed cost per launch. slice=R: GEMMs cut in chunks of R
+  // rows with their consumers (0: none).
   std::ostringstream s;
   s << "tpcs=" << tpcs << " vector=" << tpc_vector_bits << " prefetch=" << tpc_prefetch_entries << " mme=" << mme_queues.size() << " geometries=" << mme_geometries
     << " dma=" << dma_queues.size() << " sob=" << sob_base
-    << "+" << sob_count << " mon=" << monitor_base << " fuse=" << (fuse_elementwise ? 2 : 0) << " order=4 frame=2 kernels=5 sram=" << sram_bytes;
+    << "+" << sob_count << " mon=" << monitor_base << " fuse=" << (fuse_elementwise ? 2 : 0) << " order=4 frame=2 kernels=5 slice=" << mme_super_tile_rows << " sram=" << sram_bytes;
   return s.str();
 }
 

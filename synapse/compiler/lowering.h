@@ -7,8 +7,9 @@
 // Steps: validate (errors name node and tensor, nothing is produced), the topological order, the
 // memory plan, the waits between nodes (node_dependencies), then per node in order:
 //   - MME GUIDs: the node's MME job with section-relative addresses; a GEMM with enough rows is
-//     split by rows (a batched GEMM by batch) across every MME engine; the job's end message
-//     adds 1 to the node's sync object;
+//     split by rows (a batched GEMM by batch) across every MME engine, or sliced into row chunks
+//     with the TPC node that reads it (slicing.h); the job's end message adds 1 to the node's
+//     sync object (a sliced GEMM's second engine to one of its own);
 //   - TPC GUIDs: the kernel library's instantiation, its program placed in the program image
 //     (once per kernel variant), its index space spread over every TPC (one command buffer
 //     each, each adding 1 to the node's sync object when done);

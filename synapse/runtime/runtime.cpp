@@ -75,6 +75,7 @@ Runtime::Runtime(int fd) : fd_(fd), allocator_(0, 0) {
   target_.mme_geometries = std::max<uint32_t>(1, info.reserved7);   // hpusim: MME output geometries
   target_.tpc_vector_bits = info.reserved6;                          // hpusim: TPC vector width
   target_.tpc_prefetch_entries = info.reserved9;                     // hpusim: TPC prefetch buffer
+  target_.mme_super_tile_rows = static_cast<uint32_t>(info.reserved3);   // hpusim: MME super-tile rows
   if (!tpc_kernels::KernelLibrary::valid_vector_bits(target_.tpc_vector_bits)) {
     throw std::runtime_error("runtime: the device reports a TPC vector width of " +
                              std::to_string(target_.tpc_vector_bits) + " bits, which the kernel library does not take");

@@ -1756,6 +1756,24 @@ std::vector<std::string> KernelLibrary::guids() const { return guid_list_; }
 
 bool KernelLibrary::has_guid(const std::string& guid) const { return defs_.count(guid) != 0 || is_tensor_list(guid); }
 
+bool KernelLibrary::per_element(const std::string& guid) const {
+  const auto it = defs_.find(guid);
+  if (it == defs_.end()) return false;
+  switch (it->second->kind) {
+    case Kind::Binary:
+    case Kind::Backward:
+    case Kind::Unary:
+    case Kind::UnaryF32:
+    case Kind::Ternary:
+    case Kind::Cast:
+    case Kind::Where:
+    case Kind::Optim:
+      return true;
+    default:
+      return false;
+  }
+}
+
 size_t KernelLibrary::assembled_count() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return cache_.size();

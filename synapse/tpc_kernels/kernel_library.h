@@ -214,6 +214,10 @@ class KernelLibrary {
   // Every GUID, sorted.
   std::vector<std::string> guids() const;
   bool has_guid(const std::string& guid) const;
+  // Each output element from the inputs' elements at its position alone (elementwise ops, casts,
+  // where, the single-tensor optimizers; no random streams): a launch over a block of the
+  // tensors' rows gives exactly those rows' values (the compiler's slicing relies on it).
+  bool per_element(const std::string& guid) const;
   // The tensor-list GUIDs (fused_adamw_f32, fused_sgd_f32, fused_clip_norm_f32 ...): one node over
   // a list of tensors, instantiated as several launches (InstantiateResult::parts).
   static bool is_tensor_list(const std::string& guid);

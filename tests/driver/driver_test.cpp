@@ -61,7 +61,7 @@ TEST_F(DriverTest, MeasuredHostTimeOpensDoNotWaitForTheHeartbeat) {
 // card per process: one test per preset.
 class DriverMakeUpTest : public DriverTest {
  protected:
-  void check(const char* preset, uint64_t tpc_mask, uint32_t edma_mask, uint8_t mme_masters) {
+  void check(const char* preset, uint64_t tpc_mask, uint32_t edma_mask, uint8_t mme_masters, uint64_t super_tile_rows) {
     platform::PlatformOptions platform;
     platform.preset = preset;
     make({}, platform);
@@ -72,6 +72,7 @@ class DriverMakeUpTest : public DriverTest {
     EXPECT_EQ(hw.reserved1, mme_masters);
     EXPECT_EQ(hw.reserved6, 2048u);
     EXPECT_EQ(hw.reserved7, 3u);   // 256x256, 128x512, 512x128
+    EXPECT_EQ(hw.reserved3, super_tile_rows);   // hpusim: MME super-tile rows (the compiler's slices)
     // A CS on the last TPC's queue runs; one past the card's TPCs is refused.
     const unsigned tpcs = static_cast<unsigned>(__builtin_popcountll(tpc_mask));
     CommandBufferBuilder nop;
@@ -89,8 +90,8 @@ class DriverMakeUpTest : public DriverTest {
   }
 };
 
-TEST_F(DriverMakeUpTest, Hl225Has24TpcsTenDmaChannelsAndTwoMmeMasters) { check("hl225", (1ull << 24) - 1, 0xFF, 0x3); }
-TEST_F(DriverMakeUpTest, Hl325Has64TpcsTenDmaChannelsAndEightMmeMasters) { check("hl325", ~0ull, 0xFF, 0xFF); }
+TEST_F(DriverMakeUpTest, Hl225Has24TpcsTenDmaChannelsAndTwoMmeMasters) { check("hl225", (1ull << 24) - 1, 0xFF, 0x3, 512); }
+TEST_F(DriverMakeUpTest, Hl325Has64TpcsTenDmaChannelsAndEightMmeMasters) { check("hl325", ~0ull, 0xFF, 0xFF, 512); }
 
 TEST_F(DriverTest, IoctlNumbersAndInfo) {
   make();
@@ -114,6 +115,7 @@ TEST_F(DriverTest, IoctlNumbersAndInfo) {
   EXPECT_EQ(hw.reserved1, 0x3u);            // hpusim: MME masters 0 and 2
   EXPECT_EQ(hw.reserved6, 2048u);           // hpusim: the TPC vector width
   EXPECT_EQ(hw.reserved7, 2u);              // hpusim: MME output geometries
+  EXPECT_EQ(hw.reserved3, 256u);            // hpusim: MME super-tile rows (4 x 64 of geometry 0)
   EXPECT_STREQ(reinterpret_cast<const char*>(hw.card_name), "HL205");
   EXPECT_EQ(info<hl_info_device_status>(HL_INFO_DEVICE_STATUS).status, HL_DEVICE_STATUS_OPERATIONAL);
   EXPECT_EQ(info<hl_info_reset_count>(HL_INFO_RESET_COUNT).hard_reset_cnt, 0u);

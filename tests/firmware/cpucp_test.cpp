@@ -174,5 +174,16 @@ TEST(FirmwareCpucp, InfoBlockCarriesTheTpcPrefetchEntries) {
   EXPECT_EQ(cpucp::parse_tpc_prefetch_entries(block.data(), 1672), std::nullopt) << "a firmware without the field";
 }
 
+TEST(FirmwareCpucp, InfoBlockCarriesTheMmeSuperTileRows) {
+  cpucp::DeviceInfo info;
+  EXPECT_EQ(cpucp::parse_mme_super_tile_rows(cpucp::build_info_block(info).data(), 1680), 0u) << "not given";
+  info.mme_super_tile_rows = 512;
+  info.tpc_prefetch_entries = 256;
+  const auto block = cpucp::build_info_block(info);
+  EXPECT_EQ(cpucp::parse_mme_super_tile_rows(block.data(), block.size()), 512u);
+  EXPECT_EQ(cpucp::parse_tpc_prefetch_entries(block.data(), block.size()), 256u) << "the field before it";
+  EXPECT_EQ(cpucp::parse_mme_super_tile_rows(block.data(), 1672), std::nullopt) << "a firmware without the field";
+}
+
 }  // namespace
 }  // namespace hpusim::fw_if

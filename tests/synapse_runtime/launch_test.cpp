@@ -14,6 +14,7 @@
 
 #include "arch/packets/packets.h"
 #include "arch/regs/gaudi1_map.h"
+#include "hw/card/card.h"
 #include "hw/mme/mme_compute.h"
 #include "synapse/compiler/lowering.h"
 #include "synapse/recipe/recipe_file.h"
@@ -26,6 +27,7 @@ namespace {
 using graph::DType;
 using graph::Graph;
 using graph::TensorId;
+using hw::Picoseconds;
 
 std::vector<float> random_floats(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -345,6 +347,76 @@ TEST_F(SynapseLaunchTest, ALargeGemmIsSplitAcrossBothMmeEngines) {
   EXPECT_EQ(mme_jobs, 2u);
   const Run r = run_dense(g, loaded, 3);
   expect_equal_bits(r.out, g.reference(r.x, r.w, r.bias));
+}
+
+// The first TPC kernel that started after `after_ps`, and the last MME job's end after it.
+struct EngineTimes {
+  Picoseconds first_tpc_start = UINT64_MAX, last_mme_end = 0;
+};
+EngineTimes engine_times_after(hw::Card& card, Picoseconds after_ps) {
+  EngineTimes t;
+  for (unsigned n = 0; n < card.mme_numbers(); ++n)
+    if (hw::MmeEngine* mme = card.mme_engine(n))
+      for (const auto& job : mme->jobs())
+        if (job.start_ps >= after_ps) t.last_mme_end = std::max(t.last_mme_end, job.end_ps);
+  for (unsigned n = 0; hw::TpcCore* tpc = card.tpc_core(n); ++n)
+    for (const auto& kernel : tpc->kernels())
+      if (kernel.start_ps >= after_ps) t.first_tpc_start = std::min(t.first_tpc_start, kernel.start_ps);
+  return t;
+}
+// When the last MME job or TPC kernel so far ended: a later launch's start after it.
+Picoseconds engines_done(hw::Card& card) {
+  Picoseconds done = 0;
+  for (unsigned n = 0; n < card.mme_numbers(); ++n)
+    if (hw::MmeEngine* mme = card.mme_engine(n))
+      for (const auto& job : mme->jobs()) done = std::max(done, job.end_ps);
+  for (unsigned n = 0; hw::TpcCore* tpc = card.tpc_core(n); ++n)
+    for (const auto& kernel : tpc->kernels()) done = std::max(done, kernel.end_ps);
+  return done;
+}
+
+TEST_F(SynapseLaunchTest, AGemmAndItsConsumerRunAsAPipelineOfRowChunks) {
+  // The GEMM's 1024 rows in chunks of the MME's super-tile rows (256 on hl205), two per engine;
+  // its only reader (bias_add+relu, fused) one launch per chunk, each waiting for its own chunk.
+  // K = 1024 makes each chunk take longer than the consumer's launch, so a launch that did not
+  // wait for its own chunk would read rows not yet written.
+  EXPECT_EQ(rt->target().mme_super_tile_rows, 256u);
+  const DenseReluGraph g(1024, 64, 1024);
+  recipe::Recipe recipe;
+  const auto loaded = compile_and_load(g.graph, &recipe);
+  ASSERT_TRUE(loaded);
+  ASSERT_EQ(recipe.nodes_size(), 2);
+  EXPECT_EQ(recipe.nodes(0).jobs(), 4u);
+  EXPECT_EQ(recipe.nodes(1).jobs(), 4 * rt->target().tpcs) << "a launch over every TPC per chunk";
+  EXPECT_EQ(recipe.sob_count(), 4u) << "one per node, the start object, and the second engine's chunks";
+  EXPECT_NE(recipe.target().find(" slice=256 "), std::string::npos) << recipe.target();
+  hw::Card& card = device->platform().card();
+  const Picoseconds before = engines_done(card);
+  const Run sliced = run_dense(g, loaded, 5);
+  expect_equal_bits(sliced.out, g.reference(sliced.x, sliced.w, sliced.bias));
+  const EngineTimes pipelined = engine_times_after(card, before);
+  EXPECT_LT(pipelined.first_tpc_start, pipelined.last_mme_end) << "the TPCs start on the first chunk";
+
+  // A card that reports no super-tile gets no slicing: the GEMM split in halves, one launch.
+  compiler::CompileTarget whole_target = rt->target();
+  whole_target.mme_super_tile_rows = 0;
+  recipe::Recipe whole;
+  ASSERT_TRUE(compiler::compile_graph(g.graph, whole_target, &whole).ok());
+  EXPECT_EQ(whole.nodes(0).jobs(), 2u);
+  EXPECT_EQ(whole.nodes(1).jobs(), rt->target().tpcs);
+  EXPECT_EQ(whole.sob_count(), 3u);
+
+  // 512 rows make one chunk per engine: not sliced, the TPCs start after the GEMM.
+  const DenseReluGraph half(512, 64, 64);
+  recipe::Recipe half_recipe;
+  const auto half_loaded = compile_and_load(half.graph, &half_recipe);
+  ASSERT_TRUE(half_loaded);
+  EXPECT_EQ(half_recipe.nodes(0).jobs(), 2u);
+  const Picoseconds again = engines_done(card);
+  const Run r = run_dense(half, half_loaded, 6);
+  expect_equal_bits(r.out, half.reference(r.x, r.w, r.bias));
+  const EngineTimes serial = engine_times_after(card, again);
+  EXPECT_GT(serial.first_tpc_start, serial.last_mme_end);
 }
 
 TEST_F(SynapseLaunchTest, ARecipeRunsTheSameAfterSerialisation) {
