@@ -109,7 +109,9 @@ std::vector<TpcCommandBuffer> build_tpc_command_buffers(const TpcLaunchSpec& spe
     if (d.dims < 1 || d.dims > kDims) throw std::invalid_argument("a tensor descriptor needs 1..5 dims");
   }
   if (spec.kernel_address % kBundleBytes != 0) throw std::invalid_argument("kernel address not 32-byte aligned");
-  const std::vector<IndexRange> parts = partition_index_space(spec);
+  std::vector<IndexRange> parts = partition_index_space(spec);
+  for (IndexRange& part : parts)
+    for (unsigned d = 0; d < kDims; ++d) part.offset[d] += spec.index_offset[d];
   std::vector<TpcCommandBuffer> out;
   for (unsigned tpc = 0; tpc < spec.tpcs; ++tpc) {
     TpcCommandBuffer cb;

@@ -24,6 +24,9 @@ struct TpcLaunchSpec {
   std::vector<TensorDescriptor> tensors;        // tensor 0, 1, ... (at most 16; dims 1..5 each)
   std::array<uint32_t, 32> srf{};               // S0..S31
   std::array<int32_t, kDims> index_space{};     // whole index space; sizes <= 0 count as 1
+  // Where it starts: a launch over part of a kernel's index space (a sliced consumer's chunk)
+  // keeps the kernel's descriptors and partitions [index_offset, index_offset + index_space).
+  std::array<int32_t, kDims> index_offset{};
   // Partition boundaries along a dimension are multiples of its granule (e.g. 64 in dim 0 for a
   // kernel that steps one f32 vector there). 0 counts as 1.
   std::array<int32_t, kDims> granule{};

@@ -68,7 +68,7 @@ class Lowering {
     recipe_.set_sram_bytes(plan_.sram_bytes);
     slices_ = find_gemm_slices(
         graph_, order_, plan_, [this](size_t step) { return per_element_at(step); },
-        [this](const GemmSlice& slice) { return chunk_kernels_fit(slice); }, slice_options());
+        [this](const GemmSlice& slice) { return plan_consumer(slice); }, slice_options());
     for (auto& [gemm, slice] : slices_) {
       sliced_consumer_[slice.consumer_step] = gemm;
       extra_sobs_ += std::min<uint32_t>(static_cast<uint32_t>(target_.mme_queues.size()), slice.chunks) - 1;
@@ -186,6 +186,12 @@ class Lowering {
   struct Signal {
     uint32_t sob = 0;
     uint16_t count = 0;
+  };
+  // A sliced consumer's launch for one chunk: the GEMM chunk it waits for, and its index range.
+  struct ChunkLaunch {
+    Signal done;
+    unsigned dim = 0;
+    int32_t begin = 0, end = 0;
   };
 
   void wait_for_dependencies(QueueProgram& queue, const recipe::NodeRecord& record) {
@@ -326,22 +332,6 @@ class Lowering {
                        [&](const std::string& guid) { return library.per_element(guid); });
   }
 
-  // The consumer's kernel over `rows` rows of its cut tensors.
-  tk::InstantiateResult instantiate_chunk(size_t step, const GemmSlice& slice, uint32_t rows) const {
-    const NodeDesc& node = graph_.node(order_[step]);
-    tk::KernelParams params;
-    size_t k = 0;
-    for (const auto* list : {&node.inputs, &node.outputs}) {
-      for (TensorId t : *list) {
-        std::vector<uint32_t> shape = graph_.tensor(t).shape;
-        if (slice.cut[k++]) shape[1] = rows;
-        (list == &node.inputs ? params.inputs : params.outputs).push_back({graph_.tensor(t).dtype, shape, {}});
-      }
-    }
-    params.scalars = node.params.scalars;
-    return instantiate_node(step, params);
-  }
-
   // The kernel of the TPC node at `step` for `params`: its cluster's, its fused chain's or its own.
   tk::InstantiateResult instantiate_node(size_t step, const tk::KernelParams& params) const {
     tk::KernelLibrary& library = tk::KernelLibrary::instance(target_.tpc_vector_bits, target_.tpc_prefetch_entries);
@@ -383,11 +373,47 @@ class Lowering {
     }
   }
 
-  bool chunk_kernels_fit(const GemmSlice& slice) const {
-    for (uint32_t rows : {slice.chunk_size(0), slice.chunk_size(slice.chunks - 1)}) {
-      const tk::InstantiateResult inst = instantiate_chunk(slice.consumer_step, slice, rows);
-      if (!inst.ok() || !inst.parts.empty() || !inst.scratch_bytes.empty()) return false;
+  // A sliced consumer's kernel, instantiated for its whole tensors, and the index-space dim that
+  // walks their rows: a chunk's launch covers that dim's indices for its rows, with the same
+  // descriptors (so the launches after the first write no tensor address again).
+  struct ConsumerPlan {
+    tk::InstantiateResult inst;
+    unsigned dim = 0;          // the index-space dim of the rows
+    int32_t rows_a_step = 1;   // rows an index covers
+  };
+
+  // Whether the consumer's kernel is one launch whose index space walks the cut tensors' rows
+  // linearly, each index covering its own rows (then it is planned), so a chunk's rows are an
+  // index range and a launch over it reads and writes only those rows.
+  bool plan_consumer(const GemmSlice& slice) {
+    const NodeDesc& node = graph_.node(order_[slice.consumer_step]);
+    tk::KernelParams params;
+    for (TensorId t : node.inputs) params.inputs.push_back({graph_.tensor(t).dtype, graph_.tensor(t).shape, {}});
+    for (TensorId t : node.outputs) params.outputs.push_back({graph_.tensor(t).dtype, graph_.tensor(t).shape, {}});
+    params.scalars = node.params.scalars;
+    ConsumerPlan plan{instantiate_node(slice.consumer_step, params)};
+    if (!plan.inst.ok() || !plan.inst.parts.empty() || !plan.inst.scratch_bytes.empty()) return false;
+    const tk::Instantiation& k = *plan.inst.inst;
+    std::optional<tk::AccessPatternDim> rows;
+    for (size_t t = 0; t < slice.cut.size(); ++t) {
+      if (!slice.cut[t]) continue;
+      const bool input = t < k.input_patterns.size();
+      if (!input && t - k.input_patterns.size() >= k.output_patterns.size()) return false;
+      const tk::TensorAccessPattern& pattern = input ? k.input_patterns[t] : k.output_patterns[t - k.input_patterns.size()];
+      if (rows && !(pattern[1] == *rows)) return false;
+      rows = pattern[1];
+      for (unsigned d = 0; d < tk::kMaxDims; ++d)
+        if (d != 1 && pattern[d].ispace_dim == rows->ispace_dim && pattern[d].a != 0) return false;
     }
+    if (!rows || rows->a < 1 || rows->start_b != 0 || rows->end_b != rows->a - 1 || rows->ispace_dim >= tk::kMaxDims)
+      return false;
+    const int32_t a = rows->a;
+    if (k.ispace_geometry[rows->ispace_dim] != static_cast<int32_t>((slice.rows + a - 1) / a)) return false;
+    for (uint32_t c = 0; c + 1 < slice.chunks; ++c)
+      if (slice.chunk_begin(c + 1) % a != 0) return false;
+    plan.dim = rows->ispace_dim;
+    plan.rows_a_step = a;
+    consumer_plans_[slice.consumer_step] = std::move(plan);
     return true;
   }
 
@@ -396,31 +422,20 @@ class Lowering {
   graph::Result lower_sliced_consumer(size_t step, const NodeDesc& node, recipe::NodeRecord& record) {
     const size_t gemm = sliced_consumer_.at(step);
     const GemmSlice& slice = slices_.at(gemm);
+    const ConsumerPlan& plan = consumer_plans_.at(step);
     record_tpc_node(step, node, record);
-    std::vector<TensorId> tensors = node.inputs;
-    tensors.insert(tensors.end(), node.outputs.begin(), node.outputs.end());
+    std::vector<Relocation> tensors;
+    for (TensorId t : node.inputs) tensors.push_back(relocation_of(t));
+    for (TensorId t : node.outputs) tensors.push_back(relocation_of(t));
+    record_program(record, place_program(*plan.inst.inst), true);
     uint32_t jobs = 0;
     unsigned rotation = tpc_turn_;
     skip_wait_on_ = static_cast<uint32_t>(gemm);
     for (uint32_t c = 0; c < slice.chunks; ++c) {
-      const tk::InstantiateResult inst = instantiate_chunk(step, slice, slice.chunk_size(c));
-      if (!inst.ok()) {
-        skip_wait_on_ = kNoStep;
-        return graph::Result::error(graph::Status::InvalidArgument, "node '" + node.name + "': " + inst.message);
-      }
-      std::vector<Relocation> chunk_tensors;
-      for (size_t k = 0; k < tensors.size(); ++k) {
-        Relocation r = relocation_of(tensors[k]);
-        if (slice.cut[k]) {
-          const graph::TensorDesc& desc = graph_.tensor(tensors[k]);
-          const uint64_t row_bytes = tensor_bytes(desc).value_or(0) / desc.shape[1];
-          r.addend += uint64_t{slice.chunk_begin(c)} * row_bytes;
-        }
-        chunk_tensors.push_back(r);
-      }
-      record_program(record, place_program(*inst.inst), c == 0);
-      const Signal chunk = chunk_done_.at(gemm)[c];
-      const uint32_t launched = append_kernel(step, record, *inst.inst, chunk_tensors, rotation, 0, &chunk);
+      const int32_t a = plan.rows_a_step;
+      const ChunkLaunch chunk{chunk_done_.at(gemm)[c], plan.dim, static_cast<int32_t>(slice.chunk_begin(c)) / a,
+                              static_cast<int32_t>((slice.chunk_begin(c) + slice.chunk_size(c) + a - 1) / a)};
+      const uint32_t launched = append_kernel(step, record, *plan.inst.inst, tensors, rotation, 0, &chunk);
       rotation = (rotation + launched) % target_.tpcs;
       jobs += launched;
     }
@@ -518,7 +533,7 @@ class Lowering {
   // chunk the launch reads) if given. Returns the command buffers.
   uint32_t append_kernel(size_t step, const recipe::NodeRecord& record, const tk::Instantiation& k,
                          const std::vector<Relocation>& tensors, unsigned first_tpc, uint32_t own_jobs,
-                         const Signal* chunk = nullptr) {
+                         const ChunkLaunch* chunk = nullptr) {
     tpc::TpcLaunchSpec spec;
     const uint64_t program_offset = place_program(k);
     Relocation kernel{recipe::SECTION_PROGRAM, 0, program_offset};
@@ -528,6 +543,10 @@ class Lowering {
       spec.tensors.push_back(k.outputs[i].make(tensors[k.inputs.size() + i].placeholder()));
     spec.srf = k.srf;
     spec.index_space = k.ispace_geometry;
+    if (chunk != nullptr) {
+      spec.index_space[chunk->dim] = chunk->end - chunk->begin;
+      spec.index_offset[chunk->dim] = chunk->begin;
+    }
     spec.granule.fill(1);
     spec.tpcs = target_.tpcs;
     spec.icache_prefetch = true;
@@ -572,7 +591,7 @@ class Lowering {
         queue.wait_for(sob_of(step), static_cast<uint16_t>(own_jobs));
         done.own_jobs = own_jobs;
       }
-      if (chunk != nullptr) queue.wait_for(chunk->sob, chunk->count);   // a sliced GEMM's chunk
+      if (chunk != nullptr) queue.wait_for(chunk->done.sob, chunk->done.count);   // a sliced GEMM's chunk
       queue.append({cb.bytes.begin() + static_cast<std::ptrdiff_t>(trigger), cb.bytes.end()}, relocs, descriptors);
     }
     return static_cast<uint32_t>(cbs.size());
@@ -622,6 +641,7 @@ class Lowering {
   std::map<size_t, GemmSlice> slices_;          // by the GEMM's step
   std::map<size_t, size_t> sliced_consumer_;    // consumer step -> its GEMM's step
   std::map<size_t, std::vector<Signal>> chunk_done_;   // GEMM step -> per chunk, the count that says it is done
+  std::map<size_t, ConsumerPlan> consumer_plans_;      // by the consumer's step
   std::vector<std::vector<Signal>> signals_;    // per step: what its jobs add to, all done at these counts
   uint32_t extra_sobs_ = 0;
   uint32_t next_extra_sob_ = 0;                 // set in run(): after the start object

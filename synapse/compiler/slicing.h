@@ -1,7 +1,8 @@
 // Slicing: a GEMM and the TPC node that consumes its output run as a pipeline of row chunks, as
 // the real graph compiler slices a producer and its consumer. The GEMM's rows are cut into
 // chunks that take turns on the MME engines; the consumer becomes one launch per chunk, over
-// every TPC, that waits only for its own chunk. The TPCs then work on the first rows while the
+// every TPC and the range of its index space that walks the chunk's rows (the lowering checks
+// the kernel's access patterns allow it), that waits only for its own chunk. The TPCs then work on the first rows while the
 // MME computes the next ones, and after the GEMM's last chunk only one chunk of the consumer is
 // left (instead of all of it). Values do not change: each chunk computes the same elements as
 // the whole node would.
@@ -17,7 +18,8 @@
 //     rows), or is an input broadcast along the rows (a bias row, one element), kept whole;
 //   - each output of the consumer lies apart from each of its inputs or exactly on it (an
 //     in-place update), so a chunk never writes where another chunk still reads;
-//   - `consumer_fits` accepts it (the lowering checks the chunk kernels are one launch each).
+//   - `consumer_fits` accepts it (the lowering checks the kernel is one launch whose index
+//     space walks the rows linearly).
 #pragma once
 
 #include <algorithm>
