@@ -378,13 +378,18 @@ class Lowering {
   // descriptors (so the launches after the first write no tensor address again).
   struct ConsumerPlan {
     tk::InstantiateResult inst;
-    unsigned dim = 0;          // the index-space dim of the rows
-    int32_t rows_a_step = 1;   // rows an index covers
+    unsigned dim = 0;            // the index-space dim that walks the rows
+    int64_t units_a_row = 1;     // what the pattern counts in a row: 1 (rows), or its elements (flat)
+    int64_t units_a_step = 1;    // and an index covers
+    int32_t index(uint64_t row) const {   // the first index at or after `row`
+      return static_cast<int32_t>((static_cast<int64_t>(row) * units_a_row + units_a_step - 1) / units_a_step);
+    }
   };
 
   // Whether the consumer's kernel is one launch whose index space walks the cut tensors' rows
-  // linearly, each index covering its own rows (then it is planned), so a chunk's rows are an
-  // index range and a launch over it reads and writes only those rows.
+  // linearly along one dim, each index its own rows (a row dim) or elements (a kernel that sees
+  // the tensors flat), and every chunk boundary falls on an index boundary (then it is planned):
+  // a launch over a chunk's index range reads and writes only the chunk's rows.
   bool plan_consumer(const GemmSlice& slice) {
     const NodeDesc& node = graph_.node(order_[slice.consumer_step]);
     tk::KernelParams params;
@@ -394,25 +399,31 @@ class Lowering {
     ConsumerPlan plan{instantiate_node(slice.consumer_step, params)};
     if (!plan.inst.ok() || !plan.inst.parts.empty() || !plan.inst.scratch_bytes.empty()) return false;
     const tk::Instantiation& k = *plan.inst.inst;
-    std::optional<tk::AccessPatternDim> rows;
+    if (k.inputs.size() != node.inputs.size() || k.outputs.size() != node.outputs.size()) return false;
+    std::optional<tk::AccessPatternDim> walk;
+    std::optional<int64_t> unit;
     for (size_t t = 0; t < slice.cut.size(); ++t) {
       if (!slice.cut[t]) continue;
-      const bool input = t < k.input_patterns.size();
-      if (!input && t - k.input_patterns.size() >= k.output_patterns.size()) return false;
-      const tk::TensorAccessPattern& pattern = input ? k.input_patterns[t] : k.output_patterns[t - k.input_patterns.size()];
-      if (rows && !(pattern[1] == *rows)) return false;
-      rows = pattern[1];
+      const bool input = t < node.inputs.size();
+      const size_t o = t - node.inputs.size();
+      const tk::TensorAccessPattern& pattern = input ? k.input_patterns[t] : k.output_patterns[o];
+      const bool flat = (input ? k.inputs[t] : k.outputs[o]).dims == 1;
+      const unsigned along = flat ? 0 : 1;
+      const int64_t tensor_unit = flat ? graph_.tensor(input ? node.inputs[t] : node.outputs[o]).shape[0] : 1;
+      if ((walk && !(pattern[along] == *walk)) || (unit && *unit != tensor_unit)) return false;
+      walk = pattern[along];
+      unit = tensor_unit;
       for (unsigned d = 0; d < tk::kMaxDims; ++d)
-        if (d != 1 && pattern[d].ispace_dim == rows->ispace_dim && pattern[d].a != 0) return false;
+        if (d != along && pattern[d].ispace_dim == walk->ispace_dim && pattern[d].a != 0) return false;
     }
-    if (!rows || rows->a < 1 || rows->start_b != 0 || rows->end_b != rows->a - 1 || rows->ispace_dim >= tk::kMaxDims)
+    if (!walk || walk->a < 1 || walk->start_b != 0 || walk->end_b != walk->a - 1 || walk->ispace_dim >= tk::kMaxDims)
       return false;
-    const int32_t a = rows->a;
-    if (k.ispace_geometry[rows->ispace_dim] != static_cast<int32_t>((slice.rows + a - 1) / a)) return false;
-    for (uint32_t c = 0; c + 1 < slice.chunks; ++c)
-      if (slice.chunk_begin(c + 1) % a != 0) return false;
-    plan.dim = rows->ispace_dim;
-    plan.rows_a_step = a;
+    plan.dim = walk->ispace_dim;
+    plan.units_a_row = *unit;
+    plan.units_a_step = walk->a;
+    if (k.ispace_geometry[plan.dim] != plan.index(slice.rows)) return false;
+    for (uint32_t c = 1; c < slice.chunks; ++c)
+      if (slice.chunk_begin(c) * plan.units_a_row % plan.units_a_step != 0) return false;
     consumer_plans_[slice.consumer_step] = std::move(plan);
     return true;
   }
@@ -432,9 +443,8 @@ class Lowering {
     unsigned rotation = tpc_turn_;
     skip_wait_on_ = static_cast<uint32_t>(gemm);
     for (uint32_t c = 0; c < slice.chunks; ++c) {
-      const int32_t a = plan.rows_a_step;
-      const ChunkLaunch chunk{chunk_done_.at(gemm)[c], plan.dim, static_cast<int32_t>(slice.chunk_begin(c)) / a,
-                              static_cast<int32_t>((slice.chunk_begin(c) + slice.chunk_size(c) + a - 1) / a)};
+      const ChunkLaunch chunk{chunk_done_.at(gemm)[c], plan.dim, plan.index(slice.chunk_begin(c)),
+                              plan.index(slice.chunk_begin(c) + slice.chunk_size(c))};
       const uint32_t launched = append_kernel(step, record, *plan.inst.inst, tensors, rotation, 0, &chunk);
       rotation = (rotation + launched) % target_.tpcs;
       jobs += launched;

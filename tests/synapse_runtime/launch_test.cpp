@@ -430,6 +430,49 @@ TEST_F(SynapseLaunchTest, AGemmAndItsConsumerRunAsAPipelineOfRowChunks) {
   EXPECT_GT(serial.first_tpc_start, serial.last_mme_end);
 }
 
+TEST_F(SynapseLaunchTest, ASlicedConsumerUpdatesAPersistentTensorInPlaceChunkByChunk) {
+  // A gradient (1024 rows) accumulated into a persistent buffer in place (the output at its
+  // input's section offset): each chunk's launch reads and writes only its own rows. The add's
+  // kernel sees its tensors flat (one index per 128 elements), so a chunk is an element range.
+  // K = 1024: a launch not waiting for its own chunk would read rows not yet written.
+  const uint32_t m = 1024, n = 64, k = 1024;
+  Graph g;
+  TensorId x, w, grad, acc, acc_out;
+  ASSERT_TRUE(g.add_tensor({"x", DType::F32, {k, m}, true}, &x).ok());
+  ASSERT_TRUE(g.add_tensor({"w", DType::F32, {n, k}, true}, &w).ok());
+  ASSERT_TRUE(g.add_tensor({"grad", DType::F32, {n, m}}, &grad).ok());
+  ASSERT_TRUE(g.add_tensor({"acc", DType::F32, {n, m}, true, graph::Section{1, 0}}, &acc).ok());
+  ASSERT_TRUE(g.add_tensor({"acc_out", DType::F32, {n, m}, true, graph::Section{1, 0}}, &acc_out).ok());
+  ASSERT_TRUE(g.add_node({"wgrad", "gemm", {x, w}, {grad}, {}}).ok());
+  ASSERT_TRUE(g.add_node({"accumulate", "add_fwd_f32", {grad, acc}, {acc_out}, {}}).ok());
+  recipe::Recipe recipe;
+  const auto loaded = compile_and_load(g, &recipe);
+  ASSERT_TRUE(loaded);
+  ASSERT_EQ(recipe.nodes_size(), 2);
+  EXPECT_EQ(recipe.nodes(0).jobs(), 4u) << "sliced";
+  EXPECT_EQ(recipe.nodes(1).jobs(), 4 * rt->target().tpcs);
+
+  const std::vector<float> hx = random_floats(uint64_t{m} * k, 31), hw = random_floats(uint64_t{k} * n, 32);
+  const std::vector<float> ha = random_floats(uint64_t{m} * n, 33);
+  const uint64_t dx = malloc(hx.size() * 4), dw = malloc(hw.size() * 4), da = malloc(ha.size() * 4);
+  upload(hx, dx);
+  upload(hw, dw);
+  upload(ha, da);
+  std::vector<uint64_t> addresses(recipe.persistent_size());
+  for (int i = 0; i < recipe.persistent_size(); ++i) {
+    const std::string& name = recipe.persistent(i).name();
+    addresses[i] = name == "x" ? dx : name == "w" ? dw : da;   // acc and acc_out: one buffer
+  }
+  const uint64_t workspace = recipe.workspace_bytes() ? malloc(recipe.workspace_bytes()) : 0;
+  uint64_t seq = 0;
+  ASSERT_TRUE(rt->launch(*loaded, addresses, workspace, &seq).ok());
+
+  std::vector<float> want(uint64_t{m} * n);
+  mme::gemm_f32_reference(hx.data(), k, hw.data(), n, want.data(), n, m, n, k);
+  for (size_t i = 0; i < want.size(); ++i) want[i] += ha[i];
+  expect_equal_bits(download(da, want.size()), want);
+}
+
 TEST_F(SynapseLaunchTest, ARecipeRunsTheSameAfterSerialisation) {
   const DenseReluGraph g(64, 64, 64);
   recipe::Recipe recipe;
