@@ -9,17 +9,19 @@
 namespace hpusim::distributed {
 namespace {
 
+// Its communication calls are MPI's PMPI_ ones: the program's own MPI calls, which a split box's
+// library sees (sim/platform/program_mpi*.cpp), never include the synchronisation's.
 class MpiTransport final : public Transport {
  public:
   MpiTransport() {
-    MPI_Comm_dup(MPI_COMM_WORLD, &comm_);
+    PMPI_Comm_dup(MPI_COMM_WORLD, &comm_);
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
   }
   ~MpiTransport() override {
     int finalised = 0;
     MPI_Finalized(&finalised);
-    if (!finalised) MPI_Comm_free(&comm_);
+    if (!finalised) PMPI_Comm_free(&comm_);
   }
   int rank() const override { return rank_; }
   int ranks() const override { return size_; }
@@ -28,8 +30,8 @@ class MpiTransport final : public Transport {
   std::vector<uint64_t> allgather(const std::vector<uint64_t>& mine) override {
     std::vector<uint64_t> all(mine.size() * static_cast<size_t>(size_));
     MPI_Request request;
-    MPI_Iallgather(mine.data(), static_cast<int>(mine.size()), MPI_UINT64_T, all.data(), static_cast<int>(mine.size()),
-                   MPI_UINT64_T, comm_, &request);
+    PMPI_Iallgather(mine.data(), static_cast<int>(mine.size()), MPI_UINT64_T, all.data(), static_cast<int>(mine.size()),
+                    MPI_UINT64_T, comm_, &request);
     wait(request);
     return all;
   }
@@ -50,8 +52,8 @@ class MpiTransport final : public Transport {
     }
     std::vector<uint8_t> recv_bytes(static_cast<size_t>(total));
     MPI_Request request;
-    MPI_Ialltoallv(send_bytes.data(), send_counts.data(), send_displs.data(), MPI_BYTE, recv_bytes.data(),
-                   recv_counts.data(), recv_displs.data(), MPI_BYTE, comm_, &request);
+    PMPI_Ialltoallv(send_bytes.data(), send_counts.data(), send_displs.data(), MPI_BYTE, recv_bytes.data(),
+                    recv_counts.data(), recv_displs.data(), MPI_BYTE, comm_, &request);
     wait(request);
     std::vector<std::vector<uint8_t>> in(n);
     for (size_t r = 0; r < n; ++r) {
@@ -71,7 +73,7 @@ class MpiTransport final : public Transport {
   static void wait(MPI_Request& request) {
     for (unsigned polls = 0;; ++polls) {
       int done = 0;
-      MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+      PMPI_Test(&request, &done, MPI_STATUS_IGNORE);
       if (done) return;
       if (polls < 1000) {
         sched_yield();

@@ -1,26 +1,24 @@
-// A program's own MPI collectives, seen through MPI's profiling interface (each MPI_X here runs
-// PMPI_X). In a box split between MPI processes, a process's device moves only while its host
-// calls into the simulation; a host blocked in MPI_Allreduce would hold every other process at
-// its host time while they may still need their devices to reach the same call. So a collective
-// of the program runs in its nonblocking form, and while it is not done this process keeps
-// meeting the others, its host away (distributed::ConservativeSync::away_step). It returns with
-// the host at the latest entry time of the participants, the time every one of them has arrived,
-// which every process computes alike: the cycles do not depend on which process arrived first.
+// A program's own point-to-point MPI messages, seen through MPI's profiling interface (each MPI_X
+// here runs PMPI_X; its collectives are in program_mpi_collectives.cpp). In a box split between MPI
+// processes, a process's device moves only while its host calls into the simulation, so a host
+// waiting for a message keeps meeting the others, its host away (program_mpi.h).
 //
-// Point-to-point messages (MPI_Send, MPI_Recv, MPI_Sendrecv, MPI_Isend, MPI_Irecv) carry their
+// Messages (MPI_Send and its modes, MPI_Recv, MPI_Sendrecv, MPI_Isend, MPI_Irecv) carry their
 // sender's host time in a header packed before the data. A send is buffered (it returns at once,
 // as a standard-mode send may; a nonblocking one's request is complete at once); a receive keeps
 // this process meeting the others with its host away, its participant the source (whose next
 // action bounds when the message can have been sent), and returns with the host at the later of
-// its own entry time and the sender's: again the same on every split. A nonblocking receive does
-// that in MPI_Wait (MPI_Waitall request by request, MPI_Waitany / MPI_Waitsome the first active
-// one); MPI_Test and its kin complete it only once the message has arrived and was sent by the
-// host's time. MPI_Probe takes the message in ahead of its receive, returning as a receive would;
-// MPI_Iprobe sees it as MPI_Test would.
+// its own entry time and the sender's: the same on every split. A nonblocking receive does that
+// in MPI_Wait (MPI_Waitall request by request, MPI_Waitany / MPI_Waitsome the first active one);
+// MPI_Test and its kin complete it only once the message has arrived and was sent by the host's
+// time. MPI_Probe takes the message in ahead of its receive, returning as a receive would;
+// MPI_Iprobe sees it as MPI_Test would; MPI_Mprobe and MPI_Improbe hand the message taken in to
+// MPI_Mrecv / MPI_Imrecv by a handle of this file's.
 //
 // Outside a split box run over MPI (no platform yet, one process, the TCP transport, after the
 // process left the run) each call is its PMPI_X alone. libhpusim-synapse.so exports these, so a
-// program linked against it before libmpi gets them.
+// program linked against it before libmpi gets them (the PyTorch bridge loads it so for Python's
+// MPI modules, bridge/README.md).
 #include <mpi.h>
 
 #include <algorithm>
@@ -29,7 +27,9 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <exception>
 #include <functional>
+#include <list>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -39,13 +39,12 @@
 
 #include "sim/distributed/conservative_sync.h"
 #include "sim/platform/platform.h"
+#include "sim/platform/program_mpi.h"
 
-namespace {
+namespace hpusim::platform::program_mpi {
 
-using hpusim::distributed::ConservativeSync;
-using hpusim::platform::Platform;
+using distributed::ConservativeSync;
 
-// This process's split-box synchronisation over MPI, while it runs windows; nullptr otherwise.
 ConservativeSync* split_sync() {
   Platform* platform = Platform::current();
   ConservativeSync* sync = platform != nullptr ? platform->sync() : nullptr;
@@ -54,7 +53,6 @@ ConservativeSync* split_sync() {
   return sync;
 }
 
-// The MPI_COMM_WORLD ranks of a communicator's processes (both groups of an intercommunicator).
 std::vector<int> world_ranks(MPI_Comm comm) {
   MPI_Group world;
   PMPI_Comm_group(MPI_COMM_WORLD, &world);
@@ -83,12 +81,9 @@ std::vector<int> world_ranks(MPI_Comm comm) {
   return ranks;
 }
 
-// Waits until `poll` says done with this process's host away since `entry_ps`, meeting the
-// others, `participants` bounding when its host may act again (the latest of them, or with
-// `any_participant` the earliest).
 int wait_away(ConservativeSync& sync, uint64_t entry_ps, const std::vector<int>& participants,
-              const std::function<int(int* done)>& poll, bool any_participant = false) {
-  hpusim::cosim::CoSimulation& cosim = Platform::current()->cosim();
+              const std::function<int(int* done)>& poll, bool any_participant) {
+  cosim::CoSimulation& cosim = Platform::current()->cosim();
   cosim.step_while_away([&](uint64_t) {
     sync.away_begin(entry_ps, participants, any_participant);
     return true;
@@ -111,26 +106,23 @@ int wait_away(ConservativeSync& sync, uint64_t entry_ps, const std::vector<int>&
   return rc;
 }
 
-// `start` posts the nonblocking form of the program's call; `blocking` is the call itself.
-int collective(MPI_Comm comm, const std::function<int(MPI_Request*)>& start, const std::function<int()>& blocking) {
-  ConservativeSync* sync = split_sync();
-  if (sync == nullptr) return blocking();
-  hpusim::cosim::CoSimulation& cosim = Platform::current()->cosim();
-  const uint64_t entry_ps = cosim.host_now_ps();
-  uint64_t exit_ps = 0;
-  MPI_Request requests[2];
-  int rc = start(&requests[0]);
-  if (rc != MPI_SUCCESS) return rc;
-  rc = PMPI_Iallreduce(&entry_ps, &exit_ps, 1, MPI_UINT64_T, MPI_MAX, comm, &requests[1]);
-  if (rc != MPI_SUCCESS) {
-    PMPI_Wait(&requests[0], MPI_STATUS_IGNORE);
-    return rc;
-  }
-  rc = wait_away(*sync, entry_ps, world_ranks(comm),
-                 [&](int* done) { return PMPI_Testall(2, requests, done, MPI_STATUSES_IGNORE); });
-  if (rc == MPI_SUCCESS) cosim.host_wait_until(exit_ps);
-  return rc;
+void say_unsettled() {
+  static bool said = false;
+  if (said) return;
+  said = true;
+  std::fprintf(stderr,
+               "hpusim: MPI_Test and MPI_Iprobe in a split box answer from the messages that have reached this "
+               "process; one still on its way may make the answer depend on how fast the processes ran (MPI_Wait "
+               "and MPI_Probe are kept in step)\n");
 }
+
+}  // namespace hpusim::platform::program_mpi
+
+namespace {
+
+using hpusim::distributed::ConservativeSync;
+using hpusim::platform::Platform;
+using namespace hpusim::platform::program_mpi;
 
 // A point-to-point message's header: the sender's host time and the element count that follows.
 constexpr int kHeaderWords = 2;
@@ -330,11 +322,16 @@ int take_header(Receive& r) {
   return r.header[1] > static_cast<uint64_t>(r.count) ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
 }
 
-int take_stashed(Receive& r, std::deque<Stashed>::iterator m) {
-  r.packed = std::move(m->packed);
-  r.status = m->status;
-  stash().erase(m);
+int take_message(Receive& r, Stashed&& m) {
+  r.packed = std::move(m.packed);
+  r.status = m.status;
   return take_header(r);
+}
+
+int take_stashed(Receive& r, std::deque<Stashed>::iterator m) {
+  Stashed taken = std::move(*m);
+  stash().erase(m);
+  return take_message(r, std::move(taken));
 }
 
 // The receive takes the stashed message it matches, else posts its own. From any of several
@@ -374,6 +371,7 @@ int await_arrival(Receive& r, uint64_t entry_ps) {
 
 // The data into the program's buffer, and the status as the sender's call made it.
 int deliver(Receive& r, MPI_Status* status) {
+  if (r.header[1] > static_cast<uint64_t>(r.count)) return MPI_ERR_TRUNCATE;   // again, if waited for again
   int length = 0, position = r.data_at;
   PMPI_Get_count(&r.status, MPI_PACKED, &length);
   const int rc = PMPI_Unpack(r.packed.data(), length, &position, r.buffer, static_cast<int>(r.header[1]), r.type, r.comm);
@@ -441,7 +439,7 @@ int complete(MPI_Request* request, Receive& r, MPI_Status* status) {
 
 int wait(MPI_Request* request, MPI_Status* status) {
   Receive* r = receive_of(*request);
-  if (r == nullptr) return PMPI_Wait(request, status);
+  if (r == nullptr) return is_started_collective(*request) ? wait_started(request, status) : PMPI_Wait(request, status);
   Platform* platform = split_sync() != nullptr ? Platform::current() : nullptr;   // else the run has ended
   const uint64_t entry_ps = platform != nullptr ? platform->cosim().host_now_ps() : 0;
   const int rc = await_arrival(*r, entry_ps);
@@ -450,16 +448,6 @@ int wait(MPI_Request* request, MPI_Status* status) {
   return complete(request, *r, status);
 }
 
-// A test that found no message: it cannot tell one still on its way from one not sent yet.
-void say_unsettled() {
-  static bool said = false;
-  if (said) return;
-  said = true;
-  std::fprintf(stderr,
-               "hpusim: MPI_Test and MPI_Iprobe in a split box answer from the messages that have reached this "
-               "process; one still on its way may make the answer depend on how fast the processes ran (MPI_Wait "
-               "and MPI_Probe are kept in step)\n");
-}
 
 // Whether `request` is done now, without completing it: a receive of the program's once its
 // message has arrived and was sent by the host's time, any other as MPI says. A message sent
@@ -467,7 +455,10 @@ void say_unsettled() {
 // the answer may depend on how fast the processes ran (said once); MPI_Wait has no such limit.
 int ready(MPI_Request request, int* done) {
   Receive* r = receive_of(request);
-  if (r == nullptr) return PMPI_Request_get_status(request, done, MPI_STATUS_IGNORE);
+  if (r == nullptr) {
+    return is_started_collective(request) ? started_ready(request, done)
+                                          : PMPI_Request_get_status(request, done, MPI_STATUS_IGNORE);
+  }
   *done = 0;
   if (!r->arrived) {
     int arrived = 0;
@@ -493,11 +484,14 @@ int ready(MPI_Request request, int* done) {
 // Completes a request ready() found done.
 int finish(MPI_Request* request, MPI_Status* status) {
   Receive* r = receive_of(*request);
-  return r != nullptr ? complete(request, *r, status) : PMPI_Wait(request, status);
+  if (r != nullptr) return complete(request, *r, status);
+  return is_started_collective(*request) ? finish_started(request, status) : PMPI_Wait(request, status);
 }
 
-bool any_receive(int count, const MPI_Request requests[]) {
-  return std::any_of(requests, requests + count, [](MPI_Request r) { return receive_of(r) != nullptr; });
+// Whether any of the requests is a receive or a collective of the program's, kept in step here.
+bool any_kept(int count, const MPI_Request requests[]) {
+  return std::any_of(requests, requests + count,
+                     [](MPI_Request r) { return receive_of(r) != nullptr || is_started_collective(r); });
 }
 
 int test_any(int count, MPI_Request requests[], int* index, int* flag, MPI_Status* status) {
@@ -549,63 +543,81 @@ int probe_poll(MPI_Comm comm, int source, int tag, const std::vector<int>& from,
   return stash_arrived(comm, source, tag, found, at);
 }
 
+
+// A nonblocking send is buffered as MPI_Send is: its request is complete at once.
+int isend(const void* buffer, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request* request) {
+  int rc = send(buffer, count, type, dest, tag, comm);
+  if (rc == MPI_SUCCESS) rc = PMPI_Grequest_start(request_status, request_free, request_cancel, nullptr, request);
+  return rc != MPI_SUCCESS ? rc : PMPI_Grequest_complete(*request);
+}
+
+// The program's nonblocking receive `r`, under the generalized request it gets.
+int start_receive(std::unique_ptr<Receive> r, MPI_Request* request) {
+  const int rc = PMPI_Grequest_start(request_status, request_free, request_cancel, r.get(), request);
+  if (rc != MPI_SUCCESS) return rc;
+  r->handle = *request;
+  receives().emplace(*request, std::move(r));
+  return MPI_SUCCESS;
+}
+
+// A probe from a source the communicator has (`from`, its senders) in a split box: the matching
+// message taken in (`*at`, in the stash), the host leaving at the later of the probe's entry and
+// the send time.
+int probe(ConservativeSync& sync, int source, int tag, MPI_Comm comm, const std::vector<int>& from, MPI_Status* status,
+          std::deque<Stashed>::iterator* at) {
+  reap_sends(false);
+  hpusim::cosim::CoSimulation& cosim = Platform::current()->cosim();
+  const uint64_t entry_ps = cosim.host_now_ps();
+  int rc = wait_away(
+      sync, entry_ps, from, [&](int* found) { return probe_poll(comm, source, tag, from, found, at); },
+      source == MPI_ANY_SOURCE && from.size() > 1);
+  if (rc == MPI_SUCCESS) rc = probe_status(**at, status);
+  if (rc == MPI_SUCCESS) cosim.host_wait_until(std::max(entry_ps, (*at)->sent_ps));
+  return rc;
+}
+
+// An immediate probe in a split box, as MPI_Test: a message that has reached this process and was
+// sent by the host's time (`*at`, in the stash).
+int probe_now(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status, std::deque<Stashed>::iterator* at) {
+  int rc = probe_poll(comm, source, tag, senders(comm, source), flag, at);
+  if (rc != MPI_SUCCESS || !*flag) {
+    if (rc == MPI_SUCCESS) say_unsettled();
+    return rc;
+  }
+  *flag = (*at)->sent_ps <= Platform::current()->cosim().host_now_ps();
+  return *flag ? probe_status(**at, status) : MPI_SUCCESS;
+}
+
+// Messages a matched probe (MPI_Mprobe, MPI_Improbe) took out of the stash for MPI_Mrecv /
+// MPI_Imrecv. The program's handle is the element's address, never one of MPI's. (Never
+// destroyed, as pending_sends.)
+std::list<Stashed>& matched() {
+  static auto* messages = new std::list<Stashed>;
+  return *messages;
+}
+
+MPI_Message match(std::deque<Stashed>::iterator at) {
+  matched().push_back(std::move(*at));
+  stash().erase(at);
+  return reinterpret_cast<MPI_Message>(&matched().back());
+}
+
+std::list<Stashed>::iterator matched_message(MPI_Message handle) {
+  return std::find_if(matched().begin(), matched().end(),
+                      [&](const Stashed& m) { return static_cast<const void*>(&m) == static_cast<const void*>(handle); });
+}
+
+// The matched message into the receive `r`, its handle spent.
+int take_matched(Receive& r, std::list<Stashed>::iterator m, MPI_Message* handle) {
+  Stashed taken = std::move(*m);
+  matched().erase(m);
+  *handle = MPI_MESSAGE_NULL;
+  return take_message(r, std::move(taken));
+}
+
 }  // namespace
 
 extern "C" {
-
-int MPI_Barrier(MPI_Comm comm) {
-  return collective(comm, [&](MPI_Request* r) { return PMPI_Ibarrier(comm, r); }, [&] { return PMPI_Barrier(comm); });
-}
-
-int MPI_Bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
-  return collective(
-      comm, [&](MPI_Request* r) { return PMPI_Ibcast(buffer, count, type, root, comm, r); },
-      [&] { return PMPI_Bcast(buffer, count, type, root, comm); });
-}
-
-int MPI_Reduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm) {
-  return collective(
-      comm, [&](MPI_Request* r) { return PMPI_Ireduce(send, recv, count, type, op, root, comm, r); },
-      [&] { return PMPI_Reduce(send, recv, count, type, op, root, comm); });
-}
-
-int MPI_Allreduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
-  return collective(
-      comm, [&](MPI_Request* r) { return PMPI_Iallreduce(send, recv, count, type, op, comm, r); },
-      [&] { return PMPI_Allreduce(send, recv, count, type, op, comm); });
-}
-
-int MPI_Gather(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
-               MPI_Datatype recv_type, int root, MPI_Comm comm) {
-  return collective(
-      comm,
-      [&](MPI_Request* r) { return PMPI_Igather(send, send_count, send_type, recv, recv_count, recv_type, root, comm, r); },
-      [&] { return PMPI_Gather(send, send_count, send_type, recv, recv_count, recv_type, root, comm); });
-}
-
-int MPI_Allgather(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
-                  MPI_Datatype recv_type, MPI_Comm comm) {
-  return collective(
-      comm,
-      [&](MPI_Request* r) { return PMPI_Iallgather(send, send_count, send_type, recv, recv_count, recv_type, comm, r); },
-      [&] { return PMPI_Allgather(send, send_count, send_type, recv, recv_count, recv_type, comm); });
-}
-
-int MPI_Scatter(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
-                MPI_Datatype recv_type, int root, MPI_Comm comm) {
-  return collective(
-      comm,
-      [&](MPI_Request* r) { return PMPI_Iscatter(send, send_count, send_type, recv, recv_count, recv_type, root, comm, r); },
-      [&] { return PMPI_Scatter(send, send_count, send_type, recv, recv_count, recv_type, root, comm); });
-}
-
-int MPI_Alltoall(const void* send, int send_count, MPI_Datatype send_type, void* recv, int recv_count,
-                 MPI_Datatype recv_type, MPI_Comm comm) {
-  return collective(
-      comm,
-      [&](MPI_Request* r) { return PMPI_Ialltoall(send, send_count, send_type, recv, recv_count, recv_type, comm, r); },
-      [&] { return PMPI_Alltoall(send, send_count, send_type, recv, recv_count, recv_type, comm); });
-}
 
 int MPI_Send(const void* buffer, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
   return send(buffer, count, type, dest, tag, comm);
@@ -626,12 +638,48 @@ int MPI_Sendrecv(const void* send_buffer, int send_count, MPI_Datatype send_type
   return rc != MPI_SUCCESS ? rc : receive(recv_buffer, recv_count, recv_type, source, recv_tag, comm, status);
 }
 
-// A nonblocking send is buffered as MPI_Send is: its request is complete at once.
+// The other send modes are buffered as MPI_Send is (a synchronous or ready send's condition is
+// not kept: the message is sent at the sender's host time either way).
+int MPI_Ssend(const void* buffer, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
+  return split_sync() == nullptr ? PMPI_Ssend(buffer, count, type, dest, tag, comm) : send(buffer, count, type, dest, tag, comm);
+}
+
+int MPI_Bsend(const void* buffer, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
+  return split_sync() == nullptr ? PMPI_Bsend(buffer, count, type, dest, tag, comm) : send(buffer, count, type, dest, tag, comm);
+}
+
+int MPI_Rsend(const void* buffer, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {
+  return split_sync() == nullptr ? PMPI_Rsend(buffer, count, type, dest, tag, comm) : send(buffer, count, type, dest, tag, comm);
+}
+
+// The send is packed before the receive, so the buffer is free for it.
+int MPI_Sendrecv_replace(void* buffer, int count, MPI_Datatype type, int dest, int send_tag, int source, int recv_tag,
+                         MPI_Comm comm, MPI_Status* status) {
+  if (split_sync() == nullptr) {
+    return PMPI_Sendrecv_replace(buffer, count, type, dest, send_tag, source, recv_tag, comm, status);
+  }
+  const int rc = send(buffer, count, type, dest, send_tag, comm);
+  return rc != MPI_SUCCESS ? rc : receive(buffer, count, type, source, recv_tag, comm, status);
+}
+
 int MPI_Isend(const void* buffer, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request* request) {
   if (split_sync() == nullptr || dest == MPI_PROC_NULL) return PMPI_Isend(buffer, count, type, dest, tag, comm, request);
-  int rc = send(buffer, count, type, dest, tag, comm);
-  if (rc == MPI_SUCCESS) rc = PMPI_Grequest_start(request_status, request_free, request_cancel, nullptr, request);
-  return rc != MPI_SUCCESS ? rc : PMPI_Grequest_complete(*request);
+  return isend(buffer, count, type, dest, tag, comm, request);
+}
+
+int MPI_Issend(const void* buffer, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request* request) {
+  if (split_sync() == nullptr || dest == MPI_PROC_NULL) return PMPI_Issend(buffer, count, type, dest, tag, comm, request);
+  return isend(buffer, count, type, dest, tag, comm, request);
+}
+
+int MPI_Ibsend(const void* buffer, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request* request) {
+  if (split_sync() == nullptr || dest == MPI_PROC_NULL) return PMPI_Ibsend(buffer, count, type, dest, tag, comm, request);
+  return isend(buffer, count, type, dest, tag, comm, request);
+}
+
+int MPI_Irsend(const void* buffer, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request* request) {
+  if (split_sync() == nullptr || dest == MPI_PROC_NULL) return PMPI_Irsend(buffer, count, type, dest, tag, comm, request);
+  return isend(buffer, count, type, dest, tag, comm, request);
 }
 
 // A nonblocking receive completes in MPI_Wait / MPI_Waitall as MPI_Recv would at that call.
@@ -639,19 +687,15 @@ int MPI_Irecv(void* buffer, int count, MPI_Datatype type, int source, int tag, M
   if (split_sync() == nullptr || source == MPI_PROC_NULL) return PMPI_Irecv(buffer, count, type, source, tag, comm, request);
   reap_sends(false);
   auto r = std::make_unique<Receive>(buffer, count, type, source, comm);
-  int rc = post(*r, tag);
-  if (rc == MPI_SUCCESS) rc = PMPI_Grequest_start(request_status, request_free, request_cancel, r.get(), request);
-  if (rc != MPI_SUCCESS) return rc;
-  r->handle = *request;
-  receives().emplace(*request, std::move(r));
-  return MPI_SUCCESS;
+  const int rc = post(*r, tag);
+  return rc != MPI_SUCCESS ? rc : start_receive(std::move(r), request);
 }
 
 int MPI_Wait(MPI_Request* request, MPI_Status* status) { return wait(request, status); }
 
 // Each request in turn: the host leaves at the latest of the messages' times, as waiting for all.
 int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
-  if (!any_receive(count, requests)) return PMPI_Waitall(count, requests, statuses);
+  if (!any_kept(count, requests)) return PMPI_Waitall(count, requests, statuses);
   for (int i = 0; i < count; ++i) {
     const int rc = wait(&requests[i], statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[i]);
     if (rc != MPI_SUCCESS) return rc;
@@ -662,13 +706,13 @@ int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
 // MPI_Test and its kin: a receive has completed when its message has arrived and was sent no
 // later than the host's time (ready()).
 int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
-  if (receive_of(*request) == nullptr) return PMPI_Test(request, flag, status);
+  if (!any_kept(1, request)) return PMPI_Test(request, flag, status);
   const int rc = ready(*request, flag);
   return rc != MPI_SUCCESS || !*flag ? rc : finish(request, status);
 }
 
 int MPI_Testall(int count, MPI_Request requests[], int* flag, MPI_Status statuses[]) {
-  if (!any_receive(count, requests)) return PMPI_Testall(count, requests, flag, statuses);
+  if (!any_kept(count, requests)) return PMPI_Testall(count, requests, flag, statuses);
   *flag = 1;
   for (int i = 0; i < count && *flag; ++i) {
     if (requests[i] == MPI_REQUEST_NULL) continue;
@@ -684,12 +728,12 @@ int MPI_Testall(int count, MPI_Request requests[], int* flag, MPI_Status statuse
 }
 
 int MPI_Testany(int count, MPI_Request requests[], int* index, int* flag, MPI_Status* status) {
-  if (!any_receive(count, requests)) return PMPI_Testany(count, requests, index, flag, status);
+  if (!any_kept(count, requests)) return PMPI_Testany(count, requests, index, flag, status);
   return test_any(count, requests, index, flag, status);
 }
 
 int MPI_Testsome(int count, MPI_Request requests[], int* done, int indices[], MPI_Status statuses[]) {
-  if (!any_receive(count, requests)) return PMPI_Testsome(count, requests, done, indices, statuses);
+  if (!any_kept(count, requests)) return PMPI_Testsome(count, requests, done, indices, statuses);
   *done = 0;
   for (int i = 0; i < count; ++i) {
     if (requests[i] == MPI_REQUEST_NULL) continue;
@@ -707,7 +751,7 @@ int MPI_Testsome(int count, MPI_Request requests[], int* done, int indices[], MP
 // message reached this process first (MPI would take any one that completed, so this may return
 // later than it must: said in the README).
 int MPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* status) {
-  if (!any_receive(count, requests)) return PMPI_Waitany(count, requests, index, status);
+  if (!any_kept(count, requests)) return PMPI_Waitany(count, requests, index, status);
   *index = MPI_UNDEFINED;
   for (int i = 0; i < count; ++i) {
     if (requests[i] == MPI_REQUEST_NULL) continue;
@@ -718,7 +762,7 @@ int MPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* statu
 }
 
 int MPI_Waitsome(int count, MPI_Request requests[], int* done, int indices[], MPI_Status statuses[]) {
-  if (!any_receive(count, requests)) return PMPI_Waitsome(count, requests, done, indices, statuses);
+  if (!any_kept(count, requests)) return PMPI_Waitsome(count, requests, done, indices, statuses);
   int index = MPI_UNDEFINED;
   const int rc = MPI_Waitany(count, requests, &index, statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[0]);
   *done = index == MPI_UNDEFINED ? MPI_UNDEFINED : 1;
@@ -730,36 +774,65 @@ int MPI_Waitsome(int count, MPI_Request requests[], int* done, int indices[], MP
 // matches it; the host leaves at the later of the probe's entry and the send time.
 int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status* status) {
   ConservativeSync* sync = split_sync();
-  if (sync == nullptr || source == MPI_PROC_NULL) return PMPI_Probe(source, tag, comm, status);
-  reap_sends(false);
-  const std::vector<int> from = senders(comm, source);
-  if (from.empty()) return PMPI_Probe(source, tag, comm, status);   // no such source: MPI's error
-  hpusim::cosim::CoSimulation& cosim = Platform::current()->cosim();
-  const uint64_t entry_ps = cosim.host_now_ps();
+  const std::vector<int> from = sync != nullptr && source != MPI_PROC_NULL ? senders(comm, source) : std::vector<int>{};
+  if (from.empty()) return PMPI_Probe(source, tag, comm, status);   // also a source the communicator lacks: MPI's error
   std::deque<Stashed>::iterator at;
-  int rc = wait_away(
-      *sync, entry_ps, from, [&](int* found) { return probe_poll(comm, source, tag, from, found, &at); },
-      source == MPI_ANY_SOURCE && from.size() > 1);
-  if (rc == MPI_SUCCESS) rc = probe_status(*at, status);
-  if (rc == MPI_SUCCESS) cosim.host_wait_until(std::max(entry_ps, at->sent_ps));
-  return rc;
+  return probe(*sync, source, tag, comm, from, status, &at);
 }
 
-// As MPI_Test: a message that has reached this process and was sent by the host's time.
 int MPI_Iprobe(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status) {
   if (split_sync() == nullptr || source == MPI_PROC_NULL) return PMPI_Iprobe(source, tag, comm, flag, status);
   std::deque<Stashed>::iterator at;
-  int rc = probe_poll(comm, source, tag, senders(comm, source), flag, &at);
-  if (rc != MPI_SUCCESS || !*flag) {
-    if (rc == MPI_SUCCESS) say_unsettled();
-    return rc;
-  }
-  *flag = at->sent_ps <= Platform::current()->cosim().host_now_ps();
-  return *flag ? probe_status(*at, status) : MPI_SUCCESS;
+  return probe_now(source, tag, comm, flag, status, &at);
 }
 
-// The buffered sends complete before MPI ends.
+// A matched probe hands the message it took in to MPI_Mrecv / MPI_Imrecv (mpi4py's recv uses them).
+int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message* message, MPI_Status* status) {
+  ConservativeSync* sync = split_sync();
+  const std::vector<int> from = sync != nullptr && source != MPI_PROC_NULL ? senders(comm, source) : std::vector<int>{};
+  if (from.empty()) return PMPI_Mprobe(source, tag, comm, message, status);
+  std::deque<Stashed>::iterator at;
+  const int rc = probe(*sync, source, tag, comm, from, status, &at);
+  if (rc == MPI_SUCCESS) *message = match(at);
+  return rc;
+}
+
+int MPI_Improbe(int source, int tag, MPI_Comm comm, int* flag, MPI_Message* message, MPI_Status* status) {
+  if (split_sync() == nullptr || source == MPI_PROC_NULL) return PMPI_Improbe(source, tag, comm, flag, message, status);
+  std::deque<Stashed>::iterator at;
+  const int rc = probe_now(source, tag, comm, flag, status, &at);
+  if (rc == MPI_SUCCESS && *flag) *message = match(at);
+  return rc;
+}
+
+// The probe already waited for the message's time: the receive returns at once.
+int MPI_Mrecv(void* buffer, int count, MPI_Datatype type, MPI_Message* message, MPI_Status* status) {
+  const auto m = matched_message(*message);
+  if (m == matched().end()) return PMPI_Mrecv(buffer, count, type, message, status);
+  Receive r(buffer, count, type, m->status.MPI_SOURCE, m->comm);
+  const int rc = take_matched(r, m, message);
+  return rc != MPI_SUCCESS ? rc : deliver(r, status);
+}
+
+int MPI_Imrecv(void* buffer, int count, MPI_Datatype type, MPI_Message* message, MPI_Request* request) {
+  const auto m = matched_message(*message);
+  if (m == matched().end()) return PMPI_Imrecv(buffer, count, type, message, request);
+  auto r = std::make_unique<Receive>(buffer, count, type, m->status.MPI_SOURCE, m->comm);
+  const int rc = take_matched(*r, m, message);
+  return rc != MPI_SUCCESS ? rc : start_receive(std::move(r), request);
+}
+
+// The buffered sends complete before MPI ends, and a process of a split box leaves the run first:
+// the others may still need it to meet them (mpi4py ends MPI as Python exits, before the
+// platform's own exit handler would leave).
 int MPI_Finalize() {
+  if (split_sync() != nullptr) {
+    try {
+      Platform::current()->leave();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "hpusim: a process of a split box could not leave the run: %s\n", e.what());
+    }
+  }
   reap_sends(true);
   return PMPI_Finalize();
 }

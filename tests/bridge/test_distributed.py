@@ -4,7 +4,7 @@ gradient buckets, buckets as gradient views, lazy collectives), every collective
 values (uneven all_to_all, coalesced calls and groups of some ranks too), the gradient all-reduce
 on the NIC tracks of each rank's trace, an all_reduce captured in
 an HPU graph (lazy collectives) or refused there (without), torchrun's ranks (meeting over TCP)
-against mpirun's, slice for slice, and what ends a run."""
+against mpirun's, slice for slice, a program calling MPI itself through mpi4py, and what ends a run."""
 import json
 import os
 import re
@@ -207,3 +207,20 @@ def test_a_bad_lazy_collectives_value_is_named_at_import():
     result = run_python("import habana_frameworks.torch.core", PT_HPU_ENABLE_LAZY_COLLECTIVES="maybe")
     assert result.returncode != 0
     assert "PT_HPU_ENABLE_LAZY_COLLECTIVES='maybe': true, 1, false or 0" in result.stderr
+
+
+def test_a_program_calling_mpi_from_python_is_kept_in_step_with_the_split_box():
+    # mpi4py_program.py: rank 0 waits in each call for rank 1's card to move (it hangs, and fails
+    # here, unless the bridge's MPI functions come before libmpi's); every call returns MPI's values
+    # at the host time of a process that ran the whole box.
+    result = launch(2, "mpi4py_program.py")
+    assert ranks_ok(result) == [0, 1], result.stdout[-3000:] + result.stderr[-3000:]
+
+
+def test_mpi4py_imported_before_the_bridge_is_named():
+    assert MPIRUN, "mpirun is not installed (scripts/build.sh installs Open MPI)"
+    result = run([MPIRUN, "-np", "1", sys.executable, "-c", "import mpi4py.MPI; import habana_frameworks.torch.core"],
+                 dict(os.environ, **MPI_ENV))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert ("hpusim: mpi4py was imported before hpusim (or habana_frameworks.torch): its MPI calls are not kept in "
+            "step with the simulation") in result.stderr, result.stderr[-3000:]

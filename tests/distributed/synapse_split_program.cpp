@@ -9,8 +9,11 @@
 // rank 0 already waits in MPI_Recv, which returns at the later of the two host times; an
 // MPI_Sendrecv swaps the ranks' numbers; and rank 0 posts two MPI_Irecv, finds the first not done
 // with MPI_Test (rank 1 sends it later), and MPI_Waitall returns at the second send's time while
-// rank 1 sends each after a copy of its own (MPI_Isend). Exit code 0 only if every rank got the
-// exact result and the host times agree.
+// rank 1 sends each after a copy of its own (MPI_Isend); then waits, tests and probes, matched
+// probes (MPI_Improbe, MPI_Mprobe, MPI_Mrecv, MPI_Imrecv) of synchronous-mode sends, and a
+// communicator split while rank 1's device still copies, with an MPI_Allgatherv and an
+// MPI_Iallreduce (tested, then waited for) on it. Exit code 0 only if every rank got the exact
+// result and the host times agree.
 #include <mpi.h>
 
 #include <algorithm>
@@ -138,6 +141,14 @@ int main() {
     unsigned long long three[3] = {0, 5, 6};
     if (hpusim_hostTimeNs(reinterpret_cast<uint64_t*>(&three[0])) != synSuccess) return fail("host time");
     MPI_Send(three, 3, MPI_UNSIGNED_LONG_LONG, 0, 16, MPI_COMM_WORLD);
+    // Two synchronous-mode sends for rank 0's matched probes, each after one more copy.
+    for (int tag = 17; tag <= 18; ++tag) {
+      if (synMemCopyAsync(stream, buffer, kCount * 4, reinterpret_cast<uint64_t>(back.data()), DRAM_TO_HOST) != synSuccess) return fail("copy before a send");
+      if (synStreamSynchronize(stream) != synSuccess) return fail("synchronize before a send");
+      unsigned long long two[2] = {0, static_cast<unsigned long long>(tag)};
+      if (hpusim_hostTimeNs(reinterpret_cast<uint64_t*>(&two[0])) != synSuccess) return fail("host time");
+      MPI_Ssend(two, 2, MPI_UNSIGNED_LONG_LONG, 0, tag, MPI_COMM_WORLD);
+    }
   } else if (rank == 0) {
     unsigned long long got[2] = {0, 0};
     MPI_Request receives[2];
@@ -203,7 +214,84 @@ int main() {
     std::printf("MPI_Iprobe %d; MPI_Probe at %llu ns: %d elements from rank %d, sent at %llu ns, received at %llu ns\n",
                 probed, static_cast<unsigned long long>(probe_ns), counted, probe.MPI_SOURCE, three[0],
                 static_cast<unsigned long long>(received_ns));
+    // Matched probes (mpi4py's recv): MPI_Improbe before rank 1 sent finds nothing; MPI_Mprobe
+    // returns at the send's time and MPI_Mrecv takes that message; MPI_Imrecv's wait returns at
+    // the next send's time.
+    MPI_Message message = MPI_MESSAGE_NULL;
+    MPI_Status matched;
+    unsigned long long first[2] = {0, 0}, second[2] = {0, 0};
+    uint64_t mprobe_ns = 0, mrecv_ns = 0, imrecv_ns = 0;
+    int found = 1, matched_count = 0;
+    MPI_Improbe(1, 17, MPI_COMM_WORLD, &found, &message, MPI_STATUS_IGNORE);
+    MPI_Mprobe(1, 17, MPI_COMM_WORLD, &message, &matched);
+    if (hpusim_hostTimeNs(&mprobe_ns) != synSuccess) return fail("host time");
+    MPI_Get_count(&matched, MPI_UNSIGNED_LONG_LONG, &matched_count);
+    MPI_Mrecv(first, 2, MPI_UNSIGNED_LONG_LONG, &message, MPI_STATUS_IGNORE);
+    if (hpusim_hostTimeNs(&mrecv_ns) != synSuccess) return fail("host time");
+    const bool mrecv_ok = found == 0 && matched_count == 2 && message == MPI_MESSAGE_NULL && first[1] == 17 &&
+                          first[0] == mprobe_ns && mprobe_ns > received_ns && mrecv_ns == mprobe_ns;
+    MPI_Request request;
+    MPI_Mprobe(MPI_ANY_SOURCE, 18, MPI_COMM_WORLD, &message, &matched);
+    MPI_Imrecv(second, 2, MPI_UNSIGNED_LONG_LONG, &message, &request);
+    MPI_Wait(&request, &matched);
+    if (hpusim_hostTimeNs(&imrecv_ns) != synSuccess) return fail("host time");
+    MPI_Get_count(&matched, MPI_UNSIGNED_LONG_LONG, &matched_count);
+    p2p_ok = p2p_ok && mrecv_ok && second[1] == 18 && second[0] == imrecv_ns && imrecv_ns > mrecv_ns &&
+             matched_count == 2 && matched.MPI_SOURCE == 1 && request == MPI_REQUEST_NULL;
+    std::printf("MPI_Improbe %d; MPI_Mprobe at %llu ns (sent at %llu), MPI_Mrecv at %llu ns; MPI_Imrecv at %llu ns "
+                "(sent at %llu)\n", found, static_cast<unsigned long long>(mprobe_ns), first[0],
+                static_cast<unsigned long long>(mrecv_ns), static_cast<unsigned long long>(imrecv_ns), second[0]);
   }
+  // A communicator made while rank 1's device still copies (mpi4py duplicates its communicator so),
+  // and a collective of varying counts on it: every rank leaves each at the latest entry.
+  if (rank == 1) {
+    if (synMemCopyAsync(stream, buffer, kCount * 4, reinterpret_cast<uint64_t>(back.data()), DRAM_TO_HOST) != synSuccess) return fail("copy before a split");
+    if (synStreamSynchronize(stream) != synSuccess) return fail("synchronize before a split");
+  }
+  uint64_t split_entry_ns = 0, split_left_ns = 0, gathered_ns = 0;
+  if (hpusim_hostTimeNs(&split_entry_ns) != synSuccess) return fail("host time");
+  MPI_Comm everyone = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, 0, rank, &everyone);
+  if (hpusim_hostTimeNs(&split_left_ns) != synSuccess) return fail("host time");
+  std::vector<int> counts(static_cast<size_t>(ranks)), offsets(static_cast<size_t>(ranks));
+  for (int r = 0; r < ranks; ++r) counts[static_cast<size_t>(r)] = r + 1, offsets[static_cast<size_t>(r)] = r * (r + 1) / 2;
+  std::vector<int> mine_v(static_cast<size_t>(rank + 1), rank), all_v(static_cast<size_t>(ranks * (ranks + 1) / 2), -1);
+  MPI_Allgatherv(mine_v.data(), rank + 1, MPI_INT, all_v.data(), counts.data(), offsets.data(), MPI_INT, everyone);
+  if (hpusim_hostTimeNs(&gathered_ns) != synSuccess) return fail("host time");
+  unsigned long long split_entries[2] = {split_entry_ns, ~0ull - split_left_ns}, split_max[2] = {0, 0};
+  MPI_Allreduce(split_entries, split_max, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, everyone);
+  bool values_ok = true;
+  for (int r = 0; r < ranks; ++r)
+    for (int k = 0; k <= r; ++k) values_ok = values_ok && all_v[static_cast<size_t>(offsets[static_cast<size_t>(r)] + k)] == r;
+  p2p_ok = p2p_ok && values_ok && split_left_ns == split_max[0] && ~0ull - split_max[1] == split_max[0] &&
+           gathered_ns == split_left_ns;
+  if (rank == 0) {
+    std::printf("MPI_Comm_split: rank 0 entered at %llu ns, every rank left at %llu ns; MPI_Allgatherv %s\n",
+                static_cast<unsigned long long>(split_entry_ns), split_max[0], values_ok ? "right" : "wrong");
+  }
+  // A nonblocking collective on it: rank 0 tests at once (not done: rank 1 enters after one more
+  // copy), then both wait, leaving at the later entry.
+  if (rank == 1) {
+    if (synMemCopyAsync(stream, buffer, kCount * 4, reinterpret_cast<uint64_t>(back.data()), DRAM_TO_HOST) != synSuccess) return fail("copy before an MPI_Iallreduce");
+    if (synStreamSynchronize(stream) != synSuccess) return fail("synchronize before an MPI_Iallreduce");
+  }
+  uint64_t posted_ns = 0, reduced_ns = 0;
+  if (hpusim_hostTimeNs(&posted_ns) != synSuccess) return fail("host time");
+  int one = rank + 1, sum = 0, tested = 1;
+  MPI_Request reduction;
+  MPI_Iallreduce(&one, &sum, 1, MPI_INT, MPI_SUM, everyone, &reduction);
+  if (rank == 0) MPI_Test(&reduction, &tested, MPI_STATUS_IGNORE);
+  MPI_Wait(&reduction, MPI_STATUS_IGNORE);
+  if (hpusim_hostTimeNs(&reduced_ns) != synSuccess) return fail("host time");
+  unsigned long long posts[2] = {posted_ns, ~0ull - reduced_ns}, posts_max[2] = {0, 0};
+  MPI_Allreduce(posts, posts_max, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, everyone);
+  p2p_ok = p2p_ok && sum == ranks * (ranks + 1) / 2 && reduced_ns == posts_max[0] && ~0ull - posts_max[1] == posts_max[0] &&
+           (rank != 0 || (tested == 0 && posted_ns < reduced_ns)) && reduction == MPI_REQUEST_NULL;
+  if (rank == 0) {
+    std::printf("MPI_Iallreduce: rank 0 posted at %llu ns (MPI_Test: %d), every rank's MPI_Wait returned at %llu ns\n",
+                static_cast<unsigned long long>(posted_ns), tested, posts_max[0]);
+  }
+  MPI_Comm_free(&everyone);
   int p2p_mine = p2p_ok ? 0 : 1, p2p_bad = 0;
   MPI_Allreduce(&p2p_mine, &p2p_bad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   hcclCommDestroy(comm);
