@@ -9,7 +9,7 @@
 // this process meeting the others with its host away, its participant the source (whose next
 // action bounds when the message can have been sent), and returns with the host at the later of
 // its own entry time and the sender's: the same on every split. A nonblocking receive does that
-// in MPI_Wait (MPI_Waitall request by request, MPI_Waitany / MPI_Waitsome the first active one);
+// in MPI_Wait (MPI_Waitall request by request, MPI_Waitany / MPI_Waitsome the one sent first);
 // MPI_Test and its kin complete it only once the message has arrived and was sent by the host's
 // time. MPI_Probe takes the message in ahead of its receive, returning as a receive would;
 // MPI_Iprobe sees it as MPI_Test would; MPI_Mprobe and MPI_Improbe hand the message taken in to
@@ -276,6 +276,18 @@ int stash_in(MPI_Comm comm, const MPI_Status& status, std::deque<Stashed>::itera
   return MPI_SUCCESS;
 }
 
+// Whether process `p` may still send a message sent earlier than the one `source` sent at `sent`
+// (by host time, then by rank): not if it is `source` (its host time only grows), if its bound
+// from the last meeting is later, or if it waits for this rank (in a collective this rank has not
+// entered, say), sending nothing before this call ends. Without a sync, the first there is taken.
+bool may_send_before(ConservativeSync* sync, int p, int source, uint64_t sent) {
+  if (sync == nullptr || p == source) return false;
+  int me = 0;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &me);
+  const uint64_t bound = sync->action_bound(p);
+  return !(bound > sent || (bound == sent && p > source) || sync->waits_on(p, me));
+}
+
 // A receive (or probe) of `tag` from any of the processes `from`: every matching message that
 // has reached this process taken in, and the one sent first chosen (`*done`) once none of the
 // others may still send one earlier (sync's bounds from the last meeting; without a sync, the
@@ -295,14 +307,7 @@ int earliest_sent(MPI_Comm comm, int tag, const std::vector<int>& from, Conserva
   if (*at == stash().end()) return MPI_SUCCESS;
   const uint64_t sent = (*at)->sent_ps;
   const int source = (*at)->world_source;
-  int me = 0;
-  PMPI_Comm_rank(MPI_COMM_WORLD, &me);
-  // A sender waiting for this rank (in a collective it has not entered, say) sends nothing before
-  // this receive ends; the others, nothing before their bound (ties: the lower rank's first).
-  *done = sync == nullptr || std::all_of(from.begin(), from.end(), [&](int p) {
-            const uint64_t bound = sync->action_bound(p);
-            return p == source || bound > sent || (bound == sent && p > source) || sync->waits_on(p, me);
-          });
+  *done = std::none_of(from.begin(), from.end(), [&](int p) { return may_send_before(sync, p, source, sent); });
   return MPI_SUCCESS;
 }
 
@@ -449,6 +454,23 @@ int wait(MPI_Request* request, MPI_Status* status) {
 }
 
 
+// Takes in the receive's message if it has reached this process (`*arrived`); from any of several
+// sources, the one sent first once it is known (earliest_sent, as at the last meeting).
+int take_in(Receive& r, int* arrived) {
+  *arrived = r.arrived;
+  if (r.arrived) return MPI_SUCCESS;
+  int rc = MPI_SUCCESS;
+  if (r.any_of.empty()) {
+    rc = PMPI_Test(&r.inner, arrived, &r.status);
+    if (rc == MPI_SUCCESS && *arrived) rc = take_header(r);
+  } else {
+    std::deque<Stashed>::iterator at;
+    rc = earliest_sent(r.comm, r.tag, r.any_of, split_sync(), arrived, &at);
+    if (rc == MPI_SUCCESS && *arrived) rc = take_stashed(r, at);
+  }
+  return rc;
+}
+
 // Whether `request` is done now, without completing it: a receive of the program's once its
 // message has arrived and was sent by the host's time, any other as MPI says. A message sent
 // earlier but still on its way between the processes cannot be told from one not sent yet: there
@@ -462,15 +484,7 @@ int ready(MPI_Request request, int* done) {
   *done = 0;
   if (!r->arrived) {
     int arrived = 0;
-    int rc = MPI_SUCCESS;
-    if (r->any_of.empty()) {
-      rc = PMPI_Test(&r->inner, &arrived, &r->status);
-      if (rc == MPI_SUCCESS && arrived) rc = take_header(*r);
-    } else {   // chosen as at the last meeting
-      std::deque<Stashed>::iterator at;
-      rc = earliest_sent(r->comm, r->tag, r->any_of, split_sync(), &arrived, &at);
-      if (rc == MPI_SUCCESS && arrived) rc = take_stashed(*r, at);
-    }
+    const int rc = take_in(*r, &arrived);
     if (rc != MPI_SUCCESS) return rc;
     if (!arrived) {
       say_unsettled();
@@ -615,6 +629,60 @@ int take_matched(Receive& r, std::list<Stashed>::iterator m, MPI_Message* handle
   return take_message(r, std::move(taken));
 }
 
+// MPI_Waitany among receives of the program's: the one whose message was sent first (by host
+// time, then by the sender's rank), once no other request's sender may still send one earlier;
+// the host leaves at the later of the call's entry and that send. `*index` -1: not all of the
+// active requests are receives (the caller waits otherwise).
+int wait_earliest(ConservativeSync& sync, int count, MPI_Request requests[], int* index, MPI_Status* status) {
+  *index = -1;
+  std::vector<int> active, participants;
+  for (int i = 0; i < count; ++i) {
+    if (requests[i] == MPI_REQUEST_NULL) continue;
+    Receive* r = receive_of(requests[i]);
+    if (r == nullptr) return MPI_SUCCESS;
+    active.push_back(i);
+    for (int p : r->any_of.empty() ? senders(r->comm, r->source) : r->any_of) participants.push_back(p);
+  }
+  if (active.empty()) return MPI_SUCCESS;
+  std::sort(participants.begin(), participants.end());
+  participants.erase(std::unique(participants.begin(), participants.end()), participants.end());
+  const auto world_source = [](const Receive& r) { return world_rank_of(r.comm, r.status.MPI_SOURCE); };
+  const auto sent_before = [&](const Receive& a, const Receive& b) {
+    return std::pair(a.header[0], world_source(a)) < std::pair(b.header[0], world_source(b));
+  };
+  int chosen = -1;
+  const auto poll = [&](int* done) {
+    *done = 0;
+    chosen = -1;
+    for (int i : active) {
+      Receive& r = *receive_of(requests[i]);
+      int arrived = 0;
+      const int rc = take_in(r, &arrived);
+      if (rc != MPI_SUCCESS) return rc;
+      if (arrived && (chosen < 0 || sent_before(r, *receive_of(requests[chosen])))) chosen = i;
+    }
+    if (chosen < 0) return MPI_SUCCESS;
+    const Receive& first = *receive_of(requests[chosen]);
+    const uint64_t sent = first.header[0];
+    const int source = world_source(first);
+    *done = std::none_of(active.begin(), active.end(), [&](int i) {
+      const Receive& r = *receive_of(requests[i]);
+      if (r.arrived) return false;
+      const std::vector<int> from = r.any_of.empty() ? senders(r.comm, r.source) : r.any_of;
+      return std::any_of(from.begin(), from.end(), [&](int p) { return may_send_before(&sync, p, source, sent); });
+    });
+    return MPI_SUCCESS;
+  };
+  hpusim::cosim::CoSimulation& cosim = Platform::current()->cosim();
+  const uint64_t entry_ps = cosim.host_now_ps();
+  const int rc = participants.empty() ? poll_until_done(poll) : wait_away(sync, entry_ps, participants, poll, true);
+  if (rc != MPI_SUCCESS) return rc;
+  Receive& r = *receive_of(requests[chosen]);
+  cosim.host_wait_until(std::max(entry_ps, r.header[0]));
+  *index = chosen;
+  return complete(&requests[chosen], r, status);
+}
+
 }  // namespace
 
 extern "C" {
@@ -747,11 +815,15 @@ int MPI_Testsome(int count, MPI_Request requests[], int* done, int indices[], MP
   return MPI_SUCCESS;
 }
 
-// The first active request, waited for as MPI_Wait would: the same on every run, whichever
-// message reached this process first (MPI would take any one that completed, so this may return
-// later than it must: said in the README).
+// Among receives, the one whose message was sent first (wait_earliest); with other kinds of
+// request among them, the first active one, waited for as MPI_Wait would (MPI would take any
+// that completed, so that may return later than it must: said in the README).
 int MPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* status) {
   if (!any_kept(count, requests)) return PMPI_Waitany(count, requests, index, status);
+  if (ConservativeSync* sync = split_sync(); sync != nullptr) {
+    const int rc = wait_earliest(*sync, count, requests, index, status);
+    if (rc != MPI_SUCCESS || *index >= 0) return rc;
+  }
   *index = MPI_UNDEFINED;
   for (int i = 0; i < count; ++i) {
     if (requests[i] == MPI_REQUEST_NULL) continue;

@@ -75,6 +75,18 @@ for how in ("recv", "irecv"):
         check(how, np.array_equal(message["payload"], np.arange(3000)) and left == message["sent_ns"] > entered,
               entered, left, message["sent_ns"])
 
+# waitany: the receive whose message was sent first, though listed second, at its send's time.
+if rank == 1:
+    for tag in (9, 8):
+        (x * 2).cpu()
+        comm.send(_C.host_time_ns(), dest=0, tag=tag)
+elif rank == 0:
+    requests = [comm.irecv(source=1, tag=8), comm.irecv(source=1, tag=9)]
+    index, first_sent = MPI.Request.waitany(requests)
+    left = _C.host_time_ns()
+    later_sent = requests[0].wait()
+    check("waitany", index == 1 and left == first_sent < later_sent, index, left, first_sent, later_sent)
+
 comm.Barrier()
 print(f"rank {rank}: ok" if not failures else f"rank {rank}: failed: {failures}", flush=True)
 sys.exit(1 if failures else 0)
