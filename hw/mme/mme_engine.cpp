@@ -57,6 +57,7 @@ MmeEngineParams mme_engine_params_from(const preset::Card& card, unsigned index)
   p.max_request_bytes = m.max_request_bytes();
   p.max_posted_writes = m.max_posted_writes();
   p.launch_queue_depth = m.launch_queue_depth();
+  p.f32_array_cycles_per_k = m.f32_array_cycles_per_k();
   return p;
 }
 
@@ -303,6 +304,7 @@ void MmeEngine::run_job(const std::vector<uint32_t>& window, uint64_t epoch) {
   stats_.end_ps = now_ps();
   ++totals_.jobs;
   totals_.macs += stats_.macs;
+  totals_.mac_cycles += stats_.macs * stats_.array_cycles_per_k;
   totals_.array_cycles += stats_.array_cycles;
   totals_.busy_ps += stats_.end_ps - stats_.start_ps;
   totals_.read_bytes += stats_.read_bytes;
@@ -341,12 +343,14 @@ bool MmeEngine::execute(const mme::MmeJob& job, uint64_t epoch) {
   pp.accumulators = params_.accumulators;
   pp.staging_bytes = params_.staging_bytes;
   pp.max_request_bytes = params_.max_request_bytes;
+  pp.array_cycles_per_k = job.in == mme::MmeType::F32 ? params_.f32_array_cycles_per_k : 1;
   const mme::JobPlan plan(job, pp);
   const mme::GemmDims d = plan.dims();
   stats_.op = job.op;
   stats_.dims = d;
   stats_.in = job.in;
   stats_.macs = d.m * d.n * d.k * d.batch;
+  stats_.array_cycles_per_k = pp.array_cycles_per_k;
   stats_.supertile_rows = static_cast<uint32_t>(plan.super_rows());
   stats_.supertile_cols = static_cast<uint32_t>(plan.super_cols());
   stats_.kc = static_cast<uint32_t>(plan.kc());

@@ -45,6 +45,7 @@ struct MmeEngineParams {
   uint32_t write_ports = 1;         // and for output writes (and the end-of-job message)
   uint32_t max_posted_writes = 256;
   uint32_t launch_queue_depth = 4;  // CMD EXECUTEs latched behind the running job
+  uint32_t f32_array_cycles_per_k = 1;   // mme.f32_array_cycles_per_k
 };
 
 // The parameters of master `index` (0-based among the masters) on `card`. Throws
@@ -58,6 +59,7 @@ const char* mme_error_name(MmeError error);
 struct MmeJobTotals {
   uint64_t jobs = 0;
   uint64_t macs = 0;
+  uint64_t mac_cycles = 0;         // MACs x the array cycles each common-dim value took (a roofline's MME work)
   uint64_t array_cycles = 0;
   uint64_t busy_ps = 0;            // summed end_ps - start_ps
   uint64_t read_bytes = 0, write_bytes = 0;
@@ -76,6 +78,7 @@ struct MmeJobStats {
   uint64_t chunks = 0;
   uint64_t chunk_fetch_cycles = 0;     // summed over chunks: first read sent to last answer
   uint64_t macs = 0;               // useful MACs (M N K batch)
+  uint32_t array_cycles_per_k = 1; // array cycles per common-dim value (the input type's rate)
   uint64_t read_bytes = 0, write_bytes = 0;
   uint64_t reads = 0, writes = 0;
   uint32_t supertile_rows = 0, supertile_cols = 0, kc = 0;

@@ -93,7 +93,7 @@ JobPlan::Chunk JobPlan::chunk(uint64_t index) const {
   const SuperTile t = supertile(c.supertile);
   const uint64_t high = (t.rows + params_.geometry.rows - 1) / params_.geometry.rows;
   const uint64_t wide = (t.cols + params_.geometry.cols - 1) / params_.geometry.cols;
-  c.tile_steps = high * wide * c.kc;
+  c.tile_steps = high * wide * c.kc * params_.array_cycles_per_k;
   c.bytes = (operand_k(a_along_k_, c.k0, c.kc) * t.rows + operand_k(b_along_k_, c.k0, c.kc) * t.cols) * ein_;
   // What leaves the staging buffer when the chunk is done: its own reads, except lines along k,
   // which leave with the last chunk they serve.

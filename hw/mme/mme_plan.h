@@ -36,6 +36,7 @@ struct PlanParams {
   uint64_t staging_bytes = 65536;   // operand staging buffer
   uint32_t min_chunks_in_buffer = 8;   // k-chunks sized so this many fit the staging buffer
   uint32_t max_request_bytes = 4096;   // an operand read or output write is split at this size
+  uint32_t array_cycles_per_k = 1;     // array cycles per common-dim value (the input type's rate)
 };
 
 // A contiguous device-memory span.
@@ -74,7 +75,7 @@ class JobPlan {
   struct Chunk {
     uint64_t supertile = 0;
     uint64_t k0 = 0, kc = 0;
-    uint64_t tile_steps = 0;   // cycles the array spends on it: tiles used x kc
+    uint64_t tile_steps = 0;   // cycles the array spends on it: tiles used x kc x array_cycles_per_k
     uint64_t bytes = 0;        // operand bytes it reads
     uint64_t release = 0;      // operand bytes that leave the staging buffer when it is done
     bool last_of_supertile = false;

@@ -152,6 +152,8 @@ void resolve_and_validate(Card& card) {
   require(card.mme().max_request_bytes() >= 4, "mme.max_request_bytes must be at least 4");
   require_positive(card.mme().max_posted_writes(), "mme.max_posted_writes");
   require_positive(card.mme().launch_queue_depth(), "mme.launch_queue_depth");
+  require(card.mme().f32_array_cycles_per_k() >= 1 && card.mme().f32_array_cycles_per_k() <= 64,
+          "mme.f32_array_cycles_per_k must be between 1 and 64");
   require_positive(card.driver().tdr_timeout_ms(), "driver.tdr_timeout_ms");
   const auto& nic = card.nic();
   require_positive(nic.gbps_per_port(), "nic.gbps_per_port");

@@ -22,7 +22,7 @@ EngineBusy engine_busy(hw::Card& card) {
   for (unsigned m = 0; m < card.mme_numbers(); ++m) {
     if (hw::MmeEngine* engine = card.mme_engine(m)) {
       b.mme_ps += engine->job_totals().busy_ps;
-      b.mme_macs += engine->job_totals().macs;
+      b.mme_mac_cycles += engine->job_totals().mac_cycles;
       b.mme_jobs.push_back(engine->job_totals().jobs);
       const auto& geometry = engine->params().geometries.front();
       b.mme_macs_per_ns += double(geometry.rows) * geometry.cols * clocks.mme_mhz() / 1000.0;
@@ -124,7 +124,7 @@ Overlap engine_overlap(hw::Card& card, const EngineBusy& before) {
 
 Roofline roofline(const EngineBusy& before, const EngineBusy& after) {
   Roofline r;
-  if (after.mme_macs_per_ns > 0) r.mme_ns = double(after.mme_macs - before.mme_macs) / after.mme_macs_per_ns;
+  if (after.mme_macs_per_ns > 0) r.mme_ns = double(after.mme_mac_cycles - before.mme_mac_cycles) / after.mme_macs_per_ns;
   if (after.tpc_bundles_per_ns > 0) r.tpc_ns = double(after.tpc_bundles - before.tpc_bundles) / after.tpc_bundles_per_ns;
   if (after.hbm_bytes_per_ns > 0) r.hbm_ns = double(after.hbm_bytes - before.hbm_bytes) / after.hbm_bytes_per_ns;
   r.bound_ns = r.mme_ns;

@@ -22,7 +22,8 @@ struct Utilisation {
 struct EngineBusy {
   uint64_t tpc_ps = 0, mme_ps = 0;   // summed over the engines
   unsigned tpcs = 0, mmes = 0;
-  uint64_t mme_macs = 0;             // MACs the MME engines executed
+  uint64_t mme_mac_cycles = 0;       // MACs the MME engines executed, each counted for the array
+                                     // cycles it took (an f32 job's mme.f32_array_cycles_per_k)
   uint64_t tpc_bundles = 0;          // bundles the TPCs issued
   uint64_t hbm_bytes = 0;            // read and written at the HBM, by every master
   double mme_macs_per_ns = 0;        // peaks: every MME engine's array every cycle,

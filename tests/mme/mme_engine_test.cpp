@@ -92,11 +92,14 @@ class MmeEngineGemm : public MmeCardTest {
 // The engine's request size, write window and launch queue come from the preset.
 TEST(MmeEngineParams, ComeFromThePreset) {
   const preset::Card card = preset::load_preset(
-      "hl205", {"mme.max_request_bytes=512", "mme.max_posted_writes=9", "mme.launch_queue_depth=3"});
+      "hl205", {"mme.max_request_bytes=512", "mme.max_posted_writes=9", "mme.launch_queue_depth=3",
+                "mme.f32_array_cycles_per_k=4"});
   const hw::MmeEngineParams p = hw::mme_engine_params_from(card, 0);
   EXPECT_EQ(p.max_request_bytes, 512u);
   EXPECT_EQ(p.max_posted_writes, 9u);
   EXPECT_EQ(p.launch_queue_depth, 3u);
+  EXPECT_EQ(p.f32_array_cycles_per_k, 4u);
+  EXPECT_EQ(hw::mme_engine_params_from(preset::load_preset("hl225", {}), 0).f32_array_cycles_per_k, 1u);
 }
 
 TEST_F(MmeEngineGemm, Bf16SquareAndOddSizes) {
@@ -238,6 +241,34 @@ TEST_F(MmeEngineGemm, CyclesFollowThePlan) {
   std::cout << "1024^3 bf16 on hl205 MME0: " << s.cycles << " cycles, " << steps << " tile steps, operand stalls "
             << s.operand_stall_cycles << ", super-tile " << s.supertile_rows << "x" << s.supertile_cols << ", kc " << s.kc
             << "\n";
+}
+
+// mme.f32_array_cycles_per_k: an f32 job's tile steps take that many array cycles per common-dim
+// value (a bf16 job's one); the values are the same, and the roofline's work counts the cycles.
+TEST_F(MmeEngineGemm, F32JobsTakeThePresetsArrayCyclesPerCommonDimValue) {
+  build({"mme.f32_array_cycles_per_k=4"});
+  MmeJob j;
+  j.m = 64, j.n = 128, j.k = 256, j.lda = 256, j.ldb = 128, j.ldo = 128;
+  j.a = kA, j.b = kB, j.o = kO;
+  j.in = MmeType::F32, j.out = MmeType::F32;
+  ASSERT_TRUE(run(j));
+  const auto f32 = jobs().back();
+  EXPECT_EQ(f32.array_cycles, 4 * uint64_t{256} + tile_cycles(64, 128, 0));
+  EXPECT_EQ(f32.array_cycles_per_k, 4u);
+  j.in = MmeType::Bf16;
+  ASSERT_TRUE(run(j));
+  const auto bf16 = jobs().back();
+  EXPECT_EQ(bf16.array_cycles, tile_cycles(64, 128, 256));
+  EXPECT_EQ(bf16.array_cycles_per_k, 1u);
+  uint64_t macs = 0, mac_cycles = 0;
+  sim->on_sim_thread([&] {
+    macs = card->mme_engine(0)->job_totals().macs;
+    mac_cycles = card->mme_engine(0)->job_totals().mac_cycles;
+  });
+  EXPECT_EQ(macs, 2 * uint64_t{64} * 128 * 256);
+  EXPECT_EQ(mac_cycles, (4 + 1) * uint64_t{64} * 128 * 256);
+  // The values do not depend on the rate: an f32 GEMM checked against the reference.
+  check({96, 40, 70, 1, MmeType::F32, MmeType::F32, false, false, 0});
 }
 
 TEST_F(MmeEngineGemm, BadDescriptorsAndRefusedOperandsAreErrorEventsAndTheNextJobWorks) {

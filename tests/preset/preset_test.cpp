@@ -149,6 +149,10 @@ TEST(Preset, SemanticErrorsAreNamed) {
             std::string::npos);
   EXPECT_NE(error_of([] { load_preset("hl205", {"mme.max_request_bytes=2"}); }).find("mme.max_request_bytes"),
             std::string::npos);
+  for (const char* rate : {"mme.f32_array_cycles_per_k=0", "mme.f32_array_cycles_per_k=65"}) {
+    EXPECT_NE(error_of([&] { load_preset("hl205", {rate}); }).find("mme.f32_array_cycles_per_k must be between 1 and 64"),
+              std::string::npos) << rate;
+  }
   EXPECT_NE(error_of([] { load_preset("hl205", {"hbm.self_refresh_after_refi=1"}); }).find("hbm.self_refresh_after_refi"),
             std::string::npos);
   // A generation 1 card is the Gaudi 1 engine map: more engines than it holds are refused.
