@@ -443,6 +443,17 @@ TEST(Cli, BenchGemmRunsEachPresetAndMergesTheJson) {
   EXPECT_EQ(results.back().second.get<std::string>("dtype"), "f32");
   std::ifstream part(json + ".part0");
   EXPECT_FALSE(part.good()) << "the per-preset parts are removed";
+  // With f32 at a quarter of the bf16 rate, an f32 row's peak is a quarter of a bf16 row's.
+  std::remove(json.c_str());
+  r = run("bench gemm --preset hl205 --set mme.f32_array_cycles_per_k=4 --shapes 128x256x64,128x256x64:f32 --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("bf16; f32 a 4th of it, mme.f32_array_cycles_per_k"), std::string::npos) << r.output;
+  boost::property_tree::ptree slower;
+  boost::property_tree::read_json(json, slower);
+  ASSERT_EQ(slower.size(), 2u);
+  const double bf16_peak = slower.front().second.get<double>("peak_tflops");
+  EXPECT_DOUBLE_EQ(slower.back().second.get<double>("peak_tflops"), bf16_peak / 4);
+  EXPECT_LE(slower.back().second.get<double>("pct_peak"), 100.0);
 }
 
 TEST(Cli, BenchGemmUsageErrors) {
