@@ -12,7 +12,6 @@
 
 #include <systemc>
 #include <tlm>
-#include <tlm_utils/peq_with_cb_and_phase.h>
 #include <tlm_utils/simple_initiator_socket.h>
 #include <tlm_utils/simple_target_socket.h>
 
@@ -21,6 +20,7 @@
 #include <vector>
 
 #include "hw/common/mem_protocol.h"
+#include "hw/common/payload_event_queue.h"
 #include "hw/sram/cache_tags.h"
 #include "hw/sram/sram.h"
 #include "sim/stats/stats.h"
@@ -106,10 +106,10 @@ class HbmCache : public sc_core::sc_module {
   std::unordered_map<const tlm::tlm_generic_payload*, uint32_t> op_of_;
   std::unordered_map<uint64_t, uint32_t> filling_;   // line -> its fill op
   std::vector<unsigned char> scratch_;   // the HBM copies an op's bytes when it accepts it
-  tlm_utils::peq_with_cb_and_phase<HbmCache> answers_;
+  PayloadEventQueue<HbmCache> answers_;
   // Answers to the fabric, sent at their time: the fabric's ports take responses in the order they
   // come, so one sent ahead of time would hold back those due before it.
-  tlm_utils::peq_with_cb_and_phase<HbmCache> responses_;
+  PayloadEventQueue<HbmCache> responses_;
   void respond(tlm::tlm_generic_payload& trans, const tlm::tlm_phase& phase);
   HbmCacheStats stats_;
 };
