@@ -36,7 +36,7 @@ struct CompileTarget {
   // The SRAM arena intermediates may use (0: none); the runtime gives its SRAM user range.
   uint64_t sram_bytes = 0;
 
-  // "tpcs=8 vector=2048 prefetch=128 mme=2 geometries=2 dma=6 sob=256+1536 mon=256 fuse=2 order=4 frame=2 kernels=5 slice=256 sram=...": recorded in the
+  // "tpcs=8 vector=2048 prefetch=128 mme=2 geometries=2 dma=6 sob=256+1536 mon=256 fuse=2 order=4 frame=2 kernels=5 slice2 slice=320 sram=...": recorded in the
   // recipe (and so part of the recipe cache's key).
   std::string describe() const;
 };

@@ -673,12 +673,13 @@ std::string CompileTarget::describe() const {
   // reductions stream into the next column, the clip norm's scaling two vectors a step of one run.
   // kernels=5: a large embedding backward is five launches (its indices bucketed by row chunk),
   // gather moves 8 elements a step, bf16 dgamma / dbeta step four columns and split as f32's.
-  // order=4: the engine order counts a fixed cost per launch. slice=R: GEMMs cut in chunks of R
-  // rows with their consumers (0: none).
+  // order=4: the engine order counts a fixed cost per launch. slice=R: GEMMs cut in chunks with
+  // their consumers, as many as super-tiles of R rows take (0: none); slice2: the rows shared out
+  // evenly among them.
   std::ostringstream s;
   s << "tpcs=" << tpcs << " vector=" << tpc_vector_bits << " prefetch=" << tpc_prefetch_entries << " mme=" << mme_queues.size() << " geometries=" << mme_geometries
     << " dma=" << dma_queues.size() << " sob=" << sob_base
-    << "+" << sob_count << " mon=" << monitor_base << " fuse=" << (fuse_elementwise ? 2 : 0) << " order=4 frame=2 kernels=5 slice=" << mme_super_tile_rows << " sram=" << sram_bytes;
+    << "+" << sob_count << " mon=" << monitor_base << " fuse=" << (fuse_elementwise ? 2 : 0) << " order=4 frame=2 kernels=5 slice2 slice=" << mme_super_tile_rows << " sram=" << sram_bytes;
   return s.str();
 }
 

@@ -115,6 +115,12 @@ std::map<size_t, GemmSlice> find_gemm_slices(const graph::Graph& g, const std::v
     const uint32_t units = (job.m + unit - 1) / unit, most = std::max(options.max_chunks, fewest);
     slice.chunk_rows = (units + most - 1) / most * unit;
     slice.chunks = (job.m + slice.chunk_rows - 1) / slice.chunk_rows;
+    // As many chunks (passes over B), the rows shared out evenly in tiles of the largest power of
+    // two dividing the super-tile rows: 1024 rows of 320-row super-tiles are 4 x 256, not
+    // 320, 320, 320 and 64.
+    const uint32_t granule = unit & (~unit + 1);
+    slice.chunk_rows = ((job.m + slice.chunks - 1) / slice.chunks + granule - 1) / granule * granule;
+    slice.chunks = (job.m + slice.chunk_rows - 1) / slice.chunk_rows;
     if (slice.chunks < fewest || !consumer_fits(slice)) continue;
     consumers.insert(reader);
     slices[step] = std::move(slice);

@@ -9,8 +9,10 @@
 //
 // A pair qualifies when:
 //   - the GEMM is one matrix product (batch 1) whose rows make at least `min_chunks` chunks:
-//     chunks are whole super-tiles (`chunk_row_unit` rows), as few a chunk as keep to
-//     `max_chunks`, the last one possibly short;
+//     as many chunks as it takes whole super-tiles (`chunk_row_unit` rows) a chunk to keep to
+//     `max_chunks` (the passes the GEMM makes over B anyway), the rows shared out evenly among
+//     them in tiles of the largest power of two dividing the super-tile rows, the last one
+//     possibly short;
 //   - its output is read by exactly one node, a TPC node of a per-element kernel
 //     (KernelLibrary::per_element), a fused chain of them or an elementwise cluster; no copy view
 //     involves it;
@@ -34,8 +36,8 @@
 namespace hpusim::synapse::compiler {
 
 struct SliceOptions {
-  // Chunks are whole multiples of this many rows: the MME's super-tile rows (CompileTarget), as
-  // it reads B once per super-tile of rows anyway, a chunk costs no extra traffic. 0: no slicing.
+  // The MME's super-tile rows (CompileTarget): it reads B once per super-tile of rows anyway, so
+  // as many chunks as super-tiles cost no extra traffic. 0: no slicing.
   uint32_t chunk_row_unit = 256;
   // At least this many chunks (each engine needs two, or its consumer launches cannot start
   // before the GEMM ends) and at most max_chunks (each costs a launch).

@@ -115,7 +115,7 @@ TEST_F(DriverTest, IoctlNumbersAndInfo) {
   EXPECT_EQ(hw.reserved1, 0x3u);            // hpusim: MME masters 0 and 2
   EXPECT_EQ(hw.reserved6, 2048u);           // hpusim: the TPC vector width
   EXPECT_EQ(hw.reserved7, 2u);              // hpusim: MME output geometries
-  EXPECT_EQ(hw.reserved3, 256u);            // hpusim: MME super-tile rows (4 x 64 of geometry 0)
+  EXPECT_EQ(hw.reserved3, 320u);            // hpusim: MME super-tile rows (5 x 64 of geometry 0)
   EXPECT_STREQ(reinterpret_cast<const char*>(hw.card_name), "HL205");
   EXPECT_EQ(info<hl_info_device_status>(HL_INFO_DEVICE_STATUS).status, HL_DEVICE_STATUS_OPERATIONAL);
   EXPECT_EQ(info<hl_info_reset_count>(HL_INFO_RESET_COUNT).hard_reset_cnt, 0u);

@@ -71,6 +71,22 @@ TEST(SynapseSlicing, AGemmAndItsPerElementReaderAreCutIntoChunksOfTheSuperTileRo
   ASSERT_EQ(many.size(), 1u);
   EXPECT_EQ(many.begin()->second.chunks, 8u);
   EXPECT_EQ(many.begin()->second.chunk_rows, 512u);
+
+  // Super-tiles of 320 rows (hl205's): 1024 rows take four passes over B either way, so the rows
+  // are shared out evenly, in 64-row tiles: 4 x 256, not 320, 320, 320 and a short 64.
+  SliceOptions hl205;
+  hl205.chunk_row_unit = 320;
+  Built even = gemm_then(1024, "relu_fwd_f32");
+  const auto shared = even.slices(true, hl205);
+  ASSERT_EQ(shared.size(), 1u);
+  EXPECT_EQ(shared.begin()->second.chunks, 4u);
+  EXPECT_EQ(shared.begin()->second.chunk_rows, 256u);
+  EXPECT_EQ(shared.begin()->second.chunk_size(3), 256u);
+  Built odd = gemm_then(1000, "relu_fwd_f32");
+  const GemmSlice& uneven = odd.slices(true, hl205).begin()->second;
+  EXPECT_EQ(uneven.chunks, 4u);
+  EXPECT_EQ(uneven.chunk_rows, 256u);   // 250 rounded up to whole 64-row tiles
+  EXPECT_EQ(uneven.chunk_size(3), 1000u - 768u);
 }
 
 TEST(SynapseSlicing, PairsThatCannotRunChunkByChunkAreLeftWhole) {

@@ -376,11 +376,12 @@ Picoseconds engines_done(hw::Card& card) {
 }
 
 TEST_F(SynapseLaunchTest, AGemmAndItsConsumerRunAsAPipelineOfRowChunks) {
-  // The GEMM's 1024 rows in chunks of the MME's super-tile rows (256 on hl205), two per engine;
+  // The GEMM's 1024 rows in chunks of the MME's super-tile rows (320 on hl205: 320, 320, 320, 64),
+  // two per engine;
   // its only reader (bias_add+relu, fused) one launch per chunk, each waiting for its own chunk.
   // K = 1024 makes each chunk take longer than the consumer's launch, so a launch that did not
   // wait for its own chunk would read rows not yet written.
-  EXPECT_EQ(rt->target().mme_super_tile_rows, 256u);
+  EXPECT_EQ(rt->target().mme_super_tile_rows, 320u);
   const DenseReluGraph g(1024, 64, 1024);
   recipe::Recipe recipe;
   const auto loaded = compile_and_load(g.graph, &recipe);
@@ -389,7 +390,7 @@ TEST_F(SynapseLaunchTest, AGemmAndItsConsumerRunAsAPipelineOfRowChunks) {
   EXPECT_EQ(recipe.nodes(0).jobs(), 4u);
   EXPECT_EQ(recipe.nodes(1).jobs(), 4 * rt->target().tpcs) << "a launch over every TPC per chunk";
   EXPECT_EQ(recipe.sob_count(), 4u) << "one per node, the start object, and the second engine's chunks";
-  EXPECT_NE(recipe.target().find(" slice=256 "), std::string::npos) << recipe.target();
+  EXPECT_NE(recipe.target().find(" slice=320 "), std::string::npos) << recipe.target();
   hw::Card& card = device->platform().card();
   const Picoseconds before = engines_done(card);
   const Run sliced = run_dense(g, loaded, 5);
