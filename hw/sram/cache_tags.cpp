@@ -57,6 +57,13 @@ uint64_t CacheTags::valid_lines() const {
   return n;
 }
 
+void CacheTags::clear() {
+  for (const Entry& e : entries_) {
+    if (e.valid && e.filling) throw std::logic_error("cache tags: cleared while a line is being filled");
+  }
+  for (Entry& e : entries_) e = Entry{};
+}
+
 uint64_t CacheTags::dirty_lines() const {
   uint64_t n = 0;
   for (const Entry& e : entries_) n += e.valid && e.dirty ? 1 : 0;

@@ -39,6 +39,8 @@ class CacheTags {
   uint32_t ways() const { return ways_; }
   uint64_t valid_lines() const;
   uint64_t dirty_lines() const;
+  // Every line gone (dirty or not); refused (std::logic_error) while a line is being filled.
+  void clear();
 
  private:
   struct Entry {

@@ -1,6 +1,8 @@
 #include "hw/sram/hbm_cache.h"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 namespace hpusim::hw {
 
@@ -45,6 +47,13 @@ void HbmCache::finish(uint32_t index) {
   free_requests_.push_back(index);
   tlm::tlm_phase phase = tlm::BEGIN_RESP;
   responses_.notify(*trans, phase, delay_until(done));
+}
+
+void HbmCache::drop_all_lines() {
+  if (!idle()) {
+    throw std::logic_error(std::string(name()) + ": lines dropped with a request in flight");
+  }
+  tags_.clear();
 }
 
 void HbmCache::respond(tlm::tlm_generic_payload& trans, const tlm::tlm_phase&) {

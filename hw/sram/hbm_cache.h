@@ -57,6 +57,12 @@ class HbmCache : public sc_core::sc_module {
   const HbmCacheStats& stats() const { return stats_; }
   const HbmCacheConfig& config() const { return config_; }
   const CacheTags& tags() const { return tags_; }
+  // Starts cold: every line dropped, the dirty ones without their write-back (the HBM's store
+  // always holds the data, so only the timing of those writes is lost). For a benchmark between
+  // cases; refused (std::logic_error) with a request in flight.
+  void drop_all_lines();
+  // No request of the fabric's and no fill, direct access or write-back of its own in flight.
+  bool idle() const { return free_requests_.size() == requests_.size() && free_ops_.size() == ops_.size(); }
   void register_stats(stats::Scope scope);
 
  private:

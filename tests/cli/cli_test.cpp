@@ -456,6 +456,21 @@ TEST(Cli, BenchGemmRunsEachPresetAndMergesTheJson) {
   EXPECT_LE(slower.back().second.get<double>("pct_peak"), 100.0);
 }
 
+TEST(Cli, BenchGemmRowsOnAnHbmCacheDoNotDependOnTheRowsBefore) {
+  // hl325's HBM cache starts every case cold: the same shape twice gives the same row, up to the
+  // HBM's own state (open rows, the refresh schedule: 6710 and 6711 cycles). With the first
+  // case's lines left in the cache the second took 6128.
+  const std::string json = temp_path("gemm_cold.json");
+  std::remove(json.c_str());
+  ProgramRun r = run("bench gemm --preset hl325 --shapes 512x768x1024:f32,512x768x1024:f32 --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  boost::property_tree::ptree results;
+  boost::property_tree::read_json(json, results);
+  ASSERT_EQ(results.size(), 2u);
+  const double first = results.front().second.get<double>("cycles"), second = results.back().second.get<double>("cycles");
+  EXPECT_NEAR(second, first, first * 0.001);
+}
+
 TEST(Cli, BenchGemmUsageErrors) {
   ProgramRun r = run("bench gemm --preset hl205 --shapes 12x");
   EXPECT_NE(r.exit_code, 0);
