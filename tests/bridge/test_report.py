@@ -41,12 +41,12 @@ def test_recording_an_op_costs_the_preset_op_record_time():
 
 def test_the_step_report_of_the_mnist_mlp_in_lazy_mode():
     out = subprocess.run([sys.executable, os.path.join(HERE, "..", "..", "bridge", "examples", "mnist_training.py"),
-                          "--steps", "4", "--json", "/dev/stdout"], env=dict(os.environ, PT_HPU_LAZY_MODE="1"),
+                          "--steps", "5", "--json", "/dev/stdout"], env=dict(os.environ, PT_HPU_LAZY_MODE="1"),
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-4000:]
     assert "lazy mode, on GAUDI" in out.stdout
     rows = json.loads(out.stdout[out.stdout.index("[\n"):])
-    assert [r["step"] for r in rows] == [0, 1, 2, 3]
+    assert [r["step"] for r in rows] == [0, 1, 2, 3, 4]
     steady = rows[2:]
     for r in rows:
         assert abs(r["host_ms"] + r["wait_ms"] - r["step_ms"]) < 1e-9
@@ -58,8 +58,9 @@ def test_the_step_report_of_the_mnist_mlp_in_lazy_mode():
         # The verdict is the comparison it names (the lazy MNIST step is host-bound since the
         # kernels prefetch: 0.76 ms of host work against 0.67 ms of device time).
         assert r["bound"] == ("host" if r["host_ms"] > r["device_ms"] else "device"), r
-    # The modeled clock: the same host work costs the same host time at every step.
-    assert steady[0]["host_ms"] == steady[1]["host_ms"]
+    # The modeled clock: the same host work costs the same host time at every step (from step 3:
+    # on hl205 step 2 still pays one wake-up by an interrupt, 3.0 + 0.8 us, that later steps do not).
+    assert steady[1]["host_ms"] == steady[2]["host_ms"]
 
 
 def test_eager_mode_makes_the_same_step_host_bound():
