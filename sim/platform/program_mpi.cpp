@@ -413,6 +413,59 @@ Receive* receive_of(MPI_Request request) {
   return it == receives().end() ? nullptr : it->second.get();
 }
 
+// The program's persistent requests in a split box (MPI_Send_init, MPI_Recv_init and kin), by the
+// request the program holds: a generalized request that stays incomplete while the operation
+// lives, so MPI never frees it. MPI_Start begins one operation (a send buffered and done at once,
+// as MPI_Send; a receive posted as MPI_Irecv's); MPI_Wait and its kin complete it as they complete
+// a nonblocking one and leave the request, inactive, for the next MPI_Start; MPI_Request_free ends it.
+struct Persistent {
+  bool is_send = false;
+  const void* send_buffer = nullptr;
+  void* receive_buffer = nullptr;
+  int count = 0;
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  int peer = MPI_PROC_NULL;
+  int tag = 0;
+  MPI_Comm comm = MPI_COMM_NULL;
+  bool active = false;
+  std::unique_ptr<Receive> receive;   // the started receive
+};
+
+std::map<MPI_Request, std::unique_ptr<Persistent>>& persistents() {
+  static auto* all = new std::map<MPI_Request, std::unique_ptr<Persistent>>;   // as pending_sends
+  return *all;
+}
+
+Persistent* persistent_of(MPI_Request request) {
+  if (request == MPI_REQUEST_NULL) return nullptr;
+  const auto it = persistents().find(request);
+  return it == persistents().end() ? nullptr : it->second.get();
+}
+
+// A request MPI_Wait would return from at once with an empty status: null, or persistent and not started.
+bool inactive(MPI_Request request) {
+  if (request == MPI_REQUEST_NULL) return true;
+  const Persistent* p = persistent_of(request);
+  return p != nullptr && !p->active;
+}
+
+// The receive the program's request waits for: a nonblocking one, or a started persistent one.
+Receive* active_receive(MPI_Request request) {
+  if (Receive* r = receive_of(request)) return r;
+  const Persistent* p = persistent_of(request);
+  return p != nullptr && p->active ? p->receive.get() : nullptr;
+}
+
+// MPI's empty status (an inactive request's, a send's), or a receive from MPI_PROC_NULL's.
+void empty_status(MPI_Status* status, int source = MPI_ANY_SOURCE) {
+  if (status == MPI_STATUS_IGNORE) return;
+  status->MPI_SOURCE = source;
+  status->MPI_TAG = MPI_ANY_TAG;
+  status->MPI_ERROR = MPI_SUCCESS;
+  PMPI_Status_set_cancelled(status, 0);
+  PMPI_Status_set_elements(status, MPI_BYTE, 0);
+}
+
 // A generalized request's status: a receive's as its sender's call made it, a send's empty.
 int request_status(void* state, MPI_Status* status) {
   const auto* r = static_cast<const Receive*>(state);
@@ -436,15 +489,32 @@ int request_cancel(void*, int) { return MPI_SUCCESS; }
 
 // Completes the program's receive `request` (the message arrived, its time reached): the data
 // delivered, the request freed into `status`.
+// A persistent request's receive completes into `status` and the request stays, inactive.
 int complete(MPI_Request* request, Receive& r, MPI_Status* status) {
+  if (Persistent* p = persistent_of(*request)) {
+    const int rc = deliver(r, status);
+    if (rc == MPI_SUCCESS) p->receive.reset(), p->active = false;
+    return rc;
+  }
   int rc = deliver(r, MPI_STATUS_IGNORE);
   if (rc == MPI_SUCCESS) rc = PMPI_Grequest_complete(*request);
   return rc != MPI_SUCCESS ? rc : PMPI_Wait(request, status);
 }
 
+// A persistent request with no receive to wait for: not started, a send (done when started), or
+// a receive from MPI_PROC_NULL.
+int complete_at_once(Persistent& p, MPI_Status* status) {
+  empty_status(status, p.active && !p.is_send && p.peer == MPI_PROC_NULL ? MPI_PROC_NULL : MPI_ANY_SOURCE);
+  p.active = false;
+  return MPI_SUCCESS;
+}
+
 int wait(MPI_Request* request, MPI_Status* status) {
-  Receive* r = receive_of(*request);
-  if (r == nullptr) return is_started_collective(*request) ? wait_started(request, status) : PMPI_Wait(request, status);
+  Receive* r = active_receive(*request);
+  if (r == nullptr) {
+    if (Persistent* p = persistent_of(*request)) return complete_at_once(*p, status);
+    return is_started_collective(*request) ? wait_started(request, status) : PMPI_Wait(request, status);
+  }
   Platform* platform = split_sync() != nullptr ? Platform::current() : nullptr;   // else the run has ended
   const uint64_t entry_ps = platform != nullptr ? platform->cosim().host_now_ps() : 0;
   const int rc = await_arrival(*r, entry_ps);
@@ -476,8 +546,9 @@ int take_in(Receive& r, int* arrived) {
 // earlier but still on its way between the processes cannot be told from one not sent yet: there
 // the answer may depend on how fast the processes ran (said once); MPI_Wait has no such limit.
 int ready(MPI_Request request, int* done) {
-  Receive* r = receive_of(request);
+  Receive* r = active_receive(request);
   if (r == nullptr) {
+    if (persistent_of(request) != nullptr) return *done = 1, MPI_SUCCESS;
     return is_started_collective(request) ? started_ready(request, done)
                                           : PMPI_Request_get_status(request, done, MPI_STATUS_IGNORE);
   }
@@ -497,22 +568,24 @@ int ready(MPI_Request request, int* done) {
 
 // Completes a request ready() found done.
 int finish(MPI_Request* request, MPI_Status* status) {
-  Receive* r = receive_of(*request);
-  if (r != nullptr) return complete(request, *r, status);
+  if (Receive* r = active_receive(*request)) return complete(request, *r, status);
+  if (Persistent* p = persistent_of(*request)) return complete_at_once(*p, status);
   return is_started_collective(*request) ? finish_started(request, status) : PMPI_Wait(request, status);
 }
 
-// Whether any of the requests is a receive or a collective of the program's, kept in step here.
+// Whether any of the requests is a receive, a persistent request or a collective of the
+// program's, kept in step here.
 bool any_kept(int count, const MPI_Request requests[]) {
-  return std::any_of(requests, requests + count,
-                     [](MPI_Request r) { return receive_of(r) != nullptr || is_started_collective(r); });
+  return std::any_of(requests, requests + count, [](MPI_Request r) {
+    return receive_of(r) != nullptr || persistent_of(r) != nullptr || is_started_collective(r);
+  });
 }
 
 int test_any(int count, MPI_Request requests[], int* index, int* flag, MPI_Status* status) {
   *index = MPI_UNDEFINED;
   *flag = 1;   // also when no request is active
   for (int i = 0; i < count; ++i) {
-    if (requests[i] == MPI_REQUEST_NULL) continue;
+    if (inactive(requests[i])) continue;
     *flag = 0;
     int done = 0;
     const int rc = ready(requests[i], &done);
@@ -637,8 +710,8 @@ int wait_earliest(ConservativeSync& sync, int count, MPI_Request requests[], int
   *index = -1;
   std::vector<int> active, participants;
   for (int i = 0; i < count; ++i) {
-    if (requests[i] == MPI_REQUEST_NULL) continue;
-    Receive* r = receive_of(requests[i]);
+    if (inactive(requests[i])) continue;
+    Receive* r = active_receive(requests[i]);
     if (r == nullptr) return MPI_SUCCESS;
     active.push_back(i);
     for (int p : r->any_of.empty() ? senders(r->comm, r->source) : r->any_of) participants.push_back(p);
@@ -655,18 +728,18 @@ int wait_earliest(ConservativeSync& sync, int count, MPI_Request requests[], int
     *done = 0;
     chosen = -1;
     for (int i : active) {
-      Receive& r = *receive_of(requests[i]);
+      Receive& r = *active_receive(requests[i]);
       int arrived = 0;
       const int rc = take_in(r, &arrived);
       if (rc != MPI_SUCCESS) return rc;
-      if (arrived && (chosen < 0 || sent_before(r, *receive_of(requests[chosen])))) chosen = i;
+      if (arrived && (chosen < 0 || sent_before(r, *active_receive(requests[chosen])))) chosen = i;
     }
     if (chosen < 0) return MPI_SUCCESS;
-    const Receive& first = *receive_of(requests[chosen]);
+    const Receive& first = *active_receive(requests[chosen]);
     const uint64_t sent = first.header[0];
     const int source = world_source(first);
     *done = std::none_of(active.begin(), active.end(), [&](int i) {
-      const Receive& r = *receive_of(requests[i]);
+      const Receive& r = *active_receive(requests[i]);
       if (r.arrived) return false;
       const std::vector<int> from = r.any_of.empty() ? senders(r.comm, r.source) : r.any_of;
       return std::any_of(from.begin(), from.end(), [&](int p) { return may_send_before(&sync, p, source, sent); });
@@ -677,10 +750,52 @@ int wait_earliest(ConservativeSync& sync, int count, MPI_Request requests[], int
   const uint64_t entry_ps = cosim.host_now_ps();
   const int rc = participants.empty() ? poll_until_done(poll) : wait_away(sync, entry_ps, participants, poll, true);
   if (rc != MPI_SUCCESS) return rc;
-  Receive& r = *receive_of(requests[chosen]);
+  Receive& r = *active_receive(requests[chosen]);
   cosim.host_wait_until(std::max(entry_ps, r.header[0]));
   *index = chosen;
   return complete(&requests[chosen], r, status);
+}
+
+// MPI_Send_init and kin, MPI_Recv_init: the operation kept, the program given its request.
+int make_persistent(std::unique_ptr<Persistent> p, MPI_Request* request) {
+  const int rc = PMPI_Grequest_start(request_status, request_free, request_cancel, nullptr, request);
+  if (rc == MPI_SUCCESS) persistents().emplace(*request, std::move(p));
+  return rc;
+}
+
+int send_init(const void* buffer, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request* request) {
+  auto p = std::make_unique<Persistent>();
+  p->is_send = true;
+  p->send_buffer = buffer, p->count = count, p->type = type, p->peer = dest, p->tag = tag, p->comm = comm;
+  return make_persistent(std::move(p), request);
+}
+
+int start_persistent(Persistent& p) {
+  if (p.active) return MPI_ERR_REQUEST;   // started twice without completing
+  p.active = true;
+  if (p.peer == MPI_PROC_NULL) return MPI_SUCCESS;
+  if (p.is_send) return send(p.send_buffer, p.count, p.type, p.peer, p.tag, p.comm);
+  reap_sends(false);
+  p.receive = std::make_unique<Receive>(p.receive_buffer, p.count, p.type, p.peer, p.comm);
+  return post(*p.receive, p.tag);
+}
+
+int start(MPI_Request* request) {
+  Persistent* p = persistent_of(*request);
+  return p != nullptr ? start_persistent(*p) : PMPI_Start(request);
+}
+
+// Frees a persistent request; a receive still started is cancelled (its message, if it comes,
+// stays for a later receive).
+int free_persistent(MPI_Request* request) {
+  const auto it = persistents().find(*request);
+  if (Receive* r = it->second->receive.get(); r != nullptr && r->inner != MPI_REQUEST_NULL) {
+    PMPI_Cancel(&r->inner);
+    PMPI_Request_free(&r->inner);
+  }
+  persistents().erase(it);
+  const int rc = PMPI_Grequest_complete(*request);
+  return rc != MPI_SUCCESS ? rc : PMPI_Request_free(request);
 }
 
 }  // namespace
@@ -759,6 +874,62 @@ int MPI_Irecv(void* buffer, int count, MPI_Datatype type, int source, int tag, M
   return rc != MPI_SUCCESS ? rc : start_receive(std::move(r), request);
 }
 
+// Persistent requests: each start is the send or receive it was made for, at the start's host time.
+int MPI_Send_init(const void* buffer, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
+                  MPI_Request* request) {
+  if (split_sync() == nullptr) return PMPI_Send_init(buffer, count, type, dest, tag, comm, request);
+  return send_init(buffer, count, type, dest, tag, comm, request);
+}
+
+int MPI_Ssend_init(const void* buffer, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
+                   MPI_Request* request) {
+  if (split_sync() == nullptr) return PMPI_Ssend_init(buffer, count, type, dest, tag, comm, request);
+  return send_init(buffer, count, type, dest, tag, comm, request);
+}
+
+int MPI_Bsend_init(const void* buffer, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
+                   MPI_Request* request) {
+  if (split_sync() == nullptr) return PMPI_Bsend_init(buffer, count, type, dest, tag, comm, request);
+  return send_init(buffer, count, type, dest, tag, comm, request);
+}
+
+int MPI_Rsend_init(const void* buffer, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
+                   MPI_Request* request) {
+  if (split_sync() == nullptr) return PMPI_Rsend_init(buffer, count, type, dest, tag, comm, request);
+  return send_init(buffer, count, type, dest, tag, comm, request);
+}
+
+int MPI_Recv_init(void* buffer, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Request* request) {
+  if (split_sync() == nullptr) return PMPI_Recv_init(buffer, count, type, source, tag, comm, request);
+  auto p = std::make_unique<Persistent>();
+  p->receive_buffer = buffer, p->count = count, p->type = type, p->peer = source, p->tag = tag, p->comm = comm;
+  return make_persistent(std::move(p), request);
+}
+
+int MPI_Start(MPI_Request* request) { return start(request); }
+
+int MPI_Startall(int count, MPI_Request requests[]) {
+  for (int i = 0; i < count; ++i) {
+    const int rc = start(&requests[i]);
+    if (rc != MPI_SUCCESS) return rc;
+  }
+  return MPI_SUCCESS;
+}
+
+int MPI_Request_free(MPI_Request* request) {
+  return persistent_of(*request) != nullptr ? free_persistent(request) : PMPI_Request_free(request);
+}
+
+// Whether a request is done, without completing it: kept-in-step ones as MPI_Test finds them.
+int MPI_Request_get_status(MPI_Request request, int* flag, MPI_Status* status) {
+  if (!any_kept(1, &request)) return PMPI_Request_get_status(request, flag, status);
+  const int rc = ready(request, flag);
+  if (rc != MPI_SUCCESS || !*flag || status == MPI_STATUS_IGNORE) return rc;
+  const Receive* r = active_receive(request);
+  if (r == nullptr) return empty_status(status), MPI_SUCCESS;
+  return request_status(const_cast<Receive*>(r), status);
+}
+
 int MPI_Wait(MPI_Request* request, MPI_Status* status) { return wait(request, status); }
 
 // Each request in turn: the host leaves at the latest of the messages' times, as waiting for all.
@@ -783,12 +954,12 @@ int MPI_Testall(int count, MPI_Request requests[], int* flag, MPI_Status statuse
   if (!any_kept(count, requests)) return PMPI_Testall(count, requests, flag, statuses);
   *flag = 1;
   for (int i = 0; i < count && *flag; ++i) {
-    if (requests[i] == MPI_REQUEST_NULL) continue;
+    if (inactive(requests[i])) continue;
     const int rc = ready(requests[i], flag);
     if (rc != MPI_SUCCESS) return rc;
   }
   for (int i = 0; i < count && *flag; ++i) {
-    if (requests[i] == MPI_REQUEST_NULL) continue;
+    if (inactive(requests[i])) continue;
     const int rc = finish(&requests[i], statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[i]);
     if (rc != MPI_SUCCESS) return rc;
   }
@@ -804,7 +975,7 @@ int MPI_Testsome(int count, MPI_Request requests[], int* done, int indices[], MP
   if (!any_kept(count, requests)) return PMPI_Testsome(count, requests, done, indices, statuses);
   *done = 0;
   for (int i = 0; i < count; ++i) {
-    if (requests[i] == MPI_REQUEST_NULL) continue;
+    if (inactive(requests[i])) continue;
     int flag = 0;
     int rc = ready(requests[i], &flag);
     if (rc == MPI_SUCCESS && flag)
@@ -815,18 +986,31 @@ int MPI_Testsome(int count, MPI_Request requests[], int* done, int indices[], MP
   return MPI_SUCCESS;
 }
 
-// Among receives, the one whose message was sent first (wait_earliest); with other kinds of
-// request among them, the first active one, waited for as MPI_Wait would (MPI would take any
+// A send (done when made) at once; among receives, the one whose message was sent first
+// (wait_earliest); with other kinds of request among them, the first active one, waited for as MPI_Wait would (MPI would take any
 // that completed, so that may return later than it must: said in the README).
 int MPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* status) {
   if (!any_kept(count, requests)) return PMPI_Waitany(count, requests, index, status);
+  // A request done however fast the processes ran (a send, buffered and done when made) first.
+  for (int i = 0; i < count; ++i) {
+    if (inactive(requests[i]) || active_receive(requests[i]) != nullptr || is_started_collective(requests[i])) continue;
+    int done = 1;
+    if (persistent_of(requests[i]) == nullptr) {
+      const int rc = PMPI_Request_get_status(requests[i], &done, MPI_STATUS_IGNORE);
+      if (rc != MPI_SUCCESS) return rc;
+    }
+    if (done) {
+      *index = i;
+      return finish(&requests[i], status);
+    }
+  }
   if (ConservativeSync* sync = split_sync(); sync != nullptr) {
     const int rc = wait_earliest(*sync, count, requests, index, status);
     if (rc != MPI_SUCCESS || *index >= 0) return rc;
   }
   *index = MPI_UNDEFINED;
   for (int i = 0; i < count; ++i) {
-    if (requests[i] == MPI_REQUEST_NULL) continue;
+    if (inactive(requests[i])) continue;
     *index = i;
     return wait(&requests[i], status);
   }

@@ -29,8 +29,10 @@ using hpusim::platform::Platform;
 using namespace hpusim::platform::program_mpi;
 
 // `start` posts the nonblocking form of the program's call; `blocking` is the call itself. The
-// entry times' reduction is posted first (every process issues the two in the same order).
-int collective(MPI_Comm comm, const std::function<int(MPI_Request*)>& start, const std::function<int()>& blocking) {
+// entry times' reduction is posted first (every process issues the two in the same order). The
+// host is away for the communicator's processes, or, given, for the first of `any_of` to act.
+int collective(MPI_Comm comm, const std::function<int(MPI_Request*)>& start, const std::function<int()>& blocking,
+               const std::vector<int>& any_of = {}) {
   ConservativeSync* sync = split_sync();
   if (sync == nullptr) return blocking();
   hpusim::cosim::CoSimulation& cosim = Platform::current()->cosim();
@@ -44,8 +46,8 @@ int collective(MPI_Comm comm, const std::function<int(MPI_Request*)>& start, con
     PMPI_Wait(&requests[0], MPI_STATUS_IGNORE);
     return rc;
   }
-  rc = wait_away(*sync, entry_ps, world_ranks(comm),
-                 [&](int* done) { return PMPI_Testall(2, requests, done, MPI_STATUSES_IGNORE); });
+  rc = wait_away(*sync, entry_ps, any_of.empty() ? world_ranks(comm) : any_of,
+                 [&](int* done) { return PMPI_Testall(2, requests, done, MPI_STATUSES_IGNORE); }, !any_of.empty());
   if (rc == MPI_SUCCESS) cosim.host_wait_until(exit_ps);
   return rc;
 }
@@ -63,7 +65,8 @@ int call_cancel(void*, int) { return MPI_SUCCESS; }
 // own, its end a generalized request, while this thread keeps meeting the others as for any
 // collective. That needs MPI_THREAD_MULTIPLE (the platform asks for it, as mpi4py does); with less,
 // the call waits in MPI, and may wait for ever for a process whose card must still move (said).
-int on_own_thread(MPI_Comm comm, const char* name, const std::function<int()>& blocking) {
+int on_own_thread(MPI_Comm comm, const char* name, const std::function<int()>& blocking,
+                  const std::vector<int>& any_of = {}) {
   if (split_sync() == nullptr) return blocking();
   int level = MPI_THREAD_SINGLE;
   PMPI_Query_thread(&level);
@@ -86,7 +89,7 @@ int on_own_thread(MPI_Comm comm, const char* name, const std::function<int()>& b
         }
         return started;
       },
-      blocking);
+      blocking, any_of);
   if (caller.joinable()) caller.join();
   return rc != MPI_SUCCESS ? rc : call_rc;
 }
@@ -350,6 +353,22 @@ int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm* created) {
 
 int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm* merged) {
   return on_own_thread(intercomm, "MPI_Intercomm_merge", [&] { return PMPI_Intercomm_merge(intercomm, high, merged); });
+}
+
+// Each group makes it among its own processes, waiting for the other group, whose processes are
+// not known before: the host is away until the first process of MPI_COMM_WORLD may act (the
+// communicator's alone would hold the others at the entry of a group of one). A barrier on the
+// new intercommunicator then takes both groups to the latest entry of all (a reduction there
+// gives each group the other's).
+int MPI_Intercomm_create(MPI_Comm local, int local_leader, MPI_Comm peer, int remote_leader, int tag,
+                         MPI_Comm* intercomm) {
+  const int rc = on_own_thread(
+      local, "MPI_Intercomm_create",
+      [&] { return PMPI_Intercomm_create(local, local_leader, peer, remote_leader, tag, intercomm); },
+      split_sync() != nullptr ? world_ranks(MPI_COMM_WORLD) : std::vector<int>{});
+  if (rc != MPI_SUCCESS || split_sync() == nullptr) return rc;
+  return collective(
+      *intercomm, [&](MPI_Request* r) { return PMPI_Ibarrier(*intercomm, r); }, [&] { return PMPI_Barrier(*intercomm); });
 }
 
 int MPI_Cart_create(MPI_Comm comm, int dimensions, const int sizes[], const int periodic[], int reorder,

@@ -87,6 +87,25 @@ elif rank == 0:
     later_sent = requests[0].wait()
     check("waitany", index == 1 and left == first_sent < later_sent, index, left, first_sent, later_sent)
 
+# Persistent requests (Send_init / Recv_init), each started twice: every wait returns at its send's
+# host time, and the request stays for the next start.
+stamp = np.zeros(1, dtype=np.uint64)
+persistent = (comm.Send_init if rank == 1 else comm.Recv_init)(stamp, 1 - rank, tag=10) if rank < 2 else None
+for start in range(2):
+    if rank == 1:
+        (x * 2).cpu()
+        stamp[0] = _C.host_time_ns()
+        persistent.Start()
+        persistent.Wait()
+    elif rank == 0:
+        entered = _C.host_time_ns()
+        persistent.Start()
+        persistent.Wait()
+        left = _C.host_time_ns()
+        check(f"Recv_init start {start}", left == int(stamp[0]) > entered, entered, left, int(stamp[0]))
+if persistent is not None:
+    persistent.Free()
+
 comm.Barrier()
 print(f"rank {rank}: ok" if not failures else f"rank {rank}: failed: {failures}", flush=True)
 sys.exit(1 if failures else 0)

@@ -10,9 +10,10 @@
 // MPI_Sendrecv swaps the ranks' numbers; and rank 0 posts two MPI_Irecv, finds the first not done
 // with MPI_Test (rank 1 sends it later), and MPI_Waitall returns at the second send's time while
 // rank 1 sends each after a copy of its own (MPI_Isend); then waits, tests and probes, matched
-// probes (MPI_Improbe, MPI_Mprobe, MPI_Mrecv, MPI_Imrecv) of synchronous-mode sends, and a
-// communicator split while rank 1's device still copies, with an MPI_Allgatherv and an
-// MPI_Iallreduce (tested, then waited for) on it. Exit code 0 only if every rank got the exact
+// probes (MPI_Improbe, MPI_Mprobe, MPI_Mrecv, MPI_Imrecv) of synchronous-mode sends, persistent
+// requests started twice, a communicator split while rank 1's device still copies with an
+// MPI_Allgatherv on it, an intercommunicator made while it still copies, and an MPI_Iallreduce
+// (tested, then waited for) on the split communicator. Exit code 0 only if every rank got the exact
 // result and the host times agree.
 #include <mpi.h>
 
@@ -242,6 +243,74 @@ int main() {
                 "(sent at %llu)\n", found, static_cast<unsigned long long>(mprobe_ns), first[0],
                 static_cast<unsigned long long>(mrecv_ns), static_cast<unsigned long long>(imrecv_ns), second[0]);
   }
+  // Persistent requests, each started twice: rank 1 sends its host time after a copy each time
+  // (MPI_Send_init, MPI_Start, then MPI_Startall); rank 0's receive (MPI_Recv_init), tested at once
+  // after its first start (not sent yet), returns at each send's time, stays inactive between
+  // (MPI_Test of it is done at once, MPI_Request_get_status too) and is freed by MPI_Request_free.
+  if (rank == 1) {
+    unsigned long long stamp = 0;
+    MPI_Request persistent = MPI_REQUEST_NULL;
+    MPI_Send_init(&stamp, 1, MPI_UNSIGNED_LONG_LONG, 0, 19, MPI_COMM_WORLD, &persistent);
+    for (int k = 0; k < 2; ++k) {
+      if (synMemCopyAsync(stream, buffer, kCount * 4, reinterpret_cast<uint64_t>(back.data()), DRAM_TO_HOST) != synSuccess) return fail("copy before a persistent send");
+      if (synStreamSynchronize(stream) != synSuccess) return fail("synchronize before a persistent send");
+      if (hpusim_hostTimeNs(reinterpret_cast<uint64_t*>(&stamp)) != synSuccess) return fail("host time");
+      if (k == 0) {
+        MPI_Start(&persistent);
+      } else {
+        MPI_Startall(1, &persistent);
+      }
+      MPI_Wait(&persistent, MPI_STATUS_IGNORE);
+    }
+    MPI_Request_free(&persistent);
+    int from_waitany = 0;
+    MPI_Recv(&from_waitany, 1, MPI_INT, 0, 20, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Send(&from_waitany, 1, MPI_INT, 0, 22, MPI_COMM_WORLD);
+    p2p_ok = p2p_ok && persistent == MPI_REQUEST_NULL && from_waitany == 20;
+  } else if (rank == 0) {
+    // MPI_Waitany over a receive rank 1 answers only at the end and a send (done when made):
+    // the send, at once.
+    int twenty = 20, echoed = 0, mixed_index = -1;
+    MPI_Request mixed[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    MPI_Irecv(&echoed, 1, MPI_INT, 1, 22, MPI_COMM_WORLD, &mixed[0]);
+    MPI_Isend(&twenty, 1, MPI_INT, 1, 20, MPI_COMM_WORLD, &mixed[1]);
+    uint64_t mixed_entry_ns = 0, mixed_left_ns = 0;
+    if (hpusim_hostTimeNs(&mixed_entry_ns) != synSuccess) return fail("host time");
+    MPI_Waitany(2, mixed, &mixed_index, MPI_STATUS_IGNORE);
+    if (hpusim_hostTimeNs(&mixed_left_ns) != synSuccess) return fail("host time");
+    p2p_ok = p2p_ok && mixed_index == 1 && mixed_left_ns == mixed_entry_ns && mixed[1] == MPI_REQUEST_NULL;
+    unsigned long long stamp = 0, stamps[2] = {0, 0};
+    uint64_t returned_ns[2] = {0, 0};
+    MPI_Request persistent = MPI_REQUEST_NULL;
+    MPI_Status status;
+    int early = 1, between = 0, between_status = 0, elements = 0;
+    MPI_Recv_init(&stamp, 1, MPI_UNSIGNED_LONG_LONG, 1, 19, MPI_COMM_WORLD, &persistent);
+    const MPI_Request made = persistent;
+    for (int k = 0; k < 2; ++k) {
+      MPI_Start(&persistent);
+      if (k == 0) MPI_Test(&persistent, &early, MPI_STATUS_IGNORE);
+      MPI_Wait(&persistent, &status);
+      if (hpusim_hostTimeNs(&returned_ns[k]) != synSuccess) return fail("host time");
+      stamps[k] = stamp;
+      if (k == 0) {
+        MPI_Test(&persistent, &between, MPI_STATUS_IGNORE);
+        MPI_Request_get_status(persistent, &between_status, MPI_STATUS_IGNORE);
+      }
+    }
+    MPI_Get_count(&status, MPI_UNSIGNED_LONG_LONG, &elements);
+    const bool kept = persistent == made;
+    MPI_Request_free(&persistent);
+    p2p_ok = p2p_ok && early == 0 && between == 1 && between_status == 1 && kept && persistent == MPI_REQUEST_NULL &&
+             returned_ns[0] == stamps[0] && returned_ns[1] == stamps[1] && stamps[1] > stamps[0] && elements == 1 &&
+             status.MPI_SOURCE == 1 && status.MPI_TAG == 19;
+    std::printf("MPI_Recv_init: started twice (MPI_Test at once: %d), returned at %llu and %llu ns (sent at %llu and %llu)\n",
+                early, static_cast<unsigned long long>(returned_ns[0]), static_cast<unsigned long long>(returned_ns[1]),
+                stamps[0], stamps[1]);
+    MPI_Wait(&mixed[0], MPI_STATUS_IGNORE);
+    p2p_ok = p2p_ok && echoed == 20;
+    std::printf("MPI_Waitany over a receive and a send: index %d, host at %llu ns from %llu\n", mixed_index,
+                static_cast<unsigned long long>(mixed_left_ns), static_cast<unsigned long long>(mixed_entry_ns));
+  }
   // A communicator made while rank 1's device still copies (mpi4py duplicates its communicator so),
   // and a collective of varying counts on it: every rank leaves each at the latest entry.
   if (rank == 1) {
@@ -269,7 +338,33 @@ int main() {
     std::printf("MPI_Comm_split: rank 0 entered at %llu ns, every rank left at %llu ns; MPI_Allgatherv %s\n",
                 static_cast<unsigned long long>(split_entry_ns), split_max[0], values_ok ? "right" : "wrong");
   }
-  // A nonblocking collective on it: rank 0 tests at once (not done: rank 1 enters after one more
+  // An intercommunicator between the two halves of MPI_COMM_WORLD, made while rank 1's card still
+  // copies: both ranks leave at the later entry.
+  if (ranks == 2) {
+    MPI_Comm half = MPI_COMM_NULL, inter = MPI_COMM_NULL;
+    MPI_Comm_split(MPI_COMM_WORLD, rank, 0, &half);
+    if (rank == 1) {
+      if (synMemCopyAsync(stream, buffer, kCount * 4, reinterpret_cast<uint64_t>(back.data()), DRAM_TO_HOST) != synSuccess) return fail("copy before an intercommunicator");
+      if (synStreamSynchronize(stream) != synSuccess) return fail("synchronize before an intercommunicator");
+    }
+    uint64_t inter_entry_ns = 0, inter_left_ns = 0;
+    if (hpusim_hostTimeNs(&inter_entry_ns) != synSuccess) return fail("host time");
+    MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, 1 - rank, 21, &inter);
+    if (hpusim_hostTimeNs(&inter_left_ns) != synSuccess) return fail("host time");
+    int remote = 0;
+    MPI_Comm_remote_size(inter, &remote);
+    unsigned long long inter_times[2] = {inter_entry_ns, ~0ull - inter_left_ns}, inter_max[2] = {0, 0};
+    MPI_Allreduce(inter_times, inter_max, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+    p2p_ok = p2p_ok && remote == 1 && inter_left_ns == inter_max[0] && ~0ull - inter_max[1] == inter_max[0] &&
+             (rank != 0 || inter_entry_ns < inter_left_ns);
+    if (rank == 0) {
+      std::printf("MPI_Intercomm_create: rank 0 entered at %llu ns, every rank left at %llu ns\n",
+                  static_cast<unsigned long long>(inter_entry_ns), inter_max[0]);
+    }
+    MPI_Comm_free(&inter);
+    MPI_Comm_free(&half);
+  }
+  // A nonblocking collective on the split communicator: rank 0 tests at once (not done: rank 1 enters after one more
   // copy), then both wait, leaving at the later entry.
   if (rank == 1) {
     if (synMemCopyAsync(stream, buffer, kCount * 4, reinterpret_cast<uint64_t>(back.data()), DRAM_TO_HOST) != synSuccess) return fail("copy before an MPI_Iallreduce");
