@@ -1,4 +1,5 @@
-// What the program's MPI calls in a split box share (program_mpi.cpp, program_mpi_collectives.cpp).
+// What the program's MPI calls in a split box share (program_mpi.cpp, program_mpi_collectives.cpp,
+// program_mpi_windows.cpp).
 #pragma once
 
 #include <mpi.h>
@@ -23,6 +24,17 @@ std::vector<int> world_ranks(MPI_Comm comm);
 // `any_participant` the earliest).
 int wait_away(distributed::ConservativeSync& sync, uint64_t entry_ps, const std::vector<int>& participants,
               const std::function<int(int* done)>& poll, bool any_participant = false);
+
+// A collective of the program's (program_mpi_collectives.cpp): `start` posts its nonblocking
+// form, `blocking` is the call itself (outside a split box, all there is). It returns with the host
+// at the latest entry of the communicator's processes, away meanwhile for them, or, given `any_of`,
+// until the first of those may act.
+int collective(MPI_Comm comm, const std::function<int(MPI_Request*)>& start, const std::function<int()>& blocking,
+               const std::vector<int>& any_of = {});
+// The same for a call with no nonblocking form, run on a thread of its own (needs MPI_THREAD_MULTIPLE;
+// with less it waits in MPI, said on stderr under `name`).
+int on_own_thread(MPI_Comm comm, const char* name, const std::function<int()>& blocking,
+                  const std::vector<int>& any_of = {});
 
 // A test that found nothing done may answer from what has reached this process so far (said once).
 void say_unsettled();

@@ -22,20 +22,16 @@
 #include "sim/platform/platform.h"
 #include "sim/platform/program_mpi.h"
 
-namespace {
-
-using hpusim::distributed::ConservativeSync;
-using hpusim::platform::Platform;
-using namespace hpusim::platform::program_mpi;
+namespace hpusim::platform::program_mpi {
 
 // `start` posts the nonblocking form of the program's call; `blocking` is the call itself. The
 // entry times' reduction is posted first (every process issues the two in the same order). The
 // host is away for the communicator's processes, or, given, for the first of `any_of` to act.
 int collective(MPI_Comm comm, const std::function<int(MPI_Request*)>& start, const std::function<int()>& blocking,
-               const std::vector<int>& any_of = {}) {
-  ConservativeSync* sync = split_sync();
+               const std::vector<int>& any_of) {
+  distributed::ConservativeSync* sync = split_sync();
   if (sync == nullptr) return blocking();
-  hpusim::cosim::CoSimulation& cosim = Platform::current()->cosim();
+  cosim::CoSimulation& cosim = Platform::current()->cosim();
   const uint64_t entry_ps = cosim.host_now_ps();
   uint64_t exit_ps = 0;
   MPI_Request requests[2];
@@ -52,6 +48,7 @@ int collective(MPI_Comm comm, const std::function<int(MPI_Request*)>& start, con
   return rc;
 }
 
+namespace {
 int call_status(void*, MPI_Status* status) {
   PMPI_Status_set_cancelled(status, 0);
   status->MPI_SOURCE = MPI_ANY_SOURCE;
@@ -60,13 +57,14 @@ int call_status(void*, MPI_Status* status) {
 }
 int call_free(void*) { return MPI_SUCCESS; }
 int call_cancel(void*, int) { return MPI_SUCCESS; }
+}  // namespace
 
 // A collective with no nonblocking form (the communicator constructors) runs on a thread of its
 // own, its end a generalized request, while this thread keeps meeting the others as for any
 // collective. That needs MPI_THREAD_MULTIPLE (the platform asks for it, as mpi4py does); with less,
 // the call waits in MPI, and may wait for ever for a process whose card must still move (said).
 int on_own_thread(MPI_Comm comm, const char* name, const std::function<int()>& blocking,
-                  const std::vector<int>& any_of = {}) {
+                  const std::vector<int>& any_of) {
   if (split_sync() == nullptr) return blocking();
   int level = MPI_THREAD_SINGLE;
   PMPI_Query_thread(&level);
@@ -94,6 +92,14 @@ int on_own_thread(MPI_Comm comm, const char* name, const std::function<int()>& b
   return rc != MPI_SUCCESS ? rc : call_rc;
 }
 
+
+}  // namespace hpusim::platform::program_mpi
+
+namespace {
+
+using hpusim::distributed::ConservativeSync;
+using hpusim::platform::Platform;
+using namespace hpusim::platform::program_mpi;
 
 // The program's nonblocking collectives in a split box, by the request it holds, each with the
 // reduction of its processes' entry times, posted before it (as in collective()), so that its wait
@@ -183,9 +189,6 @@ int started_ready(MPI_Request request, int* done) {
 }
 
 }  // namespace hpusim::platform::program_mpi
-
-namespace {
-}  // namespace
 
 extern "C" {
 

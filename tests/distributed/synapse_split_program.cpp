@@ -12,7 +12,8 @@
 // rank 1 sends each after a copy of its own (MPI_Isend); then waits, tests and probes, matched
 // probes (MPI_Improbe, MPI_Mprobe, MPI_Mrecv, MPI_Imrecv) of synchronous-mode sends, persistent
 // requests started twice, a communicator split while rank 1's device still copies with an
-// MPI_Allgatherv on it, an intercommunicator made while it still copies, and an MPI_Iallreduce
+// MPI_Allgatherv on it, an intercommunicator made while it still copies, a put between window
+// fences, and an MPI_Iallreduce
 // (tested, then waited for) on the split communicator. Exit code 0 only if every rank got the exact
 // result and the host times agree.
 #include <mpi.h>
@@ -363,6 +364,35 @@ int main() {
     }
     MPI_Comm_free(&inter);
     MPI_Comm_free(&half);
+  }
+  // One-sided: between two fences rank 1 puts its host time into rank 0's window after a copy,
+  // while rank 0 goes straight into the second fence; both leave it at the later entry, and rank 0
+  // then holds rank 1's time.
+  {
+    unsigned long long slot = 0, put_ns = 0;
+    MPI_Win window = MPI_WIN_NULL;
+    MPI_Win_create(&slot, sizeof(slot), sizeof(slot), MPI_INFO_NULL, MPI_COMM_WORLD, &window);
+    MPI_Win_fence(0, window);
+    if (rank == 1) {
+      if (synMemCopyAsync(stream, buffer, kCount * 4, reinterpret_cast<uint64_t>(back.data()), DRAM_TO_HOST) != synSuccess) return fail("copy before a put");
+      if (synStreamSynchronize(stream) != synSuccess) return fail("synchronize before a put");
+      if (hpusim_hostTimeNs(reinterpret_cast<uint64_t*>(&put_ns)) != synSuccess) return fail("host time");
+      MPI_Put(&put_ns, 1, MPI_UNSIGNED_LONG_LONG, 0, 0, 1, MPI_UNSIGNED_LONG_LONG, window);
+    }
+    uint64_t fence_entry_ns = 0, fence_left_ns = 0;
+    if (hpusim_hostTimeNs(&fence_entry_ns) != synSuccess) return fail("host time");
+    MPI_Win_fence(0, window);
+    if (hpusim_hostTimeNs(&fence_left_ns) != synSuccess) return fail("host time");
+    unsigned long long fence_times[2] = {fence_entry_ns, ~0ull - fence_left_ns}, fence_max[2] = {0, 0};
+    MPI_Allreduce(fence_times, fence_max, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+    p2p_ok = p2p_ok && fence_left_ns == fence_max[0] && ~0ull - fence_max[1] == fence_max[0] &&
+             (rank != 0 || (slot == fence_max[0] && fence_entry_ns < fence_left_ns));
+    if (rank == 0) {
+      std::printf("MPI_Win_fence: rank 0 entered at %llu ns, every rank left at %llu ns; rank 1 put %llu\n",
+                  static_cast<unsigned long long>(fence_entry_ns), fence_max[0], slot);
+    }
+    MPI_Win_free(&window);
+    p2p_ok = p2p_ok && window == MPI_WIN_NULL;
   }
   // A nonblocking collective on the split communicator: rank 0 tests at once (not done: rank 1 enters after one more
   // copy), then both wait, leaving at the later entry.
