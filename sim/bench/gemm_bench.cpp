@@ -108,7 +108,8 @@ struct HbmTotals {
 void start_cold(BenchCard& bench) {
   hw::HbmCache* cache = bench.card().memory().hbm_cache();
   if (cache == nullptr) return;
-  while (!bench.on_sim_thread([&] { return cache->idle(); })) {
+  for (int waited_us = 0; !bench.on_sim_thread([&] { return cache->idle(); }); ++waited_us) {
+    if (waited_us == 1000) throw std::runtime_error("bench gemm: the HBM cache still has requests in flight 1 ms after a case");
     bench.sim().charge_ns(1000);
     bench.sim().sync_device();
   }
