@@ -40,8 +40,6 @@ class PayloadEventQueue : public sc_core::sc_object {
     event_.notify(delay);
   }
 
-  bool empty() const { return timed_.empty() && even_delta_.empty() && odd_delta_.empty(); }
-
  private:
   using Entry = std::pair<tlm::tlm_generic_payload*, tlm::tlm_phase>;
 

@@ -488,8 +488,7 @@ int request_free(void* state) {
 int request_cancel(void*, int) { return MPI_SUCCESS; }
 
 // Completes the program's receive `request` (the message arrived, its time reached): the data
-// delivered, the request freed into `status`.
-// A persistent request's receive completes into `status` and the request stays, inactive.
+// delivered, the request freed into `status`; a persistent request stays, inactive.
 int complete(MPI_Request* request, Receive& r, MPI_Status* status) {
   if (Persistent* p = persistent_of(*request)) {
     const int rc = deliver(r, status);
