@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -41,6 +42,14 @@ class BenchCard {
   void dram_read(uint64_t address, void* data, size_t bytes) {
     on_sim_thread([&] { card_->memory().hbm().store().read(address, data, bytes); });
   }
+  // Brings the memory to the state every case of a bench starts from, so that a row does not
+  // depend on the rows before it: the HBM cache's write-backs finished and its lines dropped
+  // (hl325), then every HBM channel idle long enough to be in self-refresh, which restarts its
+  // refresh schedule at the case's first request with every bank closed. Throws
+  // std::runtime_error naming `bench` if the memory is still busy 1 ms after the case. The host
+  // then waits `phase_ns` more, so that a case may start at another phase of the clocks.
+  void start_cold(const std::string& bench, uint64_t phase_ns = 0);
+
   uint64_t sob_address(unsigned sob) const { return regs::cfg_address(regs::sm_sob(regs::SyncManager::E_N, sob)); }
   uint32_t sob_value(unsigned sob) { return sim_->mmio_read32(sob_address(sob)); }
 

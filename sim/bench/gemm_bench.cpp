@@ -103,19 +103,6 @@ struct HbmTotals {
   uint64_t read_bytes = 0, write_bytes = 0;
   uint64_t cache_hits = 0, cache_lines = 0;
 };
-// Every case starts from the same state: an HBM cache (hl325) holding the lines the case before
-// read and wrote would make a row depend on the rows before it. Its write-backs finish first.
-void start_cold(BenchCard& bench) {
-  hw::HbmCache* cache = bench.card().memory().hbm_cache();
-  if (cache == nullptr) return;
-  for (int waited_us = 0; !bench.on_sim_thread([&] { return cache->idle(); }); ++waited_us) {
-    if (waited_us == 1000) throw std::runtime_error("bench gemm: the HBM cache still has requests in flight 1 ms after a case");
-    bench.sim().charge_ns(1000);
-    bench.sim().sync_device();
-  }
-  bench.on_sim_thread([&] { cache->drop_all_lines(); });
-}
-
 HbmTotals hbm_totals(BenchCard& bench) {
   return bench.on_sim_thread([&] {
     HbmTotals t;
@@ -217,7 +204,7 @@ std::vector<GemmCaseResult> run_gemm_bench(const GemmBenchOptions& options, std:
       out << "(skipping " << shape_text(c) << ": its operands do not fit " << options.memory << ")\n";
       continue;
     }
-    start_cold(bench);
+    bench.start_cold("gemm");
     write_operand(bench, a_addr, a_elems, 0, type, sram);
     write_operand(bench, b_addr, b_elems, 1, type, sram);
 

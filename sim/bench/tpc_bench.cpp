@@ -28,6 +28,10 @@ namespace hpusim::bench {
 
 namespace {
 
+// With --phases N, run k of a case starts k x this much later than the memory settles: a prime
+// number of nanoseconds, so the starts fall at different phases of every clock.
+constexpr uint64_t kPhaseStepNs = 37;
+
 const char* find_source(const std::string& name) {
   for (const TpcBenchKernelSource& k : tpc_bench_kernel_sources()) {
     if (name == k.name) return k.text;
@@ -49,7 +53,17 @@ std::optional<std::string> stream_binary_source(const std::string& name) {
 
 }  // namespace
 
-tpc::Program assemble_tpc_bench_kernel(const std::string& name, tpc::DType dtype) {
+uint32_t tpc_bench_stream_lookahead(const std::string& name, uint32_t prefetch_entries) {
+  // stream_binary.s keeps two reads a vector in flight, for AHEAD vectors and its group of 16;
+  // stream_scale.s one a vector, for AHEAD vectors and its group of 32.
+  int64_t ahead = 0;
+  if (name == "stream_add" || name == "stream_triad") ahead = int64_t{prefetch_entries} / 2 - 16;
+  else if (name == "stream_scale") ahead = int64_t{prefetch_entries} - 32;
+  else return 0;
+  return static_cast<uint32_t>(std::max<int64_t>(ahead, 1));
+}
+
+tpc::Program assemble_tpc_bench_kernel(const std::string& name, tpc::DType dtype, uint32_t prefetch_entries) {
   std::string source;
   if (auto binary = stream_binary_source(name)) {
     source = *binary;
@@ -57,6 +71,11 @@ tpc::Program assemble_tpc_bench_kernel(const std::string& name, tpc::DType dtype
     const char* text = name == "stream_binary" ? nullptr : find_source(name);
     if (text == nullptr) throw std::invalid_argument("unknown bench TPC kernel '" + name + "'");
     source = text;
+  }
+  if (const uint32_t ahead = tpc_bench_stream_lookahead(name, prefetch_entries); ahead != 0) {
+    static const std::regex ahead_line(R"(\.equ AHEAD \d+)");
+    if (!std::regex_search(source, ahead_line)) throw std::logic_error("bench kernel " + name + " has no AHEAD");
+    source = std::regex_replace(source, ahead_line, ".equ AHEAD " + std::to_string(ahead));
   }
   if (name == "mac_chain") {
     if (dtype == tpc::DType::F32) source += "\n        MAC_CHAIN f32, 64\n";
@@ -172,7 +191,7 @@ std::string format_bytes(uint64_t bytes) {
   return text;
 }
 
-void print_header(std::ostream& out, const preset::Card& card, double tpc_ghz, double mem_peak_gbps) {
+void print_header(std::ostream& out, const preset::Card& card, double tpc_ghz, double mem_peak_gbps, unsigned phases) {
   const unsigned tpcs = card.tpc().count();
   const unsigned f32_lanes = card.tpc().vector_bits() / 32;
   char line[512];
@@ -188,26 +207,49 @@ void print_header(std::ostream& out, const preset::Card& card, double tpc_ghz, d
                 "so HBM is the limit); bytes = global loads + stores\n",
                 mem_peak_gbps, tpcs * card.fabric().master_port_bytes_per_cycle() * card.fabric().clock_mhz() / 1000.0);
   out << line;
-  std::snprintf(line, sizeof line, "%-12s %-5s %9s %4s %10s %8s %7s %9s %7s %-8s %7s %10s\n", "kernel", "dtype",
-                "tensor", "TPCs", "cycles", "GB/s", "%mem", "GFLOP/s", "%vpu", "bound", "%idle", "Mbundle/s");
-  out << line << std::string(109, '-') << "\n";
+  const uint32_t entries = card.tpc().prefetch_entries();
+  std::snprintf(line, sizeof line,
+                "STREAM prefetch: %u entries a TPC (tpc.prefetch_entries); add and triad run %u vectors ahead of "
+                "their loads, scale %u\n",
+                entries, tpc_bench_stream_lookahead("stream_add", entries),
+                tpc_bench_stream_lookahead("stream_scale", entries));
+  out << line;
+  if (phases > 1) {
+    std::snprintf(line, sizeof line,
+                  "each row: the median of %u runs of the case, each started %u ns after the one before (a memory "
+                  "bound case's cycles move with the phase of its start against the clocks); spread: (most - "
+                  "fewest cycles) / the median's\n",
+                  phases, static_cast<unsigned>(kPhaseStepNs));
+    out << line;
+  }
+  std::snprintf(line, sizeof line, "%-12s %-5s %9s %4s %10s %8s %7s %9s %7s %-8s %7s %10s%s\n", "kernel", "dtype",
+                "tensor", "TPCs", "cycles", "GB/s", "%mem", "GFLOP/s", "%vpu", "bound", "%idle", "Mbundle/s",
+                phases > 1 ? "   spread" : "");
+  out << line << std::string(phases > 1 ? 118 : 109, '-') << "\n";
 }
 
 void print_row(std::ostream& out, const TpcCaseResult& r) {
   char line[256];
-  std::snprintf(line, sizeof line, "%-12s %-5s %9s %4u %10llu %8.1f %6.1f%% %9.1f %6.1f%% %-8s %6.1f%% %10.2f\n",
+  std::snprintf(line, sizeof line, "%-12s %-5s %9s %4u %10llu %8.1f %6.1f%% %9.1f %6.1f%% %-8s %6.1f%% %10.2f",
                 r.kernel.c_str(), r.dtype.c_str(), format_bytes(r.tensor_bytes).c_str(), r.tpcs,
                 static_cast<unsigned long long>(r.cycles), r.gbps, r.pct_mem_bw, r.gflops, r.pct_vpu_peak,
                 r.bound.c_str(),
                 r.cycles ? 100.0 * (1.0 - double(r.bundles) / double(r.cycles * r.tpcs)) : 0.0,
                 r.sim_bundles_per_s / 1e6);
-  out << line << std::flush;
+  out << line;
+  if (r.phases > 1) {
+    std::snprintf(line, sizeof line, " %7.1f%%",
+                  r.cycles ? 100.0 * double(r.cycles_max - r.cycles_min) / double(r.cycles) : 0.0);
+    out << line;
+  }
+  out << "\n" << std::flush;
 }
 
 }  // namespace
 
 std::vector<TpcCaseResult> run_tpc_bench(const TpcBenchOptions& options, std::ostream& out) {
   if (!(options.scale > 0)) throw std::invalid_argument("--scale must be greater than 0");
+  if (options.phases < 1 || options.phases > 64) throw std::invalid_argument("--phases must be 1 to 64");
   for (const std::string& k : options.kernels) {
     if (!kernel_table().count(k)) {
       throw std::invalid_argument("unknown kernel '" + k + "' (expected add, scale, triad, load_latency or mac_chain)");
@@ -224,7 +266,7 @@ std::vector<TpcCaseResult> run_tpc_bench(const TpcBenchOptions& options, std::os
   const hw::Picoseconds cycle_ps = hw::period_ps_from_mhz(preset.clocks().tpc_mhz());
   const double tpc_ghz = 1000.0 / double(cycle_ps);
   const double mem_peak = bench.on_sim_thread([&] { return bench.card().memory().hbm().peak_bytes_per_second(); });
-  print_header(out, preset, tpc_ghz, mem_peak / 1e9);
+  print_header(out, preset, tpc_ghz, mem_peak / 1e9, options.phases);
   for (unsigned t = 0; t < tpcs; ++t) bench.open_stream(regs::tpc_qman(t));
 
   const uint64_t dram = preset.memory_map().dram_user_base();
@@ -247,7 +289,9 @@ std::vector<TpcCaseResult> run_tpc_bench(const TpcBenchOptions& options, std::os
 
     // The program (assembled once per kernel and type), placed at the start of user DRAM.
     const std::string program_key = std::string(info.file) + "." + tpc::dtype_name(c.dtype);
-    if (!programs.count(program_key)) programs[program_key] = assemble_tpc_bench_kernel(info.file, c.dtype);
+    if (!programs.count(program_key)) {
+      programs[program_key] = assemble_tpc_bench_kernel(info.file, c.dtype, preset.tpc().prefetch_entries());
+    }
     std::vector<uint8_t> code;
     for (const tpc::Bundle& b : programs[program_key].bundles) {
       const auto bytes = tpc::encode(b);
@@ -296,108 +340,122 @@ std::vector<TpcCaseResult> run_tpc_bench(const TpcBenchOptions& options, std::os
     spec.index_space = {static_cast<int32_t>(n), 1, 1, 1, 1};
     spec.granule = {static_cast<int32_t>(tpc_bench_kernel_group(info.file, c.dtype)), 1, 1, 1, 1};
     spec.tpcs = c.tpcs;
-    spec.sob_address = bench.sob_address(sob);
-    const auto buffers = tpc::build_tpc_command_buffers(spec);
+    // One run of the case, its start `phase_ns` later than the memory settles.
+    const auto run_once = [&](uint64_t phase_ns) {
+      spec.sob_address = bench.sob_address(sob);
+      const auto buffers = tpc::build_tpc_command_buffers(spec);
+      bench.start_cold("tpc", phase_ns);
 
-    std::vector<size_t> before(tpcs);
-    bench.on_sim_thread([&] {
-      for (unsigned t = 0; t < tpcs; ++t) before[t] = bench.card().tpc_core(t)->kernel_totals().kernels;
-    });
-
-    // Launch, then let the device run until every TPC with work has finished its kernel.
-    const auto wall_start = std::chrono::steady_clock::now();
-    for (const auto& cb : buffers) bench.submit(regs::tpc_qman(cb.tpc), cb.bytes);
-    const uint64_t device_start = bench.sim().device_now_ps();
-    const uint64_t limit_ps = 100 * uint64_t(1e9);   // 100 ms of device time
-    bool done = false;
-    while (!done) {
-      bench.sim().charge_ns(1000);
-      bench.sim().sync_device();
-      done = bench.on_sim_thread([&] {
-        for (const auto& cb : buffers) {
-          if (bench.card().tpc_core(cb.tpc)->kernel_totals().kernels <= before[cb.tpc]) return false;
-        }
-        return true;
+      std::vector<size_t> before(tpcs);
+      bench.on_sim_thread([&] {
+        for (unsigned t = 0; t < tpcs; ++t) before[t] = bench.card().tpc_core(t)->kernel_totals().kernels;
       });
-      if (!done && bench.sim().device_now_ps() - device_start > limit_ps) {
-        throw std::runtime_error(c.kernel + ": the kernel did not finish within 100 ms of device time");
-      }
-    }
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
 
-    TpcCaseResult r;
-    r.kernel = c.kernel;
-    r.dtype = tpc::dtype_name(c.dtype);
-    r.shape = std::to_string(n);
-    r.elements = n;
-    r.tensor_bytes = tensor_bytes;
-    r.tpcs = static_cast<unsigned>(buffers.size());
-    r.macs_per_element = c.macs;
-    hw::Picoseconds first = ~hw::Picoseconds{0}, last = 0;
-    std::string fault;
-    bench.on_sim_thread([&] {
-      for (const auto& cb : buffers) {
-        const hw::TpcKernelStats* kernel = bench.card().tpc_core(cb.tpc)->kernel(before[cb.tpc] + 1);
-        if (kernel == nullptr) throw std::runtime_error("bench tpc: the core's kernel record is gone");
-        const hw::TpcKernelStats& k = *kernel;
-        first = std::min(first, k.start_ps);
-        last = std::max(last, k.end_ps);
-        r.bundles += k.bundles;
-        r.stall_cycles += k.stall_cycles;
-        r.fetch_stall_cycles += k.fetch_stall_cycles;
-        r.window_stall_cycles += k.window_stall_cycles;
-        r.prefetches += k.prefetches;
-        r.prefetch_hits += k.prefetch_hits;
-        r.prefetch_dropped += k.prefetch_dropped;
-        r.bytes += k.load_bytes + k.store_bytes;
-        if (k.faulted && fault.empty()) {
-          fault = "TPC " + std::to_string(cb.tpc) + ": " + bench.card().tpc_core(cb.tpc)->last_fault().message;
+      // Launch, then let the device run until every TPC with work has finished its kernel.
+      const auto wall_start = std::chrono::steady_clock::now();
+      for (const auto& cb : buffers) bench.submit(regs::tpc_qman(cb.tpc), cb.bytes);
+      const uint64_t device_start = bench.sim().device_now_ps();
+      const uint64_t limit_ps = 100 * uint64_t(1e9);   // 100 ms of device time
+      bool done = false;
+      while (!done) {
+        bench.sim().charge_ns(1000);
+        bench.sim().sync_device();
+        done = bench.on_sim_thread([&] {
+          for (const auto& cb : buffers) {
+            if (bench.card().tpc_core(cb.tpc)->kernel_totals().kernels <= before[cb.tpc]) return false;
+          }
+          return true;
+        });
+        if (!done && bench.sim().device_now_ps() - device_start > limit_ps) {
+          throw std::runtime_error(c.kernel + ": the kernel did not finish within 100 ms of device time");
         }
       }
-    });
-    if (!fault.empty()) throw std::runtime_error(c.kernel + " faulted: " + fault);
-    r.sim_time_ps = last - first;
-    r.cycles = (r.sim_time_ps + cycle_ps / 2) / cycle_ps;
-    const double ns = double(r.sim_time_ps) / 1000.0;
-    r.flops = double(n) * info.flops_per_element * (c.kernel == "mac_chain" ? c.macs : 1);
-    r.gflops = ns > 0 ? r.flops / ns : 0;
-    r.gbps = ns > 0 ? double(r.bytes) / ns : 0;
-    const unsigned lanes = preset.tpc().vector_bits() / tpc::dtype_bits(c.dtype);
-    r.vpu_peak_gflops = double(r.tpcs) * lanes * 2.0 * tpc_ghz;
-    r.mem_peak_gbps = mem_peak / 1e9;
-    r.pct_vpu_peak = 100.0 * r.gflops / r.vpu_peak_gflops;
-    r.pct_mem_bw = 100.0 * r.gbps / r.mem_peak_gbps;
-    const double intensity = r.bytes ? r.flops / double(r.bytes) : 0;
-    r.bound = intensity >= r.vpu_peak_gflops / r.mem_peak_gbps ? "compute" : "memory";
-    if (latency) {
-      // Every pass waits for its load: the stall per pass plus the load's own issue cycle.
-      r.load_latency_cycles = double(r.stall_cycles) / double(n / 64) + 1.0;
-      r.load_latency_ns = r.load_latency_cycles * double(cycle_ps) / 1000.0;
-    }
-    r.wall_seconds = wall;
-    r.sim_bundles_per_s = wall > 0 ? double(r.bundles) / wall : 0;
+      const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
 
-    // Check the output on sampled elements (spread over the tensor, both ends included) and the
-    // completion count of the sync object.
-    const uint64_t out_base = tensor_base + info.inputs * tensor_stride;
-    for (uint64_t k = 0; k < (latency ? 64 : 512); ++k) {
-      // load_latency writes one vector: twice the last one it loaded.
-      const uint64_t i = latency ? k : std::min(n - 1, k * (n - 1) / 511 + (k * 13) % 64);
-      uint32_t got = 0;
-      bench.dram_read(out_base + i * element_bytes, &got, element_bytes);
-      const uint32_t expect = latency ? tpc::f32_bits(input_a(n - 64 + k) * 2.0f) : reference(c, i);
-      if (got != expect) {
-        char text[160];
-        std::snprintf(text, sizeof text, "%s %s: wrong result at element %llu: 0x%08x, expected 0x%08x",
-                      c.kernel.c_str(), r.dtype.c_str(), static_cast<unsigned long long>(i), got, expect);
-        throw std::runtime_error(text);
+      TpcCaseResult r;
+      r.kernel = c.kernel;
+      r.dtype = tpc::dtype_name(c.dtype);
+      r.shape = std::to_string(n);
+      r.elements = n;
+      r.tensor_bytes = tensor_bytes;
+      r.tpcs = static_cast<unsigned>(buffers.size());
+      r.macs_per_element = c.macs;
+      hw::Picoseconds first = ~hw::Picoseconds{0}, last = 0;
+      std::string fault;
+      bench.on_sim_thread([&] {
+        for (const auto& cb : buffers) {
+          const hw::TpcKernelStats* kernel = bench.card().tpc_core(cb.tpc)->kernel(before[cb.tpc] + 1);
+          if (kernel == nullptr) throw std::runtime_error("bench tpc: the core's kernel record is gone");
+          const hw::TpcKernelStats& k = *kernel;
+          first = std::min(first, k.start_ps);
+          last = std::max(last, k.end_ps);
+          r.bundles += k.bundles;
+          r.stall_cycles += k.stall_cycles;
+          r.fetch_stall_cycles += k.fetch_stall_cycles;
+          r.window_stall_cycles += k.window_stall_cycles;
+          r.prefetches += k.prefetches;
+          r.prefetch_hits += k.prefetch_hits;
+          r.prefetch_dropped += k.prefetch_dropped;
+          r.bytes += k.load_bytes + k.store_bytes;
+          if (k.faulted && fault.empty()) {
+            fault = "TPC " + std::to_string(cb.tpc) + ": " + bench.card().tpc_core(cb.tpc)->last_fault().message;
+          }
+        }
+      });
+      if (!fault.empty()) throw std::runtime_error(c.kernel + " faulted: " + fault);
+      r.sim_time_ps = last - first;
+      r.cycles = (r.sim_time_ps + cycle_ps / 2) / cycle_ps;
+      const double ns = double(r.sim_time_ps) / 1000.0;
+      r.flops = double(n) * info.flops_per_element * (c.kernel == "mac_chain" ? c.macs : 1);
+      r.gflops = ns > 0 ? r.flops / ns : 0;
+      r.gbps = ns > 0 ? double(r.bytes) / ns : 0;
+      const unsigned lanes = preset.tpc().vector_bits() / tpc::dtype_bits(c.dtype);
+      r.vpu_peak_gflops = double(r.tpcs) * lanes * 2.0 * tpc_ghz;
+      r.mem_peak_gbps = mem_peak / 1e9;
+      r.pct_vpu_peak = 100.0 * r.gflops / r.vpu_peak_gflops;
+      r.pct_mem_bw = 100.0 * r.gbps / r.mem_peak_gbps;
+      const double intensity = r.bytes ? r.flops / double(r.bytes) : 0;
+      r.bound = intensity >= r.vpu_peak_gflops / r.mem_peak_gbps ? "compute" : "memory";
+      if (latency) {
+        // Every pass waits for its load: the stall per pass plus the load's own issue cycle.
+        r.load_latency_cycles = double(r.stall_cycles) / double(n / 64) + 1.0;
+        r.load_latency_ns = r.load_latency_cycles * double(cycle_ps) / 1000.0;
       }
-    }
-    if (const uint32_t value = bench.sob_value(sob); value != buffers.size()) {
-      throw std::runtime_error(c.kernel + ": sync object " + std::to_string(sob) + " is " + std::to_string(value) +
-                               ", expected " + std::to_string(buffers.size()));
-    }
-    ++sob;
+      r.wall_seconds = wall;
+      r.sim_bundles_per_s = wall > 0 ? double(r.bundles) / wall : 0;
+
+      // Check the output on sampled elements (spread over the tensor, both ends included) and the
+      // completion count of the sync object.
+      const uint64_t out_base = tensor_base + info.inputs * tensor_stride;
+      for (uint64_t k = 0; k < (latency ? 64 : 512); ++k) {
+        // load_latency writes one vector: twice the last one it loaded.
+        const uint64_t i = latency ? k : std::min(n - 1, k * (n - 1) / 511 + (k * 13) % 64);
+        uint32_t got = 0;
+        bench.dram_read(out_base + i * element_bytes, &got, element_bytes);
+        const uint32_t expect = latency ? tpc::f32_bits(input_a(n - 64 + k) * 2.0f) : reference(c, i);
+        if (got != expect) {
+          char text[160];
+          std::snprintf(text, sizeof text, "%s %s: wrong result at element %llu: 0x%08x, expected 0x%08x",
+                        c.kernel.c_str(), r.dtype.c_str(), static_cast<unsigned long long>(i), got, expect);
+          throw std::runtime_error(text);
+        }
+      }
+      if (const uint32_t value = bench.sob_value(sob); value != buffers.size()) {
+        throw std::runtime_error(c.kernel + ": sync object " + std::to_string(sob) + " is " + std::to_string(value) +
+                                 ", expected " + std::to_string(buffers.size()));
+      }
+      ++sob;
+      return r;
+    };
+    // The row is the median run (by cycles) of those started at each phase, with the spread.
+    std::vector<TpcCaseResult> runs;
+    for (unsigned p = 0; p < options.phases; ++p) runs.push_back(run_once(uint64_t{p} * kPhaseStepNs));
+    std::sort(runs.begin(), runs.end(),
+              [](const TpcCaseResult& a, const TpcCaseResult& b) { return a.cycles < b.cycles; });
+    TpcCaseResult r = runs[(runs.size() - 1) / 2];
+    r.phases = options.phases;
+    r.cycles_min = runs.front().cycles;
+    r.cycles_max = runs.back().cycles;
     print_row(out, r);
     results.push_back(r);
   }
@@ -438,6 +496,9 @@ void write_tpc_bench_json(const std::vector<TpcCaseResult>& results, const std::
         .add("tensor_bytes", r.tensor_bytes)
         .add("macs_per_element", uint64_t{r.macs_per_element})
         .add("cycles", r.cycles)
+        .add("phases", uint64_t{r.phases})
+        .add("cycles_min", r.cycles_min)
+        .add("cycles_max", r.cycles_max)
         .add("sim_time_ps", r.sim_time_ps)
         .add("bundles", r.bundles)
         .add("stall_cycles", r.stall_cycles)

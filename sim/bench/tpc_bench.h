@@ -23,10 +23,17 @@ struct TpcBenchKernelSource {
 };
 const std::vector<TpcBenchKernelSource>& tpc_bench_kernel_sources();
 
+// How far ahead of its loads (in vectors) a STREAM kernel prefetches on a TPC whose prefetch buffer
+// has `prefetch_entries` entries (the preset's tpc.prefetch_entries): as far as fills the buffer
+// with the reads its loop keeps in flight besides (at least 1). 0 for the other kernels.
+uint32_t tpc_bench_stream_lookahead(const std::string& name, uint32_t prefetch_entries);
+
 // Assembles bench kernel `name` (stream_add, stream_scale, stream_triad: f32 only; mac_chain:
-// f32 or bf16). Throws std::invalid_argument for an unknown name or dtype, std::runtime_error
-// with the assembler's messages if the source does not assemble.
-tpc::Program assemble_tpc_bench_kernel(const std::string& name, tpc::DType dtype = tpc::DType::F32);
+// f32 or bf16), the STREAM kernels with the lookahead that fits `prefetch_entries`. Throws
+// std::invalid_argument for an unknown name or dtype, std::runtime_error with the assembler's
+// messages if the source does not assemble.
+tpc::Program assemble_tpc_bench_kernel(const std::string& name, tpc::DType dtype = tpc::DType::F32,
+                                       uint32_t prefetch_entries = 128);
 
 // Elements of one loop group of a bench kernel: a TPC's slice must be a positive multiple of it.
 uint32_t tpc_bench_kernel_group(const std::string& name, tpc::DType dtype = tpc::DType::F32);
@@ -36,6 +43,7 @@ struct TpcBenchOptions {
   double scale = 1.0;              // multiplies every case's tensor size (at least one group per TPC)
   std::vector<std::string> kernels = {"add", "scale", "triad", "load_latency", "mac_chain"};
   std::string json_path;           // results as a JSON array of objects
+  unsigned phases = 1;             // runs of each case, started 37 ns apart; the row is their median (1..64)
 };
 
 struct TpcCaseResult {
@@ -47,6 +55,8 @@ struct TpcCaseResult {
   unsigned tpcs = 0;
   uint32_t macs_per_element = 0;   // mac_chain: K
   uint64_t cycles = 0;             // TPC cycles, first TPC_EXECUTE taking effect to the last core idle
+  unsigned phases = 1;             // runs of the case: the row is the median one (by cycles)
+  uint64_t cycles_min = 0, cycles_max = 0;   // the fewest and most cycles of the runs
   uint64_t sim_time_ps = 0;
   uint64_t bundles = 0;            // over all TPCs
   uint64_t stall_cycles = 0;       // scoreboard / window stalls, summed over the TPCs

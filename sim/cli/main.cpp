@@ -295,7 +295,9 @@ int command_bench_tpc(const std::vector<std::string>& args) {
       ("help,h", "this help")
       ("json", po::value<std::string>(), "write results as a JSON array of objects")
       ("kernel", po::value<std::string>()->default_value("add,scale,triad,load_latency,mac_chain"), "kernels to run")
-      ("scale", po::value<double>()->default_value(1.0), "multiply every case's tensor size");
+      ("scale", po::value<double>()->default_value(1.0), "multiply every case's tensor size")
+      ("phases", po::value<unsigned>()->default_value(1),
+       "run each case this many times (1-64), each start 37 ns later; print the median and the spread");
   po::variables_map vm = parse(args, options);
   if (vm.count("help")) {
     std::cout << "usage: hpusim bench tpc [options]\n" << options;
@@ -305,6 +307,7 @@ int command_bench_tpc(const std::vector<std::string>& args) {
   bench.card = load_card(vm);
   bench.kernels = split_list(vm["kernel"].as<std::string>());
   bench.scale = vm["scale"].as<double>();
+  bench.phases = vm["phases"].as<unsigned>();
   if (vm.count("json")) bench.json_path = vm["json"].as<std::string>();
   hpusim::bench::run_tpc_bench(bench, std::cout);
   return 0;

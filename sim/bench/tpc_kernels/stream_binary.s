@@ -11,12 +11,12 @@
 // The loop body computes the current group in place, one COMPUTE per vector, stores each result
 // two vectors later and, in the same bundle, reloads Vj and then V(16+j) with the next group.
 // Those loads find their data in the prefetch buffer: I4 runs AHEAD vectors in front of the
-// loads (I2) and prefetches A and B there, so about 2 x (AHEAD + 16) reads (20 KB) are in flight
-// per TPC, enough to cover the loaded memory latency at this core's share of the bandwidth. Every
+// loads (I2) and prefetches A and B there, so about 2 x (AHEAD + 16) reads are in flight per TPC:
+// the bench sets AHEAD so that they fill the preset's prefetch buffer (48 for 128 entries). Every
 // access is one 256-byte vector; I2, I3 (stores) and I4 take one iadd each per vector.
 .equ LANES 64
 .equ GROUP 1024
-.equ AHEAD 48                            // prefetch distance in vectors (2 entries each)
+.equ AHEAD 48                            // prefetch distance in vectors (2 entries each; set by the bench)
 
 // Prefetch A and B at I4 and step I4 to the next vector.
 .macro PREFETCH_AB

@@ -8,11 +8,12 @@
 // loop body scales the current group in place, stores each product two vectors later and, in the
 // same bundle, reloads the register with the next group. Those loads find their data in the
 // prefetch buffer: I4 runs AHEAD vectors in front of the loads (I2), so about AHEAD + 32 reads
-// (20 KB) are in flight per TPC. Every access is one 256-byte vector. I2, I3 (stores) and I4 take
+// are in flight per TPC: the bench sets AHEAD so that they fill the preset's prefetch buffer (96
+// for 128 entries). Every access is one 256-byte vector. I2, I3 (stores) and I4 take
 // one iadd each per vector, so three bundles per vector.
 .equ LANES 64
 .equ GROUP 2048
-.equ AHEAD 96                            // prefetch distance in vectors
+.equ AHEAD 96                            // prefetch distance in vectors (set by the bench)
 
 // Store vector \j (scaled four bundles ago) and reload it with the next group; the VPU slot
 // scales vector \n of the current group.

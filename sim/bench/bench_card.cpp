@@ -1,0 +1,43 @@
+#include "sim/bench/bench_card.h"
+
+#include <stdexcept>
+
+#include "hw/hbm/hbm_subsystem.h"
+#include "hw/sram/hbm_cache.h"
+
+namespace hpusim::bench {
+
+namespace {
+
+bool hbm_idle(hbm::HbmSubsystem& hbm) {
+  for (uint32_t c = 0; c < hbm.channels(); ++c) {
+    if (!hbm.controller(c).idle()) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void BenchCard::start_cold(const std::string& bench, uint64_t phase_ns) {
+  hw::HbmCache* cache = card_->memory().hbm_cache();
+  hbm::HbmSubsystem& hbm = card_->memory().hbm();
+  const auto busy = [&] { return (cache != nullptr && !cache->idle()) || !hbm_idle(hbm); };
+  for (int waited_us = 0; on_sim_thread(busy); ++waited_us) {
+    if (waited_us == 1000) {
+      throw std::runtime_error("bench " + bench + ": the HBM still has requests in flight 1 ms after a case");
+    }
+    sim_->charge_ns(1000);
+    sim_->sync_device();
+  }
+  if (cache != nullptr) on_sim_thread([&] { cache->drop_all_lines(); });
+  const hbm::SubsystemConfig& config = hbm.config();
+  uint64_t idle_ps = 0;
+  if (config.controller.refresh_enabled && config.controller.self_refresh_after_refi != 0) {
+    idle_ps = uint64_t{config.controller.self_refresh_after_refi + 1} * config.timing.nREFI * config.timing.tck_ps;
+  }
+  if (idle_ps + phase_ns == 0) return;
+  sim_->charge_ns((idle_ps + 999) / 1000 + phase_ns);
+  sim_->sync_device();
+}
+
+}  // namespace hpusim::bench
