@@ -394,6 +394,51 @@ int main() {
     MPI_Win_free(&window);
     p2p_ok = p2p_ok && window == MPI_WIN_NULL;
   }
+  // Post-start-complete-wait: rank 0 exposes its window to rank 1 after a copy; rank 1's
+  // MPI_Win_start, entered before that, leaves at the post's time; rank 1 copies, puts its host time
+  // and completes. Rank 0 tests at once (not done: rank 1 completes later), then its MPI_Win_wait
+  // leaves at rank 1's complete.
+  {
+    unsigned long long slot = 0, put_ns = 0;
+    MPI_Win window = MPI_WIN_NULL;
+    MPI_Win_create(&slot, sizeof(slot), sizeof(slot), MPI_INFO_NULL, MPI_COMM_WORLD, &window);
+    MPI_Group world_group = MPI_GROUP_NULL, peer = MPI_GROUP_NULL;
+    MPI_Comm_group(MPI_COMM_WORLD, &world_group);
+    const int other = 1 - rank;
+    MPI_Group_incl(world_group, 1, &other, &peer);
+    uint64_t post_ns = 0, start_entry_ns = 0, started_ns = 0, waited_ns = 0;
+    int tested = 1;
+    if (rank == 0) {
+      if (synMemCopyAsync(stream, buffer, kCount * 4, reinterpret_cast<uint64_t>(back.data()), DRAM_TO_HOST) != synSuccess) return fail("copy before a post");
+      if (synStreamSynchronize(stream) != synSuccess) return fail("synchronize before a post");
+      if (hpusim_hostTimeNs(&post_ns) != synSuccess) return fail("host time");
+      MPI_Win_post(peer, 0, window);
+      MPI_Win_test(window, &tested);
+      MPI_Win_wait(window);
+      if (hpusim_hostTimeNs(&waited_ns) != synSuccess) return fail("host time");
+    } else {
+      if (hpusim_hostTimeNs(&start_entry_ns) != synSuccess) return fail("host time");
+      MPI_Win_start(peer, 0, window);
+      if (hpusim_hostTimeNs(&started_ns) != synSuccess) return fail("host time");
+      if (synMemCopyAsync(stream, buffer, kCount * 4, reinterpret_cast<uint64_t>(back.data()), DRAM_TO_HOST) != synSuccess) return fail("copy before a put");
+      if (synStreamSynchronize(stream) != synSuccess) return fail("synchronize before a put");
+      if (hpusim_hostTimeNs(reinterpret_cast<uint64_t*>(&put_ns)) != synSuccess) return fail("host time");
+      MPI_Put(&put_ns, 1, MPI_UNSIGNED_LONG_LONG, 0, 0, 1, MPI_UNSIGNED_LONG_LONG, window);
+      MPI_Win_complete(window);
+    }
+    unsigned long long epoch_times[4] = {post_ns, start_entry_ns, started_ns, put_ns}, epoch_max[4] = {0, 0, 0, 0};
+    MPI_Allreduce(epoch_times, epoch_max, 4, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+    p2p_ok = p2p_ok && epoch_max[1] < epoch_max[0] && epoch_max[2] == epoch_max[0] && epoch_max[3] > epoch_max[0] &&
+             (rank != 0 || (tested == 0 && waited_ns == epoch_max[3] && slot == epoch_max[3]));
+    if (rank == 0) {
+      std::printf("MPI_Win_post at %llu ns (rank 1's MPI_Win_start entered at %llu, left at %llu); rank 1 put %llu "
+                  "and completed, rank 0's MPI_Win_test: %d, MPI_Win_wait left at %llu ns\n",
+                  epoch_max[0], epoch_max[1], epoch_max[2], slot, tested, static_cast<unsigned long long>(waited_ns));
+    }
+    MPI_Group_free(&peer);
+    MPI_Group_free(&world_group);
+    MPI_Win_free(&window);
+  }
   // A nonblocking collective on the split communicator: rank 0 tests at once (not done: rank 1 enters after one more
   // copy), then both wait, leaving at the later entry.
   if (rank == 1) {
