@@ -406,7 +406,8 @@ TEST(Cli, BenchTpcMacChainReachesNinetyPercentOfVpuPeak) {
 // in the cycles; --phases runs each case at several start phases and prints the median and spread.
 TEST(Cli, BenchTpcStreamsFitThePrefetchBufferAndReportTheirSpread) {
   const std::string shallow_json = temp_path("tpc_shallow.json"), deep_json = temp_path("tpc_deep.json");
-  ProgramRun r = run("bench tpc --kernel triad --scale 0.1 --phases 3 --json " + shallow_json);
+  ProgramRun r = run("bench tpc --kernel triad --scale 0.1 --phases 3 --set tpc.prefetch_entries=128 --json " +
+                     shallow_json);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("STREAM prefetch: 128 entries a TPC (tpc.prefetch_entries); add and triad run 48 vectors "
                           "ahead of their loads, scale 96"),

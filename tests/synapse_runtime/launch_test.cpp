@@ -278,17 +278,17 @@ class SynapseLaunchNarrowTpcTest : public SynapseLaunchCardTest {
   std::vector<std::string> extra_overrides() const override { return {"tpc.vector_bits=512"}; }
 };
 
-// A card whose TPCs have twice the prefetch buffer: the runtime learns it from the device, the
+// A card whose TPCs have twice hl205's prefetch buffer: the runtime learns it from the device, the
 // kernels prefetch further (the library's lookahead fits the buffer), the recipe records it and the
 // values do not move.
 class SynapseLaunchLargePrefetchTest : public SynapseLaunchCardTest {
  protected:
-  std::vector<std::string> extra_overrides() const override { return {"tpc.prefetch_entries=256"}; }
+  std::vector<std::string> extra_overrides() const override { return {"tpc.prefetch_entries=512"}; }
 };
 
 TEST_F(SynapseLaunchLargePrefetchTest, TheRuntimeCompilesForTheCardsPrefetchBuffer) {
-  EXPECT_EQ(rt->target().tpc_prefetch_entries, 256u);
-  expect_compiled_for_the_card("prefetch=256", [](compiler::CompileTarget& t) { t.tpc_prefetch_entries = 128; });
+  EXPECT_EQ(rt->target().tpc_prefetch_entries, 512u);
+  expect_compiled_for_the_card("prefetch=512", [](compiler::CompileTarget& t) { t.tpc_prefetch_entries = 256; });
 }
 
 TEST_F(SynapseLaunchNarrowTpcTest, TheRuntimeCompilesForTheCardsVectorWidth) {
