@@ -4,6 +4,7 @@
 
 #include "hw/hbm/hbm_subsystem.h"
 #include "hw/sram/hbm_cache.h"
+#include "sim/bench/start_phase.h"
 
 namespace hpusim::bench {
 
@@ -30,13 +31,9 @@ void BenchCard::start_cold(const std::string& bench, uint64_t phase_ns) {
     sim_->sync_device();
   }
   if (cache != nullptr) on_sim_thread([&] { cache->drop_all_lines(); });
-  const hbm::SubsystemConfig& config = hbm.config();
-  uint64_t idle_ps = 0;
-  if (config.controller.refresh_enabled && config.controller.self_refresh_after_refi != 0) {
-    idle_ps = uint64_t{config.controller.self_refresh_after_refi + 1} * config.timing.nREFI * config.timing.tck_ps;
-  }
-  if (idle_ps + phase_ns == 0) return;
-  sim_->charge_ns((idle_ps + 999) / 1000 + phase_ns);
+  const uint64_t idle_ns = self_refresh_settle_ns(hbm.config()) + phase_ns;
+  if (idle_ns == 0) return;
+  sim_->charge_ns(idle_ns);
   sim_->sync_device();
 }
 

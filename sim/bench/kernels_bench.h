@@ -17,6 +17,7 @@ struct KernelsBenchOptions {
   bool large = true;       // also the large shape of each case
   std::string json_path;   // also write the rows as a JSON array
   std::string trace_path;  // also write the timeline (every case's launches)
+  unsigned phases = 1;     // measured launches of each case, started 37 ns apart; the row is their median (1..64)
 };
 
 struct KernelsBenchRow {
@@ -32,6 +33,8 @@ struct KernelsBenchRow {
   // node's time inside a graph, whose launch frame the other nodes overlap), and the bound's time
   // over max(kernel_us, engines_us).
   double engines_us = 0, pct_engines = 0;
+  unsigned phases = 1;                    // measured launches: the row is the median one by device time
+  double device_us_min = 0, device_us_max = 0;
 };
 
 // Runs the cases and prints the table; a GUID with no case is listed as such, never skipped

@@ -20,6 +20,7 @@
 #include "hw/tpc/tpc_core.h"
 #include "arch/tpc/tpc_launch.h"
 #include "sim/bench/bench_card.h"
+#include "sim/bench/start_phase.h"
 #include "sim/cosim/cosimulation.h"
 #include "sim/cosim/host_port.h"
 #include "sim/report/json_records.h"
@@ -27,10 +28,6 @@
 namespace hpusim::bench {
 
 namespace {
-
-// With --phases N, run k of a case starts k x this much later than the memory settles: a prime
-// number of nanoseconds, so the starts fall at different phases of every clock.
-constexpr uint64_t kPhaseStepNs = 37;
 
 const char* find_source(const std::string& name) {
   for (const TpcBenchKernelSource& k : tpc_bench_kernel_sources()) {
@@ -249,7 +246,7 @@ void print_row(std::ostream& out, const TpcCaseResult& r) {
 
 std::vector<TpcCaseResult> run_tpc_bench(const TpcBenchOptions& options, std::ostream& out) {
   if (!(options.scale > 0)) throw std::invalid_argument("--scale must be greater than 0");
-  if (options.phases < 1 || options.phases > 64) throw std::invalid_argument("--phases must be 1 to 64");
+  if (options.phases < 1 || options.phases > kMaxPhases) throw std::invalid_argument("--phases must be 1 to 64");
   for (const std::string& k : options.kernels) {
     if (!kernel_table().count(k)) {
       throw std::invalid_argument("unknown kernel '" + k + "' (expected add, scale, triad, load_latency or mac_chain)");

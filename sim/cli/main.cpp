@@ -649,7 +649,9 @@ int command_bench_kernels(const std::vector<std::string>& args) {
       ("guids", po::value<std::string>()->default_value(""), "only the GUIDs this regular expression finds")
       ("quick", "the representative shape of each kernel only (no large one)")
       ("json", po::value<std::string>(), "write the rows as a JSON array")
-      ("trace", po::value<std::string>(), "write the timeline of every case (.json: Chrome JSON, else Perfetto)");
+      ("trace", po::value<std::string>(), "write the timeline of every case (.json: Chrome JSON, else Perfetto)")
+      ("phases", po::value<unsigned>()->default_value(1),
+       "launch each case this many times (1-64), each start 37 ns later; print the median and the spread");
   po::variables_map vm = parse(args, options);
   if (vm.count("help")) {
     std::cout << "usage: hpusim bench kernels [options]\n" << options;
@@ -662,6 +664,7 @@ int command_bench_kernels(const std::vector<std::string>& args) {
   bench.large = vm.count("quick") == 0;
   if (vm.count("json")) bench.json_path = vm["json"].as<std::string>();
   if (vm.count("trace")) bench.trace_path = vm["trace"].as<std::string>();
+  bench.phases = vm["phases"].as<unsigned>();
   hpusim::preset::load_preset(bench.preset, bench.overrides);
   try {
     hpusim::bench::run_kernels_bench(bench, std::cout);

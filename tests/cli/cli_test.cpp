@@ -440,6 +440,29 @@ TEST(Cli, BenchTpcStreamsFitThePrefetchBufferAndReportTheirSpread) {
   EXPECT_GT(deep.back().second.get<double>("pct_mem_bw"), shallow.back().second.get<double>("pct_mem_bw") + 4.0);
 }
 
+// bench kernels --phases: each row is the median of its launches started at several phases, with
+// their spread; out of range is refused before any card is made.
+TEST(Cli, BenchKernelsPhasesGiveTheMedianLaunchAndItsSpread) {
+  const std::string json = temp_path("kernels_phases.json");
+  std::remove(json.c_str());
+  ProgramRun r = run("bench kernels --quick --guids '^add_fwd_f32$' --phases 3 --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("each row: the median (by device time) of 3 launches, each started 37 ns after the one before"),
+            std::string::npos)
+      << r.output;
+  boost::property_tree::ptree rows;
+  boost::property_tree::read_json(json, rows);
+  ASSERT_EQ(rows.size(), 1u);
+  const auto& row = rows.front().second;
+  EXPECT_EQ(row.get<unsigned>("phases"), 3u);
+  EXPECT_LE(row.get<double>("device_us_min"), row.get<double>("device_us"));
+  EXPECT_LE(row.get<double>("device_us"), row.get<double>("device_us_max"));
+  EXPECT_GT(row.get<double>("device_us_min"), 0.0);
+  r = run("bench kernels --guids '^add_fwd_f32$' --phases 65");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--phases must be 1 to 64"), std::string::npos) << r.output;
+}
+
 TEST(Cli, BenchTpcUsageErrors) {
   ProgramRun r = run("bench tpc --kernel copy");
   EXPECT_NE(r.exit_code, 0);
