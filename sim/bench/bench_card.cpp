@@ -31,7 +31,7 @@ void BenchCard::start_cold(const std::string& bench, uint64_t phase_ns) {
     sim_->sync_device();
   }
   if (cache != nullptr) on_sim_thread([&] { cache->drop_all_lines(); });
-  const uint64_t idle_ns = self_refresh_settle_ns(hbm.config()) + phase_ns;
+  const uint64_t idle_ns = self_refresh_settle_ns(hbm.config().controller, hbm.config().timing) + phase_ns;
   if (idle_ns == 0) return;
   sim_->charge_ns(idle_ns);
   sim_->sync_device();

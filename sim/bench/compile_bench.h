@@ -22,6 +22,7 @@ struct CompileBenchOptions {
   uint32_t steps = 2;
   std::string json_path;
   std::string scratch_dir = "/tmp";   // the children's result files
+  unsigned phases = 1;   // runs of each workload, started 37 ns apart; the row is the median one (1..64)
 };
 
 struct CompileBenchResult {
@@ -39,7 +40,9 @@ struct CompileBenchResult {
   std::string roofline_limit;
   double overlap = 0;   // share of the launch in which an MME and a TPC both ran
   double engines_span_ns = 0;   // from the first kernel or MME job to start to the last to end
-  double wall_seconds = 0;
+  double wall_seconds = 0;             // all its runs
+  unsigned phases = 1;                 // runs: the row is the median one by the last step's device time
+  uint64_t device_ns_min = 0, device_ns_max = 0;
 };
 
 // `run_child(args)` runs `hpusim args...` and returns its exit status.

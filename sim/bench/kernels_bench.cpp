@@ -281,8 +281,8 @@ KernelsBenchRow run_case(synDeviceId device, const CardLimits& card, const Case&
     uint64_t tpc_ps = 0;   // the TPCs' busy time, summed
   };
   std::vector<Run> runs;
-  const uint64_t settle_ns =
-      self_refresh_settle_ns(box->cosim().on_sim_thread([&] { return box->card().memory().hbm().config(); }));
+  const hbm::SubsystemConfig hbm = box->cosim().on_sim_thread([&] { return box->card().memory().hbm().config(); });
+  const uint64_t settle_ns = self_refresh_settle_ns(hbm.controller, hbm.timing);
   for (unsigned p = 0; p < phases; ++p) {
     box->cosim().charge_ns(settle_ns + p * kPhaseStepNs);
     const zoo::EngineBusy before = box->cosim().on_sim_thread([&] { return zoo::engine_busy(box->card()); });

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "hw/hbm/hbm_subsystem.h"
+#include "hw/hbm/hbm_config.h"
 
 namespace hpusim::bench {
 
@@ -14,10 +14,10 @@ namespace hpusim::bench {
 constexpr uint64_t kPhaseStepNs = 37;
 constexpr unsigned kMaxPhases = 64;
 
-// The idle time after which every channel of `hbm` is in self-refresh (0 without it).
-inline uint64_t self_refresh_settle_ns(const hbm::SubsystemConfig& hbm) {
-  if (!hbm.controller.refresh_enabled || hbm.controller.self_refresh_after_refi == 0) return 0;
-  const uint64_t ps = uint64_t{hbm.controller.self_refresh_after_refi + 1} * hbm.timing.nREFI * hbm.timing.tck_ps;
+// The idle time after which every channel of an HBM controlled so is in self-refresh (0 without it).
+inline uint64_t self_refresh_settle_ns(const hbm::ControllerConfig& controller, const hbm::Timing& timing) {
+  if (!controller.refresh_enabled || controller.self_refresh_after_refi == 0) return 0;
+  const uint64_t ps = uint64_t{controller.self_refresh_after_refi + 1} * timing.nREFI * timing.tck_ps;
   return (ps + 999) / 1000;
 }
 

@@ -39,6 +39,7 @@
 #include "sim/bench/collectives_bench.h"
 #include "sim/bench/compile_bench.h"
 #include "sim/bench/kernels_bench.h"
+#include "sim/bench/start_phase.h"
 #include "sim/analyze/report_writers.h"
 #include "sim/bench/gemm_bench.h"
 #include "traces/chrome_json_reader.h"
@@ -540,7 +541,9 @@ int command_bench_compile(const std::vector<std::string>& args) {
   options.add_options()("help,h", "this help")
       ("workloads", po::value<std::string>()->default_value("mlp,conv-block,bert-layer"), "zoo workloads, comma separated")
       ("steps", count_value(2), "steps per workload (>= 2: a compile, then cache hits)")
-      ("json", po::value<std::string>(), "write the results as a JSON array");
+      ("json", po::value<std::string>(), "write the results as a JSON array")
+      ("phases", po::value<unsigned>()->default_value(1),
+       "run each workload this many times (1-64), each start 37 ns later; print the median and the spread");
   po::variables_map vm = parse(args, options);
   if (vm.count("help")) {
     std::cout << "usage: hpusim bench compile [options]\n" << options;
@@ -554,6 +557,8 @@ int command_bench_compile(const std::vector<std::string>& args) {
   }
   bench.steps = vm["steps"].as<Count>().value;
   if (bench.steps < 2) throw UsageError("--steps must be at least 2");
+  bench.phases = vm["phases"].as<unsigned>();
+  if (bench.phases < 1 || bench.phases > hpusim::bench::kMaxPhases) throw UsageError("--phases must be 1 to 64");
   bench.preset = vm["preset"].as<std::string>();
   if (vm.count("set")) bench.overrides = vm["set"].as<std::vector<std::string>>();
   if (vm.count("json")) bench.json_path = vm["json"].as<std::string>();
@@ -686,7 +691,9 @@ int command_run(const std::vector<std::string>& args) {
        "default (host, launches, engines, bandwidth) or packets (also every QMAN packet and sync-object event)")
       ("stats", po::value<std::string>(), "write statistics (sorted text, and FILE.json)")
       ("quiet,q", "no table (the JSON and totals files only)")
-      ("totals", po::value<std::string>(), "write the run's compile, cache and launch totals as a JSON object");
+      ("totals", po::value<std::string>(), "write the run's compile, cache and launch totals as a JSON object")
+      ("start-phase-ns", po::value<uint64_t>()->default_value(0),
+       "host time to wait after the set-up, before the first step (a start at another phase of the clocks)");
   const po::variables_map vm = parse(args, options, "workload");
   if (vm.count("help")) {
     std::cout << "usage: hpusim run WORKLOAD [options]\n" << options;
@@ -708,6 +715,7 @@ int command_run(const std::vector<std::string>& args) {
   if (vm.count("json")) run.json_path = vm["json"].as<std::string>();
   if (vm.count("trace")) run.trace_path = vm["trace"].as<std::string>();
   if (vm.count("stats")) run.stats_path = vm["stats"].as<std::string>();
+  run.start_phase_ns = vm["start-phase-ns"].as<uint64_t>();
   if (run.steps == 0) throw UsageError("--steps must be at least 1");
   const std::string detail = vm["trace-detail"].as<std::string>();
   if (detail != "default" && detail != "packets") {

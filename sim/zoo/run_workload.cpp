@@ -80,6 +80,8 @@ std::vector<StepRecord> run_workload(const RunOptions& options, std::unique_ptr<
   hw::Card& card = box->card();
   out << "hpusim run " << options.workload << " on " << options.preset << ": " << options.steps << " steps\n";
   workload->setup(device, options.seed);
+  // A later start shifts every step against the card's clocks (bench compile --phases).
+  if (options.start_phase_ns != 0) box->cosim().charge_ns(options.start_phase_ns);
 
   out << std::left << std::setw(6) << "step" << std::right << std::setw(12) << "loss" << std::setw(14) << "device us"
       << std::setw(12) << "host us" << std::setw(12) << "step us" << std::setw(8) << "MME %" << std::setw(8) << "TPC %"

@@ -20,6 +20,7 @@ struct RunOptions {
   std::string json_path;                // per-step objects
   std::string trace_path;               // the timeline (".json": Chrome JSON, else Perfetto)
   std::string stats_path;               // statistics: sorted text, and FILE.json
+  uint64_t start_phase_ns = 0;          // host time waited after the set-up, before the first step
 };
 
 struct StepRecord {

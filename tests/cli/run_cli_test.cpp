@@ -499,4 +499,24 @@ TEST(CliBenchCompile, ReportsCompileAndLaunchCostsAndStepTimes) {
   EXPECT_NE(bad.output.find("unknown workload 'resnet'"), std::string::npos) << bad.output;
 }
 
+// --phases runs each workload at several start phases (`hpusim run --start-phase-ns`) and reports
+// the median run with the spread of the last step's device time.
+TEST(CliBenchCompile, PhasesGiveTheMedianRunAndItsSpread) {
+  const std::string json = temp("bench_compile_phases.json");
+  const ProgramRun r = run_hpusim("bench compile --workloads mlp --steps 2 --phases 3 --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("each row: the median (by the last step's device time) of 3 runs, each started 37 ns after"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("spread"), std::string::npos) << r.output;
+  const auto rows = steps_of(json);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].get<unsigned>("phases"), 3u);
+  EXPECT_LE(rows[0].get<uint64_t>("device_ns_min"), rows[0].get<uint64_t>("device_ns"));
+  EXPECT_LE(rows[0].get<uint64_t>("device_ns"), rows[0].get<uint64_t>("device_ns_max"));
+  const ProgramRun bad = run_hpusim("bench compile --workloads mlp --phases 0");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("--phases must be 1 to 64"), std::string::npos) << bad.output;
+}
+
 }  // namespace
