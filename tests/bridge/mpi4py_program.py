@@ -106,6 +106,33 @@ for start in range(2):
 if persistent is not None:
     persistent.Free()
 
+# Post-start-complete-wait on a window of one number: rank 0 posts after device work of its own, so
+# rank 1's Start leaves at the post's host time; rank 1 puts its host time after more device work and
+# completes; rank 0's Wait leaves at that time, its window holding it.
+slot = np.zeros(1, dtype=np.uint64)
+window = MPI.Win.Create(slot, comm=comm)
+peer = comm.Get_group().Incl([1 - rank]) if rank < 2 else MPI.Group.Incl(comm.Get_group(), [])
+if rank == 0:
+    (x * 2).cpu()
+    posted = _C.host_time_ns()
+    window.Post(peer)
+    window.Wait()
+    left = _C.host_time_ns()
+    comm.send(posted, dest=1, tag=11)
+    check("Win.Post/Wait", left == int(slot[0]) > posted, posted, left, int(slot[0]))
+elif rank == 1:
+    entered = _C.host_time_ns()
+    window.Start(peer)
+    started = _C.host_time_ns()
+    (x * 2).cpu()
+    put = np.array([_C.host_time_ns()], dtype=np.uint64)   # held until Complete
+    window.Put(put, 0)
+    window.Complete()
+    posted = comm.recv(source=0, tag=11)
+    check("Win.Start", started == posted > entered, entered, started, posted)
+peer.Free()
+window.Free()
+
 comm.Barrier()
 print(f"rank {rank}: ok" if not failures else f"rank {rank}: failed: {failures}", flush=True)
 sys.exit(1 if failures else 0)
